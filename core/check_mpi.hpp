@@ -1,0 +1,17 @@
+// SF_CHECK_MPI(call): runs an MPI call and throws Error(kCommunication) naming the call, the
+// source line, the rank and MPI's own error text when it does not return MPI_SUCCESS.
+// MpiEnvironment sets MPI_ERRORS_RETURN on MPI_COMM_WORLD so errors reach this check instead of
+// aborting inside MPI.
+#pragma once
+
+namespace shardflow::internal {
+[[noreturn]] void ThrowMpiError(int rc, const char* call, const char* file, int line);
+}  // namespace shardflow::internal
+
+#define SF_CHECK_MPI(call)                                                         \
+  do {                                                                             \
+    const int sf_mpi_rc_ = (call);                                                 \
+    if (sf_mpi_rc_ != 0 /* MPI_SUCCESS */) {                                       \
+      ::shardflow::internal::ThrowMpiError(sf_mpi_rc_, #call, __FILE__, __LINE__); \
+    }                                                                              \
+  } while (0)

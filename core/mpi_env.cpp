@@ -1,0 +1,141 @@
+#include "core/mpi_env.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "core/check_hdf5.hpp"
+#include "core/check_mpi.hpp"
+#include "core/error.hpp"
+#include "core/logging.hpp"
+
+namespace shardflow {
+
+MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
+  int initialized = 0;
+  SF_CHECK_MPI(MPI_Initialized(&initialized));
+  if (!initialized) {
+    SF_CHECK_MPI(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &thread_level_));
+    owns_init_ = true;
+  } else {
+    SF_CHECK_MPI(MPI_Query_thread(&thread_level_));
+  }
+  // Errors come back as return codes and reach SF_CHECK_MPI, which adds context.
+  SF_CHECK_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  SF_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
+  SF_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+  SF_CHECK_MPI(
+      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_comm_));
+  SF_CHECK_MPI(MPI_Comm_set_errhandler(node_comm_, MPI_ERRORS_RETURN));
+  SF_CHECK_MPI(MPI_Comm_rank(node_comm_, &local_rank_));
+  SF_CHECK_MPI(MPI_Comm_size(node_comm_, &local_size_));
+  SilenceHdf5Errors();
+  SetLogRank(rank_);
+  InitLoggingFromEnvironment();
+}
+
+MpiEnvironment::~MpiEnvironment() {
+  if (node_comm_ != MPI_COMM_NULL) MPI_Comm_free(&node_comm_);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owns_init_ && !finalized) MPI_Finalize();
+}
+
+int WorldRank() {
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return -1;
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+namespace {
+
+void WriteErrorLine(const std::string& what) {
+  const int rank = WorldRank();
+  std::string line = (rank >= 0 ? "[rank " + std::to_string(rank) + "] " : std::string()) +
+                     "error: " + what + "\n";
+  // One write, so lines from different ranks never interleave.
+  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+}
+
+// Maps the current exception to (message, exit code).
+std::pair<std::string, int> DescribeCurrentException() {
+  try {
+    throw;
+  } catch (const Error& e) {
+    return {e.what(), ExitCodeFor(e.code())};
+  } catch (const std::exception& e) {
+    return {std::string("internal error: ") + e.what(), 1};
+  } catch (...) {
+    return {"internal error: unknown exception", 1};
+  }
+}
+
+}  // namespace
+
+void AbortJob(const char* what, int code) {
+  WriteErrorLine(what);
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, code == 0 ? 1 : code);
+  std::_Exit(code == 0 ? 1 : code);
+}
+
+int RunMain(int argc, char** argv, const std::function<void(MpiEnvironment&)>& parse,
+            const std::function<int(MpiEnvironment&)>& run) {
+  std::unique_ptr<MpiEnvironment> env;
+  try {
+    env = std::make_unique<MpiEnvironment>(&argc, &argv);
+  } catch (...) {
+    auto [what, code] = DescribeCurrentException();
+    WriteErrorLine(what);
+    return code;
+  }
+
+  // Parse phase: every rank parses; they agree on the lowest failing rank, which alone prints.
+  int exit_code = 0;
+  std::string message;
+  bool early_exit = false;
+  try {
+    parse(*env);
+  } catch (const EarlyExit& e) {
+    early_exit = true;
+    exit_code = e.code;
+  } catch (...) {
+    std::tie(message, exit_code) = DescribeCurrentException();
+  }
+  int failing = message.empty() ? env->size() : env->rank();
+  int first_failing = failing;
+  MPI_Allreduce(&failing, &first_failing, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first_failing < env->size()) {
+    if (env->rank() == first_failing) WriteErrorLine(message);
+    // Every rank exits with the failing rank's code.
+    MPI_Bcast(&exit_code, 1, MPI_INT, first_failing, MPI_COMM_WORLD);
+    return exit_code == 0 ? 1 : exit_code;
+  }
+  if (early_exit) return exit_code;
+
+  // Run phase: an error ends the whole job from the rank that hit it.
+  try {
+    return run(*env);
+  } catch (...) {
+    auto [what, code] = DescribeCurrentException();
+    if (env->size() == 1) {
+      WriteErrorLine(what);
+      return code;
+    }
+    AbortJob(what.c_str(), code);
+  }
+}
+
+}  // namespace shardflow

@@ -1,0 +1,68 @@
+// MPI bootstrap and the top-level error handler every shardflow program runs under.
+//
+// A program's main() is:
+//
+//   int main(int argc, char** argv) {
+//     Options opts;
+//     return shardflow::RunMain(argc, argv,
+//         [&](MpiEnvironment& env) { opts = ParseAndValidate(env, argc, argv); },
+//         [&](MpiEnvironment& env) { return Run(env, opts); });
+//   }
+//
+// The parse phase runs on every rank and is expected to fail identically everywhere (a bad
+// flag, an unknown config key); ranks agree on the outcome with one all-reduce, the lowest
+// failing rank prints the error once, and every rank exits with the same code. An error in the
+// run phase is printed once, by the rank that hit it, prefixed with that rank, and ends the
+// whole job with MPI_Abort and a non-zero code: no rank is left hanging in a collective.
+#pragma once
+
+#include <mpi.h>
+#include <functional>
+
+namespace shardflow {
+
+// Thrown by a parse phase that has finished the program's work (e.g. printed --help).
+struct EarlyExit {
+  int code = 0;
+};
+
+// RAII MPI_Init_thread / MPI_Finalize. Requests MPI_THREAD_MULTIPLE, which the communication
+// thread needs; falls back to what MPI provides and records it.
+class MpiEnvironment {
+ public:
+  MpiEnvironment(int* argc, char*** argv);
+  ~MpiEnvironment();
+  MpiEnvironment(const MpiEnvironment&) = delete;
+  MpiEnvironment& operator=(const MpiEnvironment&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }  // rank among the processes of this node
+  int local_size() const { return local_size_; }
+  bool is_chief() const { return rank_ == 0; }
+  int thread_level() const { return thread_level_; }  // MPI_THREAD_* provided
+  MPI_Comm node_comm() const { return node_comm_; }   // the ranks sharing this node's memory
+
+ private:
+  int rank_ = 0;
+  int size_ = 1;
+  int local_rank_ = 0;
+  int local_size_ = 1;
+  int thread_level_ = 0;
+  MPI_Comm node_comm_ = MPI_COMM_NULL;
+  bool owns_init_ = false;
+};
+
+// This process's rank in MPI_COMM_WORLD, or -1 before MPI_Init / after MPI_Finalize.
+int WorldRank();
+
+// Runs parse then run under an MpiEnvironment and the error policy described at the top.
+// Returns the process exit code (0 on success).
+int RunMain(int argc, char** argv, const std::function<void(MpiEnvironment&)>& parse,
+            const std::function<int(MpiEnvironment&)>& run);
+
+// Prints "[rank R] error: WHAT" to stderr as one write and ends the job with MPI_Abort(code).
+// For fatal conditions detected off the main thread (a watchdog, a communication thread).
+[[noreturn]] void AbortJob(const char* what, int code);
+
+}  // namespace shardflow
