@@ -1,0 +1,126 @@
+#include "core/tensor.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace shardflow {
+
+size_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+    case DType::kInt32:
+      return 4;
+    case DType::kFloat64:
+    case DType::kInt64:
+      return 8;
+    case DType::kUInt8:
+      return 1;
+  }
+  return 0;
+}
+
+const char* DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
+  }
+  return "?";
+}
+
+DType ParseDType(const std::string& name) {
+  for (DType d : {DType::kFloat32, DType::kFloat64, DType::kUInt8, DType::kInt32, DType::kInt64}) {
+    if (name == DTypeName(d)) return d;
+  }
+  throw Error(ErrorCode::kInvalidArgument, "unknown dtype '" + name + "'",
+              {.hint = "use float32, float64, uint8, int32 or int64"});
+}
+
+int64_t NumElements(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string ShapeToString(const Shape& shape) {
+  std::ostringstream out;
+  out << '[';
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? "," : "") << shape[i];
+  out << ']';
+  return out.str();
+}
+
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  for (int64_t d : shape_) {
+    if (d < 0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "negative dimension in shape " + ShapeToString(shape_));
+    }
+  }
+  // 64-byte alignment for vector kernels; at least one byte so data_ is never null.
+  const size_t bytes = (std::max<size_t>(byte_size(), 1) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, bytes);
+  if (p == nullptr) {
+    throw Error(ErrorCode::kInternal, "out of memory allocating " + std::to_string(bytes) +
+                                          " bytes for tensor " + ShapeToString(shape_));
+  }
+  std::memset(p, 0, bytes);
+  storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  data_ = p;
+}
+
+Tensor Tensor::View(void* data, DType dtype, Shape shape, Device device) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.device_ = device;
+  t.shape_ = std::move(shape);
+  t.data_ = data;
+  return t;
+}
+
+Tensor Tensor::Reshaped(Shape shape) const {
+  if (NumElements(shape) != num_elements()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "cannot reshape " + ShapeToString(shape_) + " to " + ShapeToString(shape));
+  }
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::Slice(int64_t begin, int64_t end) const {
+  if (shape_.empty() || begin < 0 || end < begin || end > shape_[0]) {
+    throw Error(ErrorCode::kInvalidArgument, "slice [" + std::to_string(begin) + "," +
+                                                 std::to_string(end) + ") out of range for " +
+                                                 ShapeToString(shape_));
+  }
+  Tensor t = *this;
+  const int64_t row = shape_[0] == 0 ? 0 : num_elements() / shape_[0];
+  t.shape_[0] = end - begin;
+  t.data_ = static_cast<char*>(data_) + begin * row * static_cast<int64_t>(DTypeSize(dtype_));
+  return t;
+}
+
+Tensor Tensor::Clone() const {
+  Tensor t(dtype_, shape_);
+  if (byte_size() > 0) std::memcpy(t.data_, data_, byte_size());
+  return t;
+}
+
+void Tensor::CheckDType(DType want) const {
+  if (want != dtype_) {
+    throw Error(ErrorCode::kInternal, std::string("tensor of dtype ") + DTypeName(dtype_) +
+                                          " accessed as " + DTypeName(want));
+  }
+}
+
+}  // namespace shardflow

@@ -1,0 +1,103 @@
+// Tensor: a typed, shaped block of memory on a device.
+//
+// A Tensor either owns its storage (shared, reference-counted: copies of a Tensor share the
+// buffer, like views) or views memory owned by someone else (the caller keeps that memory alive
+// for as long as the view is used). Element types are the ones data and training need:
+// float32 for compute; uint8, int32, int64 (and float64) for data. Storage is row-major and
+// contiguous. Kernels reach CPU data through data<T>(), which checks the dtype.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace shardflow {
+
+enum class DType : uint8_t { kFloat32, kFloat64, kUInt8, kInt32, kInt64 };
+enum class Device : uint8_t { kCpu, kCuda };
+
+size_t DTypeSize(DType dtype);
+const char* DTypeName(DType dtype);  // "float32", "uint8", ...
+// "float32" | "float64" | "uint8" | "int32" | "int64"; throws Error(kInvalidArgument).
+DType ParseDType(const std::string& name);
+
+template <typename T>
+constexpr DType DTypeOf();
+template <>
+constexpr DType DTypeOf<float>() {
+  return DType::kFloat32;
+}
+template <>
+constexpr DType DTypeOf<double>() {
+  return DType::kFloat64;
+}
+template <>
+constexpr DType DTypeOf<uint8_t>() {
+  return DType::kUInt8;
+}
+template <>
+constexpr DType DTypeOf<int32_t>() {
+  return DType::kInt32;
+}
+template <>
+constexpr DType DTypeOf<int64_t>() {
+  return DType::kInt64;
+}
+
+using Shape = std::vector<int64_t>;
+int64_t NumElements(const Shape& shape);        // 1 for a scalar (empty shape)
+std::string ShapeToString(const Shape& shape);  // "[128,28,28,1]"
+
+class Tensor {
+ public:
+  Tensor() = default;  // empty: dtype float32, shape [0], no storage
+  // Owning, zero-filled CPU tensor.
+  Tensor(DType dtype, Shape shape);
+  // Non-owning view of `data`. REQUIRES: data holds NumElements(shape) elements of dtype.
+  static Tensor View(void* data, DType dtype, Shape shape, Device device = Device::kCpu);
+
+  DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+  const Shape& shape() const { return shape_; }
+  int64_t dim(size_t i) const { return shape_.at(i); }
+  size_t rank() const { return shape_.size(); }
+  int64_t num_elements() const { return NumElements(shape_); }
+  size_t byte_size() const { return static_cast<size_t>(num_elements()) * DTypeSize(dtype_); }
+  bool owns_storage() const { return storage_ != nullptr; }
+
+  void* raw_data() { return data_; }
+  const void* raw_data() const { return data_; }
+  // Typed access; throws Error(kInternal) on a dtype mismatch.
+  template <typename T>
+  T* data() {
+    CheckDType(DTypeOf<T>());
+    return static_cast<T*>(data_);
+  }
+  template <typename T>
+  const T* data() const {
+    CheckDType(DTypeOf<T>());
+    return static_cast<const T*>(data_);
+  }
+
+  // Same storage, new shape with the same number of elements; throws otherwise.
+  Tensor Reshaped(Shape shape) const;
+  // Rows [begin, end) of the first dimension, sharing storage.
+  Tensor Slice(int64_t begin, int64_t end) const;
+  // A deep copy with its own storage.
+  Tensor Clone() const;
+
+ private:
+  void CheckDType(DType want) const;
+
+  DType dtype_ = DType::kFloat32;
+  Device device_ = Device::kCpu;
+  Shape shape_ = {0};
+  std::shared_ptr<void> storage_;  // null for views
+  void* data_ = nullptr;
+};
+
+}  // namespace shardflow
