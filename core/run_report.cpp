@@ -1,0 +1,107 @@
+#include "core/run_report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace shardflow {
+namespace {
+
+double Fraction(double part, double whole) {
+  return whole > 0 ? std::clamp(part / whole, 0.0, 1.0) : 0.0;
+}
+
+std::string Percent(double fraction) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "%.0f%%", fraction * 100);
+  return buf;
+}
+
+}  // namespace
+
+double StepTimeTotals::InputFraction() const { return Fraction(input_wait_s, wall_s); }
+double StepTimeTotals::ComputeFraction() const { return Fraction(compute_s, wall_s); }
+double StepTimeTotals::CommFraction() const { return Fraction(comm_s, wall_s); }
+
+Verdict Diagnose(const StepTimeTotals& t, const TuningContext& ctx, double threshold) {
+  const double input = t.InputFraction();
+  const double comm = t.CommFraction();
+  std::ostringstream advice;
+  if (input >= threshold && input >= comm) {
+    advice << Percent(input) << " of step time waiting for data; ";
+    if (ctx.parallel_calls < ctx.threads * 2) {
+      advice << "raise data.parallel_calls (now " << ctx.parallel_calls << ")";
+    } else {
+      advice << "raise data.parallel_reads (now " << ctx.parallel_reads << ")";
+    }
+    if (!ctx.cache_enabled) advice << ", or set data.cache = memory if the data fits";
+    if (ctx.prefetch < 2) advice << ", and data.prefetch >= 2 (now " << ctx.prefetch << ")";
+    return {"input-bound", advice.str()};
+  }
+  if (comm >= threshold) {
+    advice << Percent(comm) << " of step time blocked on gradient all-reduce; ";
+    if (!ctx.overlap) {
+      advice << "set dist.overlap = true";
+    } else {
+      advice << "raise dist.bucket_mb (now " << ctx.bucket_mb << ")";
+    }
+    advice << ", or raise train.batch_size so each step computes more per byte sent";
+    return {"communication-bound", advice.str()};
+  }
+  advice << Percent(t.ComputeFraction()) << " of step time computing; ";
+  advice << "input and communication keep up: to go faster, raise train.threads (now "
+         << ctx.threads << ") or add ranks";
+  return {"compute-bound", advice.str()};
+}
+
+nlohmann::json SummaryToJson(const RunSummary& s) {
+  nlohmann::json j;
+  j["ranks"] = s.ranks;
+  j["per_rank_batch"] = s.per_rank_batch;
+  j["global_batch"] = s.global_batch;
+  j["epochs"] = s.epochs;
+  j["steps"] = s.steps;
+  j["samples"] = s.samples;
+  j["samples_per_s"] = s.samples_per_s;
+  if (s.test_accuracy) j["test_accuracy"] = *s.test_accuracy;
+  if (s.test_loss) j["test_loss"] = *s.test_loss;
+  j["wall_s"] = s.times.wall_s;
+  j["input_wait_fraction"] = s.times.InputFraction();
+  j["compute_fraction"] = s.times.ComputeFraction();
+  j["comm_fraction"] = s.times.CommFraction();
+  j["verdict"] = s.verdict.bound;
+  j["advice"] = s.verdict.advice;
+  return j;
+}
+
+std::string FormatReport(const RunSummary& s) {
+  std::ostringstream out;
+  char line[256];
+  out << "== shardflow run report\n";
+  std::snprintf(line, sizeof(line),
+                "ranks %d, batch %lld per rank (%lld global), %lld epochs, %lld steps\n", s.ranks,
+                static_cast<long long>(s.per_rank_batch), static_cast<long long>(s.global_batch),
+                static_cast<long long>(s.epochs), static_cast<long long>(s.steps));
+  out << line;
+  if (s.test_accuracy) {
+    std::snprintf(line, sizeof(line), "test accuracy   %.4f\n", *s.test_accuracy);
+    out << line;
+  }
+  if (s.test_loss) {
+    std::snprintf(line, sizeof(line), "test loss       %.6g\n", *s.test_loss);
+    out << line;
+  }
+  std::snprintf(line, sizeof(line), "throughput      %.0f samples/s (%.1f s of training)\n",
+                s.samples_per_s, s.times.wall_s);
+  out << line;
+  std::snprintf(line, sizeof(line),
+                "step time       input wait %5.1f%% | compute %5.1f%% | communication %5.1f%%\n",
+                100 * s.times.InputFraction(), 100 * s.times.ComputeFraction(),
+                100 * s.times.CommFraction());
+  out << line;
+  out << "verdict         " << s.verdict.bound << ": " << s.verdict.advice << "\n";
+  return out.str();
+}
+
+}  // namespace shardflow

@@ -1,0 +1,76 @@
+// Where the time of a training run went, and what to do about it.
+//
+// A training step on one rank is split into: waiting for the input pipeline (the consumer
+// blocked on the next batch), computing (forward, backward, optimizer), and communicating (time
+// the step was blocked on gradient all-reduces that did not overlap with backprop). Each rank
+// measures its own totals; the app reduces them (max over ranks for wall time, mean for the
+// parts) and calls Diagnose() on rank 0.
+//
+// The verdict names the bound resource and the knob to turn, e.g.
+//   "input-bound: 41% of step time waiting for data; raise data.parallel_calls (now 1), or set
+//    data.cache = memory"
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace shardflow {
+
+struct StepTimeTotals {
+  double wall_s = 0;        // whole training loop
+  double input_wait_s = 0;  // blocked on the pipeline
+  double compute_s = 0;     // forward + backward + update
+  double comm_s = 0;        // blocked on communication (not hidden behind backprop)
+
+  double InputFraction() const;
+  double ComputeFraction() const;
+  double CommFraction() const;
+};
+
+// What the verdict may suggest: the current values of the knobs it can name.
+struct TuningContext {
+  int parallel_calls = 1;
+  int parallel_reads = 1;
+  int prefetch = 1;
+  bool cache_enabled = false;
+  double bucket_mb = 25;
+  bool overlap = true;
+  int threads = 1;
+  int ranks = 1;
+};
+
+struct Verdict {
+  std::string bound;   // "input-bound" | "compute-bound" | "communication-bound"
+  std::string advice;  // one sentence naming the concrete knob(s)
+};
+
+// An input or communication share of at least `threshold` (default 0.15) of wall time makes
+// the run input- or communication-bound (the larger one wins); otherwise it is compute-bound.
+Verdict Diagnose(const StepTimeTotals& t, const TuningContext& ctx, double threshold = 0.15);
+
+struct RunSummary {
+  int ranks = 1;
+  int64_t per_rank_batch = 0;
+  int64_t global_batch = 0;
+  int64_t epochs = 0;
+  int64_t steps = 0;
+  int64_t samples = 0;  // training samples processed by all ranks
+  double samples_per_s = 0;
+  std::optional<double> test_accuracy;
+  std::optional<double> test_loss;
+  StepTimeTotals times;
+  Verdict verdict;
+};
+
+// summary.json: ranks, global_batch, per_rank_batch, epochs, steps, samples_per_s,
+// test_accuracy or test_loss, input_wait_fraction, compute_fraction, comm_fraction, verdict,
+// advice, wall_s.
+nlohmann::json SummaryToJson(const RunSummary& s);
+
+// The human-readable end-of-run report (several lines, ending in a newline).
+std::string FormatReport(const RunSummary& s);
+
+}  // namespace shardflow
