@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <string>
 #include <tuple>
 
+#include "core/binding.hpp"
 #include "core/check_hdf5.hpp"
 #include "core/check_mpi.hpp"
 #include "core/error.hpp"
@@ -79,6 +81,35 @@ std::pair<std::string, int> DescribeCurrentException() {
   }
 }
 
+bool EnvironmentFlag(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' && std::string(value) != "0";
+}
+
+// SHARDFLOW_BINDING_REPORT / SHARDFLOW_BINDING_CHECK, set by slurm/launch.sh: rank 0 prints the
+// binding table; with the check, shared GPUs or cores fail the start on every rank.
+void ReportBinding(const MpiEnvironment& env) {
+  const bool report = EnvironmentFlag("SHARDFLOW_BINDING_REPORT");
+  const bool check = EnvironmentFlag("SHARDFLOW_BINDING_CHECK");
+  if (!report && !check) return;
+  const auto bindings =
+      GatherBindings(CurrentBinding(env.rank(), env.local_rank()), MPI_COMM_WORLD);
+  std::string conflicts;
+  if (env.rank() == 0) {
+    if (report) std::fputs(FormatBindingTable(bindings).c_str(), stdout), std::fflush(stdout);
+    for (const auto& c : FindBindingConflicts(bindings))
+      conflicts += (conflicts.empty() ? "" : "; ") + c;
+  }
+  int bad = check && !conflicts.empty() ? 1 : 0;
+  SF_CHECK_MPI(MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD));
+  if (bad && env.rank() == 0) {
+    throw Error(
+        ErrorCode::kInvalidArgument, "binding check failed: " + conflicts,
+        {.hint = "give each rank its own GPU and cores (slurm/launch.sh, --ntasks-per-node)"});
+  }
+  if (bad) throw Error(ErrorCode::kInvalidArgument, "binding check failed (see rank 0)");
+}
+
 }  // namespace
 
 void AbortJob(const char* what, int code) {
@@ -107,6 +138,7 @@ int RunMain(int argc, char** argv, const std::function<void(MpiEnvironment&)>& p
   std::string message;
   bool early_exit = false;
   try {
+    ReportBinding(*env);
     parse(*env);
   } catch (const EarlyExit& e) {
     early_exit = true;
