@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# A real single-machine Slurm for tests: munged, slurmctld and slurmd in a private folder.
+#   local_slurm.sh start DIR   -> starts the daemons, waits until the node is idle, writes
+#                                 DIR/env.sh (source it: SLURM_CONF and the munge socket)
+#   local_slurm.sh stop DIR    -> stops every daemon by the PID in its pid file
+# Needs root (slurmd runs jobs as the submitting user). Exit 77 when it cannot run here.
+set -euo pipefail
+cmd=${1:?start|stop} dir=${2:?folder}
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+
+stop() {
+  for f in "$dir"/slurmd.pid "$dir"/slurmctld.pid "$dir"/munged.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f" 2>/dev/null || true)
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$f"
+  done
+}
+
+if [ "$cmd" = stop ]; then stop; exit 0; fi
+[ "$cmd" = start ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+if [ "$(id -u)" -ne 0 ]; then echo "local_slurm: needs root; skipping" >&2; exit 77; fi
+for t in munged slurmctld slurmd sinfo; do
+  command -v "$t" >/dev/null || { echo "local_slurm: $t not installed; skipping" >&2; exit 77; }
+done
+
+mkdir -p "$dir"/munge-key "$dir"/munge-run "$dir"/spool "$dir"/state "$dir"/log
+chmod 0700 "$dir"/munge-key
+chmod 0755 "$dir"/munge-run
+[ -f "$dir"/munge-key/munge.key ] || dd if=/dev/urandom of="$dir"/munge-key/munge.key bs=1024 count=1 status=none
+chmod 0400 "$dir"/munge-key/munge.key
+socket="$dir"/munge-run/munge.socket
+munged --key-file="$dir"/munge-key/munge.key --socket="$socket" \
+  --pid-file="$dir"/munged.pid --log-file="$dir"/log/munged.log --seed-file="$dir"/munge-run/seed \
+  --force 2>>"$dir"/log/munged.log
+
+cpus=$(nproc)
+mem=$(awk '/MemTotal/ {print int($2/1024*0.8)}' /proc/meminfo)
+cat >"$dir"/slurm.conf <<CONF
+ClusterName=shardflowtest
+SlurmctldHost=localhost
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$socket
+CredType=cred/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+ReturnToService=2
+SchedulerType=sched/backfill
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd.log
+SlurmctldPort=$((17000 + RANDOM % 500))
+SlurmdPort=$((17600 + RANDOM % 500))
+JobCompType=jobcomp/none
+InactiveLimit=0
+KillWait=5
+MinJobAge=300
+NodeName=localhost CPUs=$cpus RealMemory=$mem State=UNKNOWN
+PartitionName=debug Nodes=localhost Default=YES MaxTime=60 State=UP OverSubscribe=NO
+CONF
+cat >"$dir"/env.sh <<ENV
+export SLURM_CONF=$dir/slurm.conf
+ENV
+export SLURM_CONF="$dir"/slurm.conf
+slurmctld -f "$dir"/slurm.conf -i 2>>"$dir"/log/slurmctld.log || { stop; exit 1; }
+slurmd -f "$dir"/slurm.conf -N localhost 2>>"$dir"/log/slurmd.log || { stop; exit 1; }
+for _ in $(seq 200); do
+  state=$(sinfo -h -o %T 2>/dev/null || true)
+  case "$state" in idle*) echo "local_slurm: up ($dir)"; exit 0 ;; esac
+  sleep 0.1
+done
+echo "local_slurm: node did not become idle (state '$state'); logs in $dir/log" >&2
+tail -5 "$dir"/log/*.log >&2
+stop
+exit 1
