@@ -250,15 +250,15 @@ Status TFRecordReader::TryNext(Record* record, bool* at_end) {
       pos_ += kFramingSize + static_cast<size_t>(probe.length);
       return Status::Ok();
     }
-    if (probe.check == Check::kEnd) {
-      if (!pending_.ok()) return pending_;
-      break;
+    // The file failed under us (I/O error, damaged compressed stream): that, not the framing,
+    // is the error. Its offset is the file's; the record index is the one we were reading.
+    if (!pending_.ok() && (probe.check == Check::kEnd || probe.check == Check::kTruncatedHeader ||
+                           probe.check == Check::kTruncatedData)) {
+      Status s = pending_;
+      if (!s.context().record) s.mutable_context().record = next_index_;
+      return s;
     }
-    // The file failed under us: that, not the data, is the error.
-    if (!pending_.ok() &&
-        (probe.check == Check::kTruncatedHeader || probe.check == Check::kTruncatedData)) {
-      return pending_;
-    }
+    if (probe.check == Check::kEnd) break;
     Status damage = Describe(probe);
     if (options_.on_corrupt == OnCorrupt::kFail) return damage;
     // Skip: find where good records resume.
