@@ -20,7 +20,7 @@
 #define SHARDFLOW_CRC_X86 1
 #endif
 
-namespace shardflow::crc32c {
+namespace shardflow::io::crc32c {
 namespace {
 
 constexpr uint32_t kPoly = 0x82F63B78u;  // reflected Castagnoli polynomial
@@ -212,4 +212,4 @@ uint32_t Extend(uint32_t crc, const void* data, size_t n) {
   return impl(crc, data, n);
 }
 
-}  // namespace shardflow::crc32c
+}  // namespace shardflow::io::crc32c

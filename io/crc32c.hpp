@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace shardflow::crc32c {
+namespace shardflow::io::crc32c {
 
 // CRC32C of `data` continuing from `crc` (the CRC of the bytes before it; 0 to start).
 uint32_t Extend(uint32_t crc, const void* data, size_t n);
@@ -36,4 +36,4 @@ constexpr uint32_t Unmask(uint32_t masked) {
 }
 static_assert(Unmask(Mask(0x12345678u)) == 0x12345678u);
 
-}  // namespace shardflow::crc32c
+}  // namespace shardflow::io::crc32c
