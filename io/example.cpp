@@ -33,8 +33,8 @@ class Parser {
  public:
   Parser(std::string_view data, const RecordLocation* where) : begin_(data.data()), where_(where) {}
 
-  // Error at position p.
-  Status Fail(const char* p, const std::string& what) const {
+  // Records the error at position p; returns false so callers can `return Fail(...)`.
+  bool Fail(const char* p, const std::string& what) const {
     const uint64_t pos = static_cast<uint64_t>(p - begin_);
     ErrorContext ctx;
     ctx.offset = pos;
@@ -43,14 +43,15 @@ class Parser {
       ctx.offset = where_->data_offset + pos;
       if (where_->record >= 0) ctx.record = where_->record;
     }
-    return Status(ErrorCode::kDataLoss,
-                  "malformed tf.train.Example: " + what + " at byte " + std::to_string(pos) +
-                      " of the Example",
-                  std::move(ctx));
+    error_ = Status(ErrorCode::kDataLoss,
+                    "malformed tf.train.Example: " + what + " at byte " + std::to_string(pos) +
+                        " of the Example",
+                    std::move(ctx));
+    return false;
   }
 
   // Reads a tag; checks the field number and wire type are possible.
-  Status ReadTag(const char*& p, const char* end, uint32_t* field, uint32_t* wire_type) const {
+  bool ReadTag(const char*& p, const char* end, uint32_t* field, uint32_t* wire_type) const {
     const char* at = p;
     uint64_t tag = 0;
     if (!ReadVarint(p, end, &tag)) return Fail(at, "truncated or overlong tag varint");
@@ -58,11 +59,11 @@ class Parser {
     *wire_type = static_cast<uint32_t>(tag & 7);
     if (*field == 0 || (tag >> 3) > 0x1fffffff) return Fail(at, "invalid field number");
     if (*wire_type > 5) return Fail(at, "invalid wire type " + std::to_string(*wire_type));
-    return Status::Ok();
+    return true;
   }
 
   // Reads a length prefix and returns the sub-message [*sub, *sub_end).
-  Status ReadLength(const char*& p, const char* end, const char** sub_end) const {
+  bool ReadLength(const char*& p, const char* end, const char** sub_end) const {
     const char* at = p;
     uint64_t len = 0;
     if (!ReadVarint(p, end, &len)) return Fail(at, "truncated length varint");
@@ -71,46 +72,43 @@ class Parser {
                           std::to_string(end - p) + " bytes left)");
     }
     *sub_end = p + len;
-    return Status::Ok();
+    return true;
   }
 
   // Skips the value of a field with the given wire type (tag already read).
-  Status Skip(const char*& p, const char* end, uint32_t field, uint32_t wire_type,
-              int depth = 0) const {
+  bool Skip(const char*& p, const char* end, uint32_t field, uint32_t wire_type,
+            int depth = 0) const {
     uint64_t v = 0;
     const char* at = p;
     switch (wire_type) {
       case wire::kVarint:
         if (!ReadVarint(p, end, &v)) return Fail(at, "truncated varint");
-        return Status::Ok();
+        return true;
       case wire::kFixed64:
         if (end - p < 8) return Fail(at, "truncated fixed64");
         p += 8;
-        return Status::Ok();
+        return true;
       case wire::kFixed32:
         if (end - p < 4) return Fail(at, "truncated fixed32");
         p += 4;
-        return Status::Ok();
+        return true;
       case wire::kLengthDelimited: {
         const char* sub_end = nullptr;
-        Status s = ReadLength(p, end, &sub_end);
-        if (!s.ok()) return s;
+        if (!ReadLength(p, end, &sub_end)) return false;
         p = sub_end;
-        return Status::Ok();
+        return true;
       }
       case wire::kStartGroup: {
         if (depth >= kMaxGroupDepth) return Fail(at, "groups nested too deeply");
         while (true) {
           if (p >= end) return Fail(p, "unterminated group");
           uint32_t f = 0, wt = 0;
-          Status s = ReadTag(p, end, &f, &wt);
-          if (!s.ok()) return s;
+          if (!ReadTag(p, end, &f, &wt)) return false;
           if (wt == wire::kEndGroup) {
             if (f != field) return Fail(at, "mismatched end group");
-            return Status::Ok();
+            return true;
           }
-          s = Skip(p, end, f, wt, depth + 1);
-          if (!s.ok()) return s;
+          if (!Skip(p, end, f, wt, depth + 1)) return false;
         }
       }
       default:
@@ -118,13 +116,13 @@ class Parser {
     }
   }
 
-  Status WrongWireType(const char* at, const char* message, uint32_t field, uint32_t wt) const {
+  bool WrongWireType(const char* at, const char* message, uint32_t field, uint32_t wt) const {
     return Fail(at, std::string(message) + " field " + std::to_string(field) + " has wire type " +
                         std::to_string(wt));
   }
 
   // Validates a BytesList/FloatList/Int64List body and counts its values.
-  Status ParseList(FeatureView* f) const {
+  bool ParseList(FeatureView* f) const {
     const char* p = f->list.data();
     const char* end = p + f->list.size();
     int64_t count = 0;
@@ -132,19 +130,16 @@ class Parser {
     while (p < end) {
       const char* at = p;
       uint32_t field = 0, wt = 0;
-      Status s = ReadTag(p, end, &field, &wt);
-      if (!s.ok()) return s;
+      if (!ReadTag(p, end, &field, &wt)) return false;
       if (field != 1) {
-        s = Skip(p, end, field, wt);
-        if (!s.ok()) return s;
+        if (!Skip(p, end, field, wt)) return false;
         continue;
       }
       switch (f->kind) {
         case FeatureKind::kBytes: {
           if (wt != wire::kLengthDelimited) return WrongWireType(at, "BytesList", field, wt);
           const char* v_end = nullptr;
-          s = ReadLength(p, end, &v_end);
-          if (!s.ok()) return s;
+          if (!ReadLength(p, end, &v_end)) return false;
           total += static_cast<uint64_t>(v_end - p);
           ++count;
           p = v_end;
@@ -157,8 +152,7 @@ class Parser {
             ++count;
           } else if (wt == wire::kLengthDelimited) {
             const char* v_end = nullptr;
-            s = ReadLength(p, end, &v_end);
-            if (!s.ok()) return s;
+            if (!ReadLength(p, end, &v_end)) return false;
             if ((v_end - p) % 4 != 0)
               return Fail(at, "packed float list length not a multiple of 4");
             count += (v_end - p) / 4;
@@ -175,8 +169,7 @@ class Parser {
             ++count;
           } else if (wt == wire::kLengthDelimited) {
             const char* v_end = nullptr;
-            s = ReadLength(p, end, &v_end);
-            if (!s.ok()) return s;
+            if (!ReadLength(p, end, &v_end)) return false;
             while (p < v_end) {
               const char* vat = p;
               if (!ReadVarint(p, v_end, &v))
@@ -194,25 +187,22 @@ class Parser {
     }
     f->num_values = count;
     f->total_bytes = total;
-    return Status::Ok();
+    return true;
   }
 
   // Feature { oneof kind { bytes_list = 1; float_list = 2; int64_list = 3; } }
-  Status ParseFeature(const char* p, const char* end, FeatureView* f) const {
+  bool ParseFeature(const char* p, const char* end, FeatureView* f) const {
     while (p < end) {
       const char* at = p;
       uint32_t field = 0, wt = 0;
-      Status s = ReadTag(p, end, &field, &wt);
-      if (!s.ok()) return s;
+      if (!ReadTag(p, end, &field, &wt)) return false;
       if (field < 1 || field > 3) {
-        s = Skip(p, end, field, wt);
-        if (!s.ok()) return s;
+        if (!Skip(p, end, field, wt)) return false;
         continue;
       }
       if (wt != wire::kLengthDelimited) return WrongWireType(at, "Feature", field, wt);
       const char* sub_end = nullptr;
-      s = ReadLength(p, end, &sub_end);
-      if (!s.ok()) return s;
+      if (!ReadLength(p, end, &sub_end)) return false;
       const FeatureKind kind = field == 1   ? FeatureKind::kBytes
                                : field == 2 ? FeatureKind::kFloat
                                             : FeatureKind::kInt64;
@@ -225,57 +215,49 @@ class Parser {
       p = sub_end;
     }
     if (f->kind != FeatureKind::kNone) return ParseList(f);
-    return Status::Ok();
+    return true;
   }
 
   // map entry { string key = 1; Feature value = 2; }
-  Status ParseEntry(const char* p, const char* end, FeatureView* f) const {
+  bool ParseEntry(const char* p, const char* end, FeatureView* f) const {
     while (p < end) {
       const char* at = p;
       uint32_t field = 0, wt = 0;
-      Status s = ReadTag(p, end, &field, &wt);
-      if (!s.ok()) return s;
+      if (!ReadTag(p, end, &field, &wt)) return false;
       if (field != 1 && field != 2) {
-        s = Skip(p, end, field, wt);
-        if (!s.ok()) return s;
+        if (!Skip(p, end, field, wt)) return false;
         continue;
       }
       if (wt != wire::kLengthDelimited) return WrongWireType(at, "feature map entry", field, wt);
       const char* sub_end = nullptr;
-      s = ReadLength(p, end, &sub_end);
-      if (!s.ok()) return s;
+      if (!ReadLength(p, end, &sub_end)) return false;
       if (field == 1) {
         f->name = std::string_view(p, static_cast<size_t>(sub_end - p));
       } else {
         // A second value merges into the first: an empty Feature keeps the kind set before.
         FeatureView merged = *f;
-        s = ParseFeature(p, sub_end, &merged);
-        if (!s.ok()) return s;
+        if (!ParseFeature(p, sub_end, &merged)) return false;
         *f = merged;
       }
       p = sub_end;
     }
-    return Status::Ok();
+    return true;
   }
 
-  Status ParseFeatures(const char* p, const char* end, std::vector<FeatureView>* out) const {
+  bool ParseFeatures(const char* p, const char* end, std::vector<FeatureView>* out) const {
     while (p < end) {
       const char* at = p;
       uint32_t field = 0, wt = 0;
-      Status s = ReadTag(p, end, &field, &wt);
-      if (!s.ok()) return s;
+      if (!ReadTag(p, end, &field, &wt)) return false;
       if (field != 1) {
-        s = Skip(p, end, field, wt);
-        if (!s.ok()) return s;
+        if (!Skip(p, end, field, wt)) return false;
         continue;
       }
       if (wt != wire::kLengthDelimited) return WrongWireType(at, "Features", field, wt);
       const char* sub_end = nullptr;
-      s = ReadLength(p, end, &sub_end);
-      if (!s.ok()) return s;
+      if (!ReadLength(p, end, &sub_end)) return false;
       FeatureView f;
-      s = ParseEntry(p, sub_end, &f);
-      if (!s.ok()) return s;
+      if (!ParseEntry(p, sub_end, &f)) return false;
       p = sub_end;
       // A repeated key replaces the earlier entry (protobuf map semantics).
       auto same = std::find_if(out->begin(), out->end(),
@@ -286,35 +268,36 @@ class Parser {
         out->push_back(f);
       }
     }
-    return Status::Ok();
+    return true;
   }
 
-  Status ParseExampleBody(const char* p, const char* end, std::vector<FeatureView>* out) const {
+  bool ParseExampleBody(const char* p, const char* end, std::vector<FeatureView>* out) const {
     while (p < end) {
       const char* at = p;
       uint32_t field = 0, wt = 0;
-      Status s = ReadTag(p, end, &field, &wt);
-      if (!s.ok()) return s;
+      if (!ReadTag(p, end, &field, &wt)) return false;
       if (field != 1) {
-        s = Skip(p, end, field, wt);
-        if (!s.ok()) return s;
+        if (!Skip(p, end, field, wt)) return false;
         continue;
       }
       if (wt != wire::kLengthDelimited) return WrongWireType(at, "Example", field, wt);
       const char* sub_end = nullptr;
-      s = ReadLength(p, end, &sub_end);
-      if (!s.ok()) return s;
+      if (!ReadLength(p, end, &sub_end)) return false;
       // Features given twice merge: their map entries accumulate.
-      s = ParseFeatures(p, sub_end, out);
-      if (!s.ok()) return s;
+      if (!ParseFeatures(p, sub_end, out)) return false;
       p = sub_end;
     }
-    return Status::Ok();
+    return true;
   }
 
  private:
   const char* begin_;
   const RecordLocation* where_;
+
+ public:
+  // The error after a method returned false. Kept out of the return values so the hot path
+  // never builds a Status.
+  mutable Status error_;
 };
 
 }  // namespace
@@ -322,8 +305,11 @@ class Parser {
 Status ParseExample(std::string_view serialized, ExampleView* out, const RecordLocation* where) {
   out->features_.clear();
   Parser parser(serialized, where);
-  return parser.ParseExampleBody(serialized.data(), serialized.data() + serialized.size(),
-                                 &out->features_);
+  if (parser.ParseExampleBody(serialized.data(), serialized.data() + serialized.size(),
+                              &out->features_)) {
+    return Status::Ok();
+  }
+  return std::move(parser.error_);
 }
 
 const FeatureView* ExampleView::Find(std::string_view name) const {

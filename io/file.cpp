@@ -2,6 +2,7 @@
 #include "io/file.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -133,8 +134,47 @@ class PosixWritableFile final : public WritableFile {
   std::string buffer_;
 };
 
+class PosixMappedFile final : public MappedFile {
+ public:
+  PosixMappedFile(void* addr, size_t size) : addr_(addr), size_(size) {}
+  ~PosixMappedFile() override {
+    if (size_ > 0) ::munmap(addr_, size_);
+  }
+  std::string_view data() const override {
+    return std::string_view(static_cast<const char*>(addr_), size_);
+  }
+
+ private:
+  void* addr_;
+  size_t size_;
+};
+
 class PosixFileSystem final : public FileSystem {
  public:
+  std::unique_ptr<MappedFile> MapFile(const std::string& path) override {
+    const int fd = OpenForRead(path);
+    struct stat st;
+    if (::fstat(fd, &st) != 0) {
+      const int err = errno;
+      ::close(fd);
+      throw Error(PosixError("cannot stat file", path, err));
+    }
+    const auto size = static_cast<size_t>(st.st_size);
+    void* addr = nullptr;
+    if (size > 0) {
+      addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (addr == MAP_FAILED) {
+        ::close(fd);
+        return nullptr;  // not mappable (e.g. a pipe): read it instead
+      }
+      // Sequential use: aggressive read-ahead, pages dropped behind us.
+      (void)::madvise(addr, size, MADV_SEQUENTIAL);
+      (void)::madvise(addr, size, MADV_WILLNEED);
+    }
+    ::close(fd);
+    return std::make_unique<PosixMappedFile>(addr, size);
+  }
+
   std::unique_ptr<SequentialFile> NewSequentialFile(const std::string& path) override {
     const int fd = OpenForRead(path);
 #ifdef POSIX_FADV_SEQUENTIAL

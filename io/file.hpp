@@ -52,6 +52,15 @@ class WritableFile {
   virtual const std::string& name() const = 0;
 };
 
+// A read-only mapping of a whole file: its bytes without a copy. The bytes stay valid while the
+// object lives; if another process truncates the file meanwhile, touching the lost pages raises
+// SIGBUS (the usual mmap caveat), which is why mapping is opt-in.
+class MappedFile {
+ public:
+  virtual ~MappedFile() = default;
+  virtual std::string_view data() const = 0;
+};
+
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
@@ -65,6 +74,12 @@ class FileSystem {
   virtual std::unique_ptr<WritableFile> NewWritableFile(const std::string& path) = 0;
   virtual uint64_t FileSize(const std::string& path) = 0;
   virtual bool Exists(const std::string& path) = 0;
+  // A mapping of the whole file, or nullptr where this file system cannot map (the caller then
+  // reads). Throws like NewSequentialFile.
+  virtual std::unique_ptr<MappedFile> MapFile(const std::string& path) {
+    (void)path;
+    return nullptr;
+  }
 };
 
 // In-memory files for tests. Files written through NewWritableFile appear when closed (and are

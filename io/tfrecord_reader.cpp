@@ -48,6 +48,19 @@ TFRecordReader::TFRecordReader(std::string path, TFRecordReaderOptions options)
                     CompressionName(compression_),
                 {.file = path_, .hint = "shard compressed files by file, not by record"});
   }
+  if (compression_ == Compression::kNone && options_.use_mmap) {
+    mapping_ = fs->MapFile(path_);
+    if (mapping_) {
+      const std::string_view all = mapping_->data();
+      data_ = all.data();
+      limit_ = all.size();
+      eof_ = true;
+      pos_ = static_cast<size_t>(std::min<uint64_t>(options_.begin, all.size()));
+      file_size_ = all.size();
+      need_sync_ = options_.begin > 0;
+      return;
+    }
+  }
   std::unique_ptr<SequentialFile> base = fs->NewSequentialFile(path_);
   if (compression_ == Compression::kNone) {
     file_size_ = fs->FileSize(path_);
@@ -57,6 +70,7 @@ TFRecordReader::TFRecordReader(std::string path, TFRecordReaderOptions options)
   }
   capacity_ = std::max<size_t>(options_.buffer_size, 64);
   buffer_ = std::make_unique<char[]>(capacity_);
+  data_ = buffer_.get();
   if (options_.begin > 0) {
     ThrowIfError(file_->Skip(options_.begin));
     buffer_offset_ = options_.begin;
@@ -82,6 +96,7 @@ size_t TFRecordReader::Fill(size_t need) {
       auto bigger = std::make_unique<char[]>(new_capacity);
       std::memcpy(bigger.get(), buffer_.get(), limit_);
       buffer_ = std::move(bigger);
+      data_ = buffer_.get();
       capacity_ = new_capacity;
     }
     size_t got = 0;
@@ -125,7 +140,7 @@ TFRecordReader::Probe TFRecordReader::CheckRecordAt(size_t skip, bool verify) {
     probe.check = Check::kTruncatedHeader;
     return probe;
   }
-  const char* header = buffer_.get() + pos_ + skip;
+  const char* header = data_ + pos_ + skip;
   probe.length = DecodeFixed64(header);
   if (verify &&
       crc32c::Unmask(DecodeFixed32(header + kLengthSize)) != crc32c::Value(header, kLengthSize)) {
@@ -152,7 +167,7 @@ TFRecordReader::Probe TFRecordReader::CheckRecordAt(size_t skip, bool verify) {
     probe.check = Check::kTruncatedData;
     return probe;
   }
-  const char* data = buffer_.get() + pos_ + skip + kHeaderSize;
+  const char* data = data_ + pos_ + skip + kHeaderSize;
   if (verify && crc32c::Unmask(DecodeFixed32(data + probe.length)) !=
                     crc32c::Value(data, static_cast<size_t>(probe.length))) {
     probe.check = Check::kBadDataCrc;
@@ -177,7 +192,7 @@ uint64_t TFRecordReader::Resync(uint64_t from) {
       const size_t next = kFramingSize + static_cast<size_t>(probe.length);
       const size_t avail = Fill(next + kHeaderSize);
       if (avail < next + kHeaderSize) return Position();  // the record ends the stream (or nearly)
-      const char* header = buffer_.get() + pos_ + next;
+      const char* header = data_ + pos_ + next;
       if (crc32c::Unmask(DecodeFixed32(header + kLengthSize)) ==
           crc32c::Value(header, kLengthSize)) {
         return Position();
@@ -243,7 +258,7 @@ Status TFRecordReader::TryNext(Record* record, bool* at_end) {
     if (probe.check == Check::kValid) {
       if (start >= options_.end) break;  // the next range's first record
       record->data =
-          std::string_view(buffer_.get() + pos_ + kHeaderSize, static_cast<size_t>(probe.length));
+          std::string_view(data_ + pos_ + kHeaderSize, static_cast<size_t>(probe.length));
       record->offset = start;
       record->index = next_index_++;
       ++records_read_;

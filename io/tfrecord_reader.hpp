@@ -66,6 +66,10 @@ struct TFRecordReaderOptions {
   // Turning checks off saves the CRC time (~0.1 ns/byte) but loses corruption detection;
   // byte ranges and resynchronisation always check.
   bool verify_checksums = true;
+  // Map an uncompressed file instead of reading it (where the file system can): records then
+  // view the page cache directly, saving the copy into the read buffer. Off by default: a file
+  // truncated by another process while mapped raises SIGBUS instead of an error.
+  bool use_mmap = false;
   // A header announcing more data than this is corrupt (never allocated). TensorFlow's
   // protobufs are limited to 2 GiB.
   uint64_t max_record_bytes = uint64_t{1} << 31;
@@ -139,7 +143,9 @@ class TFRecordReader {
   TFRecordReaderOptions options_;
   Compression compression_;
   std::unique_ptr<SequentialFile> file_;
+  std::unique_ptr<MappedFile> mapping_;  // use_mmap: the whole file; buffer_ unused
   std::unique_ptr<char[]> buffer_;
+  const char* data_ = nullptr;  // buffer_ or the mapping
   size_t capacity_ = 0;
   size_t pos_ = 0;              // read position in buffer_
   size_t limit_ = 0;            // end of valid bytes in buffer_

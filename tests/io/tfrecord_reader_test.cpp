@@ -6,6 +6,9 @@
 #include "io/crc32c.hpp"
 #include "io/tfrecord_format.hpp"
 #include "tests/io/tfrecord_test_util.hpp"
+#include "tests/support/test_paths.hpp"
+
+#include <fstream>
 
 namespace shardflow::io {
 namespace {
@@ -157,6 +160,37 @@ std::vector<DamageCase> DamageCases() {
        [](const Framed& g) { return g.bytes + "this is not a TFRecord header"; },
        "corrupted record: bad length CRC", 5, 5, 29, 5},
   };
+}
+
+// The same damage read from real files, mapped and read through the buffer, and in byte ranges:
+// identical outcomes.
+TEST_P(Damage, MappedAndBufferedPosixReadsAgree) {
+  const DamageCase& c = GetParam();
+  testing::ScratchDir dir("damage_mmap");
+  const std::string path = (dir / "d.tfrecord").string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    const std::string bad = c.damage(FiveRecords());
+    out.write(bad.data(), static_cast<std::streamsize>(bad.size()));
+  }
+  for (OnCorrupt policy : {OnCorrupt::kFail, OnCorrupt::kSkip}) {
+    TFRecordReaderOptions o;
+    o.on_corrupt = policy;
+    o.buffer_size = 64;
+    const auto buffered = ReadAllRecords(path, o);
+    o.use_mmap = true;
+    const auto mapped = ReadAllRecords(path, o);
+    EXPECT_EQ(mapped.records, buffered.records) << c.name;
+    EXPECT_EQ(mapped.status.ToString(), buffered.status.ToString()) << c.name;
+    EXPECT_EQ(mapped.skipped.bytes_dropped, buffered.skipped.bytes_dropped) << c.name;
+    o.begin = 30;
+    o.use_mmap = false;
+    const auto ranged = ReadAllRecords(path, o);
+    o.use_mmap = true;
+    const auto ranged_mapped = ReadAllRecords(path, o);
+    EXPECT_EQ(ranged.records, ranged_mapped.records) << c.name;
+    EXPECT_EQ(ranged.status.ToString(), ranged_mapped.status.ToString()) << c.name;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllKinds, Damage, ::testing::ValuesIn(DamageCases()),
