@@ -36,7 +36,8 @@ TEST(ExampleParser, BuilderOutputParsesBack) {
   b.AddInt64("label", {7}).AddFloat("x", {1.5f, -2.0f}).AddBytes("img", {"abc", "", "de"});
   b.AddInt64("neg", {-1, INT64_MIN, INT64_MAX}).AddFloat("empty", {});
   ExampleView view;
-  ASSERT_TRUE(ParseExample(b.Serialize(), &view).ok());
+  const std::string wire = b.Serialize();  // the view points into it
+  ASSERT_TRUE(ParseExample(wire, &view).ok());
   ASSERT_EQ(view.features().size(), 5u);
   const FeatureView* neg = view.Find("neg");
   ASSERT_EQ(neg->num_values, 3);
@@ -107,7 +108,8 @@ TEST(ExampleParser, MapSemanticsLastEntryWinsAndEmptyInputs) {
   view.Find("a")->CopyInt64s(&v);
   EXPECT_EQ(v, 9);
   // A Feature with no list set.
-  ASSERT_TRUE(ParseExample(ExampleOf(Entry("none", "")), &view).ok());
+  const std::string none = ExampleOf(Entry("none", ""));
+  ASSERT_TRUE(ParseExample(none, &view).ok());
   EXPECT_EQ(view.Find("none")->kind, FeatureKind::kNone);
 }
 

@@ -94,7 +94,8 @@ TEST(Schema, ErrorsNameFeatureRecordAndFile) {
                   .Serialize(),
               ErrorCode::kInvalidArgument, "value 1099511627776 does not fit int32", "label");
   try {
-    const std::vector<SerializedExample> ex = {At("\x0f", 3)};
+    const std::string bad = "\x0f";
+    const std::vector<SerializedExample> ex = {At(bad, 3)};
     parser.ParseBatch(ex);
     FAIL();
   } catch (const Error& e) {
