@@ -24,7 +24,13 @@
 // starts before `end`. Readers of adjacent ranges together read every record exactly once; the
 // reader whose range holds a damaged record reports it (a reader also validates the first record
 // at or after `end`, so damage right after a split point is reported by the range before it).
-// Record indices then count from the start of the range.
+// Record indices then count from the start of the range. Limitation (inherent to an index-free
+// format): record data that itself contains two or more complete, consecutive TFRecord-framed
+// records can pass for a boundary when a split point falls inside it.
+//
+// Truncation vs corruption: a header whose length CRC verifies but whose data runs past the end
+// of the file is a truncated record; a length above max_record_bytes is corruption (so a length
+// of 2^60 is rejected before anything is allocated or read).
 //
 // Zero copy: Record::data points into the reader's buffer when the record lies inside it (the
 // common case); it stays valid until the next call on the reader.

@@ -1,6 +1,9 @@
 // shardflow-inspect: look into data files without writing code.
 //
-//   verify FILE...          one line per file: "FILE: ok, N records, B bytes" or
+//   verify FILE...          checks framing, CRCs and that every record parses as a
+//   tf.train.Example;
+//                           one line per file: "FILE: ok, N records, B bytes" (B: the record
+//                           stream's size, uncompressed for .gz/.zlib) or
 //                           "FILE: data loss at byte O (record R): REASON"
 //   cat FILE...             one JSON object per record per line:
 //                           {"file": F, "record": R, "offset": O, "features": {NAME: {"int64":
