@@ -1,4 +1,4 @@
-// shardflow-bench read [--json] [--mib N] [--small N] [--repeat R]
+// shardflow-bench read [--json] [--mib N] [--small N] [--repeat R] [--buffer-kib K]
 //
 // Three figures, each against its baseline in the same run:
 //   large   TFRecord read + length/data CRC + Example parse of 128 KiB records, one core, in
@@ -41,6 +41,7 @@ struct Options {
   int64_t mib = 256;      // large-record data set size
   int64_t small = 60000;  // small records
   int repeat = 5;
+  size_t buffer_kib = 1024;  // the reader's buffer_size (its default is 1 MiB)
 };
 
 double BestSeconds(int repeat, const std::function<void()>& fn) {
@@ -110,6 +111,7 @@ std::vector<Row> LargeRecords(const Options& o, const fs::path& dir) {
     for (const auto& p : paths) {
       io::TFRecordReaderOptions ro;
       ro.use_mmap = use_mmap;
+      ro.buffer_size = o.buffer_kib * 1024;
       io::TFRecordReader reader(p, ro);
       io::TFRecordReader::Record rec;
       while (reader.Next(&rec)) {
@@ -265,11 +267,14 @@ int RunRead(const std::vector<std::string>& args) {
       o.mib = std::stoll(next());
     } else if (args[i] == "--small") {
       o.small = std::stoll(next());
+    } else if (args[i] == "--buffer-kib") {
+      o.buffer_kib = static_cast<size_t>(std::stoll(next()));
     } else if (args[i] == "--repeat") {
       o.repeat = std::stoi(next());
     } else if (args[i] == "--help") {
       std::printf(
-          "shardflow-bench read [--json] [--mib N (256)] [--small N (60000)] [--repeat R (5)]\n");
+          "shardflow-bench read [--json] [--mib N (256)] [--small N (60000)] [--repeat R (5)]\n"
+          "                     [--buffer-kib K (1024): the reader's read size for `large`]\n");
       return 0;
     } else {
       throw Error(ErrorCode::kInvalidArgument, "unknown flag '" + args[i] + "' for read");
