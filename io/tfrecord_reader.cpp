@@ -1,0 +1,309 @@
+// TFRecordReader: buffered, zero-copy reading of TFRecord framing with corruption handling.
+//
+// The buffer holds a window [buffer_offset_, buffer_offset_ + limit_) of the (uncompressed)
+// stream; pos_ is the read position inside it. Fill(n) slides the unread tail to the front and
+// reads more, growing the buffer geometrically only while data actually arrives, so a header
+// that announces a huge length cannot make us allocate it: for uncompressed files such a header
+// is rejected against the file size first, for compressed ones the buffer grows only with
+// inflated bytes.
+#include "io/tfrecord_reader.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "io/crc32c.hpp"
+#include "io/tfrecord_format.hpp"
+
+namespace shardflow::io {
+
+using tfrecord::DecodeFixed32;
+using tfrecord::DecodeFixed64;
+using tfrecord::kFooterSize;
+using tfrecord::kFramingSize;
+using tfrecord::kHeaderSize;
+using tfrecord::kLengthSize;
+
+OnCorrupt ParseOnCorrupt(const std::string& name) {
+  if (name == "fail") return OnCorrupt::kFail;
+  if (name == "skip") return OnCorrupt::kSkip;
+  throw Error(ErrorCode::kInvalidArgument,
+              "unknown on_corrupt policy '" + name + "' (expected fail or skip)");
+}
+
+TFRecordReader::TFRecordReader(std::string path, TFRecordReaderOptions options)
+    : path_(std::move(path)),
+      options_(options),
+      compression_(ResolveCompression(options.compression, path_)) {
+  FileSystem* fs = options_.file_system ? options_.file_system : FileSystem::Default();
+  const bool ranged = options_.begin != 0 || options_.end != UINT64_MAX;
+  if (options_.begin > options_.end) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "byte range begin " + std::to_string(options_.begin) + " is after end " +
+                    std::to_string(options_.end),
+                {.file = path_});
+  }
+  if (ranged && compression_ != Compression::kNone) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("byte ranges need an uncompressed file, this one is ") +
+                    CompressionName(compression_),
+                {.file = path_, .hint = "shard compressed files by file, not by record"});
+  }
+  if (compression_ == Compression::kNone && options_.use_mmap) {
+    mapping_ = fs->MapFile(path_);
+    if (mapping_) {
+      const std::string_view all = mapping_->data();
+      data_ = all.data();
+      limit_ = all.size();
+      eof_ = true;
+      pos_ = static_cast<size_t>(std::min<uint64_t>(options_.begin, all.size()));
+      file_size_ = all.size();
+      need_sync_ = options_.begin > 0;
+      return;
+    }
+  }
+  std::unique_ptr<SequentialFile> base = fs->NewSequentialFile(path_);
+  if (compression_ == Compression::kNone) {
+    file_size_ = fs->FileSize(path_);
+    file_ = std::move(base);
+  } else {
+    file_ = std::make_unique<InflatingFile>(std::move(base), compression_, options_.buffer_size);
+  }
+  capacity_ = std::max<size_t>(options_.buffer_size, 64);
+  buffer_ = std::make_unique<char[]>(capacity_);
+  data_ = buffer_.get();
+  if (options_.begin > 0) {
+    ThrowIfError(file_->Skip(options_.begin));
+    buffer_offset_ = options_.begin;
+    need_sync_ = true;
+  }
+}
+
+TFRecordReader::~TFRecordReader() = default;
+
+size_t TFRecordReader::Fill(size_t need) {
+  size_t avail = limit_ - pos_;
+  if (avail >= need || eof_) return avail;
+  if (pos_ > 0) {
+    std::memmove(buffer_.get(), buffer_.get() + pos_, avail);
+    buffer_offset_ += pos_;
+    limit_ = avail;
+    pos_ = 0;
+  }
+  while (avail < need && !eof_) {
+    if (limit_ == capacity_) {
+      // Grow geometrically, and only because the data is really there.
+      const size_t new_capacity = std::min(need, std::max(capacity_ * 2, options_.buffer_size));
+      auto bigger = std::make_unique<char[]>(new_capacity);
+      std::memcpy(bigger.get(), buffer_.get(), limit_);
+      buffer_ = std::move(bigger);
+      data_ = buffer_.get();
+      capacity_ = new_capacity;
+    }
+    size_t got = 0;
+    Status s = file_->Read(capacity_ - limit_, buffer_.get() + limit_, &got);
+    if (!s.ok()) {
+      pending_ = std::move(s);
+      eof_ = true;
+      break;
+    }
+    if (got == 0) {
+      eof_ = true;
+      break;
+    }
+    limit_ += got;
+    avail += got;
+  }
+  return avail;
+}
+
+void TFRecordReader::SeekForward(uint64_t target) {
+  while (Position() < target) {
+    const uint64_t step = target - Position();
+    const size_t avail = limit_ - pos_;
+    if (step <= avail) {
+      pos_ += static_cast<size_t>(step);
+      return;
+    }
+    pos_ = limit_;
+    if (Fill(1) == 0) return;  // end of stream before target
+  }
+}
+
+TFRecordReader::Probe TFRecordReader::CheckRecordAt(size_t skip, bool verify) {
+  Probe probe;
+  const uint64_t start = Position() + skip;
+  size_t avail = Fill(skip + kHeaderSize);
+  avail = avail > skip ? avail - skip : 0;
+  probe.available = avail;
+  if (avail == 0) return probe;  // kEnd
+  if (avail < kHeaderSize) {
+    probe.check = Check::kTruncatedHeader;
+    return probe;
+  }
+  const char* header = data_ + pos_ + skip;
+  probe.length = DecodeFixed64(header);
+  if (verify &&
+      crc32c::Unmask(DecodeFixed32(header + kLengthSize)) != crc32c::Value(header, kLengthSize)) {
+    probe.check = Check::kBadLengthCrc;
+    return probe;
+  }
+  if (probe.length > options_.max_record_bytes) {
+    probe.check = Check::kTooLong;
+    return probe;
+  }
+  if (file_size_) {
+    const uint64_t remaining = *file_size_ > start ? *file_size_ - start : 0;
+    probe.available = remaining;
+    if (remaining < kFramingSize || probe.length > remaining - kFramingSize) {
+      probe.check = Check::kTruncatedData;
+      return probe;
+    }
+  }
+  const size_t total = kFramingSize + static_cast<size_t>(probe.length);
+  avail = Fill(skip + total);
+  avail = avail > skip ? avail - skip : 0;
+  if (avail < total) {
+    probe.available = avail;
+    probe.check = Check::kTruncatedData;
+    return probe;
+  }
+  const char* data = data_ + pos_ + skip + kHeaderSize;
+  if (verify && crc32c::Unmask(DecodeFixed32(data + probe.length)) !=
+                    crc32c::Value(data, static_cast<size_t>(probe.length))) {
+    probe.check = Check::kBadDataCrc;
+    return probe;
+  }
+  probe.check = Check::kValid;
+  return probe;
+}
+
+// Scans byte by byte. A candidate passes when its length CRC and data CRC verify and the header
+// after it (if any) has a valid length CRC: data that merely contains header-like bytes, or even
+// a whole embedded record, is not mistaken for a boundary unless a valid header follows it too.
+uint64_t TFRecordReader::Resync(uint64_t from) {
+  SeekForward(from);
+  while (true) {
+    const Probe probe = CheckRecordAt(0, /*verify=*/true);
+    if (probe.check == Check::kEnd || probe.check == Check::kTruncatedHeader) {
+      pos_ = limit_;  // nothing valid can start in fewer than 12 bytes
+      return Position();
+    }
+    if (probe.check == Check::kValid) {
+      const size_t next = kFramingSize + static_cast<size_t>(probe.length);
+      const size_t avail = Fill(next + kHeaderSize);
+      if (avail < next + kHeaderSize) return Position();  // the record ends the stream (or nearly)
+      const char* header = data_ + pos_ + next;
+      if (crc32c::Unmask(DecodeFixed32(header + kLengthSize)) ==
+          crc32c::Value(header, kLengthSize)) {
+        return Position();
+      }
+    }
+    if (Fill(1) == 0) return Position();
+    ++pos_;
+  }
+}
+
+Status TFRecordReader::Describe(const Probe& probe) const {
+  std::string message;
+  switch (probe.check) {
+    case Check::kTruncatedHeader:
+      message = "truncated record header: the file ends " + std::to_string(probe.available) +
+                " bytes into the 12-byte header";
+      break;
+    case Check::kTruncatedData:
+      message = "truncated record: header announces " + std::to_string(probe.length) +
+                " data bytes, the file ends " +
+                std::to_string(probe.available > kHeaderSize ? probe.available - kHeaderSize : 0) +
+                " bytes after the header";
+      break;
+    case Check::kBadLengthCrc:
+      message = "corrupted record: bad length CRC";
+      break;
+    case Check::kTooLong:
+      message = "corrupted record: length " + std::to_string(probe.length) +
+                " exceeds max_record_bytes (" + std::to_string(options_.max_record_bytes) + ")";
+      break;
+    case Check::kBadDataCrc:
+      message = "corrupted record: bad data CRC";
+      break;
+    case Check::kValid:
+    case Check::kEnd:
+      message = "internal: no error";
+      break;
+  }
+  std::string hint = options_.on_corrupt == OnCorrupt::kFail
+                         ? "on_corrupt=skip drops damaged records and goes on"
+                         : "";
+  if (compression_ != Compression::kNone) {
+    hint = std::string("offset counts uncompressed bytes of the ") + CompressionName(compression_) +
+           " stream" + (hint.empty() ? "" : "; " + hint);
+  }
+  return Status(ErrorCode::kDataLoss, std::move(message),
+                {.file = path_, .offset = Position(), .record = next_index_, .hint = hint});
+}
+
+Status TFRecordReader::TryNext(Record* record, bool* at_end) {
+  *at_end = false;
+  if (finished_) {
+    *at_end = true;
+    return Status::Ok();
+  }
+  if (need_sync_) {
+    need_sync_ = false;
+    Resync(options_.begin);
+  }
+  while (true) {
+    const uint64_t start = Position();
+    const Probe probe = CheckRecordAt(0, options_.verify_checksums);
+    if (probe.check == Check::kValid) {
+      if (start >= options_.end) break;  // the next range's first record
+      record->data =
+          std::string_view(data_ + pos_ + kHeaderSize, static_cast<size_t>(probe.length));
+      record->offset = start;
+      record->index = next_index_++;
+      ++records_read_;
+      pos_ += kFramingSize + static_cast<size_t>(probe.length);
+      return Status::Ok();
+    }
+    // The file failed under us (I/O error, damaged compressed stream): that, not the framing,
+    // is the error. Its offset is the file's; the record index is the one we were reading.
+    if (!pending_.ok() && (probe.check == Check::kEnd || probe.check == Check::kTruncatedHeader ||
+                           probe.check == Check::kTruncatedData)) {
+      Status s = pending_;
+      if (!s.context().record) s.mutable_context().record = next_index_;
+      return s;
+    }
+    if (probe.check == Check::kEnd) break;
+    Status damage = Describe(probe);
+    if (options_.on_corrupt == OnCorrupt::kFail) return damage;
+    // Skip: find where good records resume.
+    uint64_t resume = 0;
+    bool resumed = false;
+    if (probe.check == Check::kBadDataCrc) {
+      // The length was intact: the next record should start right after this one.
+      const size_t next = kFramingSize + static_cast<size_t>(probe.length);
+      const Check after = CheckRecordAt(next, /*verify=*/true).check;
+      if (after == Check::kValid || after == Check::kEnd) {
+        SeekForward(start + next);
+        resume = start + next;
+        resumed = true;
+      }
+    }
+    if (!resumed) resume = Resync(start + 1);
+    ++skipped_.records_dropped;
+    skipped_.bytes_dropped += resume - start;
+    ++next_index_;
+    if (options_.reporter != nullptr) options_.reporter->Corruption(resume - start, damage);
+  }
+  finished_ = true;
+  *at_end = true;
+  return Status::Ok();
+}
+
+bool TFRecordReader::Next(Record* record) {
+  bool at_end = false;
+  ThrowIfError(TryNext(record, &at_end));
+  return !at_end;
+}
+
+}  // namespace shardflow::io
