@@ -28,8 +28,12 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build-asan -j "$jobs" -L unit --output-on-failure --timeout 600 "$@"
 asan_rc=$?
 
-if [ $release_rc -ne 0 ] || [ $asan_rc -ne 0 ]; then
-  echo "test.sh: FAILED (release ctest exit $release_rc, sanitizer ctest exit $asan_rc)"
+echo "== fuzzing (libFuzzer, address + undefined sanitizers, bounded time per target)"
+tests/fuzz/run_fuzzers.sh 20
+fuzz_rc=$?
+
+if [ $release_rc -ne 0 ] || [ $asan_rc -ne 0 ] || [ $fuzz_rc -ne 0 ]; then
+  echo "test.sh: FAILED (release ctest exit $release_rc, sanitizer ctest exit $asan_rc, fuzzing exit $fuzz_rc)"
   exit 1
 fi
 echo "test.sh: all tests passed"
