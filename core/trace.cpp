@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -22,14 +23,45 @@ std::atomic<bool> g_enabled{false};
 
 namespace {
 
+// The compact form of an event in a thread's buffer: 32 bytes, no ownership.
+struct RawEvent {
+  const char* name;  // static storage, or a string in ThreadBuffer::names
+  int64_t ts_ns;
+  union {
+    int64_t dur_ns;  // 'X'
+    double value;    // 'C'
+  };
+  char phase;
+};
+
 // One thread's events. Only the owning thread appends; SnapshotTrace and ClearTrace take the
 // same mutex, so the owner's lock is uncontended except while a snapshot copies its events.
+// Events live in fixed-size chunks: an append never moves earlier events (no vector doubling
+// and copying on the hot path), and a chunk is one allocation per 4096 events.
 struct ThreadBuffer {
+  static constexpr size_t kChunkEvents = 4096;
   std::mutex mu;
   int tid = 0;
   std::string name;
-  std::vector<TraceEvent> events;
+  std::vector<std::unique_ptr<RawEvent[]>> chunks;
+  size_t size = 0;
+  std::deque<std::string> names;  // dynamic names; a deque never moves its elements
   uint64_t dropped = 0;
+
+  void Push(const RawEvent& event) {
+    if (size == chunks.size() * kChunkEvents) {
+      chunks.push_back(std::make_unique_for_overwrite<RawEvent[]>(kChunkEvents));
+    }
+    chunks[size / kChunkEvents][size % kChunkEvents] = event;
+    ++size;
+  }
+  const RawEvent& At(size_t i) const { return chunks[i / kChunkEvents][i % kChunkEvents]; }
+  void Clear() {
+    chunks.clear();
+    names.clear();
+    size = 0;
+    dropped = 0;
+  }
 };
 
 struct Registry {
@@ -60,15 +92,43 @@ ThreadBuffer& LocalBuffer() {
   return *buffer;
 }
 
-void Append(TraceEvent event) {
+// Appends an event named by a static string.
+void Append(char phase, const char* name, int64_t ts_ns, int64_t dur_ns = 0, double value = 0) {
   ThreadBuffer& buffer = LocalBuffer();
   const size_t limit = GetRegistry().limit.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(buffer.mu);
-  if (buffer.events.size() >= limit) {
+  if (buffer.size >= limit) {
     ++buffer.dropped;
     return;
   }
-  buffer.events.push_back(std::move(event));
+  RawEvent event;
+  event.name = name;
+  event.ts_ns = ts_ns;
+  if (phase == 'C') {
+    event.value = value;
+  } else {
+    event.dur_ns = dur_ns;
+  }
+  event.phase = phase;
+  buffer.Push(event);
+}
+
+// Appends an event whose name the buffer keeps a copy of.
+void AppendDynamic(char phase, std::string name, int64_t ts_ns, int64_t dur_ns = 0) {
+  ThreadBuffer& buffer = LocalBuffer();
+  const size_t limit = GetRegistry().limit.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(buffer.mu);
+  if (buffer.size >= limit) {
+    ++buffer.dropped;
+    return;
+  }
+  buffer.names.push_back(std::move(name));
+  RawEvent event;
+  event.name = buffer.names.back().c_str();
+  event.ts_ns = ts_ns;
+  event.dur_ns = dur_ns;
+  event.phase = phase;
+  buffer.Push(event);
 }
 
 void AppendJsonString(std::string* out, std::string_view text) {
@@ -130,8 +190,7 @@ void ClearTrace() {
   std::lock_guard<std::mutex> lock(registry.mu);
   for (const auto& thread : registry.threads) {
     std::lock_guard<std::mutex> thread_lock(thread->mu);
-    thread->events.clear();
-    thread->dropped = 0;
+    thread->Clear();
   }
 }
 
@@ -148,36 +207,36 @@ void SetTraceThreadName(std::string name) {
 
 void TraceBegin(const char* name) {
   if (!TracingEnabled()) return;
-  Append({.phase = 'B', .name = name, .ts_ns = MonotonicNanos()});
+  Append('B', name, MonotonicNanos());
 }
 
 void TraceBegin(std::string name) {
   if (!TracingEnabled()) return;
-  Append({.phase = 'B', .dynamic_name = std::move(name), .ts_ns = MonotonicNanos()});
+  AppendDynamic('B', std::move(name), MonotonicNanos());
 }
 
 void TraceEnd() {
   if (!TracingEnabled()) return;
-  Append({.phase = 'E', .name = "", .ts_ns = MonotonicNanos()});
+  Append('E', "", MonotonicNanos());
 }
 
 void TraceCounter(const char* name, double value) {
   if (!TracingEnabled()) return;
-  Append({.phase = 'C', .name = name, .ts_ns = MonotonicNanos(), .value = value});
+  Append('C', name, MonotonicNanos(), 0, value);
 }
 
 void TraceInstant(const char* name) {
   if (!TracingEnabled()) return;
-  Append({.phase = 'i', .name = name, .ts_ns = MonotonicNanos()});
+  Append('i', name, MonotonicNanos());
 }
 
 void TraceScope::Finish() {
   const int64_t end = MonotonicNanos();
-  Append({.phase = 'X',
-          .name = name_,
-          .dynamic_name = std::move(dynamic_name_),
-          .ts_ns = start_ns_,
-          .dur_ns = end - start_ns_});
+  if (name_ != nullptr) {
+    Append('X', name_, start_ns_, end - start_ns_);
+  } else {
+    AppendDynamic('X', std::move(dynamic_name_), start_ns_, end - start_ns_);
+  }
 }
 
 std::vector<TraceThread> SnapshotTrace() {
@@ -191,7 +250,19 @@ std::vector<TraceThread> SnapshotTrace() {
   snapshot.reserve(threads.size());
   for (const auto& thread : threads) {
     std::lock_guard<std::mutex> lock(thread->mu);
-    snapshot.push_back({thread->tid, thread->name, thread->events, thread->dropped});
+    TraceThread copy{thread->tid, thread->name, {}, thread->dropped};
+    copy.events.reserve(thread->size);
+    for (size_t i = 0; i < thread->size; ++i) {
+      const RawEvent& raw = thread->At(i);
+      TraceEvent event{.phase = raw.phase, .name = raw.name, .ts_ns = raw.ts_ns};
+      if (raw.phase == 'C') {
+        event.value = raw.value;
+      } else if (raw.phase == 'X') {
+        event.dur_ns = raw.dur_ns;
+      }
+      copy.events.push_back(std::move(event));
+    }
+    snapshot.push_back(std::move(copy));
   }
   return snapshot;
 }
@@ -224,7 +295,7 @@ std::string TraceJson(const TraceWriteOptions& options) {
       out += number;
       if (event.phase != 'E') {
         out += ",\"name\":";
-        AppendJsonString(&out, event.Name());
+        AppendJsonString(&out, event.name);
       }
       if (event.phase == 'X') {
         std::snprintf(number, sizeof(number), ",\"dur\":%.3f",

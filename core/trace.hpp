@@ -15,7 +15,8 @@
 // registry lock is taken once per thread, at its first event).
 // Names: `const char*` names must have static storage (string literals); the std::string
 // overloads copy the name (an allocation for names over 15 bytes).
-// Memory: each thread keeps at most TraceBufferLimit() events (default 1M, ~80 MiB); further
+// Memory: each thread keeps at most TraceBufferLimit() events (default 1M, 32 MiB, in 128 KiB
+// chunks so that recording never moves what is recorded, plus copies of dynamic names); further
 // events are counted as dropped, and the count is written into the trace ("dropped_events").
 // Timestamps: monotonic nanoseconds, written in microseconds relative to the first
 // StartTracing(); each file records the wall-clock time of that origin, and MergeTraceFiles
@@ -55,15 +56,13 @@ void TraceEnd();
 void TraceCounter(const char* name, double value);
 void TraceInstant(const char* name);
 
-// One recorded event.
+// One recorded event, as returned by SnapshotTrace (the buffers hold a compact form).
 struct TraceEvent {
-  char phase = 'X';            // 'X' complete, 'B' begin, 'E' end, 'C' counter, 'i' instant
-  const char* name = nullptr;  // static name, or nullptr when dynamic_name holds it
-  std::string dynamic_name;
+  char phase = 'X';    // 'X' complete, 'B' begin, 'E' end, 'C' counter, 'i' instant
+  std::string name;    // empty for 'E'
   int64_t ts_ns = 0;   // MonotonicNanos() at the start
   int64_t dur_ns = 0;  // 'X' only
   double value = 0;    // 'C' only
-  std::string_view Name() const { return name != nullptr ? name : dynamic_name; }
 };
 
 // The events of one thread, as returned by SnapshotTrace.

@@ -358,5 +358,18 @@ TEST(ConfigTest, OnResolvedHooksRunAfterChecks) {
   EXPECT_THROW(schema.ParseString("", "y.ini", {{"train.a", "3"}}), Error);
 }
 
+// The line scan and Boost must read the same text the same way.
+TEST(ConfigTest, CrlfTabsAndEqualsInValuesAgreeWithBoost) {
+  std::string name;
+  int batch = 0;
+  ConfigSchema schema;
+  schema.Add("train", "batch_size", &batch, "samples per step");
+  schema.Add("log", "name", &name, "run name");
+  schema.ParseString("[train]\r\n\tbatch_size\t=\t7\t\r\n[log]\r\nname = a=b c \r\n", "crlf.ini");
+  EXPECT_EQ(batch, 7);
+  EXPECT_EQ(name, "a=b c");
+  EXPECT_EQ(schema.SourceOf("log.name").ToString(), "crlf.ini:4");
+}
+
 }  // namespace
 }  // namespace shardflow
