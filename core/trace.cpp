@@ -1,0 +1,398 @@
+#include "core/trace.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace shardflow {
+
+namespace trace_detail {
+std::atomic<bool> g_enabled{false};
+}  // namespace trace_detail
+
+namespace {
+
+// The compact form of an event in a thread's buffer: 32 bytes, no ownership.
+struct RawEvent {
+  const char* name;  // static storage, or a string in ThreadBuffer::names
+  int64_t ts_ns;
+  union {
+    int64_t dur_ns;  // 'X'
+    double value;    // 'C'
+  };
+  char phase;
+};
+
+// One thread's events. Only the owning thread appends; SnapshotTrace and ClearTrace take the
+// same mutex, so the owner's lock is uncontended except while a snapshot copies its events.
+// Events live in fixed-size chunks: an append never moves earlier events (no vector doubling
+// and copying on the hot path), and a chunk is one allocation per 4096 events.
+struct ThreadBuffer {
+  static constexpr size_t kChunkEvents = 4096;
+  std::mutex mu;
+  int tid = 0;
+  std::string name;
+  std::vector<std::unique_ptr<RawEvent[]>> chunks;
+  size_t size = 0;
+  std::deque<std::string> names;  // dynamic names; a deque never moves its elements
+  uint64_t dropped = 0;
+
+  void Push(const RawEvent& event) {
+    if (size == chunks.size() * kChunkEvents) {
+      chunks.push_back(std::make_unique_for_overwrite<RawEvent[]>(kChunkEvents));
+    }
+    chunks[size / kChunkEvents][size % kChunkEvents] = event;
+    ++size;
+  }
+  const RawEvent& At(size_t i) const { return chunks[i / kChunkEvents][i % kChunkEvents]; }
+  void Clear() {
+    chunks.clear();
+    names.clear();
+    size = 0;
+    dropped = 0;
+  }
+};
+
+struct Registry {
+  std::mutex mu;
+  std::vector<std::shared_ptr<ThreadBuffer>> threads;  // index == tid
+  std::atomic<size_t> limit{size_t{1} << 20};
+  std::once_flag origin_once;
+  std::atomic<int64_t> origin_ns{0};  // set once, before g_enabled first becomes true
+  std::atomic<int64_t> wall_origin_us{0};
+};
+
+// Never destroyed: threads may record (and thread_local buffers be released) during exit.
+Registry& GetRegistry() {
+  static Registry* registry = new Registry;
+  return *registry;
+}
+
+ThreadBuffer& LocalBuffer() {
+  thread_local std::shared_ptr<ThreadBuffer> buffer = [] {
+    Registry& registry = GetRegistry();
+    auto created = std::make_shared<ThreadBuffer>();
+    std::lock_guard<std::mutex> lock(registry.mu);
+    created->tid = static_cast<int>(registry.threads.size());
+    created->name = "thread " + std::to_string(created->tid);
+    registry.threads.push_back(created);
+    return created;
+  }();
+  return *buffer;
+}
+
+// Appends an event named by a static string.
+void Append(char phase, const char* name, int64_t ts_ns, int64_t dur_ns = 0, double value = 0) {
+  ThreadBuffer& buffer = LocalBuffer();
+  const size_t limit = GetRegistry().limit.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(buffer.mu);
+  if (buffer.size >= limit) {
+    ++buffer.dropped;
+    return;
+  }
+  RawEvent event;
+  event.name = name;
+  event.ts_ns = ts_ns;
+  if (phase == 'C') {
+    event.value = value;
+  } else {
+    event.dur_ns = dur_ns;
+  }
+  event.phase = phase;
+  buffer.Push(event);
+}
+
+// Appends an event whose name the buffer keeps a copy of.
+void AppendDynamic(char phase, std::string name, int64_t ts_ns, int64_t dur_ns = 0) {
+  ThreadBuffer& buffer = LocalBuffer();
+  const size_t limit = GetRegistry().limit.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(buffer.mu);
+  if (buffer.size >= limit) {
+    ++buffer.dropped;
+    return;
+  }
+  buffer.names.push_back(std::move(name));
+  RawEvent event;
+  event.name = buffer.names.back().c_str();
+  event.ts_ns = ts_ns;
+  event.dur_ns = dur_ns;
+  event.phase = phase;
+  buffer.Push(event);
+}
+
+void AppendJsonString(std::string* out, std::string_view text) {
+  out->push_back('"');
+  for (const char c : text) {
+    switch (c) {
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
+          *out += escaped;
+        } else {
+          out->push_back(c);
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) {
+    throw Error(ErrorCode::kIo, std::string("cannot write trace: ") + std::strerror(errno),
+                {.file = path});
+  }
+}
+
+}  // namespace
+
+void StartTracing() {
+  Registry& registry = GetRegistry();
+  std::call_once(registry.origin_once, [&] {
+    registry.origin_ns.store(MonotonicNanos());
+    registry.wall_origin_us.store(std::chrono::duration_cast<std::chrono::microseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count());
+  });
+  trace_detail::g_enabled.store(true, std::memory_order_release);
+}
+
+void StopTracing() { trace_detail::g_enabled.store(false, std::memory_order_release); }
+
+void ClearTrace() {
+  Registry& registry = GetRegistry();
+  std::lock_guard<std::mutex> lock(registry.mu);
+  for (const auto& thread : registry.threads) {
+    std::lock_guard<std::mutex> thread_lock(thread->mu);
+    thread->Clear();
+  }
+}
+
+void SetTraceBufferLimit(size_t max_events_per_thread) {
+  GetRegistry().limit.store(max_events_per_thread);
+}
+size_t TraceBufferLimit() { return GetRegistry().limit.load(); }
+
+void SetTraceThreadName(std::string name) {
+  ThreadBuffer& buffer = LocalBuffer();
+  std::lock_guard<std::mutex> lock(buffer.mu);
+  buffer.name = std::move(name);
+}
+
+void TraceBegin(const char* name) {
+  if (!TracingEnabled()) return;
+  Append('B', name, MonotonicNanos());
+}
+
+void TraceBegin(std::string name) {
+  if (!TracingEnabled()) return;
+  AppendDynamic('B', std::move(name), MonotonicNanos());
+}
+
+void TraceEnd() {
+  if (!TracingEnabled()) return;
+  Append('E', "", MonotonicNanos());
+}
+
+void TraceCounter(const char* name, double value) {
+  if (!TracingEnabled()) return;
+  Append('C', name, MonotonicNanos(), 0, value);
+}
+
+void TraceInstant(const char* name) {
+  if (!TracingEnabled()) return;
+  Append('i', name, MonotonicNanos());
+}
+
+void TraceScope::Finish() {
+  const int64_t end = MonotonicNanos();
+  if (name_ != nullptr) {
+    Append('X', name_, start_ns_, end - start_ns_);
+  } else {
+    AppendDynamic('X', std::move(dynamic_name_), start_ns_, end - start_ns_);
+  }
+}
+
+std::vector<TraceThread> SnapshotTrace() {
+  Registry& registry = GetRegistry();
+  std::vector<std::shared_ptr<ThreadBuffer>> threads;
+  {
+    std::lock_guard<std::mutex> lock(registry.mu);
+    threads = registry.threads;
+  }
+  std::vector<TraceThread> snapshot;
+  snapshot.reserve(threads.size());
+  for (const auto& thread : threads) {
+    std::lock_guard<std::mutex> lock(thread->mu);
+    TraceThread copy{thread->tid, thread->name, {}, thread->dropped};
+    copy.events.reserve(thread->size);
+    for (size_t i = 0; i < thread->size; ++i) {
+      const RawEvent& raw = thread->At(i);
+      TraceEvent event{.phase = raw.phase, .name = raw.name, .ts_ns = raw.ts_ns};
+      if (raw.phase == 'C') {
+        event.value = raw.value;
+      } else if (raw.phase == 'X') {
+        event.dur_ns = raw.dur_ns;
+      }
+      copy.events.push_back(std::move(event));
+    }
+    snapshot.push_back(std::move(copy));
+  }
+  return snapshot;
+}
+
+std::string TraceJson(const TraceWriteOptions& options) {
+  const Registry& registry = GetRegistry();
+  const int64_t origin_ns = registry.origin_ns.load();
+  const std::vector<TraceThread> threads = SnapshotTrace();
+  const std::string pid = std::to_string(options.pid);
+  std::string out = "{\"traceEvents\":[\n";
+  out +=
+      "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + pid + ",\"tid\":0,\"args\":{\"name\":";
+  AppendJsonString(&out, options.process_name.empty() ? "rank " + pid : options.process_name);
+  out += "}}";
+  uint64_t dropped = 0;
+  char number[64];
+  for (const TraceThread& thread : threads) {
+    dropped += thread.dropped;
+    const std::string head = ",\n{\"pid\":" + pid + ",\"tid\":" + std::to_string(thread.tid);
+    out += head + ",\"ph\":\"M\",\"name\":\"thread_name\",\"args\":{\"name\":";
+    AppendJsonString(&out, thread.name);
+    out += "}}";
+    out += head + ",\"ph\":\"M\",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" +
+           std::to_string(thread.tid) + "}}";
+    for (const TraceEvent& event : thread.events) {
+      out += head + ",\"ph\":\"";
+      out.push_back(event.phase);
+      std::snprintf(number, sizeof(number), "\",\"ts\":%.3f",
+                    static_cast<double>(event.ts_ns - origin_ns) * 1e-3);
+      out += number;
+      if (event.phase != 'E') {
+        out += ",\"name\":";
+        AppendJsonString(&out, event.name);
+      }
+      if (event.phase == 'X') {
+        std::snprintf(number, sizeof(number), ",\"dur\":%.3f",
+                      static_cast<double>(event.dur_ns) * 1e-3);
+        out += number;
+      } else if (event.phase == 'C') {
+        std::snprintf(number, sizeof(number), "%.17g", event.value);
+        out += ",\"args\":{\"value\":" + std::string(number) + "}";
+      } else if (event.phase == 'i') {
+        out += ",\"s\":\"t\"";
+      }
+      out += "}";
+    }
+  }
+  out += "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"pid\":" + pid +
+         ",\"wall_origin_us\":" + std::to_string(registry.wall_origin_us.load()) +
+         ",\"dropped_events\":" + std::to_string(dropped) + "}}\n";
+  return out;
+}
+
+void WriteTrace(const std::string& path, const TraceWriteOptions& options) {
+  WriteFile(path, TraceJson(options));
+}
+
+std::string RankTracePath(const std::string& path, int rank) {
+  const std::string tag = ".rank" + std::to_string(rank);
+  const size_t slash = path.find_last_of('/');
+  const size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) ||
+      dot == (slash == std::string::npos ? 0 : slash + 1)) {
+    return path + tag;
+  }
+  return path.substr(0, dot) + tag + path.substr(dot);
+}
+
+void MergeTraceFiles(const std::vector<std::string>& inputs, const std::string& output) {
+  using nlohmann::json;
+  struct Input {
+    json doc;
+    int64_t wall_origin_us = 0;
+  };
+  std::vector<Input> docs;
+  std::set<int64_t> pids;
+  std::vector<std::string> pid_files;
+  int64_t earliest = INT64_MAX;
+  uint64_t dropped = 0;
+  for (const std::string& path : inputs) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      throw Error(ErrorCode::kNotFound,
+                  std::string("cannot open trace file: ") + std::strerror(errno), {.file = path});
+    }
+    Input input;
+    input.doc = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (input.doc.is_discarded() || !input.doc.is_object() || !input.doc.contains("traceEvents") ||
+        !input.doc["traceEvents"].is_array()) {
+      throw Error(ErrorCode::kDataLoss, "not a Chrome trace (no traceEvents array)",
+                  {.file = path});
+    }
+    const json& other = input.doc.value("otherData", json::object());
+    input.wall_origin_us = other.value("wall_origin_us", int64_t{0});
+    dropped += other.value("dropped_events", uint64_t{0});
+    std::set<int64_t> file_pids;
+    for (const json& event : input.doc["traceEvents"]) {
+      if (event.is_object() && event.contains("pid") && event["pid"].is_number_integer()) {
+        file_pids.insert(event["pid"].get<int64_t>());
+      }
+    }
+    for (const int64_t pid : file_pids) {
+      if (!pids.insert(pid).second) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "pid " + std::to_string(pid) + " appears in two trace files to merge",
+                    {.file = path, .hint = "merge the files of one run, one per rank"});
+      }
+    }
+    earliest = std::min(earliest, input.wall_origin_us);
+    docs.push_back(std::move(input));
+  }
+
+  json merged_events = json::array();
+  for (Input& input : docs) {
+    // Each file's timestamps count from its own origin; move them onto the earliest one.
+    const double shift_us = static_cast<double>(input.wall_origin_us - earliest);
+    for (json& event : input.doc["traceEvents"]) {
+      if (shift_us != 0 && event.is_object() && event.contains("ts") && event["ts"].is_number()) {
+        event["ts"] = event["ts"].get<double>() + shift_us;
+      }
+      merged_events.push_back(std::move(event));
+    }
+  }
+  json merged = {{"traceEvents", std::move(merged_events)},
+                 {"displayTimeUnit", "ms"},
+                 {"otherData",
+                  {{"merged_from", inputs},
+                   {"wall_origin_us", docs.empty() ? 0 : earliest},
+                   {"dropped_events", dropped}}}};
+  WriteFile(output, merged.dump() + "\n");
+}
+
+}  // namespace shardflow
