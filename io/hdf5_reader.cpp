@@ -84,6 +84,17 @@ RowRange Hdf5Reader::MyShard(const std::string& dataset) const {
 
 Tensor Hdf5Reader::ReadRows(const std::string& dataset, int64_t begin, int64_t end,
                             const Hdf5Expect& expect) {
+  const Hdf5DatasetInfo info = OpenChecked(dataset, expect).info;
+  Shape shape = info.shape;
+  if (!shape.empty()) shape[0] = std::max<int64_t>(0, end - begin);
+  // A bad range leaves `shape` unusable; ReadRowsInto reports it on every rank.
+  Tensor out(*info.dtype, shape.empty() || begin < 0 || end > info.shape[0] ? Shape{0} : shape);
+  ReadRowsInto(dataset, begin, end, out, expect);
+  return out;
+}
+
+void Hdf5Reader::ReadRowsInto(const std::string& dataset, int64_t begin, int64_t end, Tensor& out,
+                              const Hdf5Expect& expect) {
   Opened d = OpenChecked(dataset, expect);
   if (d.info.shape.empty()) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -92,18 +103,24 @@ Tensor Hdf5Reader::ReadRows(const std::string& dataset, int64_t begin, int64_t e
   }
   const int64_t n = d.info.shape[0];
   Status local;
+  Shape shape = d.info.shape;
+  shape[0] = end - begin;
   if (begin < 0 || begin > end || end > n) {
     local = Status(ErrorCode::kInvalidArgument,
                    "rows [" + std::to_string(begin) + "," + std::to_string(end) +
                        ") are outside dataset '" + dataset + "' of " + std::to_string(n) + " rows",
                    {.file = file_.path(), .rank = rank(), .key = dataset});
+  } else if (out.dtype() != *d.info.dtype || out.shape() != shape || out.device() != Device::kCpu) {
+    local = Status(ErrorCode::kInvalidArgument,
+                   "dataset '" + dataset + "': rows [" + std::to_string(begin) + "," +
+                       std::to_string(end) + ") need a CPU " + d.info.type_name +
+                       " tensor of shape " + ShapeToString(shape) + ", got " +
+                       DTypeName(out.dtype()) + " " + ShapeToString(out.shape()),
+                   {.file = file_.path(), .rank = rank(), .key = dataset});
   }
   const int64_t block_rows = BlockRowsFor(d.info);
-  const int64_t blocks =
-      internal::AgreeBeforeTransfer(file_, local, internal::CountBlocks(begin, end, block_rows));
-  Shape shape = d.info.shape;
-  shape[0] = end - begin;
-  Tensor out(*d.info.dtype, shape);
+  const int64_t blocks = internal::AgreeBeforeTransfer(
+      file_, local, local.ok() ? internal::CountBlocks(begin, end, block_rows) : 0);
   const int64_t row_bytes =
       static_cast<int64_t>(out.byte_size()) / std::max<int64_t>(1, end - begin);
   auto* base = static_cast<uint8_t*>(out.raw_data());
@@ -113,7 +130,6 @@ Tensor Hdf5Reader::ReadRows(const std::string& dataset, int64_t begin, int64_t e
     internal::TransferRows(file_, d.id.get(), dataset, d.info.shape, mem_type, b, e, dst,
                            /*write=*/false);
   });
-  return out;
 }
 
 Tensor Hdf5Reader::ReadShard(const std::string& dataset, const Hdf5Expect& expect) {

@@ -74,6 +74,11 @@ class Hdf5Reader {
   // dtype (checked against `expect`). Collective. REQUIRES 0 <= begin <= end <= NumRows.
   Tensor ReadRows(const std::string& dataset, int64_t begin, int64_t end,
                   const Hdf5Expect& expect = {});
+  // The same into caller-owned memory (a batch buffer, a reused tensor): `out` must have the
+  // dataset's dtype and shape [end-begin, row dims...] (kInvalidArgument otherwise; the check
+  // is agreed between ranks like the row range). Collective.
+  void ReadRowsInto(const std::string& dataset, int64_t begin, int64_t end, Tensor& out,
+                    const Hdf5Expect& expect = {});
   Tensor ReadShard(const std::string& dataset, const Hdf5Expect& expect = {});
   // The whole dataset on every rank (scalars included). Collective.
   Tensor ReadAll(const std::string& dataset, const Hdf5Expect& expect = {});

@@ -280,6 +280,20 @@ TEST(Hdf5Errors, WrongRankAndRowShapeStateBoth) {
   EXPECT_THAT(msg, HasSubstr("expected rows of shape [784], found dataset shape [1000,28,28]"));
 }
 
+TEST(Hdf5Fixtures, ReadRowsIntoCallerMemory) {
+  Hdf5Reader reader(Fixture("fmnist-test-1000.h5"), MPI_COMM_SELF);
+  std::vector<int64_t> storage(50, -1);
+  Tensor view = Tensor::View(storage.data(), DType::kInt64, {50});
+  reader.ReadRowsInto("ids", 900, 950, view);
+  for (int64_t i = 0; i < 50; ++i) ASSERT_EQ(storage[static_cast<size_t>(i)], 900 + i);
+  Tensor wrong(DType::kInt32, {50});
+  EXPECT_THAT(ErrorOf([&] { reader.ReadRowsInto("ids", 900, 950, wrong); }),
+              HasSubstr("need a CPU int64 tensor of shape [50], got int32 [50]"));
+  Tensor short_rows(DType::kInt64, {49});
+  EXPECT_THAT(ErrorOf([&] { reader.ReadRowsInto("ids", 900, 950, short_rows); }),
+              HasSubstr("got int64 [49]"));
+}
+
 TEST(Hdf5Errors, RowsOutOfRange) {
   Hdf5Reader reader(Fixture("sensors-48x128x6.h5"), MPI_COMM_SELF);
   const std::string msg = ErrorOf([&] { reader.ReadRows("series", 40, 49); });
