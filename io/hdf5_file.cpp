@@ -204,6 +204,9 @@ Hdf5File Hdf5File::OpenOrCreate(const std::string& path, MPI_Comm comm, const Hd
     SF_CHECK_H5(H5Pset_dxpl_mpio(f.dxpl_.get(),
                                  options.collective ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT),
                 ctx);
+    if (options.collective && options.individual_io) {
+      SF_CHECK_H5(H5Pset_dxpl_mpio_collective_opt(f.dxpl_.get(), H5FD_MPIO_INDIVIDUAL_IO), ctx);
+    }
   }
   if (create) {
     f.file_ = H5Id(SF_CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),

@@ -39,6 +39,12 @@ struct Hdf5Options {
   // false: independent transfers; each rank reads on its own (e.g. a pipeline reading
   // arbitrary row ranges). Writes of gzip-compressed datasets need collective transfers.
   bool collective = true;
+  // With collective transfers: true keeps the collective call (every rank takes part) but lets
+  // each rank do its own MPI-IO underneath (H5FD_MPIO_INDIVIDUAL_IO) instead of MPI-IO's
+  // two-phase collective buffering. Faster when each rank's rows are one large contiguous
+  // range of a node-local file (no shuffle of data between ranks); two-phase (false) is what
+  // parallel file systems (Lustre, GPFS) want, and what writes of compressed datasets need.
+  bool individual_io = false;
   // Target size of one transfer. Reads and writes go in row blocks of about this many bytes,
   // aligned to chunk boundaries, which bounds HDF5's conversion buffers and keeps every
   // MPI-IO request far below MPI's 2 GiB count limit. Larger: fewer calls; smaller: less

@@ -90,6 +90,9 @@ const Case kCases[] = {
      {.chunk_rows = 5, .gzip_level = 1, .shuffle = true},
      {.driver = Hdf5Options::Driver::kMpio, .block_bytes = 1}},
     {"contiguous-mpio-big-blocks", {}, {.driver = Hdf5Options::Driver::kMpio}},
+    {"chunked-individual-io",
+     {.chunk_rows = 9},
+     {.driver = Hdf5Options::Driver::kMpio, .individual_io = true, .block_bytes = 200}},
 };
 
 TEST(Hdf5Mpi, ShardedReadCoversEveryRowExactlyOnce) {
