@@ -2,7 +2,7 @@
 // run, plus CSV rows/s and IDX MB/s.
 //
 //   mpirun -np 2 shardflow-bench hdf5 [--bytes N] [--repeat R] [--chunk-rows C] [--gzip L]
-//                                      [--dir D] [--csv-rows N] [--json]
+//                                      [--dir D] [--csv-rows N] [--driver auto|mpio] [--json]
 //
 // HDF5: the ranks write a float32 [rows, 1024] dataset of about --bytes (default 1 GiB)
 // collectively into a fresh folder under --dir (default $TMPDIR or /tmp), then read it:
@@ -56,6 +56,7 @@ struct Options {
   std::string dir;
   int64_t csv_rows = 500000;
   bool json = false;
+  bool force_mpio = false;  // --driver mpio: MPI-IO even for one rank
 };
 
 Options Parse(const std::vector<std::string>& args) {
@@ -91,12 +92,19 @@ Options Parse(const std::vector<std::string>& args) {
       o.dir = value();
     } else if (a == "--csv-rows") {
       o.csv_rows = number();
+    } else if (a == "--driver") {
+      const std::string v = value();
+      if (v != "mpio" && v != "auto") {
+        throw Error(ErrorCode::kInvalidArgument, "--driver is auto or mpio, not '" + v + "'");
+      }
+      o.force_mpio = v == "mpio";
     } else if (a == "--json") {
       o.json = true;
     } else if (a == "--help" || a == "-h") {
       std::printf(
           "shardflow-bench hdf5 [--bytes N=1073741824] [--repeat R=3] [--chunk-rows C=0 "
-          "(contiguous)] [--gzip L=0] [--dir D=$TMPDIR|/tmp] [--csv-rows N=500000] [--json]\n");
+          "(contiguous)] [--gzip L=0] [--dir D=$TMPDIR|/tmp] [--csv-rows N=500000] [--driver "
+          "auto|mpio] [--json]\n");
       throw EarlyExit{0};
     } else {
       throw Error(ErrorCode::kInvalidArgument, "unknown argument '" + a + "'",
@@ -198,6 +206,8 @@ void BenchHdf5(const Options& o, const std::string& path, Report* report) {
   int size = 1;
   SF_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   SF_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  const auto driver =
+      o.force_mpio ? io::Hdf5Options::Driver::kMpio : io::Hdf5Options::Driver::kAuto;
   const int64_t rows = std::max<int64_t>(1, o.bytes / (kRowFloats * 4));
   const double total = static_cast<double>(rows * kRowFloats * 4);
   const io::RowRange mine = io::ShardRows(rows, rank, size);
@@ -232,7 +242,7 @@ void BenchHdf5(const Options& o, const std::string& path, Report* report) {
   report->Add({"read cold, " + std::to_string(size) + " ranks collective",
                TimeCollective(MPI_COMM_WORLD,
                               [&] {
-                                io::Hdf5Reader reader(path, MPI_COMM_WORLD);
+                                io::Hdf5Reader reader(path, MPI_COMM_WORLD, {.driver = driver});
                                 const Tensor t = reader.ReadShard("x", {.dtype = DType::kFloat32});
                                 CheckRows(t.data<float>(), mine.begin, mine.size(), "cold read");
                               }),
@@ -272,7 +282,7 @@ void BenchHdf5(const Options& o, const std::string& path, Report* report) {
     }
     Poison(&shard_buf);
     best_p = std::min(best_p, TimeCollective(MPI_COMM_WORLD, [&] {
-                        io::Hdf5Reader reader(path, MPI_COMM_WORLD);
+                        io::Hdf5Reader reader(path, MPI_COMM_WORLD, {.driver = driver});
                         reader.ReadRowsInto("x", mine.begin, mine.end, shard_buf,
                                             {.dtype = DType::kFloat32});
                         CheckRows(shard_buf.data<float>(), mine.begin, mine.size(), "warm read");
@@ -280,14 +290,14 @@ void BenchHdf5(const Options& o, const std::string& path, Report* report) {
     Poison(&shard_buf);
     best_ind = std::min(
         best_ind, TimeCollective(MPI_COMM_WORLD, [&] {
-          io::Hdf5Reader reader(path, MPI_COMM_WORLD, {.individual_io = true});
+          io::Hdf5Reader reader(path, MPI_COMM_WORLD, {.driver = driver, .individual_io = true});
           reader.ReadRowsInto("x", mine.begin, mine.end, shard_buf, {.dtype = DType::kFloat32});
           CheckRows(shard_buf.data<float>(), mine.begin, mine.size(), "individual-io read");
         }));
     Poison(&all_buf);
     best_1 = std::min(best_1, TimeCollective(MPI_COMM_WORLD, [&] {
                         if (rank != 0) return;
-                        io::Hdf5Reader reader(path, MPI_COMM_SELF);
+                        io::Hdf5Reader reader(path, MPI_COMM_SELF, {.driver = driver});
                         reader.ReadRowsInto("x", 0, rows, all_buf, {.dtype = DType::kFloat32});
                         CheckRows(all_buf.data<float>(), 0, rows, "1-rank read");
                       }));
