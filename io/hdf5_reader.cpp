@@ -84,18 +84,24 @@ RowRange Hdf5Reader::MyShard(const std::string& dataset) const {
 
 Tensor Hdf5Reader::ReadRows(const std::string& dataset, int64_t begin, int64_t end,
                             const Hdf5Expect& expect) {
-  const Hdf5DatasetInfo info = OpenChecked(dataset, expect).info;
-  Shape shape = info.shape;
-  if (!shape.empty()) shape[0] = std::max<int64_t>(0, end - begin);
-  // A bad range leaves `shape` unusable; ReadRowsInto reports it on every rank.
-  Tensor out(*info.dtype, shape.empty() || begin < 0 || end > info.shape[0] ? Shape{0} : shape);
-  ReadRowsInto(dataset, begin, end, out, expect);
+  Opened d = OpenChecked(dataset, expect);
+  Shape shape = d.info.shape;
+  const bool valid = !shape.empty() && 0 <= begin && begin <= end && end <= shape[0];
+  if (valid) shape[0] = end - begin;
+  // An invalid request gets a placeholder; ReadInto reports it on every rank.
+  Tensor out(*d.info.dtype, valid ? shape : Shape{0});
+  ReadInto(d, dataset, begin, end, out);
   return out;
 }
 
 void Hdf5Reader::ReadRowsInto(const std::string& dataset, int64_t begin, int64_t end, Tensor& out,
                               const Hdf5Expect& expect) {
   Opened d = OpenChecked(dataset, expect);
+  ReadInto(d, dataset, begin, end, out);
+}
+
+void Hdf5Reader::ReadInto(const Opened& d, const std::string& dataset, int64_t begin, int64_t end,
+                          Tensor& out) {
   if (d.info.shape.empty()) {
     throw Error(ErrorCode::kInvalidArgument,
                 "dataset '" + dataset + "' is a scalar; read it with ReadAll",
@@ -139,8 +145,11 @@ Tensor Hdf5Reader::ReadShard(const std::string& dataset, const Hdf5Expect& expec
 
 Tensor Hdf5Reader::ReadAll(const std::string& dataset, const Hdf5Expect& expect) {
   Opened d = OpenChecked(dataset, expect);
-  if (!d.info.shape.empty()) return ReadRows(dataset, 0, d.info.shape[0], expect);
-  Tensor out(*d.info.dtype, Shape{});
+  Tensor out(*d.info.dtype, d.info.shape);
+  if (!d.info.shape.empty()) {
+    ReadInto(d, dataset, 0, d.info.shape[0], out);
+    return out;
+  }
   SF_CHECK_H5(H5Dread(d.id.get(), Hdf5NativeType(*d.info.dtype), H5S_ALL, H5S_ALL,
                       file_.transfer_list(), out.raw_data()),
               ErrorContext{.file = file_.path(), .key = dataset});

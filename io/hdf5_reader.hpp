@@ -102,6 +102,10 @@ class Hdf5Reader {
     Hdf5DatasetInfo info;
   };
   Opened OpenChecked(const std::string& dataset, const Hdf5Expect& expect) const;
+  // Rows [begin, end) of the opened dataset into `out`; validates the range and `out`, agreed
+  // between ranks before the collective transfers.
+  void ReadInto(const Opened& d, const std::string& dataset, int64_t begin, int64_t end,
+                Tensor& out);
   int64_t BlockRowsFor(const Hdf5DatasetInfo& info) const;
 
   Hdf5File file_;
