@@ -1,0 +1,290 @@
+#include "io/hdf5_file.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <utility>
+
+#include "core/check_hdf5.hpp"
+#include "core/check_mpi.hpp"
+
+namespace shardflow::io {
+
+H5Id& H5Id::operator=(H5Id&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    id_ = other.id_;
+    other.id_ = H5I_INVALID_HID;
+  }
+  return *this;
+}
+
+void H5Id::Reset() {
+  if (id_ >= 0) {
+    // H5Idec_ref closes any kind of identifier (file, dataset, space, plist, type). A failure
+    // here cannot be reported from a destructor; HDF5's automatic printing is off.
+    H5Idec_ref(id_);
+  }
+  id_ = H5I_INVALID_HID;
+}
+
+hid_t Hdf5NativeType(DType dtype) {
+  switch (dtype) {
+    case DType::kUInt8:
+      return H5T_NATIVE_UINT8;
+    case DType::kInt32:
+      return H5T_NATIVE_INT32;
+    case DType::kInt64:
+      return H5T_NATIVE_INT64;
+    case DType::kFloat32:
+      return H5T_NATIVE_FLOAT;
+    case DType::kFloat64:
+      return H5T_NATIVE_DOUBLE;
+  }
+  throw Error(ErrorCode::kInternal, "unknown dtype");
+}
+
+namespace {
+
+bool MpiIsInitialized() {
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+// The Tensor dtype of an HDF5 file type, and its name for messages.
+std::pair<std::optional<DType>, std::string> ClassifyType(hid_t type) {
+  const H5T_class_t cls = H5Tget_class(type);
+  const size_t bytes = H5Tget_size(type);
+  const std::string bits = std::to_string(bytes * 8);
+  if (cls == H5T_INTEGER) {
+    const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
+    const std::string name = (is_signed ? "int" : "uint") + bits;
+    if (!is_signed && bytes == 1) return {DType::kUInt8, name};
+    if (is_signed && bytes == 4) return {DType::kInt32, name};
+    if (is_signed && bytes == 8) return {DType::kInt64, name};
+    return {std::nullopt, name};
+  }
+  if (cls == H5T_FLOAT) {
+    const std::string name = "float" + bits;
+    if (bytes == 4) return {DType::kFloat32, name};
+    if (bytes == 8) return {DType::kFloat64, name};
+    return {std::nullopt, name};
+  }
+  switch (cls) {
+    case H5T_STRING:
+      return {std::nullopt, "string"};
+    case H5T_COMPOUND:
+      return {std::nullopt, "compound"};
+    case H5T_ENUM:
+      return {std::nullopt, "enum"};
+    case H5T_ARRAY:
+      return {std::nullopt, "array"};
+    case H5T_VLEN:
+      return {std::nullopt, "vlen"};
+    case H5T_OPAQUE:
+      return {std::nullopt, "opaque"};
+    case H5T_REFERENCE:
+      return {std::nullopt, "reference"};
+    default:
+      return {std::nullopt, "unknown type class " + std::to_string(static_cast<int>(cls))};
+  }
+}
+
+struct VisitState {
+  const std::string* path;
+  std::vector<Hdf5DatasetInfo>* out;
+};
+
+herr_t VisitObject(hid_t root, const char* name, const H5O_info_t* info, void* data) {
+  if (info->type != H5O_TYPE_DATASET) return 0;
+  auto* state = static_cast<VisitState*>(data);
+  H5Id dataset(H5Dopen2(root, name, H5P_DEFAULT));
+  if (dataset.get() < 0) return -1;
+  state->out->push_back(DescribeDataset(dataset.get(), name, *state->path));
+  return 0;
+}
+
+std::string DatasetNames(const std::vector<Hdf5DatasetInfo>& datasets) {
+  std::string names;
+  for (const auto& d : datasets) names += (names.empty() ? "" : ", ") + d.name;
+  return names.empty() ? "(none)" : names;
+}
+
+}  // namespace
+
+Hdf5DatasetInfo DescribeDataset(hid_t dataset, const std::string& name, const std::string& path) {
+  const ErrorContext ctx{.file = path, .key = name};
+  Hdf5DatasetInfo info;
+  info.name = name;
+  H5Id type(SF_CHECK_H5(H5Dget_type(dataset), ctx));
+  auto [dtype, type_name] = ClassifyType(type.get());
+  info.dtype = dtype;
+  info.type_name = type_name;
+  H5Id space(SF_CHECK_H5(H5Dget_space(dataset), ctx));
+  const int rank = SF_CHECK_H5(H5Sget_simple_extent_ndims(space.get()), ctx);
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  SF_CHECK_H5(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), ctx);
+  info.shape.assign(dims.begin(), dims.end());
+  H5Id dcpl(SF_CHECK_H5(H5Dget_create_plist(dataset), ctx));
+  if (H5Pget_layout(dcpl.get()) == H5D_CHUNKED) {
+    std::vector<hsize_t> chunk(static_cast<size_t>(rank));
+    SF_CHECK_H5(H5Pget_chunk(dcpl.get(), rank, chunk.data()), ctx);
+    info.chunk.assign(chunk.begin(), chunk.end());
+  }
+  const int nfilters = SF_CHECK_H5(H5Pget_nfilters(dcpl.get()), ctx);
+  for (int i = 0; i < nfilters; ++i) {
+    unsigned flags = 0;
+    size_t nvalues = 4;
+    unsigned values[4] = {};
+    char fname[64] = {};
+    const H5Z_filter_t filter =
+        SF_CHECK_H5(H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nvalues, values,
+                                   sizeof(fname), fname, nullptr),
+                    ctx);
+    if (filter == H5Z_FILTER_DEFLATE) {
+      info.gzip_level = nvalues > 0 ? static_cast<int>(values[0]) : 0;
+      info.filters.push_back("deflate");
+    } else if (filter == H5Z_FILTER_SHUFFLE) {
+      info.filters.push_back("shuffle");
+    } else if (filter == H5Z_FILTER_FLETCHER32) {
+      info.filters.push_back("fletcher32");
+    } else {
+      info.filters.push_back(fname[0] ? fname : "filter " + std::to_string(filter));
+    }
+  }
+  return info;
+}
+
+Hdf5File Hdf5File::Open(const std::string& path, MPI_Comm comm, const Hdf5Options& options) {
+  return OpenOrCreate(path, comm, options, /*create=*/false);
+}
+
+Hdf5File Hdf5File::Create(const std::string& path, MPI_Comm comm, const Hdf5Options& options) {
+  return OpenOrCreate(path, comm, options, /*create=*/true);
+}
+
+Hdf5File Hdf5File::OpenOrCreate(const std::string& path, MPI_Comm comm, const Hdf5Options& options,
+                                bool create) {
+  Hdf5File f;
+  f.path_ = path;
+  f.options_ = options;
+  if (options.block_bytes <= 0) {
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        "Hdf5Options::block_bytes must be positive, got " + std::to_string(options.block_bytes),
+        {.file = path});
+  }
+  if (MpiIsInitialized()) {
+    SF_CHECK_MPI(MPI_Comm_dup(comm, &f.comm_));
+    SF_CHECK_MPI(MPI_Comm_rank(f.comm_, &f.rank_));
+    SF_CHECK_MPI(MPI_Comm_size(f.comm_, &f.size_));
+  } else if (options.driver == Hdf5Options::Driver::kMpio) {
+    throw Error(ErrorCode::kInvalidArgument, "the MPI-IO driver needs MPI to be initialised",
+                {.file = path});
+  }
+  using Driver = Hdf5Options::Driver;
+  if (options.driver == Driver::kSerial && f.size_ > 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the serial HDF5 driver cannot be shared by " + std::to_string(f.size_) +
+                    " ranks; use the MPI-IO driver",
+                {.file = path});
+  }
+  f.mpio_ = options.driver == Driver::kMpio || (options.driver == Driver::kAuto && f.size_ > 1);
+
+  const ErrorContext ctx{.file = path};
+  if (!create && !std::filesystem::exists(path)) {
+    throw Error(ErrorCode::kNotFound, "HDF5 file does not exist", {.file = path});
+  }
+  H5Id fapl(SF_CHECK_H5(H5Pcreate(H5P_FILE_ACCESS), ctx));
+  f.dxpl_ = H5Id(SF_CHECK_H5(H5Pcreate(H5P_DATASET_XFER), ctx));
+  if (f.mpio_) {
+    SF_CHECK_H5(H5Pset_fapl_mpio(fapl.get(), f.comm_, MPI_INFO_NULL), ctx);
+    SF_CHECK_H5(H5Pset_dxpl_mpio(f.dxpl_.get(),
+                                 options.collective ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT),
+                ctx);
+    if (options.collective && options.individual_io) {
+      SF_CHECK_H5(H5Pset_dxpl_mpio_collective_opt(f.dxpl_.get(), H5FD_MPIO_INDIVIDUAL_IO), ctx);
+    }
+  }
+  if (create) {
+    f.file_ = H5Id(SF_CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
+                               ErrorContext{.file = path, .hint = "cannot create the file"}));
+  } else {
+    f.file_ =
+        H5Id(SF_CHECK_H5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()),
+                         ErrorContext{.file = path, .hint = "is it an HDF5 file, and readable?"}));
+  }
+  return f;
+}
+
+Hdf5File::Hdf5File(Hdf5File&& other) noexcept { *this = std::move(other); }
+
+Hdf5File& Hdf5File::operator=(Hdf5File&& other) noexcept {
+  if (this != &other) {
+    file_.Reset();
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    path_ = std::move(other.path_);
+    options_ = other.options_;
+    file_ = std::move(other.file_);
+    dxpl_ = std::move(other.dxpl_);
+    comm_ = std::exchange(other.comm_, MPI_COMM_NULL);
+    rank_ = other.rank_;
+    size_ = other.size_;
+    mpio_ = other.mpio_;
+  }
+  return *this;
+}
+
+Hdf5File::~Hdf5File() {
+  file_.Reset();
+  dxpl_.Reset();
+  if (comm_ != MPI_COMM_NULL && MpiIsInitialized()) MPI_Comm_free(&comm_);
+}
+
+std::vector<Hdf5DatasetInfo> Hdf5File::ListDatasets() const {
+  std::vector<Hdf5DatasetInfo> out;
+  VisitState state{&path_, &out};
+  SF_CHECK_H5(
+      H5Ovisit2(file_.get(), H5_INDEX_NAME, H5_ITER_INC, VisitObject, &state, H5O_INFO_BASIC),
+      ErrorContext{.file = path_});
+  return out;
+}
+
+bool Hdf5File::HasDataset(const std::string& name) const {
+  // Walk the path one link at a time: H5Lexists requires every intermediate group to exist.
+  std::string prefix;
+  size_t start = name.front() == '/' ? 1 : 0;
+  while (start <= name.size()) {
+    const size_t slash = std::min(name.find('/', start), name.size());
+    prefix.push_back('/');
+    prefix.append(name, start, slash - start);
+    if (SF_CHECK_H5(H5Lexists(file_.get(), prefix.c_str(), H5P_DEFAULT),
+                    ErrorContext{.file = path_, .key = name}) <= 0) {
+      return false;
+    }
+    start = slash + 1;
+  }
+  H5O_info_t info;
+  SF_CHECK_H5(H5Oget_info_by_name2(file_.get(), name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT),
+              ErrorContext{.file = path_, .key = name});
+  return info.type == H5O_TYPE_DATASET;
+}
+
+H5Id Hdf5File::OpenDataset(const std::string& name) const {
+  if (name.empty() || name == "/" || !HasDataset(name)) {
+    throw Error(
+        ErrorCode::kNotFound, "no dataset '" + name + "' in the HDF5 file",
+        {.file = path_, .key = name, .hint = "datasets there: " + DatasetNames(ListDatasets())});
+  }
+  return H5Id(SF_CHECK_H5(H5Dopen2(file_.get(), name.c_str(), H5P_DEFAULT),
+                          ErrorContext{.file = path_, .key = name}));
+}
+
+Hdf5DatasetInfo Hdf5File::Describe(const std::string& name) const {
+  H5Id dataset = OpenDataset(name);
+  return DescribeDataset(dataset.get(), name.front() == '/' ? name.substr(1) : name, path_);
+}
+
+}  // namespace shardflow::io
