@@ -3,12 +3,14 @@
 namespace shardflow::pipeline {
 
 bool SequentialIterator::Next(Element* out) {
+  if (error_) std::rethrow_exception(error_);  // a failed stage keeps failing
   const int64_t start = NowNs();
   const int64_t wait_before = wait_ns_;
   bool got = false;
   try {
     got = NextImpl(out);
   } catch (...) {
+    error_ = std::current_exception();
     stats_->busy_ns.fetch_add(NowNs() - start - (wait_ns_ - wait_before),
                               std::memory_order_relaxed);
     throw;

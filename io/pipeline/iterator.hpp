@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 
@@ -82,6 +83,7 @@ class SequentialIterator : public Iterator {
  private:
   std::shared_ptr<StageStats> stats_;
   int64_t wait_ns_ = 0;
+  std::exception_ptr error_;
 };
 
 // 64-bit FNV-1a, used for description hashes (cache keys, state tags).
