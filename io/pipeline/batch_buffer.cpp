@@ -17,7 +17,7 @@ void BatchBuffer::Allocate(const Element& first, int64_t batch_size) {
   allocated_ = true;
 }
 
-void BatchBuffer::Place(int64_t slot, const Element& element) const {
+void BatchBuffer::Place(int64_t slot, const Element& element) {
   if (element.features.size() != batch_.features.size()) {
     ErrorContext ctx = element.where.Context();
     ctx.hint = "every element of a batch needs the same features";
@@ -25,6 +25,10 @@ void BatchBuffer::Place(int64_t slot, const Element& element) const {
                 "batch: element has " + std::to_string(element.features.size()) +
                     " features, the batch has " + std::to_string(batch_.features.size()),
                 ctx);
+  }
+  if (slot == 0) {
+    batch_.id = element.id;
+    batch_.where = element.where;
   }
   for (size_t i = 0; i < batch_.features.size(); ++i) {
     const auto& [name, dst] = batch_.features[i];
@@ -43,7 +47,7 @@ void BatchBuffer::Place(int64_t slot, const Element& element) const {
     }
     const size_t row = src.byte_size();
     if (row > 0) {
-      std::memcpy(static_cast<char*>(const_cast<Tensor&>(dst).raw_data()) + slot * row,
+      std::memcpy(static_cast<char*>(batch_.features[i].second.raw_data()) + slot * row,
                   src.raw_data(), row);
     }
   }

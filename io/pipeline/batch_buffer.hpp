@@ -18,7 +18,8 @@ class BatchBuffer {
   BatchBuffer() = default;
   bool allocated() const { return allocated_; }
   void Allocate(const Element& first, int64_t batch_size);
-  void Place(int64_t slot, const Element& element) const;
+  // Slot 0 also gives the batch its id and provenance (whatever element allocated it).
+  void Place(int64_t slot, const Element& element);
   Element Finish(int64_t rows) const;
   // Rebuilds a buffer from Finish(rows) of an earlier one (iterator state restore).
   void AllocateFrom(const Element& partial, int64_t batch_size);

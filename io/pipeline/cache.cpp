@@ -170,7 +170,8 @@ class CacheIterator : public SequentialIterator {
       throw Error(ErrorCode::kDataLoss, "stage 'cache': cache file is truncated",
                   {.file = node_->path_, .record = index_, .hint = "delete it to rebuild"});
     }
-    StateReader lr(std::string(len_bytes, 8));
+    const std::string len_field(len_bytes, 8);
+    StateReader lr(len_field);
     const uint64_t len = lr.ReadU64();
     if (len == kTrailer) return false;
     std::string bytes(len, '\0');

@@ -36,7 +36,9 @@ class StateWriter {
 
 class StateReader {
  public:
+  // REQUIRES: `data` outlives the reader (it is not copied).
   explicit StateReader(const std::string& data) : data_(data) {}
+  explicit StateReader(std::string&&) = delete;
   uint64_t ReadU64();
   int64_t ReadI64() { return static_cast<int64_t>(ReadU64()); }
   bool ReadBool() { return ReadU64() != 0; }

@@ -69,7 +69,7 @@ class ShuffleIterator : public SequentialIterator {
     stats().AddBuffered(-1, -size);
     // Refill slot j from the input, or close the gap with the last element.
     Element next;
-    if (Room() && PullNext(&next)) {
+    if (Room(/*hole=*/1) && PullNext(&next)) {
       AddBytes(next);
       buffer_[j] = std::move(next);
     } else {
@@ -125,9 +125,11 @@ class ShuffleIterator : public SequentialIterator {
     if (fused()) sub.epoch = passes_done_;
     return sub;
   }
-  bool Room() const {
-    return static_cast<int64_t>(buffer_.size()) < node_->options_.buffer_elements &&
-           (bytes_ < node_->options_.buffer_bytes || buffer_.empty());
+  // Whether one more element fits; `hole` slots of the buffer are moved-from (not counted).
+  bool Room(size_t hole = 0) const {
+    const int64_t held = static_cast<int64_t>(buffer_.size() - hole);
+    return held < node_->options_.buffer_elements &&
+           (bytes_ < node_->options_.buffer_bytes || held == 0);
   }
   void AddBytes(const Element& e) {
     const int64_t size = static_cast<int64_t>(e.ByteSize());
