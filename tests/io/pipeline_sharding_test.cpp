@@ -77,6 +77,14 @@ TEST(PipelineSharding, ExactlyOnceWithParallelInterleave) {
   }
 }
 
+TEST(PipelineSharding, NondeterministicInterleaveStillExactlyOnce) {
+  for (int ranks : {1, 2}) {
+    ExpectExactlyOnce(
+        1001, 7, ShardPolicy::kFile, ranks,
+        {.cycle_length = 3, .block_length = 2, .num_parallel_reads = 3, .deterministic = false});
+  }
+}
+
 TEST(PipelineSharding, ByteRangeBalancesOneBigFile) {
   auto source = UnevenFiles(1001, 1);
   std::vector<size_t> counts;
