@@ -175,12 +175,26 @@ int Run(const std::vector<std::string>& args) {
     check(last.elements == o.records, "throughput run saw every record");
     tput.push_back(last.seconds);
   }
+  // The same work on the consumer's thread alone: what the threads buy (or cost) here.
+  std::vector<double> seq;
+  for (int r = 0; r < o.repeat; ++r) {
+    Drained d =
+        Drain(Read(records, 1).Map(decode, {.name = "decode_raw"}).Batch(o.batch), "bytes", true);
+    check(d.elements == o.records, "sequential run saw every record");
+    seq.push_back(d.seconds);
+  }
+  const double t_seq = Median(seq);
   const double t = Median(tput);
   std::printf(
       "pipeline throughput (%lld records x 784 B, 8 in-memory files, 4 reads, 2 map "
       "threads, batch %lld, prefetch 2; median of %d)\n",
       static_cast<long long>(o.records), static_cast<long long>(o.batch), o.repeat);
-  std::printf("  %.0f records/s  %.1f MB/s\n", o.records / t, o.records * 784 / t / 1e6);
+  std::printf("  threaded   %9.0f records/s  %6.1f MB/s\n", o.records / t,
+              o.records * 784 / t / 1e6);
+  std::printf(
+      "  sequential %9.0f records/s  %6.1f MB/s  (1 read, map on the consumer thread, "
+      "no prefetch)\n",
+      o.records / t_seq, o.records * 784 / t_seq / 1e6);
   std::printf("  %-24s %10s %10s %10s %10s\n", "stage", "elements", "busy s", "wait s",
               "starved s");
   for (const auto& s : last.stages) {

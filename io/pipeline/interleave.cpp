@@ -9,6 +9,9 @@
 // (a ParallelMapIterator with no function), so up to cycle_length files are read at once while
 // the consumer takes elements in the same order as the sequential interleave. With
 // deterministic = false, a slot with nothing ready is skipped for one that has data.
+// num_parallel_reads = kAutotune reads ahead on every slot and lets the autotuner deepen each
+// slot's read-ahead buffer while the interleave starves on it (the number of files open at
+// once stays cycle_length).
 #include <algorithm>
 
 #include "io/pipeline/autotune.hpp"
@@ -144,8 +147,12 @@ class InterleaveIterator : public SequentialIterator {
                           ? node_->options_.read_ahead_elements
                           : 2 * node_->options_.block_length + 2;
     auto par = std::make_unique<ParallelMapIterator>(ctx_, std::move(it), MapFn(), config);
-    slot->parallel = par.get();
-    slot->it = std::move(par);
+    slot->parallel = par.get();  // owned by slot->it (directly or through the autotuner)
+    if (node_->options_.num_parallel_reads == kAutotune && ctx_.autotuner) {
+      slot->it = ctx_.autotuner->Manage(std::move(par), Autotuner::Knob::kBufferDepth);
+    } else {
+      slot->it = std::move(par);
+    }
   }
   // Non-deterministic mode: the first slot in cycle order (from current_) with data ready.
   bool TakeAnyReady(Element* out) {

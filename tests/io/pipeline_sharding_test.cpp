@@ -73,6 +73,8 @@ TEST(PipelineSharding, ExactlyOnceWithParallelInterleave) {
     for (int ranks : {1, 3}) {
       ExpectExactlyOnce(1001, 7, policy, ranks,
                         {.cycle_length = 4, .block_length = 3, .num_parallel_reads = 4});
+      ExpectExactlyOnce(1001, 7, policy, ranks,
+                        {.cycle_length = 2, .num_parallel_reads = kAutotune});
     }
   }
 }
