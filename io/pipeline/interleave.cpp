@@ -145,7 +145,7 @@ class InterleaveIterator : public SequentialIterator {
     config.stage_name = "interleave.read_ahead";
     config.capacity = node_->options_.read_ahead_elements > 0
                           ? node_->options_.read_ahead_elements
-                          : 2 * node_->options_.block_length + 2;
+                          : 16 + 2 * node_->options_.block_length;
     auto par = std::make_unique<ParallelMapIterator>(ctx_, std::move(it), MapFn(), config);
     slot->parallel = par.get();  // owned by slot->it (directly or through the autotuner)
     if (node_->options_.num_parallel_reads == kAutotune && ctx_.autotuner) {

@@ -65,8 +65,9 @@ std::unique_ptr<Iterator> MapNode::MakeIterator(const IteratorContext& ctx) cons
   config.stage_name = options_.name;
   config.max_workers = tuned ? DefaultCpuBudget() : options_.num_parallel_calls;
   config.initial_workers = tuned ? 1 : options_.num_parallel_calls;
+  // Default: 8 elements per worker, so each worker can run rounds of 4 (see parallel_map.hpp).
   config.capacity = options_.max_buffered_elements > 0 ? options_.max_buffered_elements
-                                                       : 2 * int64_t{config.max_workers} + 2;
+                                                       : 8 * int64_t{config.max_workers} + 2;
   config.max_bytes = options_.max_buffered_bytes;
   config.deterministic = options_.deterministic;
   auto it = std::make_unique<ParallelMapIterator>(ctx, input_->MakeIterator(ctx), fn_, config);

@@ -50,7 +50,7 @@ struct MapOptions {
   std::string name = "map";
   int num_parallel_calls = 0;         // 0: on the consumer thread; n: n workers; kAutotune
   bool deterministic = true;          // false: hand out whichever element finishes first
-  int64_t max_buffered_elements = 0;  // 0: 2 * workers + 2
+  int64_t max_buffered_elements = 0;  // 0: 8 * workers + 2
   int64_t max_buffered_bytes = int64_t{256} << 20;
 };
 NodePtr MakeMapNode(NodePtr input, MapFn fn, const MapOptions& options);
@@ -85,7 +85,7 @@ struct InterleaveOptions {
   int64_t block_length = 1;         // consecutive elements taken from one input before moving on
   int num_parallel_reads = 1;       // > 1: each open input reads ahead on its own thread
   bool deterministic = true;        // false: skip an input that has nothing ready
-  int64_t read_ahead_elements = 0;  // per open input when parallel; 0: 2 * block_length + 2
+  int64_t read_ahead_elements = 0;  // per open input when parallel; 0: 16 + 2 * block_length
 };
 using DatasetFn = std::function<NodePtr(const Element&)>;
 NodePtr MakeInterleaveNode(NodePtr input, DatasetFn fn, const InterleaveOptions& options);

@@ -3,12 +3,15 @@
 //
 // Workers pull from the input under an input lock (so pulls are serialised and numbered: the
 // pull order defines element sequence numbers), run the map function outside any lock and put
-// the result into a buffer keyed by sequence number. The consumer takes results:
+// the result into a buffer keyed by sequence number. A worker takes a run of consecutive
+// elements per round (up to capacity / (2 * workers)) to amortise locking and wake-ups. The
+// consumer takes results:
 //   deterministic:   strictly in sequence order (the output equals the sequential map's);
 //   nondeterministic: the lowest-numbered result that is ready (a slow element does not block
 //                    the ones behind it).
 // The buffer is bounded: workers wait while (in flight + ready) >= capacity elements, or while
-// ready bytes >= max_bytes (one element is always admitted, so nothing stalls on a huge one).
+// ready bytes >= max_bytes (one element is always admitted, so nothing stalls on a huge one;
+// a round admitted under the byte bound may overshoot it by its other elements).
 // Errors: an exception from the input or the map function is stored in the failing element's
 // slot and stops further pulls; the consumer rethrows it on its own thread when it reaches that
 // slot (deterministic: after all earlier elements). The destructor stops and joins workers.
