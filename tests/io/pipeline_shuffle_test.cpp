@@ -112,7 +112,7 @@ TEST(PipelineShuffle, FusedShuffleAndRepeatSeesEveryElementEachPass) {
   EXPECT_TRUE(Drain(Range(0).ShuffleAndRepeat({.buffer_elements = 4}, -1)).empty());
 }
 
-int64_t StatusKb(const char* field) {
+[[maybe_unused]] int64_t StatusKb(const char* field) {
   std::ifstream in("/proc/self/status");
   std::string line;
   while (std::getline(in, line)) {
