@@ -7,7 +7,9 @@
 // leaves a half cache that looks whole. The file starts with a magic, a version and the key:
 // the hash of the input's description — file names, sizes and mtimes, and every stage below
 // the cache. A later run (or pass) with the same key replays the file; a different key (inputs
-// changed, or a different pipeline) logs why, ignores the file and refills it.
+// changed, or a different pipeline) logs why, ignores the file and refills it. In-memory tensor
+// sources are described by names, dtypes and shapes only, so a file cache over them does not
+// notice changed values (use a memory cache there).
 // File layout: "SFCACHE1" u64(key) then per element u64(length) + element bytes
 // (StateWriter::WriteElement encoding), then u64(0xFFFFFFFFFFFFFFFF) u64(count) as trailer.
 // State: a replaying iterator saves its element index; a filling iterator saves its input's
