@@ -1,6 +1,7 @@
 #include "core/tensor.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -67,14 +68,20 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
     }
   }
   // 64-byte alignment for vector kernels; at least one byte so data_ is never null.
+  // Over-allocate with malloc and align by hand rather than aligned_alloc: glibc's memalign
+  // asks the heap for size + alignment + header, so a freed tensor's chunk can never satisfy
+  // the next tensor of the same size, and a steady stream of allocate/free in random order (a
+  // shuffle buffer) fragments the heap to ~1.8x its live bytes. A plain malloc of a fixed
+  // size reuses freed chunks exactly.
   const size_t bytes = (std::max<size_t>(byte_size(), 1) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, bytes);
-  if (p == nullptr) {
+  void* raw = std::malloc(bytes + 64);
+  if (raw == nullptr) {
     throw Error(ErrorCode::kInternal, "out of memory allocating " + std::to_string(bytes) +
                                           " bytes for tensor " + ShapeToString(shape_));
   }
+  void* p = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(raw) + 63) & ~uintptr_t{63});
   std::memset(p, 0, bytes);
-  storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  storage_ = std::shared_ptr<void>(raw, [](void* q) { std::free(q); });
   data_ = p;
 }
 

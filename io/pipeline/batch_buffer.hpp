@@ -1,0 +1,33 @@
+// BatchBuffer: the output tensors of one batch, filled slot by slot.
+//
+// Allocated from the first element placed (each feature gets shape [batch_size, ...element
+// shape]); Place() copies an element's features into row `slot` and checks that the element
+// has the same features, dtypes and shapes as the first (Error(kInvalidArgument) naming the
+// feature, both shapes and the element's file/record otherwise). Finish(n) returns the batch
+// of the first n rows (a view of the same storage when n < batch_size).
+// Thread-safety: Place() of distinct slots may run concurrently once the buffer is allocated
+// (the fused map-and-batch does this); Allocate() and Finish() need exclusive access.
+#pragma once
+
+#include "io/pipeline/element.hpp"
+
+namespace shardflow::pipeline {
+
+class BatchBuffer {
+ public:
+  BatchBuffer() = default;
+  bool allocated() const { return allocated_; }
+  void Allocate(const Element& first, int64_t batch_size);
+  // Slot 0 also gives the batch its id and provenance (whatever element allocated it).
+  void Place(int64_t slot, const Element& element);
+  Element Finish(int64_t rows) const;
+  // Rebuilds a buffer from Finish(rows) of an earlier one (iterator state restore).
+  void AllocateFrom(const Element& partial, int64_t batch_size);
+
+ private:
+  bool allocated_ = false;
+  int64_t batch_size_ = 0;
+  Element batch_;  // id/provenance of the first element
+};
+
+}  // namespace shardflow::pipeline

@@ -1,0 +1,154 @@
+#include "io/pipeline/data_options.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "io/pipeline/autotune.hpp"
+#include "io/pipeline/list_files.hpp"
+#include "io/pipeline/ops/image_augment.hpp"
+#include "io/pipeline/ops/tensor_ops.hpp"
+
+namespace shardflow::pipeline {
+namespace {
+
+[[noreturn]] void Bad(const std::string& key, const std::string& message) {
+  throw Error(ErrorCode::kInvalidArgument, message, {.key = key});
+}
+
+int64_t ParseInt(const std::string& text, const std::string& spec) {
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) Bad("augmentations", "bad number in '" + spec + "'");
+  return v;
+}
+
+std::vector<float> ParseFloats(const std::string& text, const std::string& spec) {
+  std::vector<float> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      out.push_back(std::stof(item, &used));
+      if (used != item.size()) throw 0;
+    } catch (...) {
+      Bad("augmentations", "bad number '" + item + "' in '" + spec + "'");
+    }
+  }
+  return out;
+}
+
+std::pair<int64_t, int64_t> ParseSize(const std::string& text, const std::string& spec) {
+  const size_t x = text.find('x');
+  if (x == std::string::npos) Bad("augmentations", "expected HxW in '" + spec + "'");
+  return {ParseInt(text.substr(0, x), spec), ParseInt(text.substr(x + 1), spec)};
+}
+
+}  // namespace
+
+MapFn ParseAugmentation(const std::string& spec, const std::string& feature, uint64_t seed) {
+  const size_t colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
+  const std::string arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (name == "random_flip") return RandomFlipLeftRight(feature, seed);
+  if (name == "random_crop") {
+    auto [h, w] = ParseSize(arg, spec);
+    return RandomCrop(feature, h, w, seed);
+  }
+  if (name == "resize") {
+    auto [h, w] = ParseSize(arg, spec);
+    return Resize(feature, h, w);
+  }
+  if (name == "scale") {
+    const auto f = ParseFloats(arg, spec);
+    if (f.size() != 1) Bad("augmentations", "scale takes one number: '" + spec + "'");
+    return CastAndScale(feature, DType::kFloat32, f[0]);
+  }
+  if (name == "normalize") {
+    const size_t slash = arg.find('/');
+    if (slash == std::string::npos) Bad("augmentations", "expected MEANS/STDS in '" + spec + "'");
+    return Normalize(feature, ParseFloats(arg.substr(0, slash), spec),
+                     ParseFloats(arg.substr(slash + 1), spec));
+  }
+  if (name == "one_hot") {
+    const size_t c2 = arg.find(':');
+    if (c2 == std::string::npos) Bad("augmentations", "expected one_hot:KEY:DEPTH: '" + spec + "'");
+    return OneHot(arg.substr(0, c2), ParseInt(arg.substr(c2 + 1), spec));
+  }
+  Bad("augmentations", "unknown augmentation '" + spec +
+                           "' (random_flip, random_crop:HxW, resize:HxW, scale:F, "
+                           "normalize:M/S, one_hot:KEY:DEPTH)");
+}
+
+BuiltPipeline BuildPipeline(const DataOptions& o, const SourceFactory& factory, MapFn decode,
+                            int rank, int num_ranks) {
+  if (!factory) Bad("format", "no record source factory");
+  if (o.batch_size < 1) Bad("batch_size", "batch_size must be >= 1");
+  if (o.shuffle_buffer < 0) Bad("shuffle_buffer", "shuffle_buffer must be >= 0");
+  if (o.parallel_reads < 1 && o.parallel_reads != kAutotune) {
+    Bad("parallel_reads", "parallel_reads must be >= 1 or auto");
+  }
+  if (o.parallel_calls < 0 && o.parallel_calls != kAutotune) {
+    Bad("parallel_calls", "parallel_calls must be >= 0 or auto");
+  }
+  if (o.prefetch < 0 && o.prefetch != kAutotune) Bad("prefetch", "prefetch must be >= 0 or auto");
+  if (o.epochs == 0 || o.epochs < -1) Bad("epochs", "epochs must be >= 1 or -1 (forever)");
+
+  const std::vector<std::string> files = ListFiles(o.files, o.shuffle_files, o.seed);
+  std::shared_ptr<const RecordSource> source = factory(o.format, files);
+  if (!source) Bad("format", "no reader for format '" + o.format + "'");
+  const ShardPlan plan =
+      PlanShards(source->Files(), source->SupportsByteRanges(), o.shard_policy, num_ranks, rank);
+
+  const int reads =
+      o.parallel_reads == kAutotune ? std::min(4, DefaultCpuBudget()) : o.parallel_reads;
+  Dataset ds = Dataset::FromRecordSource(source, plan,
+                                         {.cycle_length = reads,
+                                          .block_length = 1,
+                                          .num_parallel_reads = reads,
+                                          .deterministic = o.deterministic});
+  if (o.cache == "memory") {
+    ds = ds.Cache();
+  } else if (!o.cache.empty()) {
+    ds = ds.Cache(o.cache);
+  }
+  if (o.shuffle_buffer > 0) {
+    ds = ds.ShuffleAndRepeat({.buffer_elements = o.shuffle_buffer,
+                              .buffer_bytes = o.shuffle_buffer_bytes,
+                              .seed = o.seed},
+                             o.epochs);
+  } else if (o.epochs != 1) {
+    ds = ds.Repeat(o.epochs);
+  }
+  std::vector<MapFn> steps;
+  if (decode) steps.push_back(std::move(decode));
+  for (const auto& spec : o.augmentations) {
+    steps.push_back(ParseAugmentation(spec, o.image_feature, o.seed));
+  }
+  MapFn all = [steps](Element& e, const MapContext& ctx) {
+    for (const auto& step : steps) step(e, ctx);
+  };
+  const int calls = o.parallel_calls == kAutotune ? DefaultCpuBudget() : o.parallel_calls;
+  if (calls == 0) {
+    ds = ds.Map(all, {.name = "decode"}).Batch(o.batch_size, o.drop_remainder);
+  } else {
+    ds = ds.MapAndBatch(
+        all, o.batch_size, o.drop_remainder,
+        {.name = "decode", .num_parallel_calls = calls, .deterministic = o.deterministic});
+  }
+  if (o.prefetch != 0) ds = ds.Prefetch(o.prefetch);
+  std::string description =
+      std::string("shard_policy=") + ShardPolicyName(plan.policy) + " (" + plan.reason + "), " +
+      std::to_string(files.size()) + " files, " + std::to_string(plan.units.size()) +
+      " units on rank " + std::to_string(rank) + "/" + std::to_string(num_ranks) +
+      ", reads=" + std::to_string(reads) + ", calls=" + std::to_string(calls) +
+      ", batch=" + std::to_string(o.batch_size);
+  return BuiltPipeline{ds, plan, description};
+}
+
+}  // namespace shardflow::pipeline

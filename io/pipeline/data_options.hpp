@@ -1,0 +1,78 @@
+// DataOptions: the [data] section of an experiment as a struct, and BuildPipeline, which turns
+// it plus a record-source factory into this rank's Dataset. Parsing the INI file is
+// core/config's job; this only validates values (Error(kInvalidArgument) naming the key).
+//
+// The pipeline built (design.md "data flow"):
+//   ListFiles(files, shuffled by seed) -> factory(format, files) -> PlanShards(shard_policy)
+//   -> interleave(parallel_reads) -> [cache] -> shuffle-and-repeat(shuffle_buffer, seed, epochs)
+//   -> map-and-batch(decode + augmentations, parallel_calls, batch_size) -> prefetch
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/pipeline/dataset.hpp"
+#include "io/pipeline/record_source.hpp"
+#include "io/pipeline/shard_policy.hpp"
+
+namespace shardflow::pipeline {
+
+struct DataOptions {
+  // Glob patterns of the input files. Required.
+  std::vector<std::string> files;
+  // Record format, handed to the source factory ("tfrecord", "hdf5", ...).
+  std::string format = "tfrecord";
+  // How ranks split the files: file | record | byte_range | auto (see shard_policy.hpp).
+  ShardPolicy shard_policy = ShardPolicy::kAuto;
+  // Files are listed in a seeded random order (the same on every rank) when true.
+  bool shuffle_files = true;
+  // Shuffle window in elements (0: no shuffle) and its byte bound. Larger windows shuffle
+  // better and cost memory; the byte bound keeps large records from exhausting RAM.
+  int64_t shuffle_buffer = 10000;
+  int64_t shuffle_buffer_bytes = int64_t{1} << 30;
+  // Files read at once (interleave cycle), each ahead on its own thread when > 1. kAutotune:
+  // min(4, CPU budget).
+  int parallel_reads = kAutotune;
+  // Decode/augment threads of the fused map-and-batch (kAutotune: one per core of the CPU
+  // budget, DefaultCpuBudget(); 0: on the consumer thread).
+  int parallel_calls = kAutotune;
+  // Batches read ahead by a background thread (0: none; kAutotune: tuned within the RAM budget).
+  int64_t prefetch = kAutotune;
+  // "" none, "memory", or a file path for a cache that survives restarts.
+  std::string cache;
+  // Same element sequence for any thread count (false lets fast elements overtake slow ones).
+  bool deterministic = true;
+  // Seed for file order, shuffle and random augmentations.
+  uint64_t seed = 0;
+  // Applied after decode, in order: "random_flip", "random_crop:HxW", "resize:HxW",
+  // "scale:F" (cast to float32 and multiply), "normalize:M1,M2,../S1,S2,..", "one_hot:KEY:DEPTH".
+  std::vector<std::string> augmentations;
+  // Feature the augmentations apply to (the decoded image).
+  std::string image_feature = "image";
+  int64_t batch_size = 32;
+  bool drop_remainder = false;
+  // Passes over the data (-1: forever).
+  int64_t epochs = 1;
+};
+
+// Opens the files of one format. Called once per rank with the full (unsharded) file list.
+using SourceFactory = std::function<std::shared_ptr<const RecordSource>(
+    const std::string& format, const std::vector<std::string>& files)>;
+
+struct BuiltPipeline {
+  Dataset dataset;
+  ShardPlan plan;
+  std::string description;  // one line for the log: policy (and why), files, units, stages
+};
+
+// decode: record element -> features (e.g. parse Example, decode image); may be empty.
+// REQUIRES: 0 <= rank < num_ranks.
+BuiltPipeline BuildPipeline(const DataOptions& options, const SourceFactory& factory, MapFn decode,
+                            int rank, int num_ranks);
+
+// One augmentation spec (see DataOptions::augmentations) as a map function.
+MapFn ParseAugmentation(const std::string& spec, const std::string& feature, uint64_t seed);
+
+}  // namespace shardflow::pipeline

@@ -1,0 +1,63 @@
+#include "io/pipeline/list_files.hpp"
+
+#include <glob.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.hpp"
+#include "io/pipeline/counter_rng.hpp"
+
+namespace shardflow::pipeline {
+namespace {
+
+void SeededShuffle(std::vector<std::string>* names, uint64_t seed) {
+  // Fisher-Yates with draws keyed by (seed, position): identical on every rank.
+  CounterRng rng(seed, 0, 0, /*stream=*/0x4c495354);
+  for (size_t i = names->size(); i > 1; --i) {
+    std::swap((*names)[i - 1], (*names)[rng.UniformInt(i)]);
+  }
+}
+
+std::vector<std::string> Expand(const std::string& pattern) {
+  glob_t g{};
+  const int rc = glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
+  std::vector<std::string> out;
+  if (rc == 0) {
+    for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+  }
+  globfree(&g);
+  if (rc == GLOB_NOMATCH || (rc == 0 && out.empty())) {
+    throw Error(ErrorCode::kNotFound, "no files match '" + pattern + "'",
+                {.file = pattern, .hint = "check [data] files"});
+  }
+  if (rc != 0) {
+    throw Error(ErrorCode::kIo, "cannot expand file pattern '" + pattern + "'",
+                {.file = pattern, .hint = "a folder in the pattern is unreadable"});
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> ListFiles(const std::string& pattern, bool shuffle, uint64_t seed) {
+  return ListFiles(std::vector<std::string>{pattern}, shuffle, seed);
+}
+
+std::vector<std::string> ListFiles(const std::vector<std::string>& patterns, bool shuffle,
+                                   uint64_t seed) {
+  if (patterns.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "no file patterns given",
+                {.key = "files", .hint = "set [data] files"});
+  }
+  std::set<std::string> all;
+  for (const auto& p : patterns) {
+    for (auto& name : Expand(p)) all.insert(std::move(name));
+  }
+  std::vector<std::string> out(all.begin(), all.end());
+  if (shuffle) SeededShuffle(&out, seed);
+  return out;
+}
+
+}  // namespace shardflow::pipeline

@@ -1,0 +1,281 @@
+// map_and_batch: map fused with batch. Workers pull element k from the input (numbered under
+// the input lock), run fn on it and copy the result straight into row k % B of batch k / B's
+// buffer — no per-element queue and no second copy by a batch stage. The consumer takes whole
+// batches in order, so the output is identical to map(...).batch(B) for any worker count.
+// Bounds: at most `max_batches` batches are open at once (workers wait beyond that).
+// Errors: the first failing element's error is stored on its batch; the consumer rethrows it
+// when it reaches that batch, after all earlier batches. State save/restore pauses the workers
+// until none is in flight; then every pulled element is in its batch, so open batches are
+// saved as their filled prefix.
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "io/pipeline/batch_buffer.hpp"
+#include "io/pipeline/nodes.hpp"
+#include "io/pipeline/stage_error.hpp"
+
+namespace shardflow::pipeline {
+namespace {
+
+class MapAndBatchNode : public DatasetNode {
+ public:
+  MapAndBatchNode(NodePtr input, MapFn fn, int64_t size, bool drop, MapOptions options)
+      : input_(std::move(input)),
+        fn_(std::move(fn)),
+        size_(size),
+        drop_(drop),
+        options_(std::move(options)) {}
+  std::unique_ptr<Iterator> MakeIterator(const IteratorContext& ctx) const override;
+  std::string Describe() const override {
+    return "batch(" + std::to_string(size_) + (drop_ ? ",drop" : "") + ")<-map(" + options_.name +
+           ")<-" + input_->Describe();
+  }
+  int64_t Cardinality() const override {
+    const int64_t n = input_->Cardinality();
+    if (n < 0) return n;
+    return drop_ ? n / size_ : (n + size_ - 1) / size_;
+  }
+  NodePtr input_;
+  MapFn fn_;
+  int64_t size_;
+  bool drop_;
+  MapOptions options_;
+};
+
+class MapAndBatchIterator : public Iterator {
+ public:
+  MapAndBatchIterator(const IteratorContext& ctx, const MapAndBatchNode* node)
+      : node_(node),
+        stats_(ctx.stats->Add(node->options_.name + "+batch")),
+        input_(node->input_->MakeIterator(ctx)) {
+    map_ctx_.epoch = ctx.epoch;
+    workers_wanted_ = std::max(1, node->options_.num_parallel_calls);
+    // Enough open batches to keep every worker busy while the consumer holds one.
+    max_batches_ = 2 + (workers_wanted_ + node->size_ - 1) / node->size_;
+    stats_->parallelism.store(workers_wanted_);
+  }
+  ~MapAndBatchIterator() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_space_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+
+  bool Next(Element* out) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!started_) {
+      started_ = true;
+      for (int i = 0; i < workers_wanted_; ++i) workers_.emplace_back([this] { Work(); });
+    }
+    while (true) {
+      if (error_) std::rethrow_exception(error_);
+      const int64_t b = next_batch_;
+      const int64_t first = b * node_->size_;
+      if (end_seq_ >= 0 && first >= end_seq_) return false;
+      auto it = open_.find(b);
+      if (it != open_.end() && it->second.error) {
+        error_ = it->second.error;
+        std::rethrow_exception(error_);
+      }
+      const int64_t rows = end_seq_ >= 0 ? std::min(node_->size_, end_seq_ - first) : node_->size_;
+      if (it != open_.end() && it->second.filled == rows) {
+        if (node_->drop_ && rows < node_->size_) {
+          end_seq_ = first;
+          open_.erase(it);
+          return false;
+        }
+        *out = it->second.buffer.Finish(rows);
+        open_.erase(it);
+        ++next_batch_;
+        cv_space_.notify_all();
+        stats_->elements.fetch_add(1, std::memory_order_relaxed);
+        stats_->bytes.fetch_add(static_cast<int64_t>(out->ByteSize()), std::memory_order_relaxed);
+        return true;
+      }
+      const int64_t start = NowNs();
+      cv_ready_.wait(lock);
+      stats_->output_wait_ns.fetch_add(NowNs() - start, std::memory_order_relaxed);
+    }
+  }
+
+  void Save(StateWriter* w) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    paused_ = true;
+    cv_ready_.wait(lock, [&] { return in_flight_ == 0; });
+    struct Unpause {
+      MapAndBatchIterator* self;
+      ~Unpause() {
+        self->paused_ = false;
+        self->cv_space_.notify_all();
+      }
+    } unpause{this};
+    bool failed = error_ != nullptr;
+    for (const auto& [b, open] : open_) failed = failed || open.error;
+    if (failed) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "stage '" + node_->options_.name + "+batch': cannot save a failed iterator");
+    }
+    w->WriteTag("map_and_batch");
+    w->WriteI64(next_in_);
+    w->WriteI64(next_batch_);
+    w->WriteI64(end_seq_);
+    w->WriteU64(open_.size());
+    for (const auto& [b, open] : open_) {
+      w->WriteI64(b);
+      w->WriteI64(open.filled);
+      w->WriteElement(open.buffer.Finish(open.filled));
+    }
+    input_->Save(w);
+  }
+  void Restore(StateReader* r) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (started_) {
+      throw Error(ErrorCode::kInternal, "map_and_batch: Restore() after Next() is not supported");
+    }
+    r->ExpectTag("map_and_batch");
+    next_in_ = r->ReadI64();
+    next_batch_ = r->ReadI64();
+    end_seq_ = r->ReadI64();
+    open_.clear();
+    const uint64_t n = r->ReadU64();
+    for (uint64_t i = 0; i < n; ++i) {
+      const int64_t b = r->ReadI64();
+      Open& open = open_[b];
+      open.filled = r->ReadI64();
+      open.buffer.AllocateFrom(r->ReadElement(), node_->size_);
+    }
+    input_done_ = end_seq_ >= 0;
+    input_->Restore(r);
+  }
+
+ private:
+  struct Open {
+    BatchBuffer buffer;
+    int64_t filled = 0;
+    std::exception_ptr error;
+  };
+
+  void Work() {
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_space_.wait(lock, [&] {
+          return stop_ || input_done_ ||
+                 (!paused_ && next_in_ / node_->size_ < next_batch_ + max_batches_);
+        });
+        if (stop_ || input_done_) return;
+        ++in_flight_;
+      }
+      Element e;
+      std::exception_ptr error;
+      int64_t seq = -1;
+      bool end = false;
+      {
+        // Numbering and pulling under one input lock: element k is the k-th pull.
+        std::lock_guard<std::mutex> input_lock(input_mu_);
+        {
+          std::lock_guard<std::mutex> lock(mu_);  // next_in_ is read by waiters under mu_
+          if (!input_done_) seq = next_in_++;
+        }
+        if (seq >= 0) {
+          const int64_t start = NowNs();
+          try {
+            end = !input_->Next(&e);
+          } catch (...) {
+            error = std::current_exception();
+          }
+          stats_->input_wait_ns.fetch_add(NowNs() - start, std::memory_order_relaxed);
+        }
+      }
+      if (seq >= 0 && !end && !error) {
+        const int64_t start = NowNs();
+        try {
+          try {
+            node_->fn_(e, map_ctx_);
+          } catch (...) {
+            RethrowInStage(node_->options_.name, &e.where);
+          }
+          const int64_t b = seq / node_->size_;
+          BatchBuffer* buffer = nullptr;
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            Open& open = open_[b];
+            if (!open.buffer.allocated()) open.buffer.Allocate(e, node_->size_);
+            buffer = &open.buffer;  // std::map nodes are stable; erased only when complete
+          }
+          try {
+            buffer->Place(seq % node_->size_, e);
+          } catch (...) {
+            RethrowInStage(node_->options_.name + "+batch", &e.where);
+          }
+        } catch (...) {
+          error = std::current_exception();
+        }
+        stats_->busy_ns.fetch_add(NowNs() - start, std::memory_order_relaxed);
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        --in_flight_;
+        if (seq >= 0) {
+          if (error) {
+            Open& open = open_[seq / node_->size_];
+            if (!open.error) open.error = error;
+            input_done_ = true;
+          } else if (end) {
+            // Pulls are numbered in order, so the first end seen has the smallest number.
+            if (end_seq_ < 0 || seq < end_seq_) end_seq_ = seq;
+            input_done_ = true;
+          } else {
+            open_[seq / node_->size_].filled++;
+          }
+        }
+      }
+      cv_ready_.notify_all();
+      cv_space_.notify_all();
+    }
+  }
+
+  const MapAndBatchNode* node_;
+  std::shared_ptr<StageStats> stats_;
+  std::unique_ptr<Iterator> input_;
+  MapContext map_ctx_;
+  int workers_wanted_ = 1;
+  int64_t max_batches_ = 2;
+
+  std::mutex input_mu_;
+  std::mutex mu_;
+  std::condition_variable cv_ready_, cv_space_;
+  std::map<int64_t, Open> open_;
+  int64_t next_in_ = 0;     // sequence number of the next pull
+  int64_t next_batch_ = 0;  // next batch to hand out
+  int64_t end_seq_ = -1;    // elements in the stream, once the end was seen
+  int64_t in_flight_ = 0;
+  bool input_done_ = false, paused_ = false, stop_ = false, started_ = false;
+  std::exception_ptr error_;
+  std::vector<std::thread> workers_;
+};
+
+std::unique_ptr<Iterator> MapAndBatchNode::MakeIterator(const IteratorContext& ctx) const {
+  return std::make_unique<MapAndBatchIterator>(ctx, this);
+}
+
+}  // namespace
+
+NodePtr MakeMapAndBatchNode(NodePtr input, MapFn fn, int64_t batch_size, bool drop_remainder,
+                            const MapOptions& options) {
+  if (!fn) throw Error(ErrorCode::kInvalidArgument, "map_and_batch: empty function");
+  if (batch_size < 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "batch size must be >= 1, got " + std::to_string(batch_size),
+                {.key = "batch_size"});
+  }
+  return std::make_shared<MapAndBatchNode>(std::move(input), std::move(fn), batch_size,
+                                           drop_remainder, options);
+}
+
+}  // namespace shardflow::pipeline

@@ -1,0 +1,156 @@
+#include "io/pipeline/ops/image_augment.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "io/pipeline/counter_rng.hpp"
+#include "io/pipeline/ops/tensor_ops.hpp"
+
+namespace shardflow::pipeline {
+namespace {
+
+constexpr uint32_t kCropStream = 0x43524f50, kFlipStream = 0x464c4950;
+
+void CheckHwc(const Tensor& t, const std::string& feature, const char* op) {
+  if (t.rank() != 3) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string(op) + ": feature '" + feature + "' must be [h,w,c], got " +
+                    ShapeToString(t.shape()),
+                {.key = feature});
+  }
+}
+
+}  // namespace
+
+Tensor CropImage(const Tensor& image, int64_t top, int64_t left, int64_t height, int64_t width) {
+  const int64_t w = image.dim(1), c = image.dim(2);
+  Tensor out(image.dtype(), {height, width, c});
+  const size_t elem = DTypeSize(image.dtype());
+  const size_t row = static_cast<size_t>(width * c) * elem;
+  for (int64_t y = 0; y < height; ++y) {
+    std::memcpy(static_cast<char*>(out.raw_data()) + y * row,
+                static_cast<const char*>(image.raw_data()) + ((top + y) * w + left) * c * elem,
+                row);
+  }
+  return out;
+}
+
+Tensor FlipLeftRight(const Tensor& image) {
+  const int64_t h = image.dim(0), w = image.dim(1), c = image.dim(2);
+  Tensor out(image.dtype(), image.shape());
+  const size_t px = static_cast<size_t>(c) * DTypeSize(image.dtype());
+  const char* in = static_cast<const char*>(image.raw_data());
+  char* dst = static_cast<char*>(out.raw_data());
+  for (int64_t y = 0; y < h; ++y) {
+    for (int64_t x = 0; x < w; ++x) {
+      std::memcpy(dst + (y * w + x) * px, in + (y * w + (w - 1 - x)) * px, px);
+    }
+  }
+  return out;
+}
+
+Tensor ResizeBilinear(const Tensor& image, int64_t height, int64_t width) {
+  // Half-pixel centres: output pixel (y, x) samples input ((y + .5) * sy - .5, ...), clamped at
+  // the borders; each output is the weighted mean of the four neighbours.
+  const int64_t h = image.dim(0), w = image.dim(1), c = image.dim(2);
+  Tensor out(DType::kFloat32, {height, width, c});
+  const double sy = static_cast<double>(h) / height, sx = static_cast<double>(w) / width;
+  float* dst = out.data<float>();
+  for (int64_t y = 0; y < height; ++y) {
+    const double fy = std::clamp((y + 0.5) * sy - 0.5, 0.0, static_cast<double>(h - 1));
+    const int64_t y0 = static_cast<int64_t>(fy), y1 = std::min(y0 + 1, h - 1);
+    const double wy = fy - y0;
+    for (int64_t x = 0; x < width; ++x) {
+      const double fx = std::clamp((x + 0.5) * sx - 0.5, 0.0, static_cast<double>(w - 1));
+      const int64_t x0 = static_cast<int64_t>(fx), x1 = std::min(x0 + 1, w - 1);
+      const double wx = fx - x0;
+      for (int64_t k = 0; k < c; ++k) {
+        const double a = ReadAsDouble(image, (y0 * w + x0) * c + k);
+        const double b = ReadAsDouble(image, (y0 * w + x1) * c + k);
+        const double d = ReadAsDouble(image, (y1 * w + x0) * c + k);
+        const double f = ReadAsDouble(image, (y1 * w + x1) * c + k);
+        const double top = a + (b - a) * wx, bottom = d + (f - d) * wx;
+        dst[(y * width + x) * c + k] = static_cast<float>(top + (bottom - top) * wy);
+      }
+    }
+  }
+  return out;
+}
+
+MapFn RandomCrop(std::string feature, int64_t height, int64_t width, uint64_t seed) {
+  if (height < 1 || width < 1) {
+    throw Error(ErrorCode::kInvalidArgument, "random_crop: size must be >= 1", {.key = feature});
+  }
+  return [=](Element& e, const MapContext& ctx) {
+    const Tensor& image = e.Get(feature);
+    CheckHwc(image, feature, "random_crop");
+    if (image.dim(0) < height || image.dim(1) < width) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "random_crop: " + std::to_string(height) + "x" + std::to_string(width) +
+                      " window does not fit image " + ShapeToString(image.shape()),
+                  {.key = feature});
+    }
+    CounterRng rng(seed, static_cast<uint64_t>(ctx.epoch), static_cast<uint64_t>(e.id),
+                   kCropStream);
+    const int64_t top = static_cast<int64_t>(rng.UniformInt(image.dim(0) - height + 1));
+    const int64_t left = static_cast<int64_t>(rng.UniformInt(image.dim(1) - width + 1));
+    e.Set(feature, CropImage(image, top, left, height, width));
+  };
+}
+
+MapFn RandomFlipLeftRight(std::string feature, uint64_t seed) {
+  return [=](Element& e, const MapContext& ctx) {
+    const Tensor& image = e.Get(feature);
+    CheckHwc(image, feature, "random_flip");
+    CounterRng rng(seed, static_cast<uint64_t>(ctx.epoch), static_cast<uint64_t>(e.id),
+                   kFlipStream);
+    if (rng.NextU32() & 1u) e.Set(feature, FlipLeftRight(image));
+  };
+}
+
+MapFn Resize(std::string feature, int64_t height, int64_t width) {
+  if (height < 1 || width < 1) {
+    throw Error(ErrorCode::kInvalidArgument, "resize: size must be >= 1", {.key = feature});
+  }
+  return [=](Element& e, const MapContext&) {
+    const Tensor& image = e.Get(feature);
+    CheckHwc(image, feature, "resize");
+    if (image.dim(0) < 1 || image.dim(1) < 1) {
+      throw Error(ErrorCode::kInvalidArgument, "resize: empty image", {.key = feature});
+    }
+    e.Set(feature, ResizeBilinear(image, height, width));
+  };
+}
+
+MapFn Normalize(std::string feature, std::vector<float> mean, std::vector<float> stddev) {
+  if (mean.empty() || mean.size() != stddev.size()) {
+    throw Error(ErrorCode::kInvalidArgument, "normalize: need as many means as stddevs",
+                {.key = feature});
+  }
+  for (float s : stddev) {
+    if (!(s > 0)) {
+      throw Error(ErrorCode::kInvalidArgument, "normalize: stddev must be > 0", {.key = feature});
+    }
+  }
+  return [=](Element& e, const MapContext&) {
+    const Tensor& in = e.Get(feature);
+    const int64_t c = in.rank() == 0 ? 1 : in.dim(in.rank() - 1);
+    if (mean.size() != 1 && static_cast<int64_t>(mean.size()) != c) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "normalize: " + std::to_string(mean.size()) + " means for " + std::to_string(c) +
+                      " channels",
+                  {.key = feature});
+    }
+    Tensor out(DType::kFloat32, in.shape());
+    const int64_t n = in.num_elements();
+    float* dst = out.data<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t k = mean.size() == 1 ? 0 : static_cast<size_t>(i % c);
+      dst[i] = static_cast<float>((ReadAsDouble(in, i) - mean[k]) / stddev[k]);
+    }
+    e.Set(feature, std::move(out));
+  };
+}
+
+}  // namespace shardflow::pipeline

@@ -1,0 +1,50 @@
+// Shard policies: how the ranks of a job split a set of files so that every record is read by
+// exactly one rank per epoch (design.md decision 6).
+//
+//  file        rank r reads whole files r, r+P, r+2P, ... (P ranks). Cheapest (no wasted
+//              reads) but balanced only when there are many files of similar size.
+//  record      every rank reads every file and keeps record k of file f when
+//              (k + f) mod P == r. Always balanced to within one record per file; costs P
+//              times the reading (each rank reads all bytes).
+//  byte_range  every file is cut into P byte ranges; rank r reads the records that start in
+//              range r of each file. Balanced by bytes, no wasted reads; needs a format that
+//              can find record boundaries (RecordSource::SupportsByteRanges).
+//  auto        file when every rank gets at least one file and the heaviest rank's bytes are
+//              within 25% of the lightest's; otherwise byte_range when the format supports it,
+//              otherwise record. The chosen policy and the reason are returned for logging.
+// Ranks come in as plain ints: io never includes comm.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "io/pipeline/record_source.hpp"
+
+namespace shardflow::pipeline {
+
+enum class ShardPolicy { kFile, kRecord, kByteRange, kAuto };
+
+// "file" | "record" | "byte_range" | "auto"; throws Error(kInvalidArgument) naming the key.
+ShardPolicy ParseShardPolicy(const std::string& text);
+const char* ShardPolicyName(ShardPolicy policy);
+
+// One piece of work: the records of a file that start in `range`.
+struct ShardUnit {
+  size_t file_index = 0;
+  ByteRange range;
+};
+
+struct ShardPlan {
+  ShardPolicy policy = ShardPolicy::kFile;  // resolved (never kAuto)
+  std::vector<ShardUnit> units;             // this rank's units, in file order
+  int record_stride = 1;                    // record policy: keep (k + f) % stride == offset
+  int record_offset = 0;
+  std::string reason;  // why this policy (auto) — for the log
+};
+
+// REQUIRES: 0 <= rank < num_ranks. Throws Error(kInvalidArgument) for bad ranks or for
+// byte_range on a source without byte-range support.
+ShardPlan PlanShards(const std::vector<FileInfo>& files, bool supports_byte_ranges,
+                     ShardPolicy policy, int num_ranks, int rank);
+
+}  // namespace shardflow::pipeline

@@ -1,0 +1,127 @@
+// Errors end the iteration with file, record and stage; workers stop; nothing hangs.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "io/pipeline/shard_policy.hpp"
+#include "pipeline_test_util.hpp"
+
+namespace shardflow::pipeline {
+namespace {
+
+using testing::UnevenFiles;
+using testing::WithinSeconds;
+
+Dataset Reads(std::shared_ptr<InMemoryRecordSource> source, int reads) {
+  ShardPlan plan = PlanShards(source->Files(), true, ShardPolicy::kFile, 1, 0);
+  return Dataset::FromRecordSource(source, plan, {.cycle_length = 3, .num_parallel_reads = reads});
+}
+
+MapFn Identity() {
+  return [](Element&, const MapContext&) {};
+}
+
+// Drains the pipeline; returns the error's text (fails when there is none).
+std::string ErrorOf(const Dataset& ds, ErrorCode want, int64_t* delivered = nullptr) {
+  PipelineIterator it = ds.MakeIterator();
+  Element e;
+  int64_t n = 0;
+  try {
+    while (it.Next(&e)) ++n;
+  } catch (const Error& err) {
+    EXPECT_EQ(err.code(), want) << err.what();
+    if (delivered) *delivered = n;
+    // A failed iterator keeps failing; it does not pretend to end cleanly.
+    EXPECT_THROW(it.Next(&e), Error);
+    return err.what();
+  }
+  ADD_FAILURE() << "no error after " << n << " elements";
+  return "";
+}
+
+TEST(PipelineErrors, CorruptRecordNamesFileRecordAndStage) {
+  WithinSeconds(60, "corrupt record", [] {
+    for (int reads : {1, 4}) {
+      for (int calls : {0, 1, 4}) {
+        auto source = UnevenFiles(200, 4);
+        source->MarkCorrupt(2, 17);
+        auto ds = Reads(source, reads)
+                      .Map(Identity(), {.name = "decode", .num_parallel_calls = calls})
+                      .Prefetch(2)
+                      .PaddedBatch(8, false)
+                      .Prefetch(2);
+        const std::string what = ErrorOf(ds, ErrorCode::kDataLoss);
+        EXPECT_NE(what.find("stage 'read'"), std::string::npos) << what;
+        EXPECT_NE(what.find("file=mem/file2.rec"), std::string::npos) << what;
+        EXPECT_NE(what.find("record=17"), std::string::npos) << what;
+      }
+    }
+  });
+}
+
+TEST(PipelineErrors, MissingFileIsNotFound) {
+  WithinSeconds(60, "missing file", [] {
+    for (int reads : {1, 4}) {
+      auto source = UnevenFiles(100, 3);
+      source->MarkMissing(1);
+      const std::string what = ErrorOf(
+          Reads(source, reads).Map(Identity(), {.num_parallel_calls = 2}), ErrorCode::kNotFound);
+      EXPECT_NE(what.find("mem/file1.rec"), std::string::npos) << what;
+    }
+  });
+}
+
+TEST(PipelineErrors, ThrowingMapFunctionNamesStageAndRecord) {
+  WithinSeconds(60, "throwing map", [] {
+    for (int calls : {0, 1, 2, 8}) {
+      auto source = UnevenFiles(300, 3);
+      auto boom = [](Element& e, const MapContext&) {
+        if (e.where.file_index == 1 && e.where.record == 5) throw std::runtime_error("bad pixel");
+      };
+      // Where the failing element sits in the error-free sequence.
+      int64_t position = 0;
+      for (const auto& e : testing::Drain(Reads(source, 1))) {
+        if (e.where.file_index == 1 && e.where.record == 5) break;
+        ++position;
+      }
+      int64_t delivered = -1;
+      const std::string what =
+          ErrorOf(Reads(source, 1).Map(boom, {.name = "augment", .num_parallel_calls = calls}),
+                  ErrorCode::kInvalidArgument, &delivered);
+      EXPECT_NE(what.find("stage 'augment': bad pixel"), std::string::npos) << what;
+      EXPECT_NE(what.find("file=mem/file1.rec"), std::string::npos) << what;
+      EXPECT_NE(what.find("record=5"), std::string::npos) << what;
+      // Deterministic: every element before the failing one was delivered first.
+      EXPECT_EQ(delivered, position);
+    }
+  });
+}
+
+TEST(PipelineErrors, ThrowingMapInsideMapAndBatchAndInfiniteRepeat) {
+  WithinSeconds(60, "map_and_batch error", [] {
+    auto boom = [](Element& e, const MapContext&) {
+      if (e.id == 37) throw Error(ErrorCode::kDataLoss, "cannot decode JPEG");
+    };
+    const std::string what =
+        ErrorOf(testing::Range(100)
+                    .Repeat()
+                    .MapAndBatch(boom, 8, false, {.name = "decode", .num_parallel_calls = 4})
+                    .Prefetch(4),
+                ErrorCode::kDataLoss);
+    EXPECT_NE(what.find("stage 'decode': cannot decode JPEG"), std::string::npos) << what;
+    EXPECT_NE(what.find("record=37"), std::string::npos) << what;
+  });
+}
+
+TEST(PipelineErrors, NondeterministicErrorsStillArrive) {
+  WithinSeconds(60, "nondeterministic", [] {
+    auto boom = [](Element& e, const MapContext&) {
+      if (e.id == 500) throw std::runtime_error("boom");
+    };
+    ErrorOf(testing::Range(1000).Map(boom, {.num_parallel_calls = 4, .deterministic = false}),
+            ErrorCode::kInvalidArgument);
+  });
+}
+
+}  // namespace
+}  // namespace shardflow::pipeline
