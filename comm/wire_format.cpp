@@ -31,21 +31,21 @@ WireFormat ParseWireFormat(const std::string& text) {
 
 size_t WireElementBytes(WireFormat format) { return format == WireFormat::kFloat32 ? 4 : 2; }
 
-// bf16 is the upper half of a float32. Round to nearest even: add 0x7FFF plus the lowest kept
-// bit, then truncate. NaN stays NaN (quietened) instead of rounding into inf.
-uint16_t FloatToBFloat16(float value) {
-  const uint32_t bits = std::bit_cast<uint32_t>(value);
-  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
-  const uint32_t rounding = 0x7FFFu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((bits + rounding) >> 16);
-}
-
-float BFloat16ToFloat(uint16_t bits) {
-  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
-}
-
 namespace {
 
+// bf16 is the upper half of a float32. Round to nearest even: add 0x7FFF plus the lowest kept
+// bit, then truncate. NaN stays NaN (quietened) instead of rounding into inf. Written as a
+// select, not a branch, so the loops below vectorise; internal linkage so they inline even in
+// position-independent code (an exported function may be interposed and is not inlined).
+inline uint16_t ToBFloat16Bits(float value) {
+  const uint32_t bits = std::bit_cast<uint32_t>(value);
+  const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+  const uint32_t quiet_nan = (bits >> 16) | 0x0040u;
+  return static_cast<uint16_t>((bits & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
+}
+inline float FromBFloat16Bits(uint16_t bits) {
+  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+}
 inline uint16_t ToHalfBits(float value) {
   return std::bit_cast<uint16_t>(static_cast<_Float16>(value));
 }
@@ -55,9 +55,12 @@ inline float FromHalfBits(uint16_t bits) {
 
 }  // namespace
 
+uint16_t FloatToBFloat16(float value) { return ToBFloat16Bits(value); }
+float BFloat16ToFloat(uint16_t bits) { return FromBFloat16Bits(bits); }
+
 void PackToWire(WireFormat format, const float* src, size_t n, uint16_t* wire) {
   if (format == WireFormat::kBFloat16) {
-    for (size_t i = 0; i < n; ++i) wire[i] = FloatToBFloat16(src[i]);
+    for (size_t i = 0; i < n; ++i) wire[i] = ToBFloat16Bits(src[i]);
   } else {
     for (size_t i = 0; i < n; ++i) wire[i] = ToHalfBits(src[i]);
   }
@@ -65,7 +68,7 @@ void PackToWire(WireFormat format, const float* src, size_t n, uint16_t* wire) {
 
 void UnpackFromWire(WireFormat format, const uint16_t* wire, size_t n, float* dst) {
   if (format == WireFormat::kBFloat16) {
-    for (size_t i = 0; i < n; ++i) dst[i] = BFloat16ToFloat(wire[i]);
+    for (size_t i = 0; i < n; ++i) dst[i] = FromBFloat16Bits(wire[i]);
   } else {
     for (size_t i = 0; i < n; ++i) dst[i] = FromHalfBits(wire[i]);
   }
@@ -73,7 +76,7 @@ void UnpackFromWire(WireFormat format, const uint16_t* wire, size_t n, float* ds
 
 void AccumulateFromWire(WireFormat format, const uint16_t* wire, size_t n, float* dst) {
   if (format == WireFormat::kBFloat16) {
-    for (size_t i = 0; i < n; ++i) dst[i] += BFloat16ToFloat(wire[i]);
+    for (size_t i = 0; i < n; ++i) dst[i] += FromBFloat16Bits(wire[i]);
   } else {
     for (size_t i = 0; i < n; ++i) dst[i] += FromHalfBits(wire[i]);
   }
@@ -82,7 +85,7 @@ void AccumulateFromWire(WireFormat format, const uint16_t* wire, size_t n, float
 void RoundThroughWire(WireFormat format, float* data, size_t n) {
   if (format == WireFormat::kFloat32) return;
   if (format == WireFormat::kBFloat16) {
-    for (size_t i = 0; i < n; ++i) data[i] = BFloat16ToFloat(FloatToBFloat16(data[i]));
+    for (size_t i = 0; i < n; ++i) data[i] = FromBFloat16Bits(ToBFloat16Bits(data[i]));
   } else {
     for (size_t i = 0; i < n; ++i) data[i] = FromHalfBits(ToHalfBits(data[i]));
   }
