@@ -9,12 +9,26 @@
 namespace shardflow::comm {
 namespace {
 
-// Thresholds of ChooseAlgorithm, measured on the development machine (2 cores, OpenMPI 4.1.4,
-// shared memory, 2 and 4 ranks) with
-//   mpirun --allow-run-as-root --oversubscribe -np N shardflow-bench allreduce --iters 50
-// comparing ring, recursive doubling and MPI_Allreduce per size (medians of repeated runs):
-// see the comment on ChooseAlgorithm for the figures.
-constexpr size_t kSmallMessageBytes = 4096;
+// Thresholds of ChooseAlgorithm, measured on the development machine (2 cores shared with other
+// builds, OpenMPI 4.1.4, shared memory / vader + CMA, ranks oversubscribed at 4) with
+//   mpirun --allow-run-as-root --oversubscribe -np N shardflow-bench allreduce
+//       --min-bytes 4 --max-bytes 64M --step-factor 4 --iters 10..50 --repeats 3..7
+//       --algorithms mpi,rd,ring,ring@32K,ring@512K,ring@8M
+// (median of interleaved repeats; busbw relative to MPI_Allreduce in the same run; the machine
+// was loaded, so ratios within ~10% are noise):
+//   <= 8 KiB        rd 0.63-1.10x MPI at 2 and 4 ranks, ring 0.5-0.98x: MPI's own tuned
+//                   small-message path is as good as ours, so auto passes through to it.
+//   16 KiB..64 KiB  rd 1.21-1.56x MPI at 2 and 4 ranks (ring 0.78-1.03x): recursive doubling.
+//   > 64 KiB        ring: at 4 ranks 1.0-1.2x MPI from 256 KiB, at 2 ranks 1.25-1.74x MPI from
+//                   16 MiB; but at 2 ranks between 128 KiB and 4 MiB MPI_Allreduce measured
+//                   2-17% faster than our ring (its 2-rank exchange is the same algorithm; the
+//                   gap is per-call overhead), so 2 ranks below 8 MiB pass through to MPI.
+// Ring segments: on shared memory the receiver performs each copy itself (CMA), so smaller
+// segments buy no overlap and cost messages: 32 KiB segments ran at 0.5x of 8 MiB ones, 512 KiB
+// at 0.9x; hence kDefaultSegmentBytes = 4 MiB. Over a network smaller segments would pay off.
+constexpr size_t kMpiUpToBytes = 8 * 1024;
+constexpr size_t kRecursiveDoublingUpToBytes = 64 * 1024;
+constexpr size_t kTwoRankMpiBelowBytes = size_t{8} << 20;
 
 void AllreduceAuto(Communicator& comm, float* data, size_t count, const AllreduceOptions& options) {
   AllreduceFunctionFor(ChooseAlgorithm(comm, count * sizeof(float)))(comm, data, count, options);
@@ -65,11 +79,13 @@ AllreduceAlgorithm ParseAlgorithm(const std::string& text) {
 }
 
 AllreduceAlgorithm ChooseAlgorithm(const Communicator& comm, size_t bytes) {
-  if (bytes <= kSmallMessageBytes) return AllreduceAlgorithm::kMpi;
+  if (bytes <= kMpiUpToBytes) return AllreduceAlgorithm::kMpi;
+  if (bytes <= kRecursiveDoublingUpToBytes) return AllreduceAlgorithm::kRecursiveDoubling;
   // Several nodes with several ranks each: keep the node-crossing traffic to the leaders.
   if (comm.num_nodes() > 1 && comm.max_local_size() > 1 && comm.node() != nullptr) {
     return AllreduceAlgorithm::kHierarchical;
   }
+  if (comm.size() == 2 && bytes < kTwoRankMpiBelowBytes) return AllreduceAlgorithm::kMpi;
   return AllreduceAlgorithm::kRing;
 }
 

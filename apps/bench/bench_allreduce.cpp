@@ -38,6 +38,7 @@ struct Variant {
   std::string label;
   AllreduceAlgorithm algorithm;
   WireFormat wire;
+  size_t segment_bytes;  // 0: --segment-bytes
 };
 
 struct Options {
@@ -63,8 +64,10 @@ constexpr const char* kUsage =
     "  --warmup N           untimed calls before each measurement (default 3)\n"
     "  --repeats N          measurements per row; the median is reported (default 3)\n"
     "  --segment-bytes N    ring segment size, 0 = built-in default (default 0)\n"
-    "  --algorithms LIST    comma-separated: ring rd hierarchical mpi auto, each optionally\n"
-    "                       /bf16 or /fp16 (default ring,rd,hierarchical,mpi,auto,ring/bf16)\n";
+    "  --algorithms LIST    comma-separated NAME[/WIRE][@SEGMENT]: NAME ring rd hierarchical\n"
+    "                       mpi auto; WIRE bf16 or fp16; SEGMENT a ring segment size that\n"
+    "                       overrides --segment-bytes, e.g. ring@64K,ring@4M\n"
+    "                       (default ring,rd,hierarchical,mpi,auto,ring/bf16)\n";
 
 size_t ParseBytes(const std::string& flag, const std::string& text) {
   try {
@@ -110,12 +113,16 @@ std::vector<Variant> ParseVariants(const std::string& list) {
     const std::string item = list.substr(start, comma - start);
     start = comma + 1;
     if (item.empty()) continue;
-    const size_t slash = item.find('/');
+    // NAME[/WIRE][@SEGMENT]
+    const size_t at = item.find('@');
+    const std::string head = item.substr(0, at);
+    const size_t slash = head.find('/');
     Variant v;
     v.label = item;
-    v.algorithm = comm::ParseAlgorithm(item.substr(0, slash));
+    v.algorithm = comm::ParseAlgorithm(head.substr(0, slash));
     v.wire = slash == std::string::npos ? WireFormat::kFloat32
-                                        : comm::ParseWireFormat(item.substr(slash + 1));
+                                        : comm::ParseWireFormat(head.substr(slash + 1));
+    v.segment_bytes = at == std::string::npos ? 0 : ParseBytes("--algorithms", item.substr(at + 1));
     out.push_back(v);
   }
   if (out.empty()) throw Error(ErrorCode::kInvalidArgument, "--algorithms is empty");
@@ -253,7 +260,9 @@ int RunAllreduce(const std::vector<std::string>& args) {
     for (size_t k = 0; k < o.variants.size(); ++k) {
       const comm::AllreduceOptions opts{.algorithm = o.variants[k].algorithm,
                                         .wire = o.variants[k].wire,
-                                        .segment_bytes = o.segment_bytes};
+                                        .segment_bytes = o.variants[k].segment_bytes
+                                                             ? o.variants[k].segment_bytes
+                                                             : o.segment_bytes};
       ok[k] = CheckOnce(c, o.variants[k], opts, data);
     }
     // Zeros stay zeros under repeated in-place sums: no overflow, no denormals while timing.
@@ -262,7 +271,9 @@ int RunAllreduce(const std::vector<std::string>& args) {
       for (size_t k = 0; k < o.variants.size(); ++k) {  // interleaved: noise hits all alike
         const comm::AllreduceOptions opts{.algorithm = o.variants[k].algorithm,
                                           .wire = o.variants[k].wire,
-                                          .segment_bytes = o.segment_bytes};
+                                          .segment_bytes = o.variants[k].segment_bytes
+                                                               ? o.variants[k].segment_bytes
+                                                               : o.segment_bytes};
         times[k].push_back(TimeOnce(c, opts, data, o.warmup, o.iters));
       }
     }
