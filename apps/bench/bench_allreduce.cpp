@@ -227,7 +227,22 @@ double TimeOnce(comm::Communicator& c, const comm::AllreduceOptions& opts, std::
 int RunAllreduce(const std::vector<std::string>& args) {
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  const Options o = Parse(args, world_rank);
+  // Every rank parses the same flags; a bad flag is reported once and every rank exits 2
+  // (instead of the run phase's abort from each rank).
+  Options o;
+  std::string parse_error;
+  try {
+    o = Parse(args, world_rank);
+  } catch (const Error& e) {
+    parse_error = e.what();
+  }
+  int bad = parse_error.empty() ? 0 : 1;
+  int any_bad = 0;
+  MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (any_bad) {
+    if (world_rank == 0) std::fprintf(stderr, "error: %s\n", parse_error.c_str());
+    return ExitCodeFor(ErrorCode::kInvalidArgument);
+  }
   if (o.help) return 0;
   comm::Communicator c(MPI_COMM_WORLD);
   const int n = c.size();
