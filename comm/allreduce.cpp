@@ -1,5 +1,7 @@
 #include "comm/allreduce.hpp"
 
+#include <iterator>
+
 #include "comm/allreduce_hierarchical.hpp"
 #include "comm/allreduce_mpi.hpp"
 #include "comm/allreduce_recursive_doubling.hpp"
@@ -34,20 +36,13 @@ void AllreduceAuto(Communicator& comm, float* data, size_t count, const Allreduc
   AllreduceFunctionFor(ChooseAlgorithm(comm, count * sizeof(float)))(comm, data, count, options);
 }
 
+// Name for the watchdog's report.
 const char* ScopeName(AllreduceAlgorithm algorithm) {
-  switch (algorithm) {
-    case AllreduceAlgorithm::kAuto:
-      return "allreduce(auto)";
-    case AllreduceAlgorithm::kRing:
-      return "allreduce(ring)";
-    case AllreduceAlgorithm::kRecursiveDoubling:
-      return "allreduce(recursive_doubling)";
-    case AllreduceAlgorithm::kHierarchical:
-      return "allreduce(hierarchical)";
-    case AllreduceAlgorithm::kMpi:
-      return "allreduce(mpi)";
-  }
-  return "allreduce";
+  static constexpr const char* kScopes[] = {"allreduce(auto)", "allreduce(ring)",
+                                            "allreduce(recursive_doubling)",
+                                            "allreduce(hierarchical)", "allreduce(mpi)"};
+  const auto index = static_cast<size_t>(algorithm);
+  return index < std::size(kScopes) ? kScopes[index] : "allreduce";
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <new>
+#include <type_traits>
 
 #include "core/check_mpi.hpp"
 #include "core/error.hpp"
@@ -74,30 +75,37 @@ std::unique_ptr<Communicator> Communicator::Split(int color, int key,
   return std::unique_ptr<Communicator>(new Communicator(out, options, true));
 }
 
+namespace {
+
+// Calls post(piece pointer, piece count) for each int-sized piece of `count` elements at `data`.
+template <typename Void, typename Post>
+void ForEachPiece(Void* data, size_t count, size_t elem_bytes, size_t limit, Post post) {
+  using Byte = std::conditional_t<std::is_const_v<Void>, const char, char>;
+  auto* bytes = static_cast<Byte*>(data);
+  for (size_t i = 0; i < NumMessagePieces(count, limit); ++i) {
+    const MessagePiece piece = MessagePieceAt(count, limit, i);
+    post(bytes + piece.offset * elem_bytes, piece.count);
+  }
+}
+
+}  // namespace
+
 void Communicator::PostSend(const void* data, size_t count, MPI_Datatype type, size_t elem_bytes,
                             int dest, int tag, RequestList& requests) const {
-  const auto* bytes = static_cast<const char*>(data);
-  const size_t pieces = NumMessagePieces(count, max_message_count_);
-  for (size_t i = 0; i < pieces; ++i) {
-    const MessagePiece piece = MessagePieceAt(count, max_message_count_, i);
+  ForEachPiece(data, count, elem_bytes, max_message_count_, [&](const char* p, int n) {
     MPI_Request request;
-    SF_CHECK_MPI(MPI_Isend(bytes + piece.offset * elem_bytes, piece.count, type, dest, tag, comm_,
-                           &request));
+    SF_CHECK_MPI(MPI_Isend(p, n, type, dest, tag, comm_, &request));
     requests.push_back(request);
-  }
+  });
 }
 
 void Communicator::PostRecv(void* data, size_t count, MPI_Datatype type, size_t elem_bytes,
                             int source, int tag, RequestList& requests) const {
-  auto* bytes = static_cast<char*>(data);
-  const size_t pieces = NumMessagePieces(count, max_message_count_);
-  for (size_t i = 0; i < pieces; ++i) {
-    const MessagePiece piece = MessagePieceAt(count, max_message_count_, i);
+  ForEachPiece(data, count, elem_bytes, max_message_count_, [&](char* p, int n) {
     MPI_Request request;
-    SF_CHECK_MPI(MPI_Irecv(bytes + piece.offset * elem_bytes, piece.count, type, source, tag, comm_,
-                           &request));
+    SF_CHECK_MPI(MPI_Irecv(p, n, type, source, tag, comm_, &request));
     requests.push_back(request);
-  }
+  });
 }
 
 void Communicator::WaitAll(RequestList& requests) const {
