@@ -1,0 +1,68 @@
+// All-reduce of float32 buffers, in place: one call shape for every algorithm.
+//
+//   Allreduce(comm, data, count, {.algorithm = AllreduceAlgorithm::kAuto,
+//                                 .mode = ReduceMode::kAverage});
+//
+// On return every rank's data[0..count) holds the element-wise sum (or the mean, sum / size) of
+// all ranks' inputs. Every algorithm gives all ranks bitwise-identical results. count may be 0
+// (a no-op that still counts as a collective) or any size; it need not divide by the rank count.
+//
+// Algorithms (one file each):
+//   kRing               allreduce_ring.hpp: bandwidth-optimal, pipelined; large messages
+//   kRecursiveDoubling  allreduce_recursive_doubling.hpp: log2(n) steps; small messages
+//   kHierarchical       allreduce_hierarchical.hpp: reduce in the node, ring over node
+//                       leaders, broadcast in the node; several ranks per node, many nodes
+//   kMpi                allreduce_mpi.hpp: MPI_Allreduce as provided by the MPI library
+//   kAuto               picks one of the above by message size and topology (ChooseAlgorithm)
+// The 16-bit wire formats (wire_format.hpp) apply to kRing and to the leader ring of
+// kHierarchical; the other algorithms always send float32 (they serve small messages, where
+// bytes on the wire do not dominate).
+//
+// Thread-safety: as Communicator (one thread at a time per communicator). Every call runs under
+// the communicator's watchdog.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "comm/communicator.hpp"
+#include "comm/wire_format.hpp"
+
+namespace shardflow::comm {
+
+enum class AllreduceAlgorithm { kAuto, kRing, kRecursiveDoubling, kHierarchical, kMpi };
+enum class ReduceMode { kSum, kAverage };
+
+struct AllreduceOptions {
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::kAuto;
+  ReduceMode mode = ReduceMode::kSum;
+  WireFormat wire = WireFormat::kFloat32;
+  // Ring segment size in bytes of float32 data (0: kDefaultSegmentBytes). Smaller segments
+  // overlap transfer and reduction more finely, larger ones cost fewer messages (on shared
+  // memory larger wins: see the measurements in allreduce.cpp).
+  size_t segment_bytes = 0;
+};
+
+// Ring segment size when options.segment_bytes is 0 (measured, see allreduce.cpp).
+inline constexpr size_t kDefaultSegmentBytes = size_t{4} << 20;
+
+// "auto" | "ring" | "rd" (recursive_doubling) | "hierarchical" | "mpi".
+const char* AlgorithmName(AllreduceAlgorithm algorithm);
+// Throws Error(kInvalidArgument) naming the text.
+AllreduceAlgorithm ParseAlgorithm(const std::string& text);
+
+// The algorithm kAuto runs for a message of `bytes` on `comm` (never kAuto). The same on every
+// rank: it depends only on bytes and values every rank agrees on.
+AllreduceAlgorithm ChooseAlgorithm(const Communicator& comm, size_t bytes);
+
+// The one call shape every algorithm has. Algorithms do not apply ReduceMode; Allreduce does.
+using AllreduceFunction = void (*)(Communicator& comm, float* data, size_t count,
+                                   const AllreduceOptions& options);
+// Factory: the function that runs `algorithm` (kAuto resolves per call through ChooseAlgorithm).
+AllreduceFunction AllreduceFunctionFor(AllreduceAlgorithm algorithm);
+
+// REQUIRES: data points at count floats (may be null when count == 0); collective over comm,
+// every rank with the same count and options.
+void Allreduce(Communicator& comm, float* data, size_t count, const AllreduceOptions& options = {});
+
+}  // namespace shardflow::comm

@@ -1,0 +1,146 @@
+#include "comm/communicator.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+#include <type_traits>
+
+#include "core/check_mpi.hpp"
+#include "core/error.hpp"
+
+namespace shardflow::comm {
+
+Communicator::Communicator(MPI_Comm comm, const CommunicatorOptions& options) {
+  SF_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
+  Init(options);
+}
+
+// Takes ownership of an already private communicator (from MPI_Comm_split).
+Communicator::Communicator(MPI_Comm dup_owned, const CommunicatorOptions& options, bool) {
+  comm_ = dup_owned;
+  Init(options);
+}
+
+void Communicator::Init(const CommunicatorOptions& options) {
+  if (options.max_message_count == 0 || options.max_message_count > kMpiMaxCount) {
+    MPI_Comm_free(&comm_);
+    throw Error(ErrorCode::kInvalidArgument, "max_message_count must be in 1..INT_MAX",
+                {.key = "max_message_count"});
+  }
+  max_message_count_ = options.max_message_count;
+  SF_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  SF_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
+  SF_CHECK_MPI(MPI_Comm_size(comm_, &size_));
+  local_size_ = max_local_size_ = 1;
+  local_rank_ = 0;
+  num_nodes_ = size_;
+  if (options.discover_topology) {
+    CommunicatorOptions sub;
+    sub.discover_topology = false;
+    sub.watchdog = std::nullopt;
+    sub.max_message_count = options.max_message_count;
+    MPI_Comm node_comm = MPI_COMM_NULL;
+    if (options.emulated_ranks_per_node > 0) {
+      SF_CHECK_MPI(
+          MPI_Comm_split(comm_, rank_ / options.emulated_ranks_per_node, rank_, &node_comm));
+    } else {
+      SF_CHECK_MPI(
+          MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_comm));
+    }
+    node_.reset(new Communicator(node_comm, sub, true));
+    local_rank_ = node_->rank();
+    local_size_ = node_->size();
+    MPI_Comm leader_comm = MPI_COMM_NULL;
+    SF_CHECK_MPI(MPI_Comm_split(comm_, local_rank_ == 0 ? 0 : MPI_UNDEFINED, rank_, &leader_comm));
+    if (leader_comm != MPI_COMM_NULL) leaders_.reset(new Communicator(leader_comm, sub, true));
+    int leader = local_rank_ == 0 ? 1 : 0;
+    SF_CHECK_MPI(MPI_Allreduce(&leader, &num_nodes_, 1, MPI_INT, MPI_SUM, comm_));
+    SF_CHECK_MPI(MPI_Allreduce(&local_size_, &max_local_size_, 1, MPI_INT, MPI_MAX, comm_));
+  }
+  if (options.watchdog) watchdog_ = std::make_unique<Watchdog>(comm_, *options.watchdog);
+}
+
+Communicator::~Communicator() {
+  watchdog_.reset();
+  leaders_.reset();
+  node_.reset();
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+std::unique_ptr<Communicator> Communicator::Split(int color, int key,
+                                                  const CommunicatorOptions& options) const {
+  MPI_Comm out = MPI_COMM_NULL;
+  SF_CHECK_MPI(MPI_Comm_split(comm_, color, key, &out));
+  if (out == MPI_COMM_NULL) return nullptr;
+  return std::unique_ptr<Communicator>(new Communicator(out, options, true));
+}
+
+namespace {
+
+// Calls post(piece pointer, piece count) for each int-sized piece of `count` elements at `data`.
+template <typename Void, typename Post>
+void ForEachPiece(Void* data, size_t count, size_t elem_bytes, size_t limit, Post post) {
+  using Byte = std::conditional_t<std::is_const_v<Void>, const char, char>;
+  auto* bytes = static_cast<Byte*>(data);
+  for (size_t i = 0; i < NumMessagePieces(count, limit); ++i) {
+    const MessagePiece piece = MessagePieceAt(count, limit, i);
+    post(bytes + piece.offset * elem_bytes, piece.count);
+  }
+}
+
+}  // namespace
+
+void Communicator::PostSend(const void* data, size_t count, MPI_Datatype type, size_t elem_bytes,
+                            int dest, int tag, RequestList& requests) const {
+  ForEachPiece(data, count, elem_bytes, max_message_count_, [&](const char* p, int n) {
+    MPI_Request request;
+    SF_CHECK_MPI(MPI_Isend(p, n, type, dest, tag, comm_, &request));
+    requests.push_back(request);
+  });
+}
+
+void Communicator::PostRecv(void* data, size_t count, MPI_Datatype type, size_t elem_bytes,
+                            int source, int tag, RequestList& requests) const {
+  ForEachPiece(data, count, elem_bytes, max_message_count_, [&](char* p, int n) {
+    MPI_Request request;
+    SF_CHECK_MPI(MPI_Irecv(p, n, type, source, tag, comm_, &request));
+    requests.push_back(request);
+  });
+}
+
+void Communicator::WaitAll(RequestList& requests) const {
+  if (requests.empty()) return;
+  SF_CHECK_MPI(
+      MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+  requests.clear();
+}
+
+void Communicator::SendRecv(const void* send, size_t send_count, int dest, void* recv,
+                            size_t recv_count, int source, MPI_Datatype type, size_t elem_bytes,
+                            int tag) const {
+  if (send_count <= max_message_count_ && recv_count <= max_message_count_) {
+    SF_CHECK_MPI(MPI_Sendrecv(send, static_cast<int>(send_count), type, dest, tag, recv,
+                              static_cast<int>(recv_count), type, source, tag, comm_,
+                              MPI_STATUS_IGNORE));
+    return;
+  }
+  RequestList requests;
+  PostRecv(recv, recv_count, type, elem_bytes, source, tag, requests);
+  PostSend(send, send_count, type, elem_bytes, dest, tag, requests);
+  WaitAll(requests);
+}
+
+void Communicator::FreeDeleter::operator()(void* p) const { std::free(p); }
+
+void* Communicator::Scratch(size_t bytes) {
+  if (bytes > scratch_bytes_) {
+    const size_t rounded = (std::max(bytes, scratch_bytes_ * 2) + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded);
+    if (p == nullptr) throw std::bad_alloc();
+    scratch_.reset(p);
+    scratch_bytes_ = rounded;
+  }
+  return scratch_.get();
+}
+
+}  // namespace shardflow::comm

@@ -1,0 +1,122 @@
+// Communicator: shardflow's handle on a group of MPI ranks.
+//
+// Wraps a private duplicate of an MPI communicator (so shardflow's traffic never matches a
+// user's), knows the topology (ranks per node, node leaders), owns a collective Watchdog and
+// the scratch memory the all-reduce algorithms stage segments in, and offers the point-to-point
+// helpers the algorithms are written with. Counts are size_t; a message longer than MPI's int
+// is sent as several pieces of at most max_message_count elements (message_pieces.hpp), never
+// cast.
+//
+//   Communicator comm(MPI_COMM_WORLD, {.watchdog = {.timeout_seconds = 120}});
+//   Allreduce(comm, grads.data(), grads.size(), {.mode = ReduceMode::kAverage});
+//
+// Thread-safety: construction, Split and destruction are collective over the ranks involved.
+// All collectives and point-to-point helpers of one Communicator must be called by one thread
+// at a time (typically the communication thread); different Communicators may be used from
+// different threads concurrently (MPI_THREAD_MULTIPLE).
+// Lifetime: destroy every Communicator before MPI_Finalize.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "comm/message_pieces.hpp"
+#include "comm/watchdog.hpp"
+
+namespace shardflow::comm {
+
+struct CommunicatorOptions {
+  // Find the node communicator (MPI_COMM_TYPE_SHARED) and the node-leader communicator.
+  // Sub-communicators made for an algorithm's internal use turn it off.
+  bool discover_topology = true;
+  // > 0: pretend each node holds this many consecutive ranks (tests of hierarchical
+  // algorithms on one machine). 0: the real topology.
+  int emulated_ranks_per_node = 0;
+  // The collective watchdog; nullopt disables it.
+  std::optional<WatchdogOptions> watchdog = WatchdogOptions{};
+  // Largest count of one MPI message. Only tests lower it (to exercise the splitting).
+  // REQUIRES: 0 < max_message_count <= kMpiMaxCount.
+  size_t max_message_count = kMpiMaxCount;
+};
+
+// Outstanding non-blocking operations; WaitAll completes them.
+using RequestList = std::vector<MPI_Request>;
+
+class Communicator {
+ public:
+  // Collective over `comm`: dups it (the caller keeps ownership of `comm`).
+  // Throws Error(kCommunication) on an MPI failure, Error(kInvalidArgument) on bad options.
+  explicit Communicator(MPI_Comm comm, const CommunicatorOptions& options = {});
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // Rank and rank count within this rank's node.
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  int num_nodes() const { return num_nodes_; }
+  // True on local rank 0 of each node.
+  bool is_node_leader() const { return local_rank_ == 0; }
+  // Largest number of ranks on any node.
+  int max_local_size() const { return max_local_size_; }
+
+  MPI_Comm raw() const { return comm_; }
+  // Without discover_topology every rank counts as a node of its own (local_size 1).
+  // The ranks of this node; null when discover_topology is off.
+  Communicator* node() const { return node_.get(); }
+  // The node leaders, one rank per node; null on non-leaders or when discover_topology is off.
+  Communicator* leaders() const { return leaders_.get(); }
+  Watchdog* watchdog() const { return watchdog_.get(); }
+  size_t max_message_count() const { return max_message_count_; }
+
+  // Collective: MPI_Comm_split semantics; the result has no topology and no watchdog unless
+  // `options` asks. Returns null for color == MPI_UNDEFINED.
+  std::unique_ptr<Communicator> Split(int color, int key, const CommunicatorOptions& options) const;
+
+  // Point-to-point on this communicator, `count` elements of `type` (element size `elem_bytes`)
+  // split into int-sized pieces. Post* append one request per piece to `requests`.
+  // REQUIRES: the buffers stay valid until the requests complete.
+  void PostSend(const void* data, size_t count, MPI_Datatype type, size_t elem_bytes, int dest,
+                int tag, RequestList& requests) const;
+  void PostRecv(void* data, size_t count, MPI_Datatype type, size_t elem_bytes, int source, int tag,
+                RequestList& requests) const;
+  // Completes and clears `requests`.
+  void WaitAll(RequestList& requests) const;
+  // Sends to dest and receives from source at once (both may be the same rank).
+  void SendRecv(const void* send, size_t send_count, int dest, void* recv, size_t recv_count,
+                int source, MPI_Datatype type, size_t elem_bytes, int tag) const;
+
+  // Scratch memory for one collective at a time, grown on demand, 64-byte aligned. Valid until
+  // the next Scratch call on this communicator.
+  void* Scratch(size_t bytes);
+
+ private:
+  Communicator(MPI_Comm dup_owned, const CommunicatorOptions& options, bool);
+  void Init(const CommunicatorOptions& options);
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+  int local_rank_ = 0;
+  int local_size_ = 1;
+  int num_nodes_ = 1;
+  int max_local_size_ = 1;
+  size_t max_message_count_ = kMpiMaxCount;
+  std::unique_ptr<Communicator> node_;
+  std::unique_ptr<Communicator> leaders_;
+  std::unique_ptr<Watchdog> watchdog_;
+  struct FreeDeleter {
+    void operator()(void* p) const;
+  };
+  std::unique_ptr<void, FreeDeleter> scratch_;
+  size_t scratch_bytes_ = 0;
+};
+
+}  // namespace shardflow::comm

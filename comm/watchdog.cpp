@@ -1,0 +1,166 @@
+#include "comm/watchdog.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "core/check_mpi.hpp"
+#include "core/error.hpp"
+#include "core/mpi_env.hpp"
+
+namespace shardflow::comm {
+namespace {
+
+constexpr int kQueryTag = 1;
+constexpr int kReplyTag = 2;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string RankList(const std::vector<int>& ranks) {
+  std::string out = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i > 0) out += ' ';
+    out += std::to_string(ranks[i]);
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+Watchdog::Watchdog(MPI_Comm comm, const WatchdogOptions& options) : options_(options) {
+  if (!(options_.timeout_seconds > 0)) {
+    throw Error(ErrorCode::kInvalidArgument, "watchdog timeout must be > 0 seconds",
+                {.key = "timeout_seconds"});
+  }
+  SF_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
+  SF_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  SF_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
+  SF_CHECK_MPI(MPI_Comm_size(comm_, &size_));
+  int level = 0;
+  SF_CHECK_MPI(MPI_Query_thread(&level));
+  can_query_ = level == MPI_THREAD_MULTIPLE;
+  thread_ = std::thread([this] { Run(); });
+}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  // Queries sent to this rank in its last poll interval stay unanswered; drain them so the
+  // communicator is freed with no pending messages addressed to it.
+  if (can_query_) AnswerQueries();
+  MPI_Comm_free(&comm_);
+}
+
+uint64_t Watchdog::Begin(const char* op, size_t bytes) {
+  op_.store(op, std::memory_order_relaxed);
+  bytes_.store(bytes, std::memory_order_relaxed);
+  started_ns_.store(NowNs(), std::memory_order_relaxed);
+  // Release: a watchdog thread that sees the new count also sees op, bytes and start time.
+  return entered_.fetch_add(1, std::memory_order_release) + 1;
+}
+
+void Watchdog::End() { completed_.fetch_add(1, std::memory_order_release); }
+
+void Watchdog::AnswerQueries() {
+  for (;;) {
+    int flag = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kQueryTag, comm_, &flag, &status) != MPI_SUCCESS || !flag) {
+      return;
+    }
+    int64_t asked = 0;
+    MPI_Recv(&asked, 1, MPI_INT64_T, status.MPI_SOURCE, kQueryTag, comm_, MPI_STATUS_IGNORE);
+    const int64_t reply[2] = {static_cast<int64_t>(entered_.load(std::memory_order_acquire)),
+                              static_cast<int64_t>(completed_.load(std::memory_order_acquire))};
+    // 16 bytes go eagerly: this returns without waiting for the asker.
+    MPI_Send(reply, 2, MPI_INT64_T, status.MPI_SOURCE, kReplyTag, comm_);
+  }
+}
+
+void Watchdog::Run() {
+  const auto poll = std::chrono::duration<double>(options_.poll_seconds);
+  const auto timeout_ns = static_cast<int64_t>(options_.timeout_seconds * 1e9);
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!wake_.wait_for(lock, poll, [this] { return stop_; })) {
+    if (can_query_) AnswerQueries();
+    const uint64_t entered = entered_.load(std::memory_order_acquire);
+    if (entered == completed_.load(std::memory_order_acquire)) continue;
+    if (NowNs() - started_ns_.load(std::memory_order_relaxed) > timeout_ns &&
+        entered == entered_.load(std::memory_order_acquire) &&
+        entered != completed_.load(std::memory_order_acquire)) {
+      ReportTimeout(entered);
+    }
+  }
+}
+
+void Watchdog::ReportTimeout(uint64_t collective) {
+  std::vector<std::array<int64_t, 2>> progress(static_cast<size_t>(size_), {-1, -1});
+  if (can_query_ && size_ > 1) {
+    const int64_t asked = static_cast<int64_t>(collective);
+    std::vector<MPI_Request> queries;
+    std::vector<MPI_Request> replies(static_cast<size_t>(size_), MPI_REQUEST_NULL);
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      MPI_Request q;
+      if (MPI_Isend(&asked, 1, MPI_INT64_T, r, kQueryTag, comm_, &q) == MPI_SUCCESS) {
+        queries.push_back(q);
+      }
+      MPI_Irecv(progress[static_cast<size_t>(r)].data(), 2, MPI_INT64_T, r, kReplyTag, comm_,
+                &replies[static_cast<size_t>(r)]);
+    }
+    // Wait for answers, answering other ranks' queries meanwhile (they may be timing out too).
+    const int64_t deadline = NowNs() + static_cast<int64_t>(options_.reply_seconds * 1e9);
+    while (NowNs() < deadline) {
+      AnswerQueries();
+      int all_done = 0;
+      MPI_Testall(static_cast<int>(replies.size()), replies.data(), &all_done, MPI_STATUSES_IGNORE);
+      if (all_done) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    // Requests still pending are left alone: the job is about to end.
+  }
+  const std::string message = Describe(collective, op_.load(std::memory_order_relaxed),
+                                       bytes_.load(std::memory_order_relaxed), size_, rank_,
+                                       options_.timeout_seconds, progress);
+  AbortJob(message.c_str(), ExitCodeFor(ErrorCode::kCommunication));
+}
+
+std::string Watchdog::Describe(uint64_t collective, const char* op, size_t bytes, int ranks,
+                               int self, double timeout_seconds,
+                               const std::vector<std::array<int64_t, 2>>& progress) {
+  std::vector<int> not_joined;
+  std::vector<int> waiting;
+  std::vector<int> no_answer;
+  const auto k = static_cast<int64_t>(collective);
+  for (int r = 0; r < ranks; ++r) {
+    if (r == self) {
+      waiting.push_back(r);
+    } else if (progress[static_cast<size_t>(r)][0] < 0) {
+      no_answer.push_back(r);
+    } else if (progress[static_cast<size_t>(r)][0] < k) {
+      not_joined.push_back(r);
+    } else {
+      waiting.push_back(r);  // joined #k (or later); #k is not complete everywhere
+    }
+  }
+  char head[256];
+  std::snprintf(head, sizeof(head),
+                "watchdog: collective #%llu %s of %zu bytes on %d ranks did not complete within "
+                "%.1f s",
+                static_cast<unsigned long long>(collective), op, bytes, ranks, timeout_seconds);
+  std::string out = head;
+  out += "; ranks that had not joined it: " + RankList(not_joined);
+  out += "; joined and waiting: " + RankList(waiting);
+  out += "; no answer (dead or stuck outside MPI): " + RankList(no_answer);
+  return out;
+}
+
+}  // namespace shardflow::comm
