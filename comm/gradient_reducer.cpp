@@ -1,0 +1,104 @@
+#include "comm/gradient_reducer.hpp"
+
+#include <chrono>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace shardflow::comm {
+namespace {
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
+
+GradientReducer::GradientReducer(Communicator& comm, float* grads,
+                                 std::vector<GradientSlice> slices, const ReducerOptions& options)
+    : comm_(comm),
+      grads_(grads),
+      slices_(std::move(slices)),
+      options_(options),
+      marked_(slices_.size(), false) {
+  thread_ = std::thread([this] { CommLoop(); });
+}
+
+GradientReducer::~GradientReducer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  thread_.join();
+}
+
+void GradientReducer::BucketReady(int index) {
+  if (index < 0 || static_cast<size_t>(index) >= slices_.size() || marked_[index]) {
+    throw Error(ErrorCode::kInternal, "gradient bucket " + std::to_string(index) +
+                                          " marked ready twice or out of range (" +
+                                          std::to_string(slices_.size()) + " buckets)");
+  }
+  marked_[index] = true;
+  if (!options_.overlap) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(index);
+    ++outstanding_;
+  }
+  work_cv_.notify_one();
+}
+
+double GradientReducer::Finish() {
+  const auto start = std::chrono::steady_clock::now();
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    // Buckets not yet queued (overlap off, or never reported) go now, in index order, which
+    // is the same on every rank.
+    for (size_t i = 0; i < slices_.size(); ++i) {
+      if (!options_.overlap || !marked_[i]) {
+        queue_.push_back(static_cast<int>(i));
+        ++outstanding_;
+      }
+    }
+    work_cv_.notify_one();
+    done_cv_.wait(lock, [this] { return outstanding_ == 0 || error_ != nullptr; });
+    if (error_) std::rethrow_exception(error_);
+    stats_.reduce_seconds = reduce_seconds_;
+  }
+  std::fill(marked_.begin(), marked_.end(), false);
+  const double blocked = SecondsSince(start);
+  stats_.blocked_seconds += blocked;
+  stats_.steps += 1;
+  for (const auto& s : slices_) stats_.bytes += s.size * static_cast<int64_t>(sizeof(float));
+  return blocked;
+}
+
+void GradientReducer::CommLoop() {
+  for (;;) {
+    int index = -1;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_ and nothing left
+      index = queue_.front();
+      queue_.pop_front();
+    }
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      const GradientSlice& s = slices_[index];
+      Allreduce(comm_, grads_ + s.offset, static_cast<size_t>(s.size), options_.allreduce);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      error_ = std::current_exception();
+      done_cv_.notify_all();
+      return;
+    }
+    const double seconds = SecondsSince(start);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      reduce_seconds_ += seconds;
+      if (--outstanding_ == 0) done_cv_.notify_all();
+    }
+  }
+}
+
+}  // namespace shardflow::comm
