@@ -1,0 +1,27 @@
+// Dense matrix multiply on the CPU (Eigen), the one place the training kernels reach Eigen.
+//
+// Keeping Eigen behind this small interface means only gemm.cpp pays Eigen's compile time;
+// layers include this header and stay fast to build.
+#pragma once
+
+#include <cstdint>
+
+namespace shardflow::cpu {
+
+// C = alpha * op(A) * op(B) + beta * C, all row-major.
+//   op(A) is (M, K): A is (M, K) with row stride lda, or (K, M) when trans_a.
+//   op(B) is (K, N): B is (K, N) with row stride ldb, or (N, K) when trans_b.
+//   C is (M, N) with row stride ldc.
+// beta = 0 overwrites C (its old contents may be garbage, even NaN). M, N or K may be 0.
+// Instantiated for float and double. Threads: as many as SetIntraOpThreads allows.
+template <typename T>
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+
+// Intra-op threads for kernels (Eigen's GEMM). n <= 0 selects DefaultIntraOpThreads().
+void SetIntraOpThreads(int n);
+int IntraOpThreads();
+// The number of cores this process may run on (sched_getaffinity), at least 1.
+int DefaultIntraOpThreads();
+
+}  // namespace shardflow::cpu
