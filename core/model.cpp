@@ -245,9 +245,17 @@ Tensor Sequential<T>::Forward(const Tensor& x, bool training) {
 template <typename T>
 void Sequential<T>::Backward(const Tensor& dy) {
   CheckInput(dy, shapes_.back(), "model output gradient");
+  // No layer before the first one with parameters needs an input gradient.
+  int first_trainable = num_layers();
+  for (int i = 0; i < num_layers(); ++i) {
+    if (has_params_[i]) {
+      first_trainable = i;
+      break;
+    }
+  }
   Tensor g = dy;
   for (int i = num_layers() - 1; i >= 0; --i) {
-    g = layers_[i]->Backward(g, i > 0);
+    g = layers_[i]->Backward(g, i > first_trainable);
     if (hook_ && has_params_[i]) hook_(i);
   }
 }

@@ -57,30 +57,35 @@ class Pool2D final : public Layer<T> {
     const T* xp = x.data<T>();
     T* yp = y.data<T>();
     int64_t* ap = o_.max ? arg_.data<int64_t>() : nullptr;
+    // Channels innermost: each window position contributes a contiguous run of C values, so
+    // the compare/accumulate loops vectorise. For max pooling the first maximum wins (strict >).
     const T inv = T(1) / static_cast<T>(k * k);
     for (int64_t n = 0; n < b; ++n)
       for (int64_t i = 0; i < oh_; ++i)
-        for (int64_t j = 0; j < ow_; ++j)
-          for (int64_t ch = 0; ch < c; ++ch) {
-            const int64_t o = ((n * oh_ + i) * ow_ + j) * c + ch;
-            int64_t best = -1;
-            T acc = T(0);
-            for (int64_t di = 0; di < k; ++di)
-              for (int64_t dj = 0; dj < k; ++dj) {
-                const int64_t idx = ((n * h + i * s + di) * w + j * s + dj) * c + ch;
-                if (o_.max) {
-                  if (best < 0 || xp[idx] > xp[best]) best = idx;
-                } else {
-                  acc += xp[idx];
+        for (int64_t j = 0; j < ow_; ++j) {
+          const int64_t o = ((n * oh_ + i) * ow_ + j) * c;
+          T* yo = yp + o;
+          for (int64_t di = 0; di < k; ++di)
+            for (int64_t dj = 0; dj < k; ++dj) {
+              const int64_t base = ((n * h + i * s + di) * w + j * s + dj) * c;
+              const T* xi = xp + base;
+              const bool first = di == 0 && dj == 0;
+              if (o_.max) {
+                int64_t* ao = ap + o;
+                for (int64_t ch = 0; ch < c; ++ch) {
+                  if (first || xi[ch] > yo[ch]) {
+                    yo[ch] = xi[ch];
+                    ao[ch] = base + ch;
+                  }
                 }
+              } else {
+                for (int64_t ch = 0; ch < c; ++ch) yo[ch] = (first ? T(0) : yo[ch]) + xi[ch];
               }
-            if (o_.max) {
-              ap[o] = best;
-              yp[o] = xp[best];
-            } else {
-              yp[o] = acc * inv;
             }
+          if (!o_.max) {
+            for (int64_t ch = 0; ch < c; ++ch) yo[ch] *= inv;
           }
+        }
     return y;
   }
 
