@@ -23,6 +23,7 @@ template <typename T>
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
           int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
+  if (g_threads.load(std::memory_order_relaxed) == 0) SetIntraOpThreads(0);
   MutMap<T> cm(c, m, n, Eigen::OuterStride<>(ldc));
   if (beta == T(0)) {
     cm.setZero();

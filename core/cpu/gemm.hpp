@@ -18,7 +18,13 @@ template <typename T>
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
           int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 
-// Intra-op threads for kernels (Eigen's GEMM). n <= 0 selects DefaultIntraOpThreads().
+// Intra-op threads for kernels: Eigen's GEMM, parallelised with OpenMP over blocks of C (each
+// element sums over k in the same order whatever the thread count, so results do not depend on
+// it). n <= 0 selects DefaultIntraOpThreads(), which is also what the first Gemm call uses when
+// nothing was set. Ranks that share cores (more ranks than cores, no binding) should set 1:
+// measured on the 2-core build machine while it was shared, 2 OpenMP threads gave anywhere
+// from 0.2x to 2.3x the samples/s of 1 thread (spin-waiting threads preempted by other
+// processes); on an idle core set they help (see BENCHMARKS in the report).
 void SetIntraOpThreads(int n);
 int IntraOpThreads();
 // The number of cores this process may run on (sched_getaffinity), at least 1.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "core/cpu/gemm.hpp"
 #include "core/cpu/im2col.hpp"
@@ -139,6 +140,28 @@ TEST(KernelReference, DenseMatchesNaiveMatmul) {
         s += static_cast<double>(x.data<float>()[i * 37 + p]) * w[p * 13 + j];
       EXPECT_NEAR(y.data<float>()[i * 13 + j], s, 1e-4);
     }
+}
+
+}  // namespace
+}  // namespace shardflow
+
+namespace shardflow {
+namespace {
+
+TEST(KernelReference, GemmResultDoesNotDependOnThreadCount) {
+  const int64_t m = 300, n = 200, k = 150;
+  std::vector<float> a(m * k), b(k * n), c1(m * n), c2(m * n);
+  Fill(a.data(), a.size(), 11);
+  Fill(b.data(), b.size(), 12);
+  const int before = cpu::IntraOpThreads();
+  cpu::SetIntraOpThreads(1);
+  EXPECT_EQ(cpu::IntraOpThreads(), 1);
+  cpu::Gemm<float>(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c1.data(), n);
+  cpu::SetIntraOpThreads(2);
+  cpu::Gemm<float>(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c2.data(), n);
+  cpu::SetIntraOpThreads(before);
+  EXPECT_EQ(std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)), 0);
+  EXPECT_GE(cpu::DefaultIntraOpThreads(), 1);
 }
 
 }  // namespace
