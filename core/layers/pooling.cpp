@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <vector>
 
 namespace shardflow {
 namespace {
@@ -47,16 +48,16 @@ class Pool2D final : public Layer<T> {
     return {oh_, ow_, in[2]};
   }
 
-  // x is (B, H, W, C); y is (B, OH, OW, C). For max pooling, arg_ holds for each output the
-  // flat index into x of the chosen input.
+  // x is (B, H, W, C); y is (B, OH, OW, C). Max pooling keeps no argmax array: the backward
+  // pass finds the first window element equal to the output again (cheaper than writing an
+  // index per output in the forward pass, which the benchmark showed dominating the layer).
   Tensor Forward(const Tensor& x, const ForwardContext&) override {
     const int64_t b = CheckInput(x, in_, kind());
     const int64_t h = in_[0], w = in_[1], c = in_[2], k = o_.size, s = o_.stride;
     Tensor& y = ReuseBuffer(y_, DTypeOf<T>(), {b, oh_, ow_, c});
-    if (o_.max) ReuseBuffer(arg_, DType::kInt64, y.shape());
+    x_ = x;
     const T* xp = x.data<T>();
     T* yp = y.data<T>();
-    int64_t* ap = o_.max ? arg_.data<int64_t>() : nullptr;
     // Channels innermost: each window position contributes a contiguous run of C values, so
     // the compare/accumulate loops vectorise. For max pooling the first maximum wins (strict >).
     const T inv = T(1) / static_cast<T>(k * k);
@@ -71,13 +72,8 @@ class Pool2D final : public Layer<T> {
               const T* xi = xp + base;
               const bool first = di == 0 && dj == 0;
               if (o_.max) {
-                int64_t* ao = ap + o;
-                for (int64_t ch = 0; ch < c; ++ch) {
-                  if (first || xi[ch] > yo[ch]) {
-                    yo[ch] = xi[ch];
-                    ao[ch] = base + ch;
-                  }
-                }
+                for (int64_t ch = 0; ch < c; ++ch)
+                  yo[ch] = first ? xi[ch] : std::max(yo[ch], xi[ch]);
               } else {
                 for (int64_t ch = 0; ch < c; ++ch) yo[ch] = (first ? T(0) : yo[ch]) + xi[ch];
               }
@@ -97,8 +93,26 @@ class Pool2D final : public Layer<T> {
     std::fill(o, o + dx.num_elements(), T(0));
     const T* d = dy.data<T>();
     if (o_.max) {
-      const int64_t* ap = arg_.data<int64_t>();
-      for (int64_t i = 0; i < dy.num_elements(); ++i) o[ap[i]] += d[i];
+      // Route each output's gradient to the first window element equal to the maximum.
+      const T* xp = x_.data<T>();
+      const T* yp = y_.data<T>();
+      std::vector<uint8_t> done(static_cast<size_t>(c));
+      for (int64_t n = 0; n < b; ++n)
+        for (int64_t i = 0; i < oh_; ++i)
+          for (int64_t j = 0; j < ow_; ++j) {
+            const int64_t out = ((n * oh_ + i) * ow_ + j) * c;
+            std::fill(done.begin(), done.end(), 0);
+            for (int64_t di = 0; di < k; ++di)
+              for (int64_t dj = 0; dj < k; ++dj) {
+                const int64_t base = ((n * h + i * s + di) * w + j * s + dj) * c;
+                for (int64_t ch = 0; ch < c; ++ch) {
+                  if (!done[ch] && xp[base + ch] == yp[out + ch]) {
+                    o[base + ch] += d[out + ch];
+                    done[ch] = 1;
+                  }
+                }
+              }
+          }
       return dx;
     }
     const T inv = T(1) / static_cast<T>(k * k);
@@ -118,7 +132,7 @@ class Pool2D final : public Layer<T> {
   Pool2DOptions o_;
   Shape in_;
   int64_t oh_ = 0, ow_ = 0;
-  Tensor y_, arg_, dx_;
+  Tensor x_, y_, dx_;
 };
 
 template <typename T>
