@@ -12,6 +12,12 @@
 #include "core/random.hpp"
 #include "tests/support/test_paths.hpp"
 
+// LeakSanitizer: HDF5 1.10.8 loses object-header blocks on the error paths taken while reading
+// deliberately corrupted files (the blocks come from its free lists, so the recorded stack is
+// the first allocation's, inside libhdf5). Our own handles are closed by RAII on every path;
+// this suppresses only leaks allocated inside the HDF5 library, for this test binary.
+extern "C" const char* __lsan_default_suppressions() { return "leak:libhdf5_openmpi.so\n"; }
+
 namespace shardflow {
 namespace {
 
