@@ -96,22 +96,22 @@ class Pool2D final : public Layer<T> {
       // Route each output's gradient to the first window element equal to the maximum.
       const T* xp = x_.data<T>();
       const T* yp = y_.data<T>();
-      std::vector<uint8_t> done(static_cast<size_t>(c));
       for (int64_t n = 0; n < b; ++n)
         for (int64_t i = 0; i < oh_; ++i)
           for (int64_t j = 0; j < ow_; ++j) {
             const int64_t out = ((n * oh_ + i) * ow_ + j) * c;
-            std::fill(done.begin(), done.end(), 0);
-            for (int64_t di = 0; di < k; ++di)
-              for (int64_t dj = 0; dj < k; ++dj) {
-                const int64_t base = ((n * h + i * s + di) * w + j * s + dj) * c;
-                for (int64_t ch = 0; ch < c; ++ch) {
-                  if (!done[ch] && xp[base + ch] == yp[out + ch]) {
-                    o[base + ch] += d[out + ch];
-                    done[ch] = 1;
+            for (int64_t ch = 0; ch < c; ++ch) {
+              const T m = yp[out + ch];
+              bool found = false;
+              for (int64_t di = 0; di < k && !found; ++di)
+                for (int64_t dj = 0; dj < k && !found; ++dj) {
+                  const int64_t idx = ((n * h + i * s + di) * w + j * s + dj) * c + ch;
+                  if (xp[idx] == m) {
+                    o[idx] += d[out + ch];
+                    found = true;
                   }
                 }
-              }
+            }
           }
       return dx;
     }
