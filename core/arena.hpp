@@ -164,9 +164,11 @@ class Arena {
 
 // Turns per-layer completion notices into per-bucket ready callbacks.
 //
-//   GradReadyTracker tracker(arena.Buckets(25 << 20), [&](const GradBucket& b) { StartReduce(b);
-//   }); model.SetGradsReadyHook([&](int layer) { tracker.LayerDone(layer); }); tracker.Reset();
-//   model.Backward(...);   // callbacks fire during Backward
+//   GradReadyTracker tracker(arena.Buckets(25 << 20),
+//                            [&](const GradBucket& b) { StartReduce(b); }, arena.specs());
+//   model.SetGradsReadyHook([&](int layer) { tracker.LayerDone(layer); });
+//   tracker.Reset();
+//   model.Backward(dy);  // bucket callbacks fire during Backward, front of the arena first
 //
 // A bucket fires once all the layers it holds have reported, whatever order they report in.
 // Not thread-safe: call LayerDone from the thread running backprop.
