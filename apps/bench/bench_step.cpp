@@ -1,0 +1,292 @@
+// shardflow-bench step: training throughput of one model on the CPU against the compute limit.
+//
+//   shardflow-bench step [--model mlp|cnn|all] [--batch 128] [--threads 1] [--steps 20] [--json]
+//
+// In one run it measures
+//   1. training samples/s: forward + softmax cross-entropy + backward + SGD update on random
+//      28x28x1 inputs, timed over --steps steps after 3 warm-up steps, with a per-layer
+//      breakdown of forward and backward time;
+//   2. the compute limit: Eigen sgemm (cpu::Gemm, the same call the layers make) timed on
+//      exactly the GEMM shapes of one training step (forward, weight gradient and input
+//      gradient of every dense and conv layer), giving a FLOP rate;
+// and reports the model's training FLOPs per sample (the FLOPs of those GEMMs / batch; the
+// elementwise layers add under 1%), the limit in samples/s (rate / FLOPs per sample) and the
+// ratio measured / limit (design target >= 0.5). Both sides are medians over repetitions, since
+// the machine may be shared. It checks the GEMM results and that the loss is finite.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "apps/bench/bench_registry.hpp"
+#include "core/cpu/gemm.hpp"
+#include "core/loss.hpp"
+#include "core/model.hpp"
+#include "core/mpi_env.hpp"
+#include "core/optim/optimizer.hpp"
+#include "core/random.hpp"
+
+namespace shardflow::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+struct StepArgs {
+  std::vector<std::string> models = {"mlp", "cnn"};
+  int64_t batch = 128;
+  int threads = 1;
+  int steps = 20;
+  bool json = false;
+};
+
+StepArgs ParseArgs(const std::vector<std::string>& args) {
+  StepArgs a;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& k = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) {
+        throw Error(ErrorCode::kInvalidArgument, "flag " + k + " needs a value");
+      }
+      return args[++i];
+    };
+    auto integer = [&](const std::string& v) {
+      size_t used = 0;
+      long long n = -1;
+      try {
+        n = std::stoll(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != v.size() || n <= 0) {
+        throw Error(ErrorCode::kInvalidArgument, k + " needs a positive integer, got '" + v + "'");
+      }
+      return n;
+    };
+    if (k == "--model") {
+      const std::string v = value();
+      if (v == "all") {
+        a.models = {"mlp", "cnn"};
+      } else if (v == "mlp" || v == "cnn" || v == "linear" || v == "resnet") {
+        a.models = {v};
+      } else {
+        throw Error(ErrorCode::kInvalidArgument, "--model must be mlp, cnn, linear, resnet or all");
+      }
+    } else if (k == "--batch") {
+      a.batch = integer(value());
+    } else if (k == "--threads") {
+      a.threads = static_cast<int>(integer(value()));
+    } else if (k == "--steps") {
+      a.steps = static_cast<int>(integer(value()));
+    } else if (k == "--json") {
+      a.json = true;
+    } else if (k == "--help" || k == "-h") {
+      std::printf(
+          "usage: shardflow-bench step [--model mlp|cnn|linear|resnet|all (all)] [--batch 128]\n"
+          "                            [--threads 1] [--steps 20] [--json]\n");
+      throw EarlyExit{0};
+    } else {
+      throw Error(ErrorCode::kInvalidArgument, "unknown flag '" + k + "'",
+                  {.hint = "shardflow-bench step --help"});
+    }
+  }
+  return a;
+}
+
+struct GemmShape {
+  bool ta, tb;
+  int64_t m, n, k;
+};
+
+// The GEMMs of one training step, from the kernels in the arena: a rank-4 kernel
+// (KH, KW, C, F) is a convolution with M = B*OH*OW, K = KH*KW*C, N = F; a rank-2 kernel (F, U)
+// a dense layer with M = B * rows, K = F, N = U.
+// The first layer with parameters; layers up to it need no input gradient (as in Sequential).
+int FirstTrainable(const Sequential<float>& m) {
+  int first = m.num_layers();
+  for (const ParamSpec& s : m.arena().specs()) first = std::min(first, s.layer);
+  return first;
+}
+
+std::vector<GemmShape> StepGemms(Sequential<float>& m, int64_t batch) {
+  std::vector<GemmShape> out;
+  const int first = FirstTrainable(m);
+  for (const ParamSpec& s : m.arena().specs()) {
+    if (s.name != "kernel") continue;
+    const Shape& out_shape = m.layer_output_shape(s.layer);
+    int64_t rows = 0, k = 0, n = 0;
+    if (s.shape.size() == 4) {
+      k = s.shape[0] * s.shape[1] * s.shape[2];
+      n = s.shape[3];
+    } else if (s.shape.size() == 2) {
+      k = s.shape[0];
+      n = s.shape[1];
+    } else {
+      continue;
+    }
+    rows = batch * NumElements(out_shape) / n;
+    out.push_back({false, false, rows, n, k});  // forward: y = x W
+    out.push_back({true, false, k, n, rows});   // weight gradient: x^T dy
+    if (s.layer > first) {
+      out.push_back({false, true, rows, k, n});  // input gradient: dy W^T
+    }
+  }
+  return out;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Seconds for one pass over all the shapes (median of 7 passes; the machine may be shared, so
+// both sides of the ratio use medians) and the pass's FLOPs.
+double TimeGemms(const std::vector<GemmShape>& shapes, double* flops) {
+  struct Buffers {
+    std::vector<float> a, b, c;
+  };
+  std::vector<Buffers> bufs;
+  *flops = 0;
+  for (const GemmShape& g : shapes) {
+    const int64_t ar = g.ta ? g.k : g.m, ac = g.ta ? g.m : g.k;
+    const int64_t br = g.tb ? g.n : g.k, bc = g.tb ? g.k : g.n;
+    bufs.push_back({std::vector<float>(ar * ac, 0.5f), std::vector<float>(br * bc, 0.25f),
+                    std::vector<float>(g.m * g.n)});
+    *flops += 2.0 * static_cast<double>(g.m) * g.n * g.k;
+  }
+  std::vector<double> passes;
+  for (int rep = 0; rep < 7; ++rep) {
+    const auto t0 = Clock::now();
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const GemmShape& g = shapes[i];
+      cpu::Gemm<float>(g.ta, g.tb, g.m, g.n, g.k, 1.0f, bufs[i].a.data(), g.ta ? g.m : g.k,
+                       bufs[i].b.data(), g.tb ? g.k : g.n, 0.0f, bufs[i].c.data(), g.n);
+    }
+    passes.push_back(Seconds(t0, Clock::now()));
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const float want = 0.125f * static_cast<float>(shapes[i].k);
+    if (std::abs(bufs[i].c[0] - want) > 1e-3f * want) {
+      throw Error(ErrorCode::kInternal, "GEMM result check failed in the benchmark");
+    }
+  }
+  return Median(passes);
+}
+
+int RunStep(const std::vector<std::string>& argv) {
+  const StepArgs args = ParseArgs(argv);
+  cpu::SetIntraOpThreads(args.threads);
+  for (const std::string& name : args.models) {
+    Sequential<float> m(name, {28, 28, 1});
+    auto opt = MakeOptimizer({.name = "sgd", .momentum = 0.9}, m.arena().size());
+    Tensor x(DType::kFloat32, {args.batch, 28, 28, 1}), y(DType::kInt32, {args.batch}), d;
+    for (int64_t i = 0; i < x.num_elements(); ++i)
+      x.data<float>()[i] = RandomUniform(1, 0, static_cast<uint64_t>(i));
+    for (int64_t i = 0; i < args.batch; ++i) y.data<int32_t>()[i] = static_cast<int32_t>(i % 10);
+
+    const int layers = m.num_layers();
+    std::vector<double> fwd(layers, 0.0), bwd(layers, 0.0);
+    double loss_time = 0, opt_time = 0, loss = 0;
+    const int warmup = 3;
+    const int first = FirstTrainable(m);
+    std::vector<double> step_times;
+    for (int s = 0; s < warmup + args.steps; ++s) {
+      if (s == warmup) {
+        std::fill(fwd.begin(), fwd.end(), 0.0);
+        std::fill(bwd.begin(), bwd.end(), 0.0);
+        loss_time = opt_time = 0;
+      }
+      const auto step_start = Clock::now();
+      m.set_step(static_cast<uint64_t>(s));
+      m.arena().ZeroGrads();
+      const ForwardContext ctx{.training = true, .seed = 42, .step = static_cast<uint64_t>(s)};
+      // The model's Forward/Backward loop, unrolled here to time each layer.
+      Tensor h = x;
+      for (int i = 0; i < layers; ++i) {
+        const auto t0 = Clock::now();
+        h = m.layer(i).Forward(h, ctx);
+        fwd[i] += Seconds(t0, Clock::now());
+      }
+      auto t0 = Clock::now();
+      loss = SoftmaxCrossEntropy<float>(h, y, &d);
+      loss_time += Seconds(t0, Clock::now());
+      Tensor g = d;
+      for (int i = layers - 1; i >= 0; --i) {
+        const auto t1 = Clock::now();
+        g = m.layer(i).Backward(g, i > first);
+        bwd[i] += Seconds(t1, Clock::now());
+      }
+      t0 = Clock::now();
+      opt->Step(m.arena(), 0.01);
+      opt_time += Seconds(t0, Clock::now());
+      if (s >= warmup) step_times.push_back(Seconds(step_start, Clock::now()));
+    }
+    const double step_time = Median(step_times);
+    if (!std::isfinite(loss)) throw Error(ErrorCode::kInternal, "non-finite loss in " + name);
+    const double samples_per_s = static_cast<double>(args.batch) / step_time;
+
+    double gemm_flops = 0;
+    const double gemm_time = TimeGemms(StepGemms(m, args.batch), &gemm_flops);
+    const double gemm_rate = gemm_flops / gemm_time;
+    // The GEMMs are the step's arithmetic (elementwise layers add < 1%): their FLOPs per sample
+    // are the training FLOPs, and the limit is the step done at the sgemm rate.
+    const double train_flops = gemm_flops / static_cast<double>(args.batch);
+    const double limit = gemm_rate / train_flops;
+
+    std::printf("model %s, batch %lld, threads %d, %d steps: %.0f samples/s (%.2f ms/step)\n",
+                name.c_str(), static_cast<long long>(args.batch), cpu::IntraOpThreads(), args.steps,
+                samples_per_s, 1e3 * step_time);
+    std::printf(
+        "  training FLOPs/sample %.3g; sgemm on the step's shapes %.1f GFLOP/s -> limit "
+        "%.0f samples/s; ratio %.2f (target >= 0.5); achieved %.1f GFLOP/s\n",
+        train_flops, gemm_rate / 1e9, limit, samples_per_s / limit,
+        samples_per_s * train_flops / 1e9);
+    std::printf("  %-14s %10s %10s %7s\n", "layer", "fwd ms", "bwd ms", "share");
+    double total_layers = loss_time + opt_time;
+    for (int i = 0; i < layers; ++i) total_layers += fwd[i] + bwd[i];
+    for (int i = 0; i < layers; ++i) {
+      std::printf("  %-14s %10.3f %10.3f %6.1f%%\n", m.layer_name(i).c_str(),
+                  1e3 * fwd[i] / args.steps, 1e3 * bwd[i] / args.steps,
+                  100.0 * (fwd[i] + bwd[i]) / total_layers);
+    }
+    std::printf("  %-14s %10.3f %10s %6.1f%%\n", "loss", 1e3 * loss_time / args.steps, "",
+                100.0 * loss_time / total_layers);
+    std::printf("  %-14s %10.3f %10s %6.1f%%\n", "sgd update", 1e3 * opt_time / args.steps, "",
+                100.0 * opt_time / total_layers);
+    if (args.json) {
+      nlohmann::json j = {{"bench", "step"},
+                          {"model", name},
+                          {"batch", args.batch},
+                          {"threads", cpu::IntraOpThreads()},
+                          {"steps", args.steps},
+                          {"samples_per_s", samples_per_s},
+                          {"train_flops_per_sample", train_flops},
+                          {"sgemm_gflops", gemm_rate / 1e9},
+                          {"limit_samples_per_s", limit},
+                          {"ratio_to_limit", samples_per_s / limit},
+                          {"loss", loss}};
+      nlohmann::json per_layer = nlohmann::json::array();
+      for (int i = 0; i < layers; ++i) {
+        per_layer.push_back({{"layer", m.layer_name(i)},
+                             {"fwd_ms", 1e3 * fwd[i] / args.steps},
+                             {"bwd_ms", 1e3 * bwd[i] / args.steps}});
+      }
+      j["layers"] = per_layer;
+      std::printf("%s\n", j.dump().c_str());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+SHARDFLOW_BENCH("step", "training samples/s of mlp/cnn on the CPU vs the sgemm compute limit",
+                RunStep);
+
+}  // namespace shardflow::bench

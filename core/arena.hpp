@@ -1,0 +1,221 @@
+// Flat parameter and gradient arenas (design decision 2).
+//
+// Every trainable value of a model lives in one contiguous array of T (the parameter arena) and
+// its gradient at the same offset of a second array (the gradient arena). Layers declare their
+// parameters while the model is built, then hold only ids and reach their memory through the
+// arena, so all-reduce, optimizers, checkpoints and the parameter server work on slices of two
+// flat arrays, never on per-layer copies.
+//
+// Layout: parameters are placed in REVERSE layer order (the last layer's parameters at offset
+// 0) and, within a layer, in declaration order. Backpropagation finishes the last layer first,
+// so gradients become final from the front of the arena to its back, and a gradient bucket (a
+// contiguous slice of whole parameters, see Buckets()) is complete as soon as the lowest layer
+// it holds has run its backward pass. GradReadyTracker turns per-layer "my gradients are done"
+// notifications into per-bucket "this slice can be reduced now" callbacks.
+//
+// Thread-safety: building and allocating are single-threaded. After Allocate(), distinct slices
+// may be read and written by distinct threads (e.g. a comm thread reducing a finished bucket
+// while backprop writes the next one).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/tensor.hpp"
+
+namespace shardflow {
+
+// One declared parameter.
+struct ParamSpec {
+  std::string name;        // "kernel", "bias", "gamma", ...
+  int layer = 0;           // index of the owning layer in the model (0 = first)
+  std::string layer_name;  // "03_dense"
+  Shape shape;
+  bool decay = true;   // weight decay applies (kernels yes, biases and norms no)
+  int64_t offset = 0;  // element offset in the arena (valid after Allocate)
+  int64_t size = 0;    // NumElements(shape)
+  std::string FullName() const { return layer_name + "/" + name; }
+};
+
+// A contiguous slice of the gradient arena made of whole parameters.
+struct GradBucket {
+  int index = 0;
+  int64_t offset = 0;    // elements
+  int64_t size = 0;      // elements
+  int lowest_layer = 0;  // the bucket is complete once this layer's backward has run
+  int highest_layer = 0;
+  std::vector<int> params;  // parameter ids, in arena order
+};
+
+template <typename T>
+class Arena {
+ public:
+  Arena() = default;
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+
+  // Declares a parameter of `layer`; returns its id. REQUIRES: !allocated().
+  int Declare(int layer, const std::string& layer_name, const std::string& name, Shape shape,
+              bool decay) {
+    if (allocated()) {
+      throw Error(ErrorCode::kInternal, "parameter " + layer_name + "/" + name +
+                                            " declared after the arena was allocated");
+    }
+    ParamSpec spec;
+    spec.name = name;
+    spec.layer = layer;
+    spec.layer_name = layer_name;
+    spec.shape = std::move(shape);
+    spec.decay = decay;
+    spec.size = NumElements(spec.shape);
+    specs_.push_back(std::move(spec));
+    return static_cast<int>(specs_.size()) - 1;
+  }
+
+  // Lays out every declared parameter (reverse layer order) and allocates both arenas,
+  // zero-filled, 64-byte aligned.
+  void Allocate() {
+    std::vector<int> order(specs_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return specs_[a].layer > specs_[b].layer; });
+    int64_t offset = 0;
+    for (int id : order) {
+      specs_[id].offset = offset;
+      offset += specs_[id].size;
+    }
+    order_ = std::move(order);
+    size_ = offset;
+    params_ = Tensor(DTypeOf<T>(), {size_});
+    grads_ = Tensor(DTypeOf<T>(), {size_});
+    allocated_ = true;
+  }
+
+  bool allocated() const { return allocated_; }
+  int64_t size() const { return size_; }  // elements in each arena
+  int num_params() const { return static_cast<int>(specs_.size()); }
+  const ParamSpec& spec(int id) const { return specs_.at(id); }
+  const std::vector<ParamSpec>& specs() const { return specs_; }
+  // Parameter ids in arena order (last layer first).
+  const std::vector<int>& arena_order() const { return order_; }
+
+  T* params() { return params_.data<T>(); }
+  const T* params() const { return params_.data<T>(); }
+  T* grads() { return grads_.data<T>(); }
+  const T* grads() const { return grads_.data<T>(); }
+  Tensor& params_tensor() { return params_; }
+  Tensor& grads_tensor() { return grads_; }
+
+  T* param(int id) { return params() + specs_[id].offset; }
+  const T* param(int id) const { return params() + specs_[id].offset; }
+  T* grad(int id) { return grads() + specs_[id].offset; }
+  // Views shaped like the parameter.
+  Tensor ParamView(int id) { return Tensor::View(param(id), DTypeOf<T>(), specs_[id].shape); }
+  Tensor GradView(int id) { return Tensor::View(grad(id), DTypeOf<T>(), specs_[id].shape); }
+
+  void ZeroGrads() {
+    if (size_ > 0) std::memset(grads(), 0, static_cast<size_t>(size_) * sizeof(T));
+  }
+
+  // Splits the arena into buckets of whole parameters: a bucket is closed as soon as it holds
+  // at least bucket_bytes (a parameter larger than bucket_bytes gets a bucket of its own), and
+  // bucket_bytes = 0 gives one bucket per parameter. An empty
+  // arena has no buckets.
+  std::vector<GradBucket> Buckets(size_t bucket_bytes) const {
+    std::vector<GradBucket> out;
+    GradBucket cur;
+    auto close = [&]() {
+      if (cur.params.empty()) return;
+      cur.index = static_cast<int>(out.size());
+      out.push_back(cur);
+      cur = GradBucket();
+    };
+    for (int id : order_) {
+      const ParamSpec& s = specs_[id];
+      if (s.size == 0) continue;
+      if (cur.params.empty()) {
+        cur.offset = s.offset;
+        cur.lowest_layer = s.layer;
+        cur.highest_layer = s.layer;
+      }
+      cur.params.push_back(id);
+      cur.size += s.size;
+      cur.lowest_layer = std::min(cur.lowest_layer, s.layer);
+      cur.highest_layer = std::max(cur.highest_layer, s.layer);
+      if (static_cast<size_t>(cur.size) * sizeof(T) >= bucket_bytes) close();
+    }
+    close();
+    return out;
+  }
+
+ private:
+  std::vector<ParamSpec> specs_;
+  std::vector<int> order_;
+  int64_t size_ = 0;
+  bool allocated_ = false;
+  Tensor params_;
+  Tensor grads_;
+};
+
+// Turns per-layer completion notices into per-bucket ready callbacks.
+//
+//   GradReadyTracker tracker(arena.Buckets(25 << 20),
+//                            [&](const GradBucket& b) { StartReduce(b); }, arena.specs());
+//   model.SetGradsReadyHook([&](int layer) { tracker.LayerDone(layer); });
+//   tracker.Reset();
+//   model.Backward(dy);  // bucket callbacks fire during Backward, front of the arena first
+//
+// A bucket fires once all the layers it holds have reported, whatever order they report in.
+// Not thread-safe: call LayerDone from the thread running backprop.
+class GradReadyTracker {
+ public:
+  using Callback = std::function<void(const GradBucket&)>;
+  GradReadyTracker(std::vector<GradBucket> buckets, Callback on_ready,
+                   const std::vector<ParamSpec>& specs)
+      : buckets_(std::move(buckets)), on_ready_(std::move(on_ready)) {
+    for (const GradBucket& b : buckets_) {
+      std::vector<int> layers;
+      for (int id : b.params) layers.push_back(specs.at(id).layer);
+      std::sort(layers.begin(), layers.end());
+      layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
+      bucket_layers_.push_back(layers);
+    }
+    Reset();
+  }
+
+  // Starts a new backward pass: no layer done, no bucket fired.
+  void Reset() {
+    pending_.clear();
+    for (const auto& l : bucket_layers_) pending_.push_back(static_cast<int>(l.size()));
+  }
+
+  // Layer `layer` has written all of its gradients for this pass.
+  void LayerDone(int layer) {
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      const auto& l = bucket_layers_[b];
+      if (pending_[b] > 0 && std::binary_search(l.begin(), l.end(), layer)) {
+        if (--pending_[b] == 0) on_ready_(buckets_[b]);
+      }
+    }
+  }
+
+  // Buckets not yet fired in this pass.
+  int pending_buckets() const {
+    return static_cast<int>(
+        std::count_if(pending_.begin(), pending_.end(), [](int p) { return p > 0; }));
+  }
+  const std::vector<GradBucket>& buckets() const { return buckets_; }
+
+ private:
+  std::vector<GradBucket> buckets_;
+  Callback on_ready_;
+  std::vector<std::vector<int>> bucket_layers_;
+  std::vector<int> pending_;
+};
+
+}  // namespace shardflow

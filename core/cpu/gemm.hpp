@@ -1,0 +1,33 @@
+// Dense matrix multiply on the CPU (Eigen), the one place the training kernels reach Eigen.
+//
+// Keeping Eigen behind this small interface means only gemm.cpp pays Eigen's compile time;
+// layers include this header and stay fast to build.
+#pragma once
+
+#include <cstdint>
+
+namespace shardflow::cpu {
+
+// C = alpha * op(A) * op(B) + beta * C, all row-major.
+//   op(A) is (M, K): A is (M, K) with row stride lda, or (K, M) when trans_a.
+//   op(B) is (K, N): B is (K, N) with row stride ldb, or (N, K) when trans_b.
+//   C is (M, N) with row stride ldc.
+// beta = 0 overwrites C (its old contents may be garbage, even NaN). M, N or K may be 0.
+// Instantiated for float and double. Threads: as many as SetIntraOpThreads allows.
+template <typename T>
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+
+// Intra-op threads for kernels: Eigen's GEMM, parallelised with OpenMP over blocks of C (each
+// element sums over k in the same order whatever the thread count, so results do not depend on
+// it). n <= 0 selects DefaultIntraOpThreads(), which is also what the first Gemm call uses when
+// nothing was set. Ranks that share cores (more ranks than cores, no binding) should set 1:
+// measured on the 2-core build machine while it was shared, 2 OpenMP threads gave anywhere
+// from 0.2x to 2.3x the samples/s of 1 thread (spin-waiting threads preempted by other
+// processes); on an idle core set they help (see BENCHMARKS in the report).
+void SetIntraOpThreads(int n);
+int IntraOpThreads();
+// The number of cores this process may run on (sched_getaffinity), at least 1.
+int DefaultIntraOpThreads();
+
+}  // namespace shardflow::cpu

@@ -1,0 +1,20 @@
+// Elementwise activations: relu, gelu (tanh approximation), tanh, sigmoid. Any input shape.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/layers/layer.hpp"
+
+namespace shardflow {
+
+enum class ActivationKind { kRelu, kGelu, kTanh, kSigmoid };
+
+// "relu" | "gelu" | "tanh" | "sigmoid"; throws Error(kInvalidArgument).
+ActivationKind ParseActivation(const std::string& name);
+const char* ActivationName(ActivationKind kind);
+
+template <typename T>
+std::unique_ptr<Layer<T>> MakeActivation(ActivationKind kind);
+
+}  // namespace shardflow

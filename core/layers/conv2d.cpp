@@ -1,0 +1,137 @@
+#include "core/layers/conv2d.hpp"
+
+#include <algorithm>
+
+#include "core/cpu/gemm.hpp"
+#include "core/cpu/im2col.hpp"
+
+namespace shardflow {
+namespace {
+
+constexpr int64_t kMaxColsElements = int64_t{2} << 20;  // im2col buffer bound per chunk
+
+template <typename T>
+class Conv2D final : public Layer<T> {
+ public:
+  explicit Conv2D(const Conv2DOptions& o) : o_(o) {
+    if (o.filters <= 0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "conv needs a positive number of filters, got " + std::to_string(o.filters));
+    }
+  }
+  std::string kind() const override { return "conv2d"; }
+  std::string Describe() const override {
+    return "conv:" + std::to_string(o_.filters) + ":" + std::to_string(o_.kernel_h) + "x" +
+           std::to_string(o_.kernel_w) + ":" + (o_.same_padding ? "same" : "valid") +
+           (o_.stride != 1 ? ":s" + std::to_string(o_.stride) : "");
+  }
+
+  Shape Build(const Shape& in, BuildContext<T>& ctx) override {
+    if (in.size() != 3) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "conv expects images (batch, height, width, channels), got per-sample " +
+                      ShapeToString(in),
+                  {.key = ctx.layer_name});
+    }
+    in_ = in;
+    g_ = cpu::MakeConvGeometry(in[0], in[1], in[2], o_.kernel_h, o_.kernel_w, o_.stride,
+                               o_.same_padding);
+    arena_ = ctx.arena;
+    kernel_ = ctx.Declare("kernel", {o_.kernel_h, o_.kernel_w, g_.c, o_.filters}, true);
+    if (o_.use_bias) bias_ = ctx.Declare("bias", {o_.filters}, false);
+    return {g_.oh, g_.ow, o_.filters};
+  }
+
+  void Initialize(uint64_t seed) override {
+    const int64_t k = o_.kernel_h * o_.kernel_w;
+    InitKernel(o_.init, arena_->param(kernel_), k * g_.c * o_.filters, k * g_.c, k * o_.filters,
+               seed, static_cast<uint64_t>(kernel_));
+  }
+
+  // x is (B, H, W, C); per chunk of samples: cols (R, KKC) = im2col(x), y (R, F) = cols W + b,
+  // R = chunk * OH * OW, KKC = KH * KW * C.
+  Tensor Forward(const Tensor& x, const ForwardContext&) override {
+    const int64_t b = CheckInput(x, in_, "conv");
+    x_ = x;
+    Tensor& y = ReuseBuffer(y_, DTypeOf<T>(), {b, g_.oh, g_.ow, o_.filters});
+    const int64_t f = o_.filters, kkc = KKC(), pix = g_.oh * g_.ow;
+    T* yp = y.data<T>();
+    const T* xp = x.data<T>();
+    if (o_.use_bias) {
+      const T* bp = arena_->param(bias_);
+      for (int64_t r = 0; r < b * pix; ++r) std::copy(bp, bp + f, yp + r * f);
+    }
+    const int64_t chunk = Chunk(b);
+    T* cols = ReuseBuffer(cols_, DTypeOf<T>(), {chunk * pix, kkc}).template data<T>();
+    for (int64_t s = 0; s < b; s += chunk) {
+      const int64_t n = std::min(chunk, b - s);
+      cpu::Im2Col(g_, n, xp + s * g_.h * g_.w * g_.c, cols);
+      cpu::Gemm<T>(false, false, n * pix, f, kkc, T(1), cols, kkc, arena_->param(kernel_), f,
+                   o_.use_bias ? T(1) : T(0), yp + s * pix * f, f);
+    }
+    return y;
+  }
+
+  // dy is (B, OH, OW, F). Per chunk: dW (KKC, F) += cols^T dy; dcols (R, KKC) = dy W^T,
+  // dx += col2im(dcols). db += sum of dy over all pixels.
+  Tensor Backward(const Tensor& dy, bool need_dx) override {
+    const int64_t b = x_.dim(0), f = o_.filters, kkc = KKC(), pix = g_.oh * g_.ow;
+    const T* d = dy.data<T>();
+    const T* xp = x_.data<T>();
+    if (o_.use_bias) {
+      T* db = arena_->grad(bias_);
+      for (int64_t r = 0; r < b * pix; ++r)
+        for (int64_t j = 0; j < f; ++j) db[j] += d[r * f + j];
+    }
+    T* dxp = nullptr;
+    if (need_dx) {
+      Tensor& dx = ReuseBuffer(dx_, DTypeOf<T>(), x_.shape());
+      dxp = dx.data<T>();
+      std::fill(dxp, dxp + dx.num_elements(), T(0));
+    }
+    const int64_t chunk = Chunk(b);
+    T* cols = ReuseBuffer(cols_, DTypeOf<T>(), {chunk * pix, kkc}).template data<T>();
+    T* dcols = need_dx ? ReuseBuffer(dcols_, DTypeOf<T>(), {chunk * pix, kkc}).template data<T>()
+                       : nullptr;
+    for (int64_t s = 0; s < b; s += chunk) {
+      const int64_t n = std::min(chunk, b - s);
+      const T* dchunk = d + s * pix * f;
+      cpu::Im2Col(g_, n, xp + s * g_.h * g_.w * g_.c, cols);
+      cpu::Gemm<T>(true, false, kkc, f, n * pix, T(1), cols, kkc, dchunk, f, T(1),
+                   arena_->grad(kernel_), f);
+      if (need_dx) {
+        cpu::Gemm<T>(false, true, n * pix, kkc, f, T(1), dchunk, f, arena_->param(kernel_), f, T(0),
+                     dcols, kkc);
+        cpu::Col2ImAdd(g_, n, dcols, dxp + s * g_.h * g_.w * g_.c);
+      }
+    }
+    return need_dx ? dx_ : Tensor();
+  }
+
+  int64_t FlopsPerSample() const override { return 2 * g_.oh * g_.ow * KKC() * o_.filters; }
+
+ private:
+  int64_t KKC() const { return o_.kernel_h * o_.kernel_w * g_.c; }
+  int64_t Chunk(int64_t b) const {
+    const int64_t per_sample = std::max<int64_t>(g_.oh * g_.ow * KKC(), 1);
+    return std::max<int64_t>(1, std::min(b, kMaxColsElements / per_sample));
+  }
+
+  Conv2DOptions o_;
+  Shape in_;
+  cpu::ConvGeometry g_;
+  Arena<T>* arena_ = nullptr;
+  int kernel_ = -1, bias_ = -1;
+  Tensor x_, y_, dx_, cols_, dcols_;
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<Layer<T>> MakeConv2D(const Conv2DOptions& options) {
+  return std::make_unique<Conv2D<T>>(options);
+}
+template std::unique_ptr<Layer<float>> MakeConv2D<float>(const Conv2DOptions&);
+template std::unique_ptr<Layer<double>> MakeConv2D<double>(const Conv2DOptions&);
+
+}  // namespace shardflow

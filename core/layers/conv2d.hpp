@@ -1,0 +1,27 @@
+// 2-D convolution on NHWC images, computed as im2col + GEMM (core/cpu/im2col.hpp).
+//
+// Input (B, H, W, C); kernel (KH, KW, C, F); bias (F); output (B, OH, OW, F). Padding "same"
+// (output ceil(H / stride)) or "valid". The batch is processed in chunks so the im2col buffer
+// stays bounded (about 8 MiB of float) whatever the batch size.
+#pragma once
+
+#include <memory>
+
+#include "core/init.hpp"
+#include "core/layers/layer.hpp"
+
+namespace shardflow {
+
+struct Conv2DOptions {
+  int64_t filters = 0;  // F, required (> 0)
+  int64_t kernel_h = 3, kernel_w = 3;
+  int64_t stride = 1;
+  bool same_padding = true;  // false: valid
+  bool use_bias = true;
+  InitKind init = InitKind::kHeNormal;
+};
+
+template <typename T>
+std::unique_ptr<Layer<T>> MakeConv2D(const Conv2DOptions& options);
+
+}  // namespace shardflow

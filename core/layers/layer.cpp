@@ -1,0 +1,18 @@
+#include "core/layers/layer.hpp"
+
+namespace shardflow {
+
+int64_t CheckInput(const Tensor& x, const Shape& expected, const std::string& layer) {
+  const Shape& s = x.shape();
+  bool ok = s.size() == expected.size() + 1;
+  for (size_t i = 0; ok && i < expected.size(); ++i) ok = s[i + 1] == expected[i];
+  if (!ok) {
+    throw Error(ErrorCode::kInvalidArgument,
+                layer + " expects input (batch," + ShapeToString(expected).substr(1) + " but got " +
+                    ShapeToString(s),
+                {.key = layer});
+  }
+  return s[0];
+}
+
+}  // namespace shardflow

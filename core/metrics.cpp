@@ -1,0 +1,55 @@
+#include "core/metrics.hpp"
+
+#include "core/loss.hpp"
+
+namespace shardflow {
+
+template <typename T>
+int64_t CountCorrect(const Tensor& logits, const Tensor& labels) {
+  if (logits.rank() != 2 || labels.rank() != 1 || labels.dim(0) != logits.dim(0)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "accuracy expects logits (batch, classes) and labels (batch), got " +
+                    ShapeToString(logits.shape()) + " and " + ShapeToString(labels.shape()));
+  }
+  const int64_t b = logits.dim(0), k = logits.dim(1);
+  const T* z = logits.data<T>();
+  int64_t correct = 0;
+  for (int64_t i = 0; i < b; ++i) {
+    int64_t best = 0;
+    for (int64_t j = 1; j < k; ++j)
+      if (z[i * k + j] > z[i * k + best]) best = j;
+    correct += best == LabelAt(labels, i) ? 1 : 0;
+  }
+  return correct;
+}
+
+template <typename T>
+double SumReconstructionError(const Tensor& pred, const Tensor& target) {
+  if (pred.shape() != target.shape() || pred.rank() == 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "reconstruction error: prediction " + ShapeToString(pred.shape()) + " and target " +
+                    ShapeToString(target.shape()) + " differ in shape");
+  }
+  const int64_t b = pred.dim(0);
+  if (b == 0) return 0.0;
+  const int64_t per = pred.num_elements() / b;
+  const T* y = pred.data<T>();
+  const T* t = target.data<T>();
+  double total = 0.0;
+  for (int64_t i = 0; i < b; ++i) {
+    double s = 0.0;
+    for (int64_t j = 0; j < per; ++j) {
+      const double e = static_cast<double>(y[i * per + j]) - static_cast<double>(t[i * per + j]);
+      s += e * e;
+    }
+    total += per > 0 ? s / static_cast<double>(per) : 0.0;
+  }
+  return total;
+}
+
+template int64_t CountCorrect<float>(const Tensor&, const Tensor&);
+template int64_t CountCorrect<double>(const Tensor&, const Tensor&);
+template double SumReconstructionError<float>(const Tensor&, const Tensor&);
+template double SumReconstructionError<double>(const Tensor&, const Tensor&);
+
+}  // namespace shardflow

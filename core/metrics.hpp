@@ -1,0 +1,33 @@
+// Metrics: accuracy, mean loss, reconstruction error, accumulated over batches.
+//
+// Sums are kept as (sum, count) pairs so ranks can all-reduce them and get exact global means.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.hpp"
+
+namespace shardflow {
+
+// Rows of logits (B, K) whose argmax (first maximum) equals the label (int labels, (B)).
+template <typename T>
+int64_t CountCorrect(const Tensor& logits, const Tensor& labels);
+
+// Per-sample mean squared error of pred vs target, summed over the batch (divide by B for the
+// mean reconstruction error).
+template <typename T>
+double SumReconstructionError(const Tensor& pred, const Tensor& target);
+
+// A running mean over batches (loss weighted by batch size, accuracy as correct / seen).
+struct MeanMetric {
+  double sum = 0.0;
+  double count = 0.0;
+  void Add(double value_sum, double n) {
+    sum += value_sum;
+    count += n;
+  }
+  double Mean() const { return count > 0 ? sum / count : 0.0; }
+  void Reset() { sum = count = 0.0; }
+};
+
+}  // namespace shardflow

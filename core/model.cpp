@@ -1,0 +1,312 @@
+#include "core/model.hpp"
+
+#include <cctype>
+#include <iomanip>
+#include <sstream>
+
+#include "core/layers/activation.hpp"
+#include "core/layers/batch_norm.hpp"
+#include "core/layers/conv2d.hpp"
+#include "core/layers/dense.hpp"
+#include "core/layers/dropout.hpp"
+#include "core/layers/lstm.hpp"
+#include "core/layers/pooling.hpp"
+#include "core/layers/reshape.hpp"
+#include "core/layers/residual.hpp"
+
+namespace shardflow {
+namespace {
+
+std::string Trim(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : s) {
+    if (ch == sep) {
+      out.push_back(Trim(cur));
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  out.push_back(Trim(cur));
+  return out;
+}
+
+[[noreturn]] void BadToken(const std::string& token, const std::string& why) {
+  throw Error(ErrorCode::kInvalidArgument, "bad layer spec '" + token + "': " + why,
+              {.key = "model", .hint = "see core/model.hpp for the layer grammar"});
+}
+
+int64_t ParsePositive(const std::string& token, const std::string& text, const char* what) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || v <= 0) {
+    BadToken(token, std::string(what) + " must be a positive integer, got '" + text + "'");
+  }
+  return v;
+}
+
+void ExpectArgs(const std::string& token, const std::vector<std::string>& parts, size_t min,
+                size_t max) {
+  if (parts.size() - 1 < min || parts.size() - 1 > max) {
+    BadToken(token, "expected " + std::to_string(min) +
+                        (max != min ? " to " + std::to_string(max) : "") + " argument(s)");
+  }
+}
+
+}  // namespace
+
+std::string PresetSpec(const std::string& name, const Shape& input_shape) {
+  if (name == "linear") return "flatten, dense:10";
+  if (name == "mlp") return "flatten, dense:512, relu, dense:256, relu, dense:10";
+  if (name == "cnn") {
+    return "conv:32:5x5:same, relu, maxpool:2, conv:64:5x5:same, relu, maxpool:2, flatten, "
+           "dense:1024, relu, dense:10";
+  }
+  if (name == "resnet") {
+    return "conv:16:3x3:same, batchnorm, relu, residual:16, residual:32:2, residual:64:2, gap, "
+           "dense:10";
+  }
+  if (name == "lstm_autoencoder") {
+    if (input_shape.size() != 2) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "lstm_autoencoder needs sequence input (time, features), got " +
+                      ShapeToString(input_shape),
+                  {.key = "model"});
+    }
+    return "lstm:64, repeat:" + std::to_string(input_shape[0]) +
+           ", lstm:64:seq, dense:" + std::to_string(input_shape[1]);
+  }
+  return name;
+}
+
+std::vector<std::string> SplitModelSpec(const std::string& spec) {
+  std::vector<std::string> tokens = Split(spec, ',');
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i].empty()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "empty layer #" + std::to_string(i) + " in model spec '" + spec + "'",
+                  {.key = "model"});
+    }
+  }
+  return tokens;
+}
+
+template <typename T>
+std::unique_ptr<Layer<T>> MakeLayerFromSpec(const std::string& token, const Shape& model_input,
+                                            const ModelOptions& options) {
+  const std::vector<std::string> p = Split(token, ':');
+  const std::string& kind = p[0];
+  if (kind == "dense") {
+    ExpectArgs(token, p, 1, 1);
+    return MakeDense<T>({.units = ParsePositive(token, p[1], "units"), .init = options.init});
+  }
+  if (kind == "conv") {
+    ExpectArgs(token, p, 2, 4);
+    Conv2DOptions o{.filters = ParsePositive(token, p[1], "filters"), .init = options.init};
+    const auto x = p[2].find('x');
+    if (x == std::string::npos) BadToken(token, "kernel size must look like 5x5");
+    o.kernel_h = ParsePositive(token, p[2].substr(0, x), "kernel height");
+    o.kernel_w = ParsePositive(token, p[2].substr(x + 1), "kernel width");
+    for (size_t i = 3; i < p.size(); ++i) {
+      if (p[i] == "same") {
+        o.same_padding = true;
+      } else if (p[i] == "valid") {
+        o.same_padding = false;
+      } else if (p[i].size() > 1 && p[i][0] == 's') {
+        o.stride = ParsePositive(token, p[i].substr(1), "stride");
+      } else {
+        BadToken(token, "expected same, valid or sN (stride), got '" + p[i] + "'");
+      }
+    }
+    return MakeConv2D<T>(o);
+  }
+  if (kind == "maxpool" || kind == "avgpool") {
+    ExpectArgs(token, p, 1, 2);
+    Pool2DOptions o{.size = ParsePositive(token, p[1], "pool size"), .max = kind == "maxpool"};
+    if (p.size() == 3) o.stride = ParsePositive(token, p[2], "stride");
+    return MakePool2D<T>(o);
+  }
+  if (kind == "gap") {
+    ExpectArgs(token, p, 0, 0);
+    return MakeGlobalAvgPool<T>();
+  }
+  if (kind == "relu" || kind == "gelu" || kind == "tanh" || kind == "sigmoid") {
+    ExpectArgs(token, p, 0, 0);
+    return MakeActivation<T>(ParseActivation(kind));
+  }
+  if (kind == "flatten") {
+    ExpectArgs(token, p, 0, 0);
+    return MakeFlatten<T>();
+  }
+  if (kind == "dropout") {
+    ExpectArgs(token, p, 1, 1);
+    size_t used = 0;
+    double rate = -1;
+    try {
+      rate = std::stod(p[1], &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != p[1].size() || !(rate >= 0.0 && rate < 1.0)) {
+      BadToken(token, "rate must be a number in [0, 1)");
+    }
+    return MakeDropout<T>(rate);
+  }
+  if (kind == "batchnorm") {
+    ExpectArgs(token, p, 0, 0);
+    return MakeBatchNorm<T>({});
+  }
+  if (kind == "residual") {
+    ExpectArgs(token, p, 1, 2);
+    ResidualOptions o{.filters = ParsePositive(token, p[1], "filters")};
+    if (p.size() == 3) o.stride = ParsePositive(token, p[2], "stride");
+    return MakeResidual<T>(o);
+  }
+  if (kind == "lstm") {
+    ExpectArgs(token, p, 1, 2);
+    LstmOptions o{.units = ParsePositive(token, p[1], "units")};
+    if (p.size() == 3) {
+      if (p[2] != "seq") BadToken(token, "the optional second argument is 'seq'");
+      o.return_sequences = true;
+    }
+    return MakeLstm<T>(o);
+  }
+  if (kind == "repeat") {
+    ExpectArgs(token, p, 0, 1);
+    if (p.size() == 2) return MakeRepeatVector<T>(ParsePositive(token, p[1], "count"));
+    if (model_input.size() != 2) {
+      BadToken(token, "repeat without a count needs sequence model input (time, features)");
+    }
+    return MakeRepeatVector<T>(model_input[0]);
+  }
+  BadToken(token, "unknown layer kind '" + kind + "'");
+}
+
+template <typename T>
+Sequential<T>::Sequential(const std::string& spec, const Shape& input_shape,
+                          const ModelOptions& options)
+    : input_shape_(input_shape), options_(options) {
+  for (int64_t d : input_shape) {
+    if (d <= 0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "model input shape must be positive, got " + ShapeToString(input_shape));
+    }
+  }
+  const std::vector<std::string> tokens = SplitModelSpec(PresetSpec(Trim(spec), input_shape));
+  shapes_.push_back(input_shape);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    auto layer = MakeLayerFromSpec<T>(tokens[i], input_shape, options);
+    std::ostringstream name;
+    name << std::setw(2) << std::setfill('0') << i << '_' << layer->kind();
+    BuildContext<T> ctx{
+        .arena = &arena_, .layer_index = static_cast<int>(i), .layer_name = name.str()};
+    const int before = arena_.num_params();
+    try {
+      shapes_.push_back(layer->Build(shapes_.back(), ctx));
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "layer " + name.str() + " ('" + tokens[i] + "') on input " +
+                      ShapeToString(shapes_.back()) + ": " + e.what(),
+                  {.key = "model"});
+    }
+    has_params_.push_back(arena_.num_params() > before);
+    names_.push_back(name.str());
+    layers_.push_back(std::move(layer));
+  }
+  arena_.Allocate();
+  for (auto& layer : layers_) layer->Initialize(options.seed);
+}
+
+template <typename T>
+Sequential<T>::~Sequential() = default;
+
+template <typename T>
+Tensor Sequential<T>::Forward(const Tensor& x, bool training) {
+  CheckInput(x, input_shape_, "model input");
+  const ForwardContext ctx{.training = training, .seed = options_.seed, .step = step_};
+  Tensor h = x;
+  for (auto& layer : layers_) h = layer->Forward(h, ctx);
+  return h;
+}
+
+template <typename T>
+void Sequential<T>::Backward(const Tensor& dy) {
+  CheckInput(dy, shapes_.back(), "model output gradient");
+  // No layer before the first one with parameters needs an input gradient.
+  int first_trainable = num_layers();
+  for (int i = 0; i < num_layers(); ++i) {
+    if (has_params_[i]) {
+      first_trainable = i;
+      break;
+    }
+  }
+  Tensor g = dy;
+  for (int i = num_layers() - 1; i >= 0; --i) {
+    g = layers_[i]->Backward(g, i > first_trainable);
+    if (hook_ && has_params_[i]) hook_(i);
+  }
+}
+
+template <typename T>
+std::string Sequential<T>::spec() const {
+  std::string s;
+  for (const auto& layer : layers_) s += (s.empty() ? "" : ", ") + layer->Describe();
+  return s;
+}
+
+template <typename T>
+int64_t Sequential<T>::FlopsPerSample() const {
+  int64_t f = 0;
+  for (const auto& layer : layers_) f += layer->FlopsPerSample();
+  return f;
+}
+
+template <typename T>
+std::vector<NamedTensor> Sequential<T>::Buffers() {
+  std::vector<NamedTensor> out;
+  for (int i = 0; i < num_layers(); ++i)
+    for (NamedTensor b : layers_[i]->Buffers()) out.push_back({names_[i] + "/" + b.name, b.tensor});
+  return out;
+}
+
+template <typename T>
+std::string Sequential<T>::Summary() const {
+  std::vector<int64_t> counts(layers_.size(), 0);
+  for (const ParamSpec& s : arena_.specs()) counts[s.layer] += s.size;
+  std::ostringstream out;
+  out << std::left << std::setw(16) << "layer" << std::setw(22) << "spec" << std::setw(18)
+      << "output shape" << std::right << std::setw(12) << "parameters"
+      << "\n";
+  out << std::left << std::setw(16) << "input" << std::setw(22) << "" << std::setw(18)
+      << ShapeToString(input_shape_) << std::right << std::setw(12) << 0 << "\n";
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    out << std::left << std::setw(16) << names_[i] << std::setw(22) << layers_[i]->Describe()
+        << std::setw(18) << ShapeToString(shapes_[i + 1]) << std::right << std::setw(12)
+        << counts[i] << "\n";
+  }
+  out << "total parameters: " << arena_.size() << " (" << arena_.size() * sizeof(T)
+      << " bytes); forward FLOPs per sample: " << FlopsPerSample() << "\n";
+  return out.str();
+}
+
+template class Sequential<float>;
+template class Sequential<double>;
+template std::unique_ptr<Layer<float>> MakeLayerFromSpec<float>(const std::string&, const Shape&,
+                                                                const ModelOptions&);
+template std::unique_ptr<Layer<double>> MakeLayerFromSpec<double>(const std::string&, const Shape&,
+                                                                  const ModelOptions&);
+
+}  // namespace shardflow

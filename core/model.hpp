@@ -1,0 +1,111 @@
+// Sequential model: layers built from a spec string, parameters in one flat arena.
+//
+// A spec is a comma-separated list of layers (whitespace ignored):
+//   dense:U                 fully connected, U units (time-distributed on sequences)
+//   conv:F:KHxKW[:same|valid][:sS]   2-D convolution, F filters, optional stride S (default 1)
+//   maxpool:K[:S]  avgpool:K[:S]     pooling window K, stride S (default K), valid padding
+//   gap                     global average pooling
+//   relu  gelu  tanh  sigmoid
+//   flatten                 (B, ...) -> (B, N)
+//   dropout:R               inverted dropout, rate R in [0, 1)
+//   batchnorm               batch normalisation over the last dimension
+//   residual:F[:S]          basic ResNet block (core/layers/residual.hpp)
+//   lstm:H[:seq]            LSTM, H units; ":seq" returns the whole sequence
+//   repeat[:T]              (B, H) -> (B, T, H); T defaults to the model input's length
+// or one of the presets (PresetSpec): linear, mlp, cnn, resnet, lstm_autoencoder.
+//
+// Layer i's parameters are named "<ii>_<kind>/<name>" (e.g. "03_dense/kernel"), which is also
+// how checkpoints name them. The arena is allocated and initialised in the constructor.
+// Thread-safety: one thread at a time.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/arena.hpp"
+#include "core/init.hpp"
+#include "core/layers/layer.hpp"
+
+namespace shardflow {
+
+struct ModelOptions {
+  uint64_t seed = 42;                   // initial weights and dropout masks; same on every rank
+  InitKind init = InitKind::kHeNormal;  // dense and conv kernels (LSTM kernels: glorot)
+};
+
+// The spec of a preset for a per-sample input shape, or `spec` unchanged when it is not a
+// preset name. Presets:
+//   linear            flatten, dense:10
+//   mlp               flatten, dense:512, relu, dense:256, relu, dense:10   (784-512-256-10)
+//   cnn               conv:32:5x5:same, relu, maxpool:2, conv:64:5x5:same, relu, maxpool:2,
+//                     flatten, dense:1024, relu, dense:10
+//   resnet            conv:16:3x3:same, batchnorm, relu, residual:16, residual:32:2,
+//                     residual:64:2, gap, dense:10     (for 28x28 images)
+//   lstm_autoencoder  lstm:64, repeat:T, lstm:64:seq, dense:F   for input (T, F)
+// The classification presets end in 10 classes.
+std::string PresetSpec(const std::string& name, const Shape& input_shape);
+
+// Splits a spec into layer tokens, trimmed; throws Error(kInvalidArgument) on an empty token.
+std::vector<std::string> SplitModelSpec(const std::string& spec);
+
+template <typename T>
+class Sequential {
+ public:
+  // input_shape is per sample (e.g. {28, 28, 1}). Throws Error(kInvalidArgument) naming the
+  // offending token for a bad spec.
+  Sequential(const std::string& spec, const Shape& input_shape, const ModelOptions& options = {});
+  Sequential(const Sequential&) = delete;
+  Sequential& operator=(const Sequential&) = delete;
+  ~Sequential();
+
+  // x is (B, input_shape...); returns (B, output_shape...), valid until the next Forward.
+  // training: dropout on, batch norm uses and updates batch statistics.
+  Tensor Forward(const Tensor& x, bool training);
+  // dy is (B, output_shape...), the loss gradient of the last Forward's output. Accumulates
+  // parameter gradients into the arena; after each layer with parameters it calls the grads
+  // ready hook with the layer's index (the data-parallel reducer starts buckets from there).
+  void Backward(const Tensor& dy);
+
+  // The step used for dropout masks (set by the training loop before Forward).
+  void set_step(uint64_t step) { step_ = step; }
+  uint64_t step() const { return step_; }
+  void SetGradsReadyHook(std::function<void(int layer)> hook) { hook_ = std::move(hook); }
+
+  Arena<T>& arena() { return arena_; }
+  const Arena<T>& arena() const { return arena_; }
+  int num_layers() const { return static_cast<int>(layers_.size()); }
+  Layer<T>& layer(int i) { return *layers_.at(i); }
+  const std::string& layer_name(int i) const { return names_.at(i); }
+  const Shape& input_shape() const { return input_shape_; }
+  const Shape& output_shape() const { return shapes_.back(); }
+  const Shape& layer_output_shape(int i) const { return shapes_.at(i + 1); }
+  // The layer specs joined by ", " (presets expanded).
+  std::string spec() const;
+  int64_t FlopsPerSample() const;
+  // Non-trainable buffers of every layer, named "<layer_name>/<buffer>".
+  std::vector<NamedTensor> Buffers();
+
+  // A table: index, layer name, spec, output shape, parameters; and the totals.
+  std::string Summary() const;
+
+ private:
+  Shape input_shape_;
+  ModelOptions options_;
+  Arena<T> arena_;
+  std::vector<std::unique_ptr<Layer<T>>> layers_;
+  std::vector<std::string> names_;
+  std::vector<Shape> shapes_;  // shapes_[0] = input, shapes_[i + 1] = output of layer i
+  std::vector<bool> has_params_;
+  uint64_t step_ = 0;
+  std::function<void(int)> hook_;
+};
+
+// One layer from one token (see the grammar above). model_input (per sample) resolves
+// defaults: repeat's length is model_input[0].
+template <typename T>
+std::unique_ptr<Layer<T>> MakeLayerFromSpec(const std::string& token, const Shape& model_input,
+                                            const ModelOptions& options);
+
+}  // namespace shardflow

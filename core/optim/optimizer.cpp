@@ -1,0 +1,100 @@
+#include "core/optim/optimizer.hpp"
+
+#include <cmath>
+
+namespace shardflow {
+namespace {
+
+class Sgd final : public Optimizer {
+ public:
+  Sgd(const OptimizerOptions& o, int64_t n) : o_(o), velocity_(DType::kFloat32, {n}) {}
+  std::string name() const override { return "sgd"; }
+  void Step(Arena<float>& arena, double lr) override {
+    const float mu = static_cast<float>(o_.momentum), l = static_cast<float>(lr);
+    float* v = velocity_.data<float>();
+    for (const ParamSpec& s : arena.specs()) {
+      const float wd = s.decay ? static_cast<float>(o_.weight_decay) : 0.0f;
+      float* w = arena.params() + s.offset;
+      const float* g = arena.grads() + s.offset;
+      float* vs = v + s.offset;
+      for (int64_t i = 0; i < s.size; ++i) {
+        const float gi = g[i] + wd * w[i];
+        if (mu == 0.0f) {
+          w[i] -= l * gi;
+          continue;
+        }
+        vs[i] = mu * vs[i] + gi;
+        w[i] -= l * (o_.nesterov ? gi + mu * vs[i] : vs[i]);
+      }
+    }
+    ++iterations_;
+  }
+  std::vector<NamedTensor> Slots() override { return {{"velocity", &velocity_}}; }
+
+ private:
+  OptimizerOptions o_;
+  Tensor velocity_;
+};
+
+class Adam final : public Optimizer {
+ public:
+  Adam(const OptimizerOptions& o, int64_t n, bool decoupled)
+      : o_(o), decoupled_(decoupled), m_(DType::kFloat32, {n}), v_(DType::kFloat32, {n}) {}
+  std::string name() const override { return decoupled_ ? "adamw" : "adam"; }
+  void Step(Arena<float>& arena, double lr) override {
+    ++iterations_;
+    const double t = static_cast<double>(iterations_);
+    // Bias corrections folded into the step size and epsilon's scale, in double.
+    const float step = static_cast<float>(lr * std::sqrt(1.0 - std::pow(o_.beta2, t)) /
+                                          (1.0 - std::pow(o_.beta1, t)));
+    const float eps = static_cast<float>(o_.epsilon * std::sqrt(1.0 - std::pow(o_.beta2, t)));
+    const float b1 = static_cast<float>(o_.beta1), b2 = static_cast<float>(o_.beta2);
+    float* m = m_.data<float>();
+    float* v = v_.data<float>();
+    for (const ParamSpec& s : arena.specs()) {
+      const float wd = s.decay ? static_cast<float>(o_.weight_decay) : 0.0f;
+      const float l2 = decoupled_ ? 0.0f : wd;
+      const float shrink = decoupled_ ? 1.0f - static_cast<float>(lr) * wd : 1.0f;
+      float* w = arena.params() + s.offset;
+      const float* g = arena.grads() + s.offset;
+      float* ms = m + s.offset;
+      float* vs = v + s.offset;
+      for (int64_t i = 0; i < s.size; ++i) {
+        const float gi = g[i] + l2 * w[i];
+        ms[i] = b1 * ms[i] + (1.0f - b1) * gi;
+        vs[i] = b2 * vs[i] + (1.0f - b2) * gi * gi;
+        w[i] = w[i] * shrink - step * ms[i] / (std::sqrt(vs[i]) + eps);
+      }
+    }
+  }
+  std::vector<NamedTensor> Slots() override { return {{"m", &m_}, {"v", &v_}}; }
+
+ private:
+  OptimizerOptions o_;
+  bool decoupled_;
+  Tensor m_, v_;
+};
+
+void Require(bool ok, const std::string& key, const std::string& what) {
+  if (!ok) throw Error(ErrorCode::kInvalidArgument, "optimizer: " + what, {.key = key});
+}
+
+}  // namespace
+
+std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& o, int64_t arena_size) {
+  Require(o.weight_decay >= 0.0, "weight_decay", "weight decay must be >= 0");
+  if (o.name == "sgd") {
+    Require(o.momentum >= 0.0 && o.momentum < 1.0, "momentum", "momentum must be in [0, 1)");
+    return std::make_unique<Sgd>(o, arena_size);
+  }
+  if (o.name == "adam" || o.name == "adamw") {
+    Require(o.beta1 >= 0.0 && o.beta1 < 1.0, "beta1", "beta1 must be in [0, 1)");
+    Require(o.beta2 >= 0.0 && o.beta2 < 1.0, "beta2", "beta2 must be in [0, 1)");
+    Require(o.epsilon > 0.0, "epsilon", "epsilon must be > 0");
+    return std::make_unique<Adam>(o, arena_size, o.name == "adamw");
+  }
+  throw Error(ErrorCode::kInvalidArgument, "unknown optimizer '" + o.name + "'",
+              {.key = "optimizer", .hint = "use sgd, adam or adamw"});
+}
+
+}  // namespace shardflow

@@ -1,0 +1,168 @@
+// Optimised kernels against naive references kept here: GEMM-based convolution and dense
+// layers vs direct loops, Eigen GEMM in every transpose combination vs a triple loop.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "core/cpu/gemm.hpp"
+#include "core/cpu/im2col.hpp"
+#include "core/layers/conv2d.hpp"
+#include "core/layers/dense.hpp"
+#include "core/random.hpp"
+
+namespace shardflow {
+namespace {
+
+void Fill(float* p, int64_t n, uint64_t seed) {
+  for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(RandomNormal(seed, 0, i));
+}
+
+TEST(KernelReference, GemmAllTransposesAndStrides) {
+  const int64_t m = 5, n = 7, k = 3;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      // Leading dimensions larger than the matrices to exercise strides.
+      const int64_t lda = (ta ? m : k) + 2, ldb = (tb ? k : n) + 1, ldc = n + 3;
+      std::vector<float> a((ta ? k : m) * lda), b((tb ? n : k) * ldb), c(m * ldc), ref(m * ldc);
+      Fill(a.data(), a.size(), 1);
+      Fill(b.data(), b.size(), 2);
+      Fill(c.data(), c.size(), 3);
+      ref = c;
+      cpu::Gemm<float>(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 2.0f, c.data(), ldc);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double s = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            const float av = ta ? a[p * lda + i] : a[i * lda + p];
+            const float bv = tb ? b[j * ldb + p] : b[p * ldb + j];
+            s += static_cast<double>(av) * bv;
+          }
+          EXPECT_NEAR(c[i * ldc + j], 0.5 * s + 2.0 * ref[i * ldc + j], 1e-4);
+        }
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = n; j < ldc; ++j) {
+          EXPECT_EQ(c[i * ldc + j], ref[i * ldc + j]);  // padding untouched
+        }
+    }
+}
+
+TEST(KernelReference, GemmBetaZeroIgnoresNaN) {
+  std::vector<float> a{1, 2}, b{3, 4}, c{NAN};
+  cpu::Gemm<float>(false, false, 1, 1, 2, 1.0f, a.data(), 2, b.data(), 1, 0.0f, c.data(), 1);
+  EXPECT_EQ(c[0], 11.0f);
+}
+
+// Direct convolution, NHWC, kernel (KH, KW, C, F): the definition the GEMM version must match.
+std::vector<float> NaiveConv(const std::vector<float>& x, const float* w, const float* bias,
+                             int64_t b, const cpu::ConvGeometry& g, int64_t f) {
+  std::vector<float> y(b * g.oh * g.ow * f);
+  for (int64_t n = 0; n < b; ++n)
+    for (int64_t i = 0; i < g.oh; ++i)
+      for (int64_t j = 0; j < g.ow; ++j)
+        for (int64_t o = 0; o < f; ++o) {
+          double s = bias[o];
+          for (int64_t di = 0; di < g.kh; ++di)
+            for (int64_t dj = 0; dj < g.kw; ++dj) {
+              const int64_t ih = i * g.stride - g.pad_top + di;
+              const int64_t iw = j * g.stride - g.pad_left + dj;
+              if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
+              for (int64_t c = 0; c < g.c; ++c)
+                s += static_cast<double>(x[((n * g.h + ih) * g.w + iw) * g.c + c]) *
+                     w[((di * g.kw + dj) * g.c + c) * f + o];
+            }
+          y[((n * g.oh + i) * g.ow + j) * f + o] = static_cast<float>(s);
+        }
+  return y;
+}
+
+struct ConvCase {
+  int64_t h, w, c, f, kh, kw, stride;
+  bool same;
+  int64_t batch;
+};
+
+TEST(KernelReference, ConvMatchesDirectConvolution) {
+  for (const ConvCase& k :
+       {ConvCase{28, 28, 1, 8, 5, 5, 1, true, 3}, ConvCase{9, 7, 3, 4, 3, 3, 2, true, 2},
+        ConvCase{9, 7, 3, 4, 3, 2, 2, false, 2}, ConvCase{6, 6, 2, 3, 4, 4, 1, true, 1},
+        ConvCase{64, 64, 4, 4, 3, 3, 1, true, 40},  // several im2col chunks
+        ConvCase{5, 5, 2, 2, 1, 1, 1, false, 0}}) {
+    SCOPED_TRACE(std::to_string(k.h) + "x" + std::to_string(k.w) + " batch " +
+                 std::to_string(k.batch));
+    Arena<float> arena;
+    auto layer = MakeConv2D<float>({.filters = k.f,
+                                    .kernel_h = k.kh,
+                                    .kernel_w = k.kw,
+                                    .stride = k.stride,
+                                    .same_padding = k.same});
+    BuildContext<float> ctx{.arena = &arena, .layer_index = 0, .layer_name = "00_conv2d"};
+    layer->Build({k.h, k.w, k.c}, ctx);
+    arena.Allocate();
+    Fill(arena.params(), arena.size(), 9);
+    Tensor x(DType::kFloat32, {k.batch, k.h, k.w, k.c});
+    Fill(x.data<float>(), x.num_elements(), 10);
+    const Tensor y = layer->Forward(x, {});
+    const auto g = cpu::MakeConvGeometry(k.h, k.w, k.c, k.kh, k.kw, k.stride, k.same);
+    std::vector<float> xv(x.data<float>(), x.data<float>() + x.num_elements());
+    const auto ref = NaiveConv(xv, arena.param(0), arena.param(1), k.batch, g, k.f);
+    ASSERT_EQ(y.num_elements(), static_cast<int64_t>(ref.size()));
+    for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(y.data<float>()[i], ref[i], 1e-3) << i;
+  }
+}
+
+TEST(KernelReference, SameGeometryMatchesTensorFlow) {
+  // TF: out = ceil(in / stride), the odd padding pixel at the bottom/right.
+  const auto g = cpu::MakeConvGeometry(28, 27, 1, 5, 4, 2, true);
+  EXPECT_EQ(g.oh, 14);
+  EXPECT_EQ(g.ow, 14);
+  EXPECT_EQ(g.pad_top, 1);   // total 3
+  EXPECT_EQ(g.pad_left, 1);  // total 3
+  EXPECT_THROW(cpu::MakeConvGeometry(3, 3, 1, 5, 5, 1, false), Error);
+}
+
+TEST(KernelReference, DenseMatchesNaiveMatmul) {
+  Arena<float> arena;
+  auto layer = MakeDense<float>({.units = 13});
+  BuildContext<float> ctx{.arena = &arena, .layer_index = 0, .layer_name = "00_dense"};
+  layer->Build({37}, ctx);
+  arena.Allocate();
+  Fill(arena.params(), arena.size(), 4);
+  Tensor x(DType::kFloat32, {6, 37});
+  Fill(x.data<float>(), x.num_elements(), 5);
+  const Tensor y = layer->Forward(x, {});
+  const float* w = arena.param(0);
+  const float* b = arena.param(1);
+  for (int64_t i = 0; i < 6; ++i)
+    for (int64_t j = 0; j < 13; ++j) {
+      double s = b[j];
+      for (int64_t p = 0; p < 37; ++p)
+        s += static_cast<double>(x.data<float>()[i * 37 + p]) * w[p * 13 + j];
+      EXPECT_NEAR(y.data<float>()[i * 13 + j], s, 1e-4);
+    }
+}
+
+}  // namespace
+}  // namespace shardflow
+
+namespace shardflow {
+namespace {
+
+TEST(KernelReference, GemmResultDoesNotDependOnThreadCount) {
+  const int64_t m = 300, n = 200, k = 150;
+  std::vector<float> a(m * k), b(k * n), c1(m * n), c2(m * n);
+  Fill(a.data(), a.size(), 11);
+  Fill(b.data(), b.size(), 12);
+  const int before = cpu::IntraOpThreads();
+  cpu::SetIntraOpThreads(1);
+  EXPECT_EQ(cpu::IntraOpThreads(), 1);
+  cpu::Gemm<float>(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c1.data(), n);
+  cpu::SetIntraOpThreads(2);
+  cpu::Gemm<float>(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c2.data(), n);
+  cpu::SetIntraOpThreads(before);
+  EXPECT_EQ(std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)), 0);
+  EXPECT_GE(cpu::DefaultIntraOpThreads(), 1);
+}
+
+}  // namespace
+}  // namespace shardflow

@@ -1,0 +1,114 @@
+// Sequential models: spec parsing, presets, shapes, parameter counts, summary, determinism.
+#include "core/model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace shardflow {
+namespace {
+
+TEST(Model, MlpPresetShapesAndParameterCount) {
+  Sequential<float> m("mlp", {28, 28, 1});
+  EXPECT_EQ(m.output_shape(), (Shape{10}));
+  EXPECT_EQ(m.arena().size(), 784 * 512 + 512 + 512 * 256 + 256 + 256 * 10 + 10);
+  EXPECT_EQ(m.layer_name(1), "01_dense");
+  EXPECT_EQ(m.FlopsPerSample(), 2 * (784 * 512 + 512 * 256 + 256 * 10));
+}
+
+TEST(Model, CnnPresetShapesAndParameterCount) {
+  Sequential<float> m("cnn", {28, 28, 1});
+  EXPECT_EQ(m.layer_output_shape(0), (Shape{28, 28, 32}));
+  EXPECT_EQ(m.layer_output_shape(2), (Shape{14, 14, 32}));
+  EXPECT_EQ(m.layer_output_shape(5), (Shape{7, 7, 64}));
+  EXPECT_EQ(m.output_shape(), (Shape{10}));
+  EXPECT_EQ(m.arena().size(), 832 + 51264 + 3136 * 1024 + 1024 + 10250);
+}
+
+TEST(Model, ResnetAndLinearPresets) {
+  Sequential<float> r("resnet", {28, 28, 1});
+  EXPECT_EQ(r.output_shape(), (Shape{10}));
+  EXPECT_EQ(r.layer_output_shape(5), (Shape{7, 7, 64}));
+  EXPECT_EQ(r.Buffers().size(), 2u * (1 + 2 + 2 + 2));
+  Tensor x(DType::kFloat32, {2, 28, 28, 1});
+  EXPECT_EQ(r.Forward(x, true).shape(), (Shape{2, 10}));
+  Sequential<float> l("linear", {28, 28, 1});
+  EXPECT_EQ(l.arena().size(), 7850);
+}
+
+TEST(Model, LstmAutoencoderReconstructsSequenceShape) {
+  Sequential<float> m("lstm_autoencoder", {12, 3});
+  EXPECT_EQ(m.output_shape(), (Shape{12, 3}));
+  EXPECT_EQ(m.spec(), "lstm:64, repeat:12, lstm:64:seq, dense:3");
+  Tensor x(DType::kFloat32, {4, 12, 3});
+  EXPECT_EQ(m.Forward(x, true).shape(), (Shape{4, 12, 3}));
+  EXPECT_THROW(Sequential<float>("lstm_autoencoder", {28, 28, 1}), Error);
+}
+
+TEST(Model, SpecRoundTripsThroughDescribe) {
+  const std::string spec =
+      "conv:8:3x3:valid:s2, gelu, avgpool:2, batchnorm, dropout:0.25, flatten, dense:4, sigmoid";
+  Sequential<float> m(spec, {17, 17, 2});
+  EXPECT_EQ(m.spec(), spec);
+}
+
+void ExpectBadSpec(const std::string& spec, const std::string& fragment,
+                   const Shape& in = {8, 8, 1}) {
+  try {
+    Sequential<float> m(spec, in);
+    FAIL() << "accepted " << spec;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(Model, BadSpecsAreRefusedWithTheToken) {
+  ExpectBadSpec("conv:32:5y5, flatten", "conv:32:5y5");
+  ExpectBadSpec("dense:0", "units must be a positive integer");
+  ExpectBadSpec("flatten, dense:ten", "dense:ten");
+  ExpectBadSpec("relu,, dense:2", "empty layer #1");
+  ExpectBadSpec("softmaxx", "unknown layer kind 'softmaxx'");
+  ExpectBadSpec("dropout:1.5", "dropout:1.5");
+  ExpectBadSpec("conv:4:9x9:valid", "does not fit");
+  ExpectBadSpec("lstm:4", "lstm expects sequences");
+  ExpectBadSpec("maxpool:9", "larger than its input");
+  ExpectBadSpec("flatten, dense:2", "must be positive", {0, 3});
+}
+
+TEST(Model, WrongInputShapeIsRefused) {
+  Sequential<float> m("flatten, dense:2", {4, 4, 1});
+  Tensor x(DType::kFloat32, {2, 4, 5, 1});
+  EXPECT_THROW(m.Forward(x, false), Error);
+}
+
+TEST(Model, SummaryListsLayersShapesAndParameters) {
+  Sequential<float> m("mlp", {28, 28, 1});
+  const std::string s = m.Summary();
+  EXPECT_NE(s.find("01_dense"), std::string::npos) << s;
+  EXPECT_NE(s.find("[512]"), std::string::npos) << s;
+  EXPECT_NE(s.find("401920"), std::string::npos) << s;
+  EXPECT_NE(s.find("total parameters: 535818"), std::string::npos) << s;
+}
+
+TEST(Model, InitialisationIsDeterministicAndSeeded) {
+  Sequential<float> a("cnn", {28, 28, 1}, {.seed = 3});
+  Sequential<float> b("cnn", {28, 28, 1}, {.seed = 3});
+  Sequential<float> c("cnn", {28, 28, 1}, {.seed = 4});
+  const size_t bytes = static_cast<size_t>(a.arena().size()) * sizeof(float);
+  EXPECT_EQ(std::memcmp(a.arena().params(), b.arena().params(), bytes), 0);
+  EXPECT_NE(std::memcmp(a.arena().params(), c.arena().params(), bytes), 0);
+}
+
+TEST(Model, BatchOfZeroAndOne) {
+  Sequential<float> m("conv:2:3x3:same, relu, maxpool:2, flatten, dense:3", {4, 4, 1});
+  for (int64_t b : {0, 1}) {
+    Tensor x(DType::kFloat32, {b, 4, 4, 1});
+    const Tensor y = m.Forward(x, true);
+    EXPECT_EQ(y.shape(), (Shape{b, 3}));
+    m.Backward(Tensor(DType::kFloat32, {b, 3}));
+  }
+}
+
+}  // namespace
+}  // namespace shardflow
