@@ -1,7 +1,8 @@
 // CRC32C (Castagnoli polynomial 0x1EDC6F41, reflected 0x82F63B78), as used by TFRecord framing.
 //
-// Extend() picks its implementation once, at first use, with cpuid: the SSE4.2 `crc32`
-// instruction (three interleaved streams for large buffers) when the CPU has it, else a portable
+// Extend() picks its implementation once, at first use, with cpuid: carry-less multiplication
+// folding (AVX-512 VPCLMULQDQ) for the bulk of large buffers when the CPU has it, else the SSE4.2
+// `crc32` instruction (three interleaved streams for large buffers), else a portable
 // slicing-by-8 table. Both are exposed so tests can check them against each other.
 // Thread-safe: all functions are pure.
 #pragma once
@@ -23,7 +24,12 @@ uint32_t ExtendHardware(uint32_t crc, const void* data, size_t n);
 // One stream of the crc32 instruction, 8 bytes at a time: the benchmark's baseline.
 uint32_t ExtendHardwareSingleStream(uint32_t crc, const void* data, size_t n);
 bool HardwareAvailable();
-// "sse4.2" or "portable": what Extend() uses.
+// Folding with VPCLMULQDQ for buffers of at least kFoldMinBytes (the rest, and shorter buffers,
+// through ExtendHardware). REQUIRES FoldingAvailable() (which implies HardwareAvailable()).
+inline constexpr size_t kFoldMinBytes = 1024;
+uint32_t ExtendFolding(uint32_t crc, const void* data, size_t n);
+bool FoldingAvailable();
+// "avx512-vpclmulqdq", "sse4.2" or "portable": what Extend() uses.
 const char* ImplementationName();
 
 // TFRecord stores masked CRCs so that a CRC computed over data that itself contains CRCs is

@@ -2,7 +2,7 @@
 // these classes, so tests can run on in-memory files and inject truncation and I/O faults.
 //
 // FileSystem::Default() is the POSIX implementation: sequential reads are plain read(2) calls of
-// the size the caller asks for (readers ask for large blocks, 1 MiB by default, and the POSIX
+// the size the caller asks for (readers ask for large blocks, 512 KiB by default, and the POSIX
 // file advises the kernel of sequential access). MemFileSystem keeps files in memory.
 //
 // Errors: opening a missing file throws Error(kNotFound); other OS failures throw or return

@@ -23,6 +23,38 @@ using tfrecord::kFramingSize;
 using tfrecord::kHeaderSize;
 using tfrecord::kLengthSize;
 
+namespace {
+
+// One released read buffer per thread, handed to the next reader opened on that thread with the
+// same buffer_size: a data set is read file after file, and fresh pages for every file's buffer
+// (page faults, zeroing by the kernel, and again for each growth) cost as much as checking the
+// CRCs. Buffers above kMaxCachedBuffer are freed.
+constexpr size_t kMaxCachedBuffer = size_t{64} << 20;
+struct CachedBuffer {
+  std::unique_ptr<char[]> data;
+  size_t capacity = 0;
+  size_t base = 0;  // the buffer_size it was allocated for
+};
+thread_local CachedBuffer t_cached;
+
+}  // namespace
+
+std::unique_ptr<char[]> TFRecordReader::AcquireBuffer(size_t base, size_t* capacity) {
+  if (t_cached.data && t_cached.base == base && t_cached.capacity >= base) {
+    *capacity = t_cached.capacity;
+    return std::move(t_cached.data);
+  }
+  *capacity = base;
+  return std::make_unique_for_overwrite<char[]>(base);
+}
+
+void TFRecordReader::ReleaseBuffer(std::unique_ptr<char[]> data, size_t capacity, size_t base) {
+  if (capacity > kMaxCachedBuffer) return;
+  t_cached.data = std::move(data);
+  t_cached.capacity = capacity;
+  t_cached.base = base;
+}
+
 OnCorrupt ParseOnCorrupt(const std::string& name) {
   if (name == "fail") return OnCorrupt::kFail;
   if (name == "skip") return OnCorrupt::kSkip;
@@ -68,8 +100,7 @@ TFRecordReader::TFRecordReader(std::string path, TFRecordReaderOptions options)
   } else {
     file_ = std::make_unique<InflatingFile>(std::move(base), compression_, options_.buffer_size);
   }
-  capacity_ = std::max<size_t>(options_.buffer_size, 64);
-  buffer_ = std::make_unique<char[]>(capacity_);
+  buffer_ = AcquireBuffer(std::max<size_t>(options_.buffer_size, 64), &capacity_);
   data_ = buffer_.get();
   if (options_.begin > 0) {
     ThrowIfError(file_->Skip(options_.begin));
@@ -78,42 +109,59 @@ TFRecordReader::TFRecordReader(std::string path, TFRecordReaderOptions options)
   }
 }
 
-TFRecordReader::~TFRecordReader() = default;
+TFRecordReader::~TFRecordReader() {
+  if (buffer_)
+    ReleaseBuffer(std::move(buffer_), capacity_, std::max<size_t>(options_.buffer_size, 64));
+}
 
 size_t TFRecordReader::Fill(size_t need) {
-  size_t avail = limit_ - pos_;
-  if (avail >= need || eof_) return avail;
-  if (pos_ > 0) {
+  while (limit_ - pos_ < need && !eof_) ReadSome(need);
+  return limit_ - pos_;
+}
+
+// One read of at most read_size bytes. The unread tail slides to the front when less than a
+// read's worth of room is left after it (about once per buffer_size - read_size bytes
+// consumed), or as soon as the `need` bytes cannot fit from pos_: a record is then moved while
+// only its first piece has arrived, instead of sliding most of it later. The buffer grows only
+// when it is full of unread bytes that are all needed.
+void TFRecordReader::ReadSome(size_t need) {
+  const size_t chunk = std::max<size_t>(options_.read_size, 64);
+  if (pos_ > 0 && (capacity_ - limit_ < chunk || capacity_ - pos_ < need)) {
+    const size_t avail = limit_ - pos_;
     std::memmove(buffer_.get(), buffer_.get() + pos_, avail);
     buffer_offset_ += pos_;
     limit_ = avail;
     pos_ = 0;
   }
-  while (avail < need && !eof_) {
-    if (limit_ == capacity_) {
-      // Grow geometrically, and only because the data is really there.
-      const size_t new_capacity = std::min(need, std::max(capacity_ * 2, options_.buffer_size));
-      auto bigger = std::make_unique<char[]>(new_capacity);
-      std::memcpy(bigger.get(), buffer_.get(), limit_);
-      buffer_ = std::move(bigger);
-      data_ = buffer_.get();
-      capacity_ = new_capacity;
-    }
-    size_t got = 0;
-    Status s = file_->Read(capacity_ - limit_, buffer_.get() + limit_, &got);
-    if (!s.ok()) {
-      pending_ = std::move(s);
-      eof_ = true;
-      break;
-    }
-    if (got == 0) {
-      eof_ = true;
-      break;
-    }
-    limit_ += got;
-    avail += got;
+  if (limit_ == capacity_) {
+    // Grow geometrically, and only because the data is really there. For an uncompressed file
+    // the length was already checked against the file size, so the data is there: grow to the
+    // whole record at once (one copy, fresh pages once).
+    const size_t new_capacity =
+        file_size_ ? need : std::min(need, std::max(capacity_ * 2, options_.buffer_size));
+    auto bigger = std::make_unique_for_overwrite<char[]>(new_capacity);
+    std::memcpy(bigger.get(), buffer_.get(), limit_);
+    buffer_ = std::move(bigger);
+    data_ = buffer_.get();
+    capacity_ = new_capacity;
   }
-  return avail;
+  // A record longer than one read is read exactly to its end, so the next record starts a fresh
+  // read that can go to the front of the buffer without moving anything; shorter records are
+  // read a whole read_size at a time, several per call.
+  size_t n = std::min(chunk, capacity_ - limit_);
+  if (need > chunk) n = std::min(n, need - (limit_ - pos_));
+  size_t got = 0;
+  Status s = file_->Read(n, buffer_.get() + limit_, &got);
+  if (!s.ok()) {
+    pending_ = std::move(s);
+    eof_ = true;
+    return;
+  }
+  if (got == 0) {
+    eof_ = true;
+    return;
+  }
+  limit_ += got;
 }
 
 void TFRecordReader::SeekForward(uint64_t target) {
@@ -159,17 +207,33 @@ TFRecordReader::Probe TFRecordReader::CheckRecordAt(size_t skip, bool verify) {
       return probe;
     }
   }
+  // Read the rest of the record one read at a time, extending the data CRC over each piece as
+  // soon as it has arrived, while it is still in cache (a record larger than the cache would
+  // otherwise be read in full and then fetched again from memory for the CRC). Offsets are
+  // relative to pos_, which a read may move (the buffer slides or grows).
   const size_t total = kFramingSize + static_cast<size_t>(probe.length);
-  avail = Fill(skip + total);
+  const size_t data_at = skip + kHeaderSize;
+  const size_t length = static_cast<size_t>(probe.length);
+  uint32_t crc = 0;
+  size_t crc_done = 0;
+  while (true) {
+    avail = limit_ - pos_;
+    if (verify && avail > data_at + crc_done && crc_done < length) {
+      const size_t upto = std::min(avail - data_at, length);
+      crc = crc32c::Extend(crc, data_ + pos_ + data_at + crc_done, upto - crc_done);
+      crc_done = upto;
+    }
+    if (avail >= skip + total || eof_) break;
+    ReadSome(skip + total);
+  }
   avail = avail > skip ? avail - skip : 0;
   if (avail < total) {
     probe.available = avail;
     probe.check = Check::kTruncatedData;
     return probe;
   }
-  const char* data = data_ + pos_ + skip + kHeaderSize;
-  if (verify && crc32c::Unmask(DecodeFixed32(data + probe.length)) !=
-                    crc32c::Value(data, static_cast<size_t>(probe.length))) {
+  const char* data = data_ + pos_ + data_at;
+  if (verify && crc32c::Unmask(DecodeFixed32(data + probe.length)) != crc) {
     probe.check = Check::kBadDataCrc;
     return probe;
   }

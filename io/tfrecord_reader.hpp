@@ -66,9 +66,15 @@ struct TFRecordReaderOptions {
   // kAuto picks by suffix (.gz, .zlib).
   Compression compression = Compression::kAuto;
   OnCorrupt on_corrupt = OnCorrupt::kFail;
-  // Bytes asked of the file per read. Larger reads amortise system calls; the buffer also
-  // grows to hold a record larger than this.
+  // Size of the read buffer; it also grows to hold a record larger than this. A reader reuses
+  // the buffer (grown or not) of the previous reader destroyed on the same thread with the same
+  // buffer_size, up to 64 MiB, so that reading file after file does not fault in fresh pages.
   size_t buffer_size = 1 << 20;
+  // Bytes asked of the file per read call (at most; at least 64). The data CRC is extended
+  // over each piece right after it is read, while it is in cache. Measured with
+  // `shardflow-bench read` (BENCHMARKS.md): reading 512 KiB at a time and checking it at once
+  // beat reading the whole 1 MiB buffer and checking it afterwards.
+  size_t read_size = 512 << 10;
   // Turning checks off saves the CRC time (~0.1 ns/byte) but loses corruption detection;
   // byte ranges and resynchronisation always check.
   bool verify_checksums = true;
@@ -121,6 +127,13 @@ class TFRecordReader {
   // Makes at least `need` bytes from pos_ available if the stream has them; returns how many
   // are available (may be fewer only at the end of the stream).
   size_t Fill(size_t need);
+  // One read call toward `need` bytes from pos_ (sliding or growing the buffer as needed).
+  // REQUIRES: !eof_ and fewer than `need` bytes available.
+  void ReadSome(size_t need);
+  // The read buffer: one left by the previous reader on this thread with the same base size
+  // (buffer_size), or a new one of `base` bytes; *capacity is its size.
+  static std::unique_ptr<char[]> AcquireBuffer(size_t base, size_t* capacity);
+  static void ReleaseBuffer(std::unique_ptr<char[]> data, size_t capacity, size_t base);
   uint64_t Position() const { return buffer_offset_ + pos_; }
   // Moves the read position to stream offset `target` (>= Position()).
   void SeekForward(uint64_t target);

@@ -52,7 +52,8 @@ TEST(Crc32c, ImplementationsAgreeOnRandomBuffersAllSizesAndAlignments) {
   for (auto& b : buf) b = static_cast<uint8_t>(rng());
   std::vector<size_t> sizes;
   for (size_t n = 0; n < 300; ++n) sizes.push_back(n);
-  for (size_t n : {767u, 768u, 769u, 24575u, 24576u, 24577u, 49152u + 771u, 100000u})
+  for (size_t n : {767u, 768u, 769u, 1023u, 1024u, 1025u, 1279u, 1280u, 1281u, 4096u, 24063u,
+                   24064u, 24065u, 24575u, 24576u, 24577u, 49152u + 771u, 100000u})
     sizes.push_back(n);
   for (size_t n : sizes) {
     for (size_t align = 0; align < 8; align += (n > 1000 ? 3 : 1)) {
@@ -63,9 +64,32 @@ TEST(Crc32c, ImplementationsAgreeOnRandomBuffersAllSizesAndAlignments) {
         ASSERT_EQ(crc32c::ExtendHardware(0, p, n), want) << "n=" << n << " align=" << align;
         ASSERT_EQ(crc32c::ExtendHardwareSingleStream(0, p, n), want) << "n=" << n;
       }
+      if (crc32c::FoldingAvailable()) {
+        ASSERT_EQ(crc32c::ExtendFolding(0, p, n), want) << "n=" << n << " align=" << align;
+      }
       ASSERT_EQ(crc32c::Value(p, n), want);
     }
   }
+}
+
+// The folding kernel continues from a non-zero CRC (the starting value is XORed into the first
+// lane) and agrees with the table code at every block boundary it crosses.
+TEST(Crc32c, FoldingContinuesFromAnyCrc) {
+  if (!crc32c::FoldingAvailable()) GTEST_SKIP() << "no VPCLMULQDQ on this CPU";
+  std::mt19937 rng(11);
+  std::vector<uint8_t> buf(70000);
+  for (auto& b : buf) b = static_cast<uint8_t>(rng());
+  for (size_t cut : {0ul, 1ul, 13ul, 256ul, 1000ul, 33333ul}) {
+    for (size_t n : {1024ul, 1536ul, 4097ul, 36000ul}) {
+      const uint32_t start = crc32c::ExtendPortable(0, buf.data(), cut);
+      ASSERT_EQ(crc32c::ExtendFolding(start, buf.data() + cut, n),
+                crc32c::ExtendPortable(start, buf.data() + cut, n))
+          << "cut=" << cut << " n=" << n;
+    }
+  }
+  std::vector<uint8_t> zeros(4096, 0), ones(4096, 0xff);
+  EXPECT_EQ(crc32c::ExtendFolding(0, zeros.data(), zeros.size()), NaiveCrc32c(zeros.data(), 4096));
+  EXPECT_EQ(crc32c::ExtendFolding(0, ones.data(), ones.size()), NaiveCrc32c(ones.data(), 4096));
 }
 
 TEST(Crc32c, ExtendIsIncremental) {
