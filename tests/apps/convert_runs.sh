@@ -50,6 +50,13 @@ idx)
   done
   same_files gz1 gz3
   same_files tiny1 tiny3
+  # Standardized (statistics all-reduced per shard block): still byte-identical.
+  for np in 1 2 3; do
+    convert $np --input.split=test --input.limit=1000 --output.shards=5 \
+      --preprocess.normalize=standardize --output.path=std$np/fm
+  done
+  same_files std1 std2
+  same_files std1 std3
   ls gz1/fm-00003-of-00004.tfrecord.gz >/dev/null
   "$bin/shardflow-inspect" stats --json gz1/*.gz >gzstats.json
   $check idx-sums $fm/t10k-images-idx3-ubyte.gz $fm/t10k-labels-idx1-ubyte.gz 999 gzstats.json
