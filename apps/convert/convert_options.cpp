@@ -96,8 +96,9 @@ void RegisterConvertOptions(ConfigSchema& schema, ConvertOptions* o) {
   schema.Add("output", "path", &o->out_path,
              "tfrecord: prefix of PREFIX-00000-of-000NN.tfrecord; hdf5: the file");
   schema.Add("output", "shards", &o->shards, "tfrecord: number of shard files").InRange(1, 99999);
-  schema.AddChoice("output", "compression", &o->compression, {"none", "gzip", "zlib"},
-                   "tfrecord: whole-file GZIP (.gz) or ZLIB (.zlib); hdf5: gzip = deflate");
+  schema.AddChoice(
+      "output", "compression", &o->compression, {"none", "gzip", "zlib"},
+      "tfrecord: whole-file GZIP (.gz) or ZLIB (.zlib); hdf5: either = deflate level 4");
   schema.OnResolved([o] { Validate(*o); });
 }
 
@@ -111,7 +112,8 @@ reads only the input those need. Statistics are combined per shard (images) or p
 
 Files: PREFIX-00000-of-00008.tfrecord (.tfrecord.gz / .tfrecord.zlib when compressed), one per
 shard (an empty shard is an empty file), and PREFIX.meta.json (written by rank 0: the schema,
-counts per shard, normalization parameters). With output.format=hdf5: one file.
+counts per shard, normalization parameters). With output.format=hdf5: one file, each rank
+writing the rows of its shards (output.shards still sets the work division and stats blocks).
 
 Example schema, images (TFRecord, one tf.train.Example per image):
   image_raw  bytes   H*W*C values, row-major [H,W,C]: uint8 when preprocess.normalize=none and
