@@ -67,6 +67,7 @@ idx-h5)
   # One HDF5 file written collectively, read back by h5py: raw, scaled and standardized.
   convert 2 --input.split=test --input.limit=1000 --output.format=hdf5 --output.path=raw.h5
   $check idx-h5 $fm/t10k-images-idx3-ubyte.gz $fm/t10k-labels-idx1-ubyte.gz 1000 raw.h5 none
+  "$bin/shardflow-inspect" verify raw.h5 | grep -q "raw.h5: ok, 3 datasets, 800000 bytes$"
   convert 3 --input.split=test --input.limit=777 --preprocess.normalize=scale \
     --output.format=hdf5 --output.compression=gzip --output.path=scaled.h5
   $check idx-h5 $fm/t10k-images-idx3-ubyte.gz $fm/t10k-labels-idx1-ubyte.gz 777 scaled.h5 scale
