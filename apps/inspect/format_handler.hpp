@@ -1,6 +1,5 @@
-// shardflow-inspect's per-format handlers. A handler knows one file format (TFRecord now; HDF5
-// can be added by registering another handler in Handlers()); the commands in inspect.cpp only
-// talk to this interface.
+// shardflow-inspect's per-format handlers. A handler knows one file format (TFRecord, HDF5),
+// registered in Handlers(); the commands in inspect.cpp only talk to this interface.
 #pragma once
 
 #include <cstdint>
@@ -26,17 +25,35 @@ struct FeatureTotals {
   uint64_t byte_sum = 0;     // bytes: sum of all byte values
 };
 
+// One dataset of an HDF5 file for `stats`.
+struct DatasetTotals {
+  std::string file;
+  std::string name;
+  std::string dtype;           // "uint8", "float32", ... or the unsupported type's name
+  std::vector<int64_t> shape;  // [] for a scalar
+  int64_t elements = 0;
+  bool summed = false;  // false for types without a sum (strings, compounds, ...)
+  bool is_integer = false;
+  int64_t int_sum = 0;   // exact (wrapping) for integer datasets
+  double float_sum = 0;  // float datasets, summed in double
+};
+
 struct StatsTotals {
   int64_t files = 0;
   int64_t records = 0;
+  // HDF5 files: every dataset, per file, in the file's order.
+  std::vector<DatasetTotals> datasets;
   // key: feature name, then kind name ("int64", "float", "bytes", "none")
   std::map<std::pair<std::string, std::string>, FeatureTotals> features;
 };
 
 struct VerifyReport {
   int64_t records = 0;
-  uint64_t bytes = 0;          // bytes of the (uncompressed) record stream checked
-  std::optional<Status> loss;  // the first data loss, if any
+  std::string unit = "records";  // what `records` counts ("datasets" for HDF5)
+  uint64_t bytes = 0;            // bytes of the (uncompressed) record stream checked
+  // The first data loss, if any. Its context names the byte offset and record, or (HDF5) the
+  // dataset as `key`.
+  std::optional<Status> loss;
 };
 
 class FormatHandler {
@@ -56,5 +73,6 @@ class FormatHandler {
 // All handlers; the first that Handles() a path is used.
 const std::vector<std::unique_ptr<FormatHandler>>& Handlers();
 std::unique_ptr<FormatHandler> MakeTFRecordHandler();
+std::unique_ptr<FormatHandler> MakeHdf5Handler();
 
 }  // namespace shardflow::inspect

@@ -14,6 +14,7 @@ const std::vector<std::unique_ptr<FormatHandler>>& Handlers() {
     std::vector<std::unique_ptr<FormatHandler>> h;
     // More specific handlers (e.g. HDF5, recognised by its signature) go before TFRecord,
     // which has no magic number and takes every other file.
+    h.push_back(MakeHdf5Handler());
     h.push_back(MakeTFRecordHandler());
     return h;
   }();
@@ -50,11 +51,18 @@ int RunVerify(const InspectOptions& o, std::ostream& out, std::ostream& err) {
       const VerifyReport r = HandlerFor(file).Verify(file);
       if (r.loss) {
         const Status& s = *r.loss;
-        out << file << ": data loss at byte " << s.context().offset.value_or(0) << " (record "
-            << s.context().record.value_or(-1) << "): " << s.message() << "\n";
+        if (!s.context().offset && !s.context().key.empty()) {
+          out << file << ": data loss in dataset " << s.context().key << ": " << s.message()
+              << "\n";
+        } else if (!s.context().offset) {
+          out << file << ": data loss: " << s.message() << "\n";
+        } else {
+          out << file << ": data loss at byte " << s.context().offset.value_or(0) << " (record "
+              << s.context().record.value_or(-1) << "): " << s.message() << "\n";
+        }
         rc = Worse(rc, kExitDataLoss);
       } else {
-        out << file << ": ok, " << r.records << " records, " << r.bytes << " bytes\n";
+        out << file << ": ok, " << r.records << " " << r.unit << ", " << r.bytes << " bytes\n";
       }
     } catch (const Error& e) {
       err << "error: " << e.what() << "\n";
@@ -78,6 +86,46 @@ int RunCat(const InspectOptions& o, std::ostream& out, std::ostream& err) {
   return rc;
 }
 
+std::string DatasetSum(const DatasetTotals& d) {
+  if (!d.summed) return "";
+  return d.is_integer ? std::to_string(d.int_sum) : JsonFloat(d.float_sum);
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+void PrintDatasetsJson(const StatsTotals& t, std::ostream& out) {
+  if (t.datasets.empty()) return;
+  out << ", \"datasets\": [";
+  for (size_t i = 0; i < t.datasets.size(); ++i) {
+    const DatasetTotals& d = t.datasets[i];
+    out << (i ? ", " : "") << "{\"file\": " << JsonString(d.file)
+        << ", \"name\": " << JsonString(d.name) << ", \"dtype\": " << JsonString(d.dtype)
+        << ", \"shape\": " << ShapeText(d.shape) << ", \"elements\": " << d.elements;
+    if (d.summed) out << ", \"sum\": " << DatasetSum(d);
+    out << "}";
+  }
+  out << "]";
+}
+
+void PrintDatasetsText(const StatsTotals& t, std::ostream& out) {
+  if (t.datasets.empty()) return;
+  char line[512];
+  std::snprintf(line, sizeof(line), "%-32s %-8s %-20s %12s %24s\n", "dataset", "dtype", "shape",
+                "elements", "sum");
+  out << line;
+  for (const DatasetTotals& d : t.datasets) {
+    const std::string name = t.files > 1 ? d.file + ":" + d.name : d.name;
+    std::snprintf(line, sizeof(line), "%-32s %-8s %-20s %12lld %24s\n", name.c_str(),
+                  d.dtype.c_str(), ShapeText(d.shape).c_str(), static_cast<long long>(d.elements),
+                  d.summed ? DatasetSum(d).c_str() : "-");
+    out << line;
+  }
+}
+
 void PrintStats(const StatsTotals& t, bool json, std::ostream& out) {
   if (json) {
     out << "{\"files\": " << t.files << ", \"records\": " << t.records << ", \"features\": {";
@@ -94,10 +142,14 @@ void PrintStats(const StatsTotals& t, bool json, std::ostream& out) {
       out << "}";
       first = false;
     }
-    out << "}}\n";
+    out << "}";
+    PrintDatasetsJson(t, out);
+    out << "}\n";
     return;
   }
   out << "files: " << t.files << "\nrecords: " << t.records << "\n";
+  PrintDatasetsText(t, out);
+  if (!t.datasets.empty() && t.features.empty()) return;
   char line[256];
   std::snprintf(line, sizeof(line), "%-24s %-6s %10s %12s %24s\n", "feature", "kind", "examples",
                 "values", "sum");
@@ -137,7 +189,9 @@ std::string Usage() {
   return "usage: shardflow-inspect verify FILE...\n"
          "       shardflow-inspect cat FILE...\n"
          "       shardflow-inspect stats [--json] FILE...\n"
-         "Files: TFRecord (plain, .gz, .zlib). Exit: 0 clean, 3 data loss, 2 usage/unreadable.\n";
+         "Files: TFRecord (plain, .gz, .zlib) and HDF5 (by signature or .h5/.hdf5: verify reads\n"
+         "every dataset; stats gives dtype, shape and sum per dataset; cat is TFRecord only).\n"
+         "Exit: 0 clean, 3 data loss, 2 usage/unreadable.\n";
 }
 
 InspectOptions ParseArgs(const std::vector<std::string>& args) {

@@ -13,6 +13,10 @@
 //                           exact sums (int64: exact integer; float: double; bytes: total length
 //                           and the sum of all byte values)
 //
+// HDF5 files (apps/inspect/hdf5_handler.cpp): verify reads every dataset ("FILE: ok, N datasets,
+// B bytes" or "FILE: data loss in dataset D: REASON"); stats adds, per file and dataset, dtype,
+// shape, element count and sum ("datasets" in --json); cat is refused (exit 2).
+//
 // Exit codes: 0 all clean, 3 any data loss, 2 usage error or an unreadable file (which wins over
 // data loss: the report is incomplete).
 #pragma once

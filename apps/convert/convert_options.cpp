@@ -1,0 +1,160 @@
+#include "apps/convert/convert_options.hpp"
+
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "io/idx.hpp"
+
+namespace shardflow::convert {
+namespace {
+
+namespace fs = std::filesystem;
+
+void RequireExists(const std::string& path, const std::string& key, bool directory) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) {
+    throw Error(ErrorCode::kNotFound, "input not found: " + path, {.file = path, .key = key});
+  }
+  if (directory != fs::is_directory(status)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("input must be a ") + (directory ? "folder" : "file") + ": " + path,
+                {.file = path, .key = key});
+  }
+}
+
+void Validate(const ConvertOptions& o) {
+  auto bad = [](const std::string& what, const std::string& key) {
+    throw Error(ErrorCode::kInvalidArgument, what, {.key = key});
+  };
+  if (o.out_path.empty()) bad("output.path is required", "output.path");
+  if (o.format == "idx") {
+    if (o.images.empty() != o.labels.empty()) {
+      bad("input.images and input.labels go together", "input.images");
+    }
+    if (!o.images.empty()) {
+      RequireExists(o.images, "input.images", false);
+      RequireExists(o.labels, "input.labels", false);
+    } else {
+      const std::string prefix = o.dir + "/" + (o.split == "train" ? "train" : "t10k");
+      RequireExists(prefix + "-images-idx3-ubyte.gz", "input.dir", false);
+      RequireExists(prefix + "-labels-idx1-ubyte.gz", "input.dir", false);
+    }
+  } else {
+    if (o.path.empty()) bad("input.path is required for input.format=" + o.format, "input.path");
+    RequireExists(o.path, "input.path", o.format == "csv");
+  }
+  if (o.format == "hdf5") {
+    const size_t want_max = o.kind == "images" ? 2 : 1;
+    if (o.datasets.empty() || o.datasets.size() > want_max) {
+      bad(o.kind == "images" ? "input.datasets must name the images and optionally the labels"
+                             : "input.datasets must name one series dataset [assets, steps, "
+                               "channels]",
+          "input.datasets");
+    }
+  }
+  if (o.is_series() && o.window <= 0) {
+    bad("preprocess.window (the window length) must be > 0 for series inputs", "preprocess.window");
+  }
+  if (!o.is_series() && o.window != 0) {
+    bad("preprocess.window applies to series inputs (csv, or hdf5 with input.kind=series)",
+        "preprocess.window");
+  }
+}
+
+}  // namespace
+
+void RegisterConvertOptions(ConfigSchema& schema, ConvertOptions* o) {
+  o->dir = io::kFashionMnistDir;
+  schema.DescribeSection("input", "what to convert");
+  schema.AddChoice("input", "format", &o->format, {"idx", "csv", "hdf5"},
+                   "idx: images+labels files; csv: a folder of per-asset series; hdf5: datasets");
+  schema.AddChoice("input", "split", &o->split, {"train", "test"},
+                   "idx: Fashion-MNIST split read from input.dir (test = the t10k files)");
+  schema.Add("input", "dir", &o->dir, "idx: folder holding {train,t10k}-*-ubyte.gz");
+  schema.Add("input", "images", &o->images, "idx: an images file (with input.labels)");
+  schema.Add("input", "labels", &o->labels, "idx: a labels file (with input.images)");
+  schema.Add("input", "path", &o->path, "csv: folder of *.csv (one per asset); hdf5: the file");
+  schema.AddChoice("input", "kind", &o->kind, {"images", "series"},
+                   "hdf5: images [N,H,W(,C)] (+labels [N]) or series [assets,steps(,channels)]");
+  schema.Add("input", "datasets", &o->datasets, "hdf5: dataset names: images[,labels] or series");
+  schema
+      .Add("input", "time_column", &o->time_column,
+           "csv: the timestamp column (must increase); all other columns are channels")
+      .NonEmpty();
+  schema.Add("input", "limit", &o->limit, "convert only the first N output records; -1: all")
+      .Check([](const int64_t& v) { return v >= -1; }, "must be >= -1");
+  schema.DescribeSection("preprocess", "normalization and windows");
+  schema.AddChoice("preprocess", "normalize", &o->normalize, {"none", "scale", "standardize"},
+                   "per channel, statistics over all ranks' data (see below); output float32");
+  schema.Add("preprocess", "window", &o->window, "series: window length W (steps)").NonNegative();
+  schema.Add("preprocess", "stride", &o->stride, "series: steps between window starts S")
+      .Positive();
+  schema.DescribeSection("output", "where the records go");
+  schema.AddChoice("output", "format", &o->out_format, {"tfrecord", "hdf5"},
+                   "tfrecord: shard files; hdf5: one file written collectively");
+  schema.Add("output", "path", &o->out_path,
+             "tfrecord: prefix of PREFIX-00000-of-000NN.tfrecord; hdf5: the file");
+  schema.Add("output", "shards", &o->shards, "tfrecord: number of shard files").InRange(1, 99999);
+  schema.AddChoice(
+      "output", "compression", &o->compression, {"none", "gzip", "zlib"},
+      "tfrecord: whole-file GZIP (.gz) or ZLIB (.zlib); hdf5: either = deflate level 4");
+  schema.OnResolved([o] { Validate(*o); });
+}
+
+std::string ConvertHelpEpilogue() {
+  return R"(
+Work division (SPMD under mpirun): output records are numbered globally (id = 0..N-1, in input
+order: images in file order; windows by asset (files sorted by name / dataset rows), then start).
+Shard s of S holds ids [s*N/S, (s+1)*N/S); rank r of P writes shards [r*S/P, (r+1)*S/P) and
+reads only the input those need. Statistics are combined per shard (images) or per asset
+(series) in a fixed order, so the files are byte-identical for any number of ranks.
+
+Files: PREFIX-00000-of-00008.tfrecord (.tfrecord.gz / .tfrecord.zlib when compressed), one per
+shard (an empty shard is an empty file), and PREFIX.meta.json (written by rank 0: the schema,
+counts per shard, normalization parameters). With output.format=hdf5: one file, each rank
+writing the rows of its shards (output.shards still sets the work division and stats blocks).
+
+Example schema, images (TFRecord, one tf.train.Example per image):
+  image_raw  bytes   H*W*C values, row-major [H,W,C]: uint8 when preprocess.normalize=none and
+                     the input is uint8, else float32 little-endian
+  label      int64   the class (-1 when an HDF5 input has no labels dataset)
+  id         int64   the global record index
+  shape      int64   [H, W, C]
+Example schema, series windows:
+  window     float   W*C values, row-major [W, C] (step-major: all channels of step 0 first)
+  shape      int64   [W, C]
+  asset_id   int64   the asset (index of the CSV file in name order / row of the HDF5 dataset)
+  id         int64   the global window index
+  start      int64   the step (row) of the asset where the window starts
+HDF5 output datasets: images [N,H,W(,C)] uint8|float32, labels [N] int64, ids [N] int64; or
+  windows [N,W,C] float32, asset_ids [N] int64, starts [N] int64, ids [N] int64; with
+  normalization also norm_offset [C] and norm_divisor [C] float64 (value = (x - offset) / divisor).
+
+Normalization (per channel; images: the last dimension when rank 4, else one channel):
+  scale        uint8 images: x / 255. Other data: (x - min) / (max - min) with the global
+               min and max (a constant channel becomes 0).
+  standardize  (x - mean) / std, population std over all values of the data converted (images:
+               the output images; series: the whole series of every asset with >= 1 output
+               window); std 0 counts as 1. Partial (count, mean, M2, min, max) per block are
+               all-reduced in double and combined in block order (Chan et al.).
+Series windows: an asset of T steps gives floor((T - W) / S) + 1 windows (none when T < W).
+CSV inputs: a header row; input.time_column must strictly increase; every other column is a
+channel and every file must have the same header; values must be finite numbers.
+
+Sensor CSV generator (for the LSTM autoencoder workload):
+  /usr/bin/python3 scripts/make_sensor_csv.py --out DIR --assets N --steps T --channels C
+      [--seed 1] [--anomalies 3]
+  writes DIR/asset-0000.csv ... with header t,ch0,...,chC-1: noisy sinusoids per channel with
+  a few injected anomalies (spikes, level shifts), and DIR/anomalies.txt listing them.
+
+Examples:
+  mpirun -np 4 shardflow-convert --input.split=test --output.path=out/fmnist-test
+  mpirun -np 2 shardflow-convert --input.format=csv --input.path=sensors --preprocess.window=64
+      --preprocess.stride=16 --preprocess.normalize=standardize --output.path=out/sensors
+  mpirun -np 2 shardflow-convert --input.format=hdf5 --input.path=f.h5 --input.datasets=images,labels
+      --output.format=hdf5 --output.path=out/f.h5
+)";
+}
+
+}  // namespace shardflow::convert

@@ -1,0 +1,48 @@
+// shardflow-convert's settings: the [input], [preprocess] and [output] config sections, the
+// output schema text printed by --help, and checks that run on every rank in the parse phase.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+
+namespace shardflow::convert {
+
+struct ConvertOptions {
+  // [input]
+  std::string format = "idx";         // idx | csv | hdf5
+  std::string split = "train";        // idx: train | test (test reads the t10k files)
+  std::string dir;                    // idx: folder of the Fashion-MNIST files
+  std::string images;                 // idx: images file (overrides dir/split, with labels)
+  std::string labels;                 // idx: labels file
+  std::string path;                   // csv: folder of *.csv files; hdf5: the file
+  std::string kind = "images";        // hdf5: images | series
+  std::vector<std::string> datasets;  // hdf5: images [labels] | series
+  std::string time_column = "t";      // csv: the timestamp column; every other column is a channel
+  int64_t limit = -1;                 // at most this many output records; -1: all
+  // [preprocess]
+  std::string normalize = "none";  // none | scale | standardize
+  int64_t window = 0;              // series: window length W (> 0 for series inputs)
+  int64_t stride = 1;              // series: step between window starts S
+  // [output]
+  std::string out_format = "tfrecord";  // tfrecord | hdf5
+  std::string out_path;                 // tfrecord: file prefix; hdf5: the file
+  int64_t shards = 8;                   // tfrecord: number of shard files
+  std::string compression = "none";     // none | gzip | zlib
+
+  // Whether the input is a set of series (windows are written) or of images.
+  bool is_series() const { return format == "csv" || (format == "hdf5" && kind == "series"); }
+};
+
+// Registers every key bound to *options, with a hook that checks combinations and that input
+// files exist (Error kInvalidArgument / kNotFound naming the key and the path).
+// REQUIRES: *options outlives `schema`.
+void RegisterConvertOptions(ConfigSchema& schema, ConvertOptions* options);
+
+// The record schemas, the normalization rules, the file names and the sensor CSV generator,
+// printed after the flags by --help.
+std::string ConvertHelpEpilogue();
+
+}  // namespace shardflow::convert

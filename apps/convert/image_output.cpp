@@ -1,0 +1,85 @@
+#include "apps/convert/image_output.hpp"
+
+#include <bit>
+
+#include "io/example.hpp"
+#include "io/hdf5_writer.hpp"
+#include "io/tfrecord_writer.hpp"
+
+namespace shardflow::convert {
+
+// image_raw and the float features are documented as little-endian; the bytes are copied as-is.
+static_assert(std::endian::native == std::endian::little,
+              "shardflow-convert assumes little-endian");
+
+void WriteImageShards(const ShardPlan& plan, const ImageRecords& records,
+                      const ConvertOptions& options, ProgressReporter& progress) {
+  const Shape& shape = records.images.shape();  // [n, H, W, C]
+  const int64_t record_bytes = NumElements(Shape(shape.begin() + 1, shape.end())) *
+                               static_cast<int64_t>(DTypeSize(records.images.dtype()));
+  const auto* base = static_cast<const char*>(records.images.raw_data());
+  io::ExampleBuilder builder;
+  std::string serialized;
+  for (int64_t s = plan.MyShards().begin; s < plan.MyShards().end; ++s) {
+    const std::string path = ShardFileName(options.out_path, s, plan.shards(), options.compression);
+    io::TFRecordWriter writer(path);
+    const io::RowRange ids = plan.ShardRecords(s);
+    for (int64_t id = ids.begin; id < ids.end; ++id) {
+      const int64_t i = id - records.first;
+      builder.Clear();
+      builder.AddBytes("image_raw",
+                       {std::string(base + i * record_bytes, static_cast<size_t>(record_bytes))});
+      builder.AddInt64("label", {records.labels[static_cast<size_t>(i)]});
+      builder.AddInt64("id", {id});
+      builder.AddInt64("shape", {shape[1], shape[2], shape[3]});
+      serialized.clear();
+      builder.SerializeTo(&serialized);
+      writer.Write(serialized);
+      progress.Advance(1, 1);
+    }
+    writer.Close();
+  }
+}
+
+void WriteNormalizationHdf5(io::Hdf5Writer& writer, const Normalization& norm, int rank) {
+  if (!norm.enabled()) return;
+  const int64_t channels = static_cast<int64_t>(norm.offset.size());
+  for (const auto& [name, values] :
+       {std::pair{"norm_offset", &norm.offset}, std::pair{"norm_divisor", &norm.divisor}}) {
+    writer.CreateDataset(name, DType::kFloat64, {channels});
+    Tensor rows(DType::kFloat64, {rank == 0 ? channels : 0});
+    if (rank == 0) std::copy(values->begin(), values->end(), rows.data<double>());
+    writer.WriteRows(name, 0, rows);
+  }
+}
+
+void WriteImagesHdf5(const ShardPlan& plan, const ImageRecords& records, const Shape& stored_shape,
+                     const Normalization& norm, const ConvertOptions& options, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  io::Hdf5Writer writer(options.out_path, comm);
+  const int64_t n = plan.records();
+  const int64_t mine = records.images.dim(0);
+  io::Hdf5DatasetOptions data_options;
+  if (options.compression != "none") data_options = {.chunk_rows = 256, .gzip_level = 4};
+  Shape shape = stored_shape;
+  shape.insert(shape.begin(), n);
+  Shape my_shape = stored_shape;
+  my_shape.insert(my_shape.begin(), mine);
+  writer.CreateDataset("images", records.images.dtype(), shape, data_options);
+  writer.WriteRows("images", plan.MyRecords().begin, records.images.Reshaped(my_shape));
+  Tensor labels(DType::kInt64, {mine});
+  Tensor ids(DType::kInt64, {mine});
+  for (int64_t i = 0; i < mine; ++i) {
+    labels.data<int64_t>()[i] = records.labels[static_cast<size_t>(i)];
+    ids.data<int64_t>()[i] = records.first + i;
+  }
+  writer.CreateDataset("labels", DType::kInt64, {n}, data_options);
+  writer.WriteRows("labels", plan.MyRecords().begin, labels);
+  writer.CreateDataset("ids", DType::kInt64, {n}, data_options);
+  writer.WriteRows("ids", plan.MyRecords().begin, ids);
+  WriteNormalizationHdf5(writer, norm, rank);
+  writer.Close();
+}
+
+}  // namespace shardflow::convert
