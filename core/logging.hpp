@@ -59,13 +59,20 @@ class LogLine {
 
 }  // namespace shardflow
 
-#define SF_LOG(level)                                              \
-  if (!::shardflow::LogEnabled(::shardflow::LogLevel::k##level)) { \
-  } else                                                           \
-    ::shardflow::LogLine(::shardflow::LogLevel::k##level).stream()
+// `cond ? (void)0 : Voidify() & stream` keeps the macros one expression, so they are safe in an
+// unbraced if/else; operator& binds looser than <<, so the whole line is built first.
+namespace shardflow {
+struct LogVoidify {
+  void operator&(std::ostream&) {}
+};
+}  // namespace shardflow
 
-#define SF_LOG0(level)                                             \
-  if (::shardflow::GetLogRank() > 0 ||                             \
-      !::shardflow::LogEnabled(::shardflow::LogLevel::k##level)) { \
-  } else                                                           \
-    ::shardflow::LogLine(::shardflow::LogLevel::k##level).stream()
+#define SF_LOG(level)                                       \
+  !::shardflow::LogEnabled(::shardflow::LogLevel::k##level) \
+      ? (void)0                                             \
+      : ::shardflow::LogVoidify() & ::shardflow::LogLine(::shardflow::LogLevel::k##level).stream()
+
+#define SF_LOG0(level)                                                                         \
+  (::shardflow::GetLogRank() > 0 || !::shardflow::LogEnabled(::shardflow::LogLevel::k##level)) \
+      ? (void)0                                                                                \
+      : ::shardflow::LogVoidify() & ::shardflow::LogLine(::shardflow::LogLevel::k##level).stream()

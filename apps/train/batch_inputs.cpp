@@ -1,0 +1,67 @@
+#include "apps/train/batch_inputs.hpp"
+
+namespace shardflow::train {
+
+ModelBatch ToModelBatch(const pipeline::Element& batch, const BatchSpec& spec, Tensor* scratch) {
+  const Tensor& in = batch.Get(spec.input_feature);
+  ModelBatch out;
+  out.rows = in.rank() == 0 ? 0 : in.dim(0);
+  const int64_t per_row = NumElements(spec.input_shape);
+  if (in.rank() == 0 || (out.rows > 0 && in.num_elements() != out.rows * per_row)) {
+    ErrorContext ctx = batch.where.Context();
+    ctx.key = spec.input_feature;
+    throw Error(ErrorCode::kInvalidArgument,
+                "input feature has shape " + ShapeToString(in.shape()) + ", expected " +
+                    std::to_string(per_row) + " values per sample (model.input_shape " +
+                    ShapeToString(spec.input_shape) + ")",
+                ctx);
+  }
+  Shape shape = spec.input_shape;
+  shape.insert(shape.begin(), out.rows);
+  if (in.dtype() == DType::kFloat32) {
+    out.x = in.Reshaped(shape);
+    if (spec.scale != 1.0) {
+      if (scratch->shape() != shape || scratch->dtype() != DType::kFloat32) {
+        *scratch = Tensor(DType::kFloat32, shape);
+      }
+      const float* src = in.data<float>();
+      float* dst = scratch->data<float>();
+      const float s = static_cast<float>(spec.scale);
+      for (int64_t i = 0; i < in.num_elements(); ++i) dst[i] = src[i] * s;
+      out.x = *scratch;
+    }
+  } else if (in.dtype() == DType::kUInt8) {
+    if (scratch->shape() != shape || scratch->dtype() != DType::kFloat32) {
+      *scratch = Tensor(DType::kFloat32, shape);
+    }
+    const uint8_t* src = in.data<uint8_t>();
+    float* dst = scratch->data<float>();
+    const float s = static_cast<float>(spec.scale);
+    for (int64_t i = 0; i < in.num_elements(); ++i) dst[i] = static_cast<float>(src[i]) * s;
+    out.x = *scratch;
+  } else {
+    ErrorContext ctx = batch.where.Context();
+    ctx.key = spec.input_feature;
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("input feature has dtype ") + DTypeName(in.dtype()) +
+                    ", expected uint8 or float32",
+                ctx);
+  }
+  if (!spec.label_feature.empty()) {
+    const Tensor& labels = batch.Get(spec.label_feature);
+    if (labels.num_elements() != out.rows || labels.dtype() == DType::kFloat32 ||
+        labels.dtype() == DType::kFloat64) {
+      ErrorContext ctx = batch.where.Context();
+      ctx.key = spec.label_feature;
+      throw Error(ErrorCode::kInvalidArgument,
+                  "label feature has shape " + ShapeToString(labels.shape()) + " and dtype " +
+                      DTypeName(labels.dtype()) + ", expected one integer label per sample (" +
+                      std::to_string(out.rows) + ")",
+                  ctx);
+    }
+    out.labels = labels.Reshaped({out.rows});
+  }
+  return out;
+}
+
+}  // namespace shardflow::train

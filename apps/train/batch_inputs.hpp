@@ -1,0 +1,32 @@
+// Turns a pipeline batch into the model's input and target tensors.
+//
+//   input:  the batch's `input_feature`, (B, ...) of uint8 or float32 with input_shape's
+//           element count per row; uint8 is cast to float32 and multiplied by `scale`.
+//   labels: the batch's `label_feature`, (B) or (B, 1) of an integer dtype (classify only).
+// Errors name the feature, what was expected and what was found, and the batch's first record.
+#pragma once
+
+#include <string>
+
+#include "core/tensor.hpp"
+#include "io/pipeline/element.hpp"
+
+namespace shardflow::train {
+
+struct BatchSpec {
+  std::string input_feature;
+  std::string label_feature;  // "" : no labels (reconstruction)
+  Shape input_shape;          // per sample
+  double scale = 1.0;
+};
+
+struct ModelBatch {
+  Tensor x;       // float32 (B, input_shape...)
+  Tensor labels;  // (B) integer, or empty
+  int64_t rows = 0;
+};
+
+// `scratch` is reused between calls for the float conversion (it grows as needed).
+ModelBatch ToModelBatch(const pipeline::Element& batch, const BatchSpec& spec, Tensor* scratch);
+
+}  // namespace shardflow::train
