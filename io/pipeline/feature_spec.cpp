@@ -1,5 +1,8 @@
 #include "io/pipeline/feature_spec.hpp"
 
+#include "io/pipeline/ops/image_codec.hpp"
+
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <unordered_map>
@@ -31,10 +34,12 @@ std::string Trim(const std::string& s) {
                        "image_raw:bytes:uint8:28x28x1 or label:int64:int64:scalar"});
 }
 
-bool IsKind(const std::string& s) { return s == "bytes" || s == "int64" || s == "float"; }
+bool IsKind(const std::string& s) {
+  return s == "bytes" || s == "int64" || s == "float" || s == "image";
+}
 
 io::FeatureKind KindOf(const std::string& s) {
-  if (s == "bytes") return io::FeatureKind::kBytes;
+  if (s == "bytes" || s == "image") return io::FeatureKind::kBytes;
   if (s == "int64") return io::FeatureKind::kInt64;
   return io::FeatureKind::kFloat;
 }
@@ -78,6 +83,10 @@ io::FeatureSpec ParseFeatureSpec(const std::string& raw, const std::string& key)
     spec.kind = KindOf(f[1]);
     spec.dtype = DTypeFor(f[2], key, text);
     spec.shape = ParseShape(f[3], key, text);
+    if (f[1] == "image" && (spec.dtype != DType::kUInt8 || spec.shape.size() != 3 ||
+                            (spec.shape[2] != 1 && spec.shape[2] != 3) || f.size() == 5)) {
+      Bad(key, text, "an image feature is uint8 HxWxC with C 1 or 3, without default");
+    }
     if (f.size() == 5) {
       try {
         size_t used = 0;
@@ -115,7 +124,27 @@ io::Schema ParseFeatureSpecs(const std::vector<std::string>& texts, const std::s
   return schema;
 }
 
-MapFn MakeExampleDecoder(io::Schema schema, std::string record_feature, uint64_t header_bytes) {
+std::vector<std::string> ImageFeatureNames(const std::vector<std::string>& texts) {
+  std::vector<std::string> names;
+  for (const auto& t : texts) {
+    std::vector<std::string> f = Split(t, ':');
+    if (f.size() >= 2 && Trim(f[1]) == "image") names.push_back(Trim(f[0]));
+  }
+  return names;
+}
+
+MapFn MakeExampleDecoder(io::Schema all, std::vector<std::string> image_features,
+                         std::string record_feature, uint64_t header_bytes) {
+  // Image features are decoded from an ExampleView; the rest go through the batch parser.
+  io::Schema schema;
+  std::vector<io::FeatureSpec> images;
+  for (auto& spec : all.features) {
+    const bool image =
+        std::find(image_features.begin(), image_features.end(), spec.name) != image_features.end();
+    (image ? images : schema.features).push_back(spec);
+  }
+  std::vector<std::string> order;  // output order: the schema's
+  for (const auto& spec : all.features) order.push_back(spec.name);
   for (const auto& spec : schema.features) {
     if (spec.kind == io::FeatureKind::kNone) {
       throw Error(ErrorCode::kInvalidArgument,
@@ -134,7 +163,10 @@ MapFn MakeExampleDecoder(io::Schema schema, std::string record_feature, uint64_t
   static std::atomic<uint64_t> next_id{1};
   const uint64_t id = next_id.fetch_add(1);
   auto shared = std::make_shared<const io::Schema>(std::move(schema));
-  return [shared, id, record_feature, header_bytes](Element& e, const MapContext&) {
+  auto image_specs = std::make_shared<const std::vector<io::FeatureSpec>>(std::move(images));
+  auto order_ptr = std::make_shared<const std::vector<std::string>>(std::move(order));
+  return [shared, image_specs, order_ptr, id, record_feature, header_bytes](Element& e,
+                                                                            const MapContext&) {
     // One parser per (thread, decoder): the parser keeps scratch buffers between examples.
     thread_local std::unordered_map<uint64_t, std::unique_ptr<io::ExampleBatchParser>> parsers;
     auto& parser = parsers[id];
@@ -145,14 +177,54 @@ MapFn MakeExampleDecoder(io::Schema schema, std::string record_feature, uint64_t
         .data = std::string_view(static_cast<const char*>(record.raw_data()), record.byte_size()),
         .where = {
             .file = file, .data_offset = e.where.offset + header_bytes, .record = e.where.record}};
-    parser->Begin(1);
-    parser->ParseInto(ex, 0);
-    io::ParsedBatch parsed = parser->Finish();
-    e.features.clear();
-    for (size_t i = 0; i < parsed.names.size(); ++i) {
-      e.features.emplace_back(parsed.names[i],
-                              parsed.values[i].Reshaped(shared->features[i].shape));
+    std::vector<std::pair<std::string, Tensor>> out;
+    if (!shared->features.empty()) {
+      parser->Begin(1);
+      parser->ParseInto(ex, 0);
+      io::ParsedBatch parsed = parser->Finish();
+      for (size_t i = 0; i < parsed.names.size(); ++i) {
+        out.emplace_back(parsed.names[i], parsed.values[i].Reshaped(shared->features[i].shape));
+      }
     }
+    if (!image_specs->empty()) {
+      thread_local io::ExampleView view;
+      const Status st = io::ParseExample(ex.data, &view, &ex.where);
+      if (!st.ok()) throw Error(st);
+      for (const auto& spec : *image_specs) {
+        ErrorContext ctx = e.where.Context();
+        ctx.key = spec.name;
+        const io::FeatureView* f = view.Find(spec.name);
+        if (f == nullptr || f->kind != io::FeatureKind::kBytes || f->num_values != 1) {
+          throw Error(ErrorCode::kInvalidArgument,
+                      "image feature '" + spec.name + "' must be a bytes list of one value", ctx);
+        }
+        std::string_view bytes;
+        f->ForEachBytes([&](std::string_view v) { bytes = v; });
+        Tensor image;
+        try {
+          image = DecodeImageBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
+                                   static_cast<int>(spec.shape[2]));
+        } catch (const Error& err) {
+          throw Error(err.code(), std::string("image feature '") + spec.name + "': " + err.what(),
+                      ctx);
+        }
+        if (image.shape() != spec.shape) {
+          throw Error(
+              ErrorCode::kInvalidArgument,
+              "image feature '" + spec.name + "' decoded to another shape than the schema's", ctx);
+        }
+        out.emplace_back(spec.name, std::move(image));
+      }
+      // Back to schema order.
+      std::vector<std::pair<std::string, Tensor>> ordered;
+      for (const auto& name : *order_ptr) {
+        for (auto& kv : out) {
+          if (kv.first == name) ordered.push_back(std::move(kv));
+        }
+      }
+      out = std::move(ordered);
+    }
+    e.features = std::move(out);
   };
 }
 

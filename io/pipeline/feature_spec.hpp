@@ -3,11 +3,13 @@
 // Text form (one string per feature; `features = a, b` in the config):
 //   name:kind:dtype:shape[:default]    tf.train.Example features (format tfrecord)
 //   name:dtype:shape                   tensor formats (hdf5, idx, csv): kind left out
-// kind: bytes | int64 | float. dtype: uint8 | int32 | int64 | float32 | float64.
+// kind: bytes | int64 | float | image. dtype: uint8 | int32 | int64 | float32 | float64.
 // shape: dimensions joined by 'x' ("28x28x1"), "1", or "scalar" / "" for a scalar (shape []).
 // default: one number broadcast to every value when the feature is missing (fixed-length only).
 //   ParseFeatureSpec("image_raw:bytes:uint8:28x28x1")  // uint8 [28,28,1] from 784 bytes
 //   ParseFeatureSpec("label:int64:int64:scalar:0")      // int64 [], 0 when missing
+// kind image: a bytes feature holding one encoded JPEG or PNG, decoded to uint8 [H, W, C]
+// (shape must be HxWxC; C 1 or 3); e.g. image_raw:image:uint8:28x28x1.
 // A short form "label:int64:1" (kind and dtype alike) is accepted for numeric kinds: the dtype
 // is the kind's natural type (int64 -> int64, float -> float32).
 // Errors: Error(kInvalidArgument) naming the key `features` and the offending text.
@@ -28,6 +30,8 @@ namespace shardflow::pipeline {
 io::FeatureSpec ParseFeatureSpec(const std::string& text, const std::string& key = "features");
 io::Schema ParseFeatureSpecs(const std::vector<std::string>& texts,
                              const std::string& key = "features");
+// Names of the specs of kind image.
+std::vector<std::string> ImageFeatureNames(const std::vector<std::string>& texts);
 
 // Decode step for Example records: reads the uint8 feature `record_feature` (one serialized
 // tf.train.Example, as the TFRecord source yields it), parses it by `schema` with an
@@ -36,8 +40,10 @@ io::Schema ParseFeatureSpecs(const std::vector<std::string>& texts,
 // is added to the element's offset for error messages (12 for TFRecord: the Example starts
 // after the length header). Errors name the feature, file, record and offset. Thread-safe.
 // REQUIRES: every spec is fixed-length (Error(kInvalidArgument) otherwise).
-MapFn MakeExampleDecoder(io::Schema schema, std::string record_feature = "record",
-                         uint64_t header_bytes = 12);
+// Features named in `image_features` are decoded as images (JPEG/PNG) to the spec's shape; a
+// decoded image of another shape is Error(kInvalidArgument) naming the feature and record.
+MapFn MakeExampleDecoder(io::Schema schema, std::vector<std::string> image_features = {},
+                         std::string record_feature = "record", uint64_t header_bytes = 12);
 
 // Decode step for tensor formats: keeps the features named in `schema` (in its order), checks
 // each dtype and reshapes to the spec's shape when the element count matches (e.g. HDF5 images

@@ -138,8 +138,9 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
   MapFn decode;
   if (!spec.features.empty()) {
     io::Schema schema = ParseFeatureSpecs(spec.features, spec.section + ".features");
-    decode = spec.data.format == "tfrecord" ? MakeExampleDecoder(std::move(schema))
-                                            : MakeTensorSelector(std::move(schema));
+    decode = spec.data.format == "tfrecord"
+                 ? MakeExampleDecoder(std::move(schema), ImageFeatureNames(spec.features))
+                 : MakeTensorSelector(std::move(schema));
   }
   BuiltPipeline built = BuildPipeline(spec.data, MakeSourceFactory(SourceOptionsFor(spec)),
                                       std::move(decode), rank, world);
