@@ -107,8 +107,12 @@ BuiltPipeline BuildPipeline(const DataOptions& o, const SourceFactory& factory, 
 
   const int reads =
       o.parallel_reads == kAutotune ? std::min(4, DefaultCpuBudget()) : o.parallel_reads;
+  if (o.cycle_length < 1 && o.cycle_length != kAutotune) {
+    Bad("cycle_length", "cycle_length must be >= 1 or auto");
+  }
+  const int cycle = o.cycle_length == kAutotune ? reads : o.cycle_length;
   Dataset ds = Dataset::FromRecordSource(source, plan,
-                                         {.cycle_length = reads,
+                                         {.cycle_length = cycle,
                                           .block_length = 1,
                                           .num_parallel_reads = reads,
                                           .deterministic = o.deterministic});

@@ -35,6 +35,9 @@ struct DataOptions {
   // Files read at once (interleave cycle), each ahead on its own thread when > 1. kAutotune:
   // min(4, CPU budget).
   int parallel_reads = kAutotune;
+  // Files interleaved at once, which fixes the element order (kAutotune: the resolved
+  // parallel_reads). Set it to keep the order when changing parallel_reads.
+  int cycle_length = kAutotune;
   // Decode/augment threads of the fused map-and-batch (kAutotune: one per core of the CPU
   // budget, DefaultCpuBudget(); 0: on the consumer thread).
   int parallel_calls = kAutotune;

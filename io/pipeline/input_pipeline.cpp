@@ -1,0 +1,171 @@
+#include "io/pipeline/input_pipeline.hpp"
+
+#include "core/logging.hpp"
+#include "io/pipeline/feature_spec.hpp"
+#include "io/pipeline/list_files.hpp"
+#include "io/pipeline/sources/open_source.hpp"
+#include "io/pipeline/sources/record_index.hpp"
+
+namespace shardflow::pipeline {
+namespace {
+
+// "auto" or an integer >= min.
+bool ValidAuto(const std::string& text, int64_t min) {
+  if (text == "auto") return true;
+  try {
+    size_t used = 0;
+    const int64_t v = std::stoll(text, &used);
+    return used == text.size() && v >= min;
+  } catch (...) {
+    return false;
+  }
+}
+
+int64_t ResolveAuto(const std::string& text) {
+  return text == "auto" ? kAutotune : std::stoll(text);
+}
+
+struct AutoKeys {
+  std::string parallel_reads = "auto", cycle_length = "auto", parallel_calls = "auto",
+              prefetch = "auto";
+};
+
+SourceOptions SourceOptionsFor(const InputSpec& spec) {
+  SourceOptions o;
+  o.compression = io::ParseCompression(spec.compression);
+  o.on_corrupt = io::ParseOnCorrupt(spec.on_corrupt);
+  o.features = spec.features;
+  return o;
+}
+
+void CheckSpec(const InputSpec& spec) {
+  if (spec.data.files.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "no input files given",
+                {.key = spec.section + ".files", .hint = "a comma-separated list of globs"});
+  }
+  if (spec.data.format == "tfrecord" && spec.features.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "format tfrecord needs the Example features",
+                {.key = spec.section + ".features",
+                 .hint = "e.g. image_raw:bytes:uint8:28x28x1, label:int64:int64:scalar"});
+  }
+}
+
+}  // namespace
+
+void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec* spec) {
+  DataOptions& d = spec->data;
+  spec->section = section;
+  auto autos = std::make_shared<AutoKeys>();
+  const std::string& sec = section;
+  s.DescribeSection(sec, "input pipeline: files, format, sharding, shuffle, decode, batching");
+  auto files =
+      s.Add(sec, "files", &d.files, "glob patterns of the input files (sorted, deduplicated)");
+  if (section == "data") files.NonEmpty();
+  s.AddChoice(sec, "format", &d.format, {"tfrecord", "hdf5", "idx", "csv"},
+              "record format of the files");
+  s.AddChoice(sec, "compression", &spec->compression, {"auto", "none", "gzip", "zlib"},
+              "TFRecord compression; auto picks by suffix (.gz, .zlib)");
+  s.AddChoice(sec, "on_corrupt", &spec->on_corrupt, {"fail", "skip"},
+              "damaged TFRecord records: fail (error naming file and record) or skip (logged)");
+  s.Add(sec, "features", &spec->features,
+        "feature specs name:kind:dtype:shape[:default] (tfrecord; kind bytes|int64|float) or "
+        "name:dtype:shape (hdf5 datasets, csv columns), e.g. image_raw:bytes:uint8:28x28x1")
+      .Check(
+          [](const std::vector<std::string>& v) {
+            try {
+              ParseFeatureSpecs(v);
+              return true;
+            } catch (const Error&) {
+              return false;
+            }
+          },
+          "must be valid feature specs (name:kind:dtype:shape[:default])");
+  s.AddChoice(sec, "shard_policy", &d.shard_policy,
+              {{"auto", ShardPolicy::kAuto},
+               {"file", ShardPolicy::kFile},
+               {"record", ShardPolicy::kRecord},
+               {"byte_range", ShardPolicy::kByteRange}},
+              "how ranks split the data: file, record, byte_range or auto (see shard_policy.hpp)");
+  s.Add(sec, "shuffle_files", &d.shuffle_files, "list files in a seeded random order");
+  s.Add(sec, "shuffle_buffer", &d.shuffle_buffer, "shuffle window in elements (0: no shuffle)")
+      .NonNegative();
+  s.Add(sec, "shuffle_buffer_bytes", &d.shuffle_buffer_bytes, "byte bound of the shuffle window")
+      .Positive();
+  auto auto_key = [&](const char* key, std::string* target, int64_t min, const char* what) {
+    s.Add(sec, key, target, what)
+        .Check([min](const std::string& v) { return ValidAuto(v, min); },
+               "must be auto or an integer >= " + std::to_string(min));
+  };
+  auto_key("parallel_reads", &autos->parallel_reads, 1,
+           "files read at once, each ahead on its own thread (auto: min(4, cores))");
+  auto_key("cycle_length", &autos->cycle_length, 1,
+           "files interleaved (fixes the order; auto: parallel_reads)");
+  auto_key("parallel_calls", &autos->parallel_calls, 0,
+           "decode/augment threads of the fused map-and-batch (0: consumer thread; auto: cores)");
+  auto_key("prefetch", &autos->prefetch, 0, "batches prefetched (0: none; auto: tuned)");
+  s.Add(sec, "cache", &d.cache, "'' none, 'memory', or a cache file path");
+  s.Add(sec, "deterministic", &d.deterministic,
+        "same element order for any thread count (false: fast elements overtake)");
+  s.Add(sec, "seed", &d.seed, "seed of file order, shuffle and random augmentations");
+  s.Add(sec, "augmentations", &d.augmentations,
+        "after decode, in order: random_flip, random_crop:HxW, resize:HxW, scale:F, "
+        "normalize:M/S, one_hot:KEY:DEPTH")
+      .Check(
+          [](const std::vector<std::string>& v) {
+            try {
+              for (const auto& a : v) ParseAugmentation(a, "image", 0);
+              return true;
+            } catch (const Error&) {
+              return false;
+            }
+          },
+          "must be known augmentations with valid arguments");
+  s.Add(sec, "image_feature", &d.image_feature, "feature the augmentations apply to");
+  s.Add(sec, "batch_size", &d.batch_size, "examples per batch on each rank").Positive();
+  s.Add(sec, "drop_remainder", &d.drop_remainder, "drop a last batch smaller than batch_size");
+  s.Add(sec, "epochs", &d.epochs, "passes over the data (-1: forever)")
+      .Check([](const int64_t& v) { return v >= 1 || v == -1; }, "must be >= 1 or -1");
+  s.OnResolved([autos, spec] {
+    spec->data.parallel_reads = static_cast<int>(ResolveAuto(autos->parallel_reads));
+    spec->data.cycle_length = static_cast<int>(ResolveAuto(autos->cycle_length));
+    spec->data.parallel_calls = static_cast<int>(ResolveAuto(autos->parallel_calls));
+    spec->data.prefetch = ResolveAuto(autos->prefetch);
+  });
+}
+
+Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
+  CheckSpec(spec);
+  MapFn decode;
+  if (!spec.features.empty()) {
+    io::Schema schema = ParseFeatureSpecs(spec.features, spec.section + ".features");
+    decode = spec.data.format == "tfrecord"
+                 ? MakeExampleDecoder(std::move(schema), ImageFeatureNames(spec.features))
+                 : MakeTensorSelector(std::move(schema));
+  }
+  BuiltPipeline built = BuildPipeline(spec.data, MakeSourceFactory(SourceOptionsFor(spec)),
+                                      std::move(decode), rank, world);
+  SF_LOG0(Info) << "[" << spec.section << "] " << built.description;
+  return built.dataset;
+}
+
+int64_t CountLocalRecords(const InputSpec& spec, int rank, int world) {
+  CheckSpec(spec);
+  const std::vector<std::string> files =
+      ListFiles(spec.data.files, spec.data.shuffle_files, spec.data.seed);
+  auto source = OpenRecordSource(spec.data.format, files, SourceOptionsFor(spec));
+  const ShardPlan plan = PlanShards(source->Files(), source->SupportsByteRanges(),
+                                    spec.data.shard_policy, world, rank);
+  return CountPlannedRecords(*source, plan);
+}
+
+int64_t CountLocalBatches(const InputSpec& spec, int rank, int world) {
+  if (spec.data.batch_size < 1) {
+    throw Error(ErrorCode::kInvalidArgument, "batch_size must be >= 1",
+                {.key = spec.section + ".batch_size"});
+  }
+  const int64_t n = CountLocalRecords(spec, rank, world);
+  const int64_t b = spec.data.batch_size;
+  return spec.data.drop_remainder ? n / b : (n + b - 1) / b;
+}
+
+}  // namespace shardflow::pipeline

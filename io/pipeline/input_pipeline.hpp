@@ -1,0 +1,67 @@
+// The training app's entry point into io: [data]-style config keys, this rank's pipeline of
+// decoded batches, and the batch count ranks must agree on.
+//
+//   InputSpec spec;
+//   RegisterDataOptions(schema, "data", &spec);     // before schema.Parse(...)
+//   ...
+//   spec.data.epochs = 1;                            // one pass; repeat after the step limit
+//   int64_t local = CountLocalBatches(spec, rank, world);
+//   int64_t agreed = comm.AllReduceMin(local);       // in the app: io never includes comm
+//   auto report = std::make_shared<StepLimitReport>();
+//   Dataset train = LimitSteps(BuildInputPipeline(spec, rank, world), agreed, report)
+//                       .Repeat(epochs);
+//
+// Batches: one tensor per feature named by the feature, [B, per-example shape...]: with
+// `features = image_raw:bytes:uint8:28x28x1, label:int64:int64:scalar` a batch holds
+// "image_raw" uint8 [B,28,28,1] and "label" int64 [B] (shape "1" gives [B,1]). The last batch
+// of a pass has fewer rows unless drop_remainder. Augmentations run on `image_feature` per
+// example, after decode and before batching (their output shape is what gets batched).
+// Decode and batch are fused (map_and_batch.cpp): each worker parses an Example into a
+// per-example tensor that the batch stage copies into its row.
+// Thread-safety: the functions are reentrant; the spec must not change while they run.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "io/pipeline/data_options.hpp"
+#include "io/pipeline/dataset.hpp"
+
+namespace shardflow::pipeline {
+
+struct InputSpec {
+  DataOptions data;
+  // Feature specs (feature_spec.hpp): name:kind:dtype:shape[:default] for tfrecord,
+  // name:dtype:shape for hdf5 (datasets) and csv (columns); optional for idx.
+  std::vector<std::string> features;
+  // TFRecord: "auto" (by suffix .gz/.zlib), "none", "gzip", "zlib".
+  std::string compression = "auto";
+  // TFRecord damaged records: "fail" (error naming file, offset, record) or "skip" (logged).
+  std::string on_corrupt = "fail";
+  // Section the spec was registered under, for error messages ("data", "eval").
+  std::string section = "data";
+};
+
+// Registers every key of `section` ("data", or e.g. "eval" for a second input) bound to *spec,
+// with descriptions, defaults and checks; integer keys that take "auto" are resolved into
+// spec->data by an OnResolved hook. REQUIRES: spec outlives schema.Parse.
+void RegisterDataOptions(ConfigSchema& schema, const std::string& section, InputSpec* spec);
+
+// This rank's pipeline: list files (seeded order), plan shards for (rank, world), read
+// (parallel_reads), cache, shuffle-and-repeat (epochs), decode by schema fused with batching
+// (parallel_calls), augment, prefetch. Elements are batches. Throws Error naming the key for
+// bad options, the file for missing files or a glob matching nothing; errors while iterating
+// name the file, record and stage. REQUIRES: 0 <= rank < world.
+Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world);
+
+// Batches this rank's pipeline yields in one pass (epochs ignored), computed from record
+// offsets without decoding (TFRecord: a header scan, cached per file; row formats: from
+// shapes). Assumes undamaged files (skipped records make the pipeline yield fewer). Take the
+// MIN over ranks and pass it to LimitSteps (step_count.hpp).
+int64_t CountLocalBatches(const InputSpec& spec, int rank, int world);
+// Records this rank reads in one pass (before batching).
+int64_t CountLocalRecords(const InputSpec& spec, int rank, int world);
+
+}  // namespace shardflow::pipeline

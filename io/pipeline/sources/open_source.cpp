@@ -1,0 +1,28 @@
+#include "io/pipeline/sources/open_source.hpp"
+
+#include "io/pipeline/sources/tfrecord_source.hpp"
+
+namespace shardflow::pipeline {
+
+std::shared_ptr<const RecordSource> OpenRecordSource(const std::string& format,
+                                                     const std::vector<std::string>& files,
+                                                     const SourceOptions& options) {
+  if (format == "tfrecord") {
+    return std::make_shared<TFRecordSource>(
+        files, TFRecordSourceOptions{.compression = options.compression,
+                                     .on_corrupt = options.on_corrupt});
+  }
+  if (format == "hdf5") return OpenHdf5Source(files, options);
+  if (format == "idx") return OpenIdxSource(files, options);
+  if (format == "csv") return OpenCsvSource(files, options);
+  throw Error(ErrorCode::kInvalidArgument, "unknown data format '" + format + "'",
+              {.key = "format", .hint = "one of: tfrecord, hdf5, idx, csv"});
+}
+
+SourceFactory MakeSourceFactory(SourceOptions options) {
+  return [options](const std::string& format, const std::vector<std::string>& files) {
+    return OpenRecordSource(format, files, options);
+  };
+}
+
+}  // namespace shardflow::pipeline

@@ -1,0 +1,191 @@
+#include "io/pipeline/sources/tfrecord_source.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/logging.hpp"
+
+namespace shardflow::pipeline {
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Logs each dropped region under on_corrupt = skip.
+class LogReporter : public io::CorruptionReporter {
+ public:
+  void Corruption(uint64_t bytes, const Status& reason) override {
+    SF_LOG(Warn) << "skipped " << bytes << " damaged bytes: " << reason.ToString();
+  }
+};
+
+LogReporter& Reporter() {
+  static LogReporter reporter;
+  return reporter;
+}
+
+class TFRecordSourceReader : public RecordReader {
+ public:
+  TFRecordSourceReader(std::string path, io::TFRecordReaderOptions options, const ByteRange& range)
+      : path_(std::move(path)), options_(options), range_(range) {
+    if (!range.whole_file()) {
+      options_.begin = range.begin;
+      options_.end = range.end;
+    }
+    reader_ = std::make_unique<io::TFRecordReader>(path_, options_);
+    next_offset_ = range.begin;
+  }
+
+  bool Next(Element* out) override {
+    io::TFRecordReader::Record r;
+    if (!reader_->Next(&r)) return false;
+    Tensor t(DType::kUInt8, {static_cast<int64_t>(r.data.size())});
+    if (!r.data.empty()) std::memcpy(t.raw_data(), r.data.data(), r.data.size());
+    out->features.clear();
+    out->features.emplace_back("record", std::move(t));
+    out->where.offset = r.offset;
+    // Indices count from the reader's start: exact in the file only when it began at 0.
+    out->where.record = options_.begin == 0 ? r.index + index_base_ : -1;
+    next_offset_ = r.offset + 16 + r.data.size();
+    ++read_;
+    return true;
+  }
+
+  ReaderPosition Position() const override { return {next_offset_, read_}; }
+
+  void Seek(const ReaderPosition& p) override {
+    io::TFRecordReaderOptions o = options_;
+    if (reader_->compression() == io::Compression::kNone) {
+      // Reopen at the next record's boundary (exact: the offset is a record start).
+      o.begin = p.offset;
+      if (range_.whole_file()) o.end = UINT64_MAX;
+      reader_ = std::make_unique<io::TFRecordReader>(path_, o);
+      index_base_ = options_.begin == 0 ? p.record : 0;
+    } else {
+      reader_ = std::make_unique<io::TFRecordReader>(path_, o);
+      io::TFRecordReader::Record r;
+      for (int64_t i = 0; i < p.record; ++i) {
+        if (!reader_->Next(&r)) break;
+      }
+    }
+    next_offset_ = p.offset;
+    read_ = p.record;
+  }
+
+ private:
+  std::string path_;
+  io::TFRecordReaderOptions options_;
+  ByteRange range_;
+  std::unique_ptr<io::TFRecordReader> reader_;
+  uint64_t next_offset_ = 0;
+  int64_t read_ = 0;
+  int64_t index_base_ = 0;  // added to the reader's indices after a Seek in a whole file
+};
+
+// Offsets of the records of an uncompressed file from its headers alone.
+std::vector<uint64_t> ScanHeaders(const FileInfo& info) {
+  const int fd = ::open(info.name.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    throw Error(err == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
+                std::string("cannot open input file: ") + std::strerror(err), {.file = info.name});
+  }
+  std::vector<uint64_t> offsets;
+  uint64_t at = 0;
+  while (at < info.size_bytes) {
+    unsigned char header[8];
+    ssize_t n = 0;
+    do {
+      n = ::pread(fd, header, sizeof(header), static_cast<off_t>(at));
+    } while (n < 0 && errno == EINTR);
+    if (n != static_cast<ssize_t>(sizeof(header))) {
+      ::close(fd);
+      throw Error(
+          ErrorCode::kDataLoss, "truncated record header while counting records",
+          {.file = info.name, .offset = at, .record = static_cast<int64_t>(offsets.size())});
+    }
+    uint64_t length = 0;
+    for (int i = 7; i >= 0; --i) length = (length << 8) | header[i];  // little-endian
+    const uint64_t next = at + 12 + length + 4;
+    if (length > (uint64_t{1} << 31) || next > info.size_bytes) {
+      ::close(fd);
+      throw Error(
+          ErrorCode::kDataLoss, "record runs past the end of the file while counting",
+          {.file = info.name, .offset = at, .record = static_cast<int64_t>(offsets.size())});
+    }
+    offsets.push_back(at);
+    at = next;
+  }
+  ::close(fd);
+  return offsets;
+}
+
+}  // namespace
+
+io::Compression TFRecordSource::CompressionFor(const std::string& path, io::Compression option) {
+  if (option != io::Compression::kAuto) return option;
+  if (EndsWith(path, ".gz")) return io::Compression::kGzip;
+  if (EndsWith(path, ".zlib")) return io::Compression::kZlib;
+  return io::Compression::kNone;
+}
+
+TFRecordSource::TFRecordSource(std::vector<std::string> files, TFRecordSourceOptions options)
+    : options_(options) {
+  for (const auto& f : files) {
+    files_.push_back(StatFile(f));
+    if (CompressionFor(f, options.compression) != io::Compression::kNone) {
+      all_uncompressed_ = false;
+    }
+  }
+}
+
+std::unique_ptr<RecordReader> TFRecordSource::Open(size_t file_index,
+                                                   const ByteRange& range) const {
+  if (file_index >= files_.size()) {
+    throw Error(ErrorCode::kInternal, "file index out of range: " + std::to_string(file_index));
+  }
+  io::TFRecordReaderOptions o;
+  o.compression = options_.compression;
+  o.on_corrupt = options_.on_corrupt;
+  o.buffer_size = options_.buffer_size;
+  o.reporter = &Reporter();
+  return std::make_unique<TFRecordSourceReader>(files_[file_index].name, o, range);
+}
+
+std::string TFRecordSource::FormatDescription() const {
+  return std::string("tfrecord(compression=") + io::CompressionName(options_.compression) +
+         ",on_corrupt=" + (options_.on_corrupt == io::OnCorrupt::kSkip ? "skip" : "fail") + ")";
+}
+
+std::vector<uint64_t> TFRecordSource::RecordOffsets(size_t file_index) const {
+  const FileInfo& info = files_.at(file_index);
+  const std::string key =
+      info.name + "|" + std::to_string(info.size_bytes) + "|" + std::to_string(info.mtime_ns);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = offsets_cache_.find(key);
+    if (it != offsets_cache_.end()) return *it->second;
+  }
+  std::vector<uint64_t> offsets;
+  if (CompressionFor(info.name, options_.compression) == io::Compression::kNone) {
+    offsets = ScanHeaders(info);
+  } else {
+    io::TFRecordReaderOptions o;
+    o.compression = options_.compression;
+    o.verify_checksums = false;
+    io::TFRecordReader reader(info.name, o);
+    io::TFRecordReader::Record r;
+    while (reader.Next(&r)) offsets.push_back(r.offset);
+  }
+  auto shared = std::make_shared<const std::vector<uint64_t>>(std::move(offsets));
+  std::lock_guard<std::mutex> lock(mu_);
+  offsets_cache_[key] = shared;
+  return *shared;
+}
+
+}  // namespace shardflow::pipeline
