@@ -25,7 +25,12 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
 // measured on the 2-core build machine while it was shared, 2 OpenMP threads gave anywhere
 // from 0.2x to 2.3x the samples/s of 1 thread (spin-waiting threads preempted by other
 // processes); on an idle core set they help (see BENCHMARKS in the report).
+// It also switches on flush-to-zero and denormals-are-zero (FTZ/DAZ) on the calling thread and
+// on the OpenMP workers, as TensorFlow does: denormal floats (Adam's second moments, vanishing
+// gradients) otherwise cost ~100x per operation on x86. Threads created later that run kernels
+// should call FlushDenormalsOnThisThread().
 void SetIntraOpThreads(int n);
+void FlushDenormalsOnThisThread();
 int IntraOpThreads();
 // The number of cores this process may run on (sched_getaffinity), at least 1.
 int DefaultIntraOpThreads();
