@@ -27,7 +27,7 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
 // competed, 0.3x (spin-waiting OpenMP workers preempted).
 // It also switches on flush-to-zero and denormals-are-zero (FTZ/DAZ) on the calling thread and
 // on the OpenMP workers, as TensorFlow does: denormal floats (Adam's second moments, vanishing
-// gradients) otherwise cost ~100x per operation on x86. Threads created later that run kernels
+// gradients) otherwise take slow microcode paths on x86. Threads created later that run kernels
 // should call FlushDenormalsOnThisThread().
 void SetIntraOpThreads(int n);
 void FlushDenormalsOnThisThread();
