@@ -162,6 +162,7 @@ int RunFmnist(const std::vector<std::string>& args) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("%6lld %10.4f %10.4f %10.4f %9.1f\n", static_cast<long long>(e + 1), loss.Mean(),
                 acc.Mean(), test_acc, elapsed);
+    std::fflush(stdout);  // progress visible when stdout is a file
     if (json) {
       std::printf("%s\n", nlohmann::json{{"bench", "fmnist"},
                                          {"model", model},

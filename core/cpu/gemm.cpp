@@ -1,6 +1,7 @@
 #include "core/cpu/gemm.hpp"
 
 #include <sched.h>
+#include <xmmintrin.h>
 
 #include <Eigen/Core>
 #include <atomic>
@@ -58,10 +59,19 @@ int DefaultIntraOpThreads() {
   return n > 0 ? n : 1;
 }
 
+void FlushDenormalsOnThisThread() {
+  // MXCSR bit 15 (FTZ: results that would be denormal become 0) and bit 6 (DAZ: denormal
+  // inputs read as 0).
+  _mm_setcsr(_mm_getcsr() | 0x8040);
+}
+
 void SetIntraOpThreads(int n) {
   if (n <= 0) n = DefaultIntraOpThreads();
   g_threads = n;
   Eigen::setNbThreads(n);
+  FlushDenormalsOnThisThread();
+#pragma omp parallel num_threads(n)
+  FlushDenormalsOnThisThread();
 }
 
 int IntraOpThreads() {

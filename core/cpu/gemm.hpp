@@ -21,11 +21,16 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
 // Intra-op threads for kernels: Eigen's GEMM, parallelised with OpenMP over blocks of C (each
 // element sums over k in the same order whatever the thread count, so results do not depend on
 // it). n <= 0 selects DefaultIntraOpThreads(), which is also what the first Gemm call uses when
-// nothing was set. Ranks that share cores (more ranks than cores, no binding) should set 1:
-// measured on the 2-core build machine while it was shared, 2 OpenMP threads gave anywhere
-// from 0.2x to 2.3x the samples/s of 1 thread (spin-waiting threads preempted by other
-// processes); on an idle core set they help (see BENCHMARKS in the report).
+// nothing was set. Ranks that share cores (more ranks than cores, no binding) should set 1.
+// Measured with `shardflow-bench step --threads 1|2` on the 2-core build machine: when both
+// cores were free, 2 threads gave 1.6x the MLP's samples/s (77k vs 47k); when another process
+// competed, 0.3x (spin-waiting OpenMP workers preempted).
+// It also switches on flush-to-zero and denormals-are-zero (FTZ/DAZ) on the calling thread and
+// on the OpenMP workers, as TensorFlow does: denormal floats (Adam's second moments, vanishing
+// gradients) otherwise take slow microcode paths on x86. Threads created later that run kernels
+// should call FlushDenormalsOnThisThread().
 void SetIntraOpThreads(int n);
+void FlushDenormalsOnThisThread();
 int IntraOpThreads();
 // The number of cores this process may run on (sched_getaffinity), at least 1.
 int DefaultIntraOpThreads();
