@@ -120,7 +120,6 @@ TrainResult RunTraining(MPI_Comm mpi_comm, const TrainerOptions& o, const Traine
   Sequential<float> model(o.model_spec, o.input_shape, o.model);
   Arena<float>& arena = model.arena();
   std::unique_ptr<Optimizer> optimizer = MakeOptimizer(o.optimizer, arena.size());
-  ValidateLrSchedule(o.schedule);
   if (chief) SF_LOG(Info) << "model:\n" << model.Summary();
 
   // Resume or warm start, then make every replica identical.
@@ -150,7 +149,8 @@ TrainResult RunTraining(MPI_Comm mpi_comm, const TrainerOptions& o, const Traine
   const BatchSpec spec{o.input_feature, o.task == Task::kClassify ? o.label_feature : "",
                        o.input_shape, o.input_scale};
   const pipeline::Dataset one_pass = inputs.train();
-  const int64_t local_batches = pipeline::LocalBatchCount(one_pass);
+  const int64_t local_batches =
+      inputs.local_batches ? inputs.local_batches() : pipeline::LocalBatchCount(one_pass);
   const int64_t steps_per_epoch = comm::AllreduceInt64(ctl, local_batches, comm::Int64Op::kMin);
   if (steps_per_epoch <= 0) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -166,6 +166,11 @@ TrainResult RunTraining(MPI_Comm mpi_comm, const TrainerOptions& o, const Traine
   }
   int64_t total_steps = steps_per_epoch * o.epochs;
   if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
+  // A cosine schedule without total_steps runs over the whole training.
+  LrScheduleOptions schedule = o.schedule;
+  if (schedule.total_steps == 0)
+    schedule.total_steps = std::max(total_steps, schedule.warmup_steps + 1);
+  ValidateLrSchedule(schedule);
   auto left_out = std::make_shared<pipeline::StepLimitReport>();
   const pipeline::Dataset train_ds =
       pipeline::LimitSteps(one_pass, steps_per_epoch, left_out).Repeat(o.epochs);
@@ -275,7 +280,7 @@ TrainResult RunTraining(MPI_Comm mpi_comm, const TrainerOptions& o, const Traine
     {
       SF_TRACE_SCOPE("update");
       if (o.clip_norm > 0) ClipByGlobalNorm(arena.grads(), arena.size(), o.clip_norm);
-      optimizer->Step(arena, LearningRate(o.schedule, step));
+      optimizer->Step(arena, LearningRate(schedule, step));
     }
     const double step_seconds = Since(t0);
     times.input_wait_s += wait;
@@ -302,7 +307,7 @@ TrainResult RunTraining(MPI_Comm mpi_comm, const TrainerOptions& o, const Traine
                              {"samples_per_s", seconds > 0 ? sums[2] / seconds : 0.0},
                              {"input_wait_fraction", seconds > 0 ? interval_wait / seconds : 0.0},
                              {"allreduce_s", interval_comm},
-                             {"lr", LearningRate(o.schedule, step)}};
+                             {"lr", LearningRate(schedule, step)}};
       if (o.task == Task::kClassify && sums[2] > 0) line["accuracy"] = sums[1] / sums[2];
       metrics.Write(line);
       if (progress) {

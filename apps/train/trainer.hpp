@@ -78,6 +78,8 @@ struct TrainerOptions {
 // evaluation pipeline (one pass, this rank's shard, batched, every record exactly once).
 struct TrainerInputs {
   std::function<pipeline::Dataset()> train;
+  // Batches in one pass of `train` on this rank, when cheaper than iterating (may be empty).
+  std::function<int64_t()> local_batches;
   std::function<pipeline::Dataset()> eval;  // may be empty
 };
 

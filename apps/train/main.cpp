@@ -1,0 +1,80 @@
+// shardflow-train: synchronous data-parallel training, one process per rank.
+//   mpirun -np N shardflow-train --config FILE [--section.key=value ...] [--output DIR] [--resume]
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "apps/train/train_config.hpp"
+#include "apps/train/trainer.hpp"
+#include "core/cpu/gemm.hpp"
+#include "core/logging.hpp"
+#include "core/mpi_env.hpp"
+
+namespace shardflow::train {
+namespace {
+
+int Run(MpiEnvironment& env, TrainAppConfig& config, TrainerOptions& options) {
+  const bool chief = env.is_chief();
+  if (chief) {
+    std::filesystem::create_directories(config.output);
+    SF_LOG(Info) << "batch: " << options.per_rank_batch << " per rank x " << env.size()
+                 << " ranks = " << options.per_rank_batch * env.size() << " global ("
+                 << config.batch_semantics << " semantics); intra-op threads "
+                 << options.tuning.threads << " per rank";
+  }
+  TrainerInputs inputs;
+  inputs.train = [&] { return pipeline::BuildInputPipeline(config.data, env.rank(), env.size()); };
+  inputs.local_batches = [&] {
+    return pipeline::CountLocalBatches(config.data, env.rank(), env.size());
+  };
+  if (!config.eval.data.files.empty()) {
+    inputs.eval = [&] { return pipeline::BuildInputPipeline(config.eval, env.rank(), env.size()); };
+  }
+  const TrainResult result = RunTraining(MPI_COMM_WORLD, options, inputs);
+  if (chief) {
+    std::ofstream(config.output + "/summary.json") << SummaryToJson(result.summary).dump(2) << "\n";
+    std::fputs(FormatReport(result.summary).c_str(), stdout);
+    std::printf("outputs in %s (resolved.ini, metrics.jsonl, summary.json, checkpoints/)\n",
+                config.output.c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace shardflow::train
+
+int main(int argc, char** argv) {
+  using namespace shardflow;
+  train::TrainAppConfig config;
+  train::TrainerOptions options;
+  ConfigSchema schema;
+  return RunMain(
+      argc, argv,
+      [&](MpiEnvironment& env) {
+        train::RegisterTrainConfig(schema, &config);
+        AppSpec app("shardflow-train",
+                    "synchronous data-parallel training; run one process per rank under mpirun "
+                    "or srun");
+        app.Flag("output", &config.output, "DIR",
+                 "outputs: resolved.ini, metrics.jsonl, summary.json, checkpoints/, traces")
+            .Switch("resume", &config.resume, "continue from the latest checkpoint")
+            .Switch("no-progress", &config.no_progress, "no progress bar")
+            .RequireConfig(true);
+        ParseCommandLine(argc, argv, schema, app);
+        options = train::MakeTrainerOptions(&config, env.size(), schema.ResolvedIni());
+        if (config.threads == 0 && std::getenv("SHARDFLOW_THREADS") == nullptr) {
+          const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+          options.tuning.threads = std::max(1, cores / env.local_size());
+        }
+        cpu::SetIntraOpThreads(options.tuning.threads);
+      },
+      [&](MpiEnvironment& env) {
+        if (env.is_chief()) {
+          std::filesystem::create_directories(config.output);
+          schema.SaveResolved(config.output + "/resolved.ini");
+        }
+        return train::Run(env, config, options);
+      });
+}
