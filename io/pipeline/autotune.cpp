@@ -57,6 +57,12 @@ std::unique_ptr<Iterator> Autotuner::Manage(std::unique_ptr<ParallelMapIterator>
   auto managed = std::make_shared<Managed>();
   managed->stage = stage.get();
   managed->knob = knob;
+  // Measure from now: a stage's counters may already hold time from before it was managed
+  // (stats are shared by the iterators of one pipeline across epochs).
+  const StageStats& stats = stage->stats();
+  managed->last_busy = stats.busy_ns.load();
+  managed->last_input_wait = stats.input_wait_ns.load();
+  managed->last_output_wait = stats.output_wait_ns.load();
   managed->last_ns = NowNs();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -143,7 +149,12 @@ void Autotuner::Step() {
     }
     if (!decision.empty()) {
       if (options_.log) {
-        SF_LOG(Info) << "autotune: " << decision;
+        // Every rank tunes its own pipeline; rank 0 speaks for them at info level.
+        if (GetLogRank() <= 0) {
+          SF_LOG(Info) << "autotune: " << decision;
+        } else {
+          SF_LOG(Debug) << "autotune: " << decision;
+        }
       }
       decisions_.push_back(decision);
     }
