@@ -12,6 +12,9 @@ double Fraction(double part, double whole) {
   return whole > 0 ? std::clamp(part / whole, 0.0, 1.0) : 0.0;
 }
 
+// Knob values as a user writes them: autotuned ones (negative) are "auto".
+std::string Knob(int value) { return value < 0 ? std::string("auto") : std::to_string(value); }
+
 std::string Percent(double fraction) {
   char buf[16];
   std::snprintf(buf, sizeof(buf), "%.0f%%", fraction * 100);
@@ -30,13 +33,16 @@ Verdict Diagnose(const StepTimeTotals& t, const TuningContext& ctx, double thres
   std::ostringstream advice;
   if (input >= threshold && input >= comm) {
     advice << Percent(input) << " of step time waiting for data; ";
-    if (ctx.parallel_calls < ctx.threads * 2) {
-      advice << "raise data.parallel_calls (now " << ctx.parallel_calls << ")";
+    if (ctx.parallel_calls >= 0 && ctx.parallel_calls < ctx.threads * 2) {
+      advice << "raise data.parallel_calls (now " << Knob(ctx.parallel_calls) << ")";
     } else {
-      advice << "raise data.parallel_reads (now " << ctx.parallel_reads << ")";
+      advice << "raise data.parallel_reads (now " << Knob(ctx.parallel_reads)
+             << ") or data.parallel_calls (now " << Knob(ctx.parallel_calls) << ")";
     }
     if (!ctx.cache_enabled) advice << ", or set data.cache = memory if the data fits";
-    if (ctx.prefetch < 2) advice << ", and data.prefetch >= 2 (now " << ctx.prefetch << ")";
+    if (ctx.prefetch >= 0 && ctx.prefetch < 2) {
+      advice << ", and data.prefetch >= 2 (now " << ctx.prefetch << ")";
+    }
     return {"input-bound", advice.str()};
   }
   if (comm >= threshold) {

@@ -31,7 +31,9 @@ host=$(hostname)
 die() { echo "launch.sh [$host local rank $local_rank]: $*" >&2; exit 2; }
 
 # Local rank and the number of ranks on this node, from whichever launcher started us.
-local_rank=${SLURM_LOCALID:-${OMPI_COMM_WORLD_LOCAL_RANK:-${PMIX_LOCAL_RANK:-0}}}
+# mpirun's variables first: inside an sbatch script every process inherits the batch step's
+# SLURM_LOCALID=0, which is only right for ranks that srun started.
+local_rank=${OMPI_COMM_WORLD_LOCAL_RANK:-${SLURM_LOCALID:-${PMIX_LOCAL_RANK:-0}}}
 if [ -n "${OMPI_COMM_WORLD_LOCAL_SIZE:-}" ]; then
   local_size=$OMPI_COMM_WORLD_LOCAL_SIZE
 elif [ -n "${SLURM_STEP_TASKS_PER_NODE:-${SLURM_TASKS_PER_NODE:-}}" ]; then

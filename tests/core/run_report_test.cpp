@@ -17,6 +17,13 @@ TEST(RunReportTest, InputBoundNamesTheKnob) {
   EXPECT_NE(v.advice.find("data.cache"), std::string::npos) << v.advice;
 }
 
+TEST(RunReportTest, AutotunedKnobsReadAuto) {
+  StepTimeTotals t{.wall_s = 10, .input_wait_s = 5, .compute_s = 5, .comm_s = 0};
+  const Verdict v = Diagnose(t, {.parallel_calls = -1, .parallel_reads = -1, .prefetch = -1});
+  EXPECT_NE(v.advice.find("data.parallel_reads (now auto)"), std::string::npos) << v.advice;
+  EXPECT_EQ(v.advice.find("-1"), std::string::npos) << v.advice;
+}
+
 TEST(RunReportTest, CommunicationBoundSuggestsOverlapThenBuckets) {
   StepTimeTotals t{.wall_s = 10, .input_wait_s = 0.5, .compute_s = 6, .comm_s = 3.5};
   EXPECT_EQ(Diagnose(t, {.overlap = false}).bound, "communication-bound");
