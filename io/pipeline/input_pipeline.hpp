@@ -18,6 +18,9 @@
 // example, after decode and before batching (their output shape is what gets batched).
 // Decode and batch are fused (map_and_batch.cpp): each worker parses an Example into a
 // per-example tensor that the batch stage copies into its row.
+// parallel_reads = auto means one read thread (the consumer's) interleaving cycle_length files
+// (auto: min(4, cores)); read-ahead threads pay a hand-off per record, worth it only when reads
+// wait on a network or disk (set parallel_reads > 1 then).
 // Thread-safety: the functions are reentrant; the spec must not change while they run.
 #pragma once
 
