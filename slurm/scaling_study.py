@@ -17,11 +17,12 @@ SPEC.ini (see configs/studies/):
 Each point runs `TRAINER --config CONFIG --output DIR/points/rR_nN --train.batch_size=B
 --train.batch_semantics=per_rank|global OVERRIDES` through slurm/launch.sh, either
   --mode mpirun  with mpirun on this machine or inside an allocation (--oversubscribe when the
-                 ranks outnumber the cores; --mpirun-args passes flags through; --mpirun replaces
+                 ranks outnumber the cores; --mpirun-args="..." passes flags through; --mpirun replaces
                  the mpirun command, e.g. with tests/slurm/netns_cluster.sh mpirun CLUSTERDIR), or
   --mode sbatch  one sbatch job per point, chained with --dependency=afterany so they run one
                  after another; the driver polls squeue/scontrol/sacct until all end (--timeout
-                 per point) and collects every output. --sbatch-args passes flags through.
+                 per point) and collects every output. --sbatch-args="..." passes flags
+                 through (--launcher mpirun: mpirun instead of srun --mpi=pmix in the jobs).
 Then it reads every point's summary.json and writes DIR/results.md, DIR/results.csv and
 DIR/scaling.png (speed-up and efficiency against ranks, with the ideal line; needs gnuplot).
 

@@ -4,8 +4,9 @@
 #   scaling_study_test.sh mpirun   weak and strong studies with mpirun on this machine, a failing
 #                                  point (study goes on / --stop-on-failure), a missing summary,
 #                                  a bad spec
-#   scaling_study_test.sh sbatch   a weak study through a real local Slurm (local_slurm.sh), one
-#                                  point failing; every daemon is stopped on exit, also on failure.
+#   scaling_study_test.sh sbatch   weak studies through a real local Slurm (local_slurm.sh): srun
+#                                  with one point failing, then mpirun inside the jobs; every
+#                                  daemon is stopped on exit, also on failure.
 # Exit 77 (skip) for sbatch when not root or Slurm is missing.
 set -uo pipefail
 mode=${1:?mpirun|sbatch}
@@ -73,13 +74,16 @@ if [ "$mode" = mpirun ]; then
     fail "4-rank point did not run 4 ranks"
 
   # Strong scaling: the global batch stays 64, the per-rank batch shrinks.
-  "$study" "$work/strong.ini" --mode mpirun --out "$work/strong" "${common[@]}" >"$work/strong.out" 2>&1
+  "$study" "$work/strong.ini" --mode mpirun --out "$work/strong" "${common[@]}" \
+    --mpirun-args="--mca btl self,vader,tcp" >"$work/strong.out" 2>&1
   expect_rc $? 0 "strong study"
   expect_grep "$work/strong/results.csv" '^1,1,64,64,' "strong 1 rank"
   expect_grep "$work/strong/results.csv" '^2,1,32,64,' "strong 2 ranks"
   expect_grep "$work/strong/results.csv" '^4,1,16,64,' "strong 4 ranks"
   grep -q -- '--train.batch_semantics=global' "$work/strong/points/r2_n1/run.log" ||
     fail "strong study did not pass --train.batch_semantics=global"
+  grep -q -- '--mca btl self,vader,tcp .*launch.sh' "$work/strong/points/r2_n1/run.log" ||
+    fail "--mpirun-args not passed through"
 
   # A failing point: its log tail is shown, the study goes on, exit 1.
   FAKE_TRAINER_FAIL_RANKS=2 "$study" "$work/weak.ini" --mode mpirun --out "$work/fail" "${common[@]}" >"$work/fail.out" 2>"$work/fail.err"
@@ -133,6 +137,12 @@ elif [ "$mode" = sbatch ]; then
   grep -q -- '--dependency=afterany:' "$work/sb/study.json" || fail "jobs not chained with --dependency"
   expect_png "$work/sb/scaling.png"
   [ -z "$(squeue -h 2>/dev/null)" ] || fail "jobs left in the queue: $(squeue -h)"
+  # Ranks started by mpirun inside each allocation instead of srun: every point succeeds.
+  "$study" "$work/weak.ini" --mode sbatch --launcher mpirun --out "$work/sbm" "${common[@]}" \
+    --overcommit --poll 0.3 >"$work/sbm.out" 2>"$work/sbm.err"
+  expect_rc $? 0 "sbatch study with mpirun"
+  expect_grep "$work/sbm/points/r4_n1/job.sbatch" '^mpirun -np 4 .*slurm/launch\.sh -- ' "mpirun in the job"
+  expect_grep "$work/sbm/results.csv" '^4,1,64,256,10,3240\.0000,3\.2400,4\.0000,0\.8100,' "sbatch+mpirun 4 ranks"
 else
   echo "usage: $0 mpirun|sbatch" >&2
   exit 2
