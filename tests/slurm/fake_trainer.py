@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+"""A stand-in for shardflow-train in the scaling-study tests (not a trainer).
+
+Accepts shardflow-train's command line (--config FILE --output DIR, --section.key=value
+overrides, of which train.batch_size, train.batch_semantics, train.epochs and train.max_steps
+are used), runs once per rank under mpirun or srun (rank and size from the launcher's
+environment), sleeps briefly, and on rank 0 writes DIR/summary.json with the fields of
+core/run_report.hpp SummaryToJson. samples/s grows with the rank count with a communication
+cost per doubling, so speed-up and efficiency are plausible and checkable:
+  samples_per_s = 1000 * ranks * 0.9 ** log2(ranks)   (efficiency 0.9 per doubling)
+Test hooks (environment): FAKE_TRAINER_FAIL_RANKS=4 fails (exit 1) when run with 4 ranks;
+FAKE_TRAINER_NO_SUMMARY=4 exits 0 without a summary with 4 ranks.
+"""
+import json
+import math
+import os
+import sys
+import time
+
+
+def env_int(*names, default):
+    for n in names:
+        if os.environ.get(n):
+            return int(os.environ[n])
+    return default
+
+
+def main(argv):
+    config = output = None
+    values = {}
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("--config", "--output"):
+            if i + 1 >= len(argv):
+                print(f"fake_trainer: error: {a} needs a value", file=sys.stderr)
+                return 2
+            if a == "--config":
+                config = argv[i + 1]
+            else:
+                output = argv[i + 1]
+            i += 2
+            continue
+        if a.startswith("--") and "=" in a:
+            key, _, value = a[2:].partition("=")
+            values[key] = value
+        else:
+            print(f"fake_trainer: error: unknown argument '{a}'", file=sys.stderr)
+            return 2
+        i += 1
+    if not config or not output:
+        print("fake_trainer: error: --config and --output are required", file=sys.stderr)
+        return 2
+    rank = env_int("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID", default=0)
+    size = env_int("OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", default=1)
+    host = os.uname().nodename
+    print(f"fake_trainer: rank {rank}/{size} on {host} config {config} "
+          f"threads {os.environ.get('SHARDFLOW_THREADS', '-')}\n", end="", flush=True)
+    if str(size) == os.environ.get("FAKE_TRAINER_FAIL_RANKS"):
+        print(f"fake_trainer: error: rank {rank}: simulated failure with {size} ranks",
+              file=sys.stderr)
+        return 1
+    batch = int(values.get("train.batch_size", 32))
+    semantics = values.get("train.batch_semantics", "per_rank")
+    per_rank = batch if semantics == "per_rank" else batch // size
+    global_batch = per_rank * size
+    steps = int(values.get("train.max_steps", 50))
+    time.sleep(0.2)
+    if rank != 0 or str(size) == os.environ.get("FAKE_TRAINER_NO_SUMMARY"):
+        return 0
+    rate = 1000.0 * size * 0.9 ** math.log2(size)
+    samples = steps * global_batch
+    wall = samples / rate
+    comm = 0.05 * math.log2(size) if size > 1 else 0.0
+    summary = {
+        "ranks": size, "per_rank_batch": per_rank, "global_batch": global_batch,
+        "epochs": int(values.get("train.epochs", 1)), "steps": steps, "samples": samples,
+        "samples_per_s": rate, "test_accuracy": 0.85, "wall_s": wall,
+        "input_wait_fraction": 0.05, "compute_fraction": 0.95 - comm, "comm_fraction": comm,
+        "verdict": "compute-bound" if comm < 0.15 else "communication-bound",
+        "advice": "fake trainer: no advice",
+    }
+    os.makedirs(output, exist_ok=True)
+    with open(os.path.join(output, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
