@@ -79,9 +79,12 @@ for r in "${ranges[@]}"; do
 done
 block=$(( ${#cpus[@]} / local_size ))
 if [ "${OMPI_MCA_orte_bound_at_launch:-0}" = 1 ]; then
-  # mpirun already bound this rank (its default --bind-to core): keep that binding.
+  # mpirun already bound this rank (its default --bind-to core): keep that binding. When it
+  # oversubscribes it binds every rank to every core: then the ranks share them fairly.
   list=$allowed
-  threads=${#cpus[@]}
+  total=$(nproc --all)
+  fair=$(( total / local_size )); [ "$fair" -ge 1 ] || fair=1
+  threads=$(( ${#cpus[@]} < fair ? ${#cpus[@]} : fair ))
 elif [ "$block" -ge 1 ]; then
   mine=("${cpus[@]:$((local_rank * block)):$block}")
   list=$(IFS=,; echo "${mine[*]}")

@@ -5,6 +5,7 @@
 #  - gpu_node.sbatch with more ranks than GPUs stops before training with a clear message;
 #  - an invalid config stops before training with one error line naming file, line and key.
 # Usage: sbatch_templates_test.sh SOURCE_DIR WORK_DIR. Exit 77 (skip) without root or Slurm.
+# The templates run SOURCE_DIR/build/bin/shardflow-train (the checkout's build, as on a cluster).
 set -u
 src=$1 work=$2
 rm -rf "$work"; mkdir -p "$work"
