@@ -10,6 +10,7 @@
 #include "core/cpu/gemm.hpp"
 #include "core/logging.hpp"
 #include "core/mpi_env.hpp"
+#include "io/pipeline/list_files.hpp"
 
 namespace shardflow::train {
 namespace {
@@ -64,6 +65,10 @@ int main(int argc, char** argv) {
             .RequireConfig(true);
         ParseCommandLine(argc, argv, schema, app);
         options = train::MakeTrainerOptions(&config, env.size(), schema.ResolvedIni());
+        // Input patterns that match nothing are a usage error: reported here, once, rather
+        // than by every rank's pipeline at once.
+        pipeline::ListFiles(config.data.data.files);
+        if (!config.eval.data.files.empty()) pipeline::ListFiles(config.eval.data.files);
         if (config.threads == 0 && std::getenv("SHARDFLOW_THREADS") == nullptr) {
           const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
           options.tuning.threads = std::max(1, cores / env.local_size());

@@ -56,7 +56,9 @@ void RegisterTrainConfig(ConfigSchema& s, TrainAppConfig* c) {
   s.Add("train", "threads", &c->threads,
         "intra-op threads per rank (0: SHARDFLOW_THREADS, else cores / ranks on the node)")
       .NonNegative();
-  s.Add("train", "max_steps", &c->max_steps, "stop after this many steps (0: no limit)")
+  s.Add("train", "max_steps", &c->max_steps,
+        "stop after this many steps in all (0: no limit); the learning-rate schedule still "
+        "spans train.epochs, so a stopped run resumes exactly")
       .NonNegative();
   s.Add("train", "log_every", &c->log_every, "steps between metrics.jsonl lines").Positive();
 

@@ -2,6 +2,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -104,6 +107,31 @@ class MetricsLog {
   std::ofstream out_;
 };
 
+// Test-only fault injection, for the process-level tests (tests/train/train_runs.sh):
+// SHARDFLOW_TEST_FAULT=kill:R:S (or hang:R:S) makes rank R raise SIGKILL (or SIGSTOP) at the
+// start of step S (0-based). Unset or empty: no fault. A malformed value is an error.
+struct TestFault {
+  int rank = -1;
+  int64_t step = -1;
+  int signal = 0;
+};
+
+TestFault ParseTestFault() {
+  const char* env = std::getenv("SHARDFLOW_TEST_FAULT");
+  if (env == nullptr || *env == '\0') return {};
+  char kind[8] = {};
+  int rank = -1;
+  long long step = -1;
+  char extra = 0;
+  const int n = std::sscanf(env, "%7[a-z]:%d:%lld%c", kind, &rank, &step, &extra);
+  const std::string k = kind;
+  if (n != 3 || (k != "kill" && k != "hang") || rank < 0 || step < 0) {
+    throw Error(ErrorCode::kInvalidArgument, std::string("bad SHARDFLOW_TEST_FAULT '") + env +
+                                                 "': expected kill:RANK:STEP or hang:RANK:STEP");
+  }
+  return {rank, step, k == "kill" ? SIGKILL : SIGSTOP};
+}
+
 }  // namespace
 
 TrainResult RunTraining(MPI_Comm mpi_comm, const TrainerOptions& o, const TrainerInputs& inputs) {
@@ -164,12 +192,15 @@ TrainResult RunTraining(MPI_Comm mpi_comm, const TrainerOptions& o, const Traine
     SF_LOG(Info) << "ranks agree on " << steps_per_epoch << " steps per epoch (the longest shard "
                  << "has " << most << " batches; the rest is left out and counted)";
   }
-  int64_t total_steps = steps_per_epoch * o.epochs;
+  const int64_t planned_steps = steps_per_epoch * o.epochs;
+  int64_t total_steps = planned_steps;
   if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
-  // A cosine schedule without total_steps runs over the whole training.
+  // A cosine schedule without total_steps runs over all the epochs, whatever max_steps says:
+  // a run stopped by max_steps and resumed sees the same learning rate at every step as one
+  // run through.
   LrScheduleOptions schedule = o.schedule;
   if (schedule.total_steps == 0)
-    schedule.total_steps = std::max(total_steps, schedule.warmup_steps + 1);
+    schedule.total_steps = std::max(planned_steps, schedule.warmup_steps + 1);
   ValidateLrSchedule(schedule);
   auto left_out = std::make_shared<pipeline::StepLimitReport>();
   const pipeline::Dataset train_ds =
@@ -229,7 +260,13 @@ TrainResult RunTraining(MPI_Comm mpi_comm, const TrainerOptions& o, const Traine
   const auto loop_start = Clock::now();
   int64_t samples_seen = 0;
   pipeline::Element batch;
+  const TestFault fault = ParseTestFault();
   for (; step < total_steps; ++step) {
+    if (fault.rank == rank && fault.step == step) {
+      SF_LOG(Warn) << "SHARDFLOW_TEST_FAULT: rank " << rank << " raises "
+                   << (fault.signal == SIGKILL ? "SIGKILL" : "SIGSTOP") << " at step " << step;
+      std::raise(fault.signal);
+    }
     const auto t0 = Clock::now();
     {
       SF_TRACE_SCOPE("input");

@@ -12,6 +12,12 @@
 // averaged gradient is the gradient of the mean loss over the global batch.
 // Evaluation runs every rank over its shard of the evaluation set, every record exactly once,
 // and reduces the sums exactly (no padded duplicates).
+// Resume: a run stopped (max_steps, a crash after a checkpoint) and continued with resume
+// reproduces the uninterrupted run bit for bit: the iterator state, optimizer state and step
+// are restored, dropout masks are keyed by the step, and the learning-rate schedule spans the
+// planned epochs, not max_steps (tests/train/train_runs.sh resume).
+// Testing hook: SHARDFLOW_TEST_FAULT=kill:R:S or hang:R:S makes rank R raise SIGKILL or SIGSTOP
+// at the start of step S (the failure tests); unset in normal use.
 #pragma once
 
 #include <mpi.h>

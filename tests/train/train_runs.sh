@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Process-level tests of shardflow-train under mpiexec, on small Fashion-MNIST shards made by
+# shardflow-convert. Prints "train_runs.sh MODE: ok" last when every check passed.
+#   train_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
+# MODE:
+#   resume  run A trains N steps uninterrupted (checkpoint every K); run B stops at K and
+#           --resume continues to N. B's metrics lines (loss, accuracy, lr) for every step and
+#           the final checkpoint's /params, /buffers and /optimizer must equal A's bit for bit.
+#           The model has dropout and the data is shuffled, so step seeds, the shuffle and
+#           iterator state, the schedule and the optimizer state all have to be restored.
+#   kill    SHARDFLOW_TEST_FAULT=kill:1:S: rank 1 dies at step S; the job must end non-zero.
+#   hang    SHARDFLOW_TEST_FAULT=hang:1:S: rank 1 stops (SIGSTOP) at step S; the others' watchdog
+#           (dist.watchdog_seconds=3) must end the job non-zero, naming rank 1, once.
+#   uneven  7 shards over 2 and 4 ranks with a partial last batch: exit 0, the ranks agree on
+#           a step count (logged), and the steps run are epochs x that count.
+# Each mode must finish well within the CTest timeout; every mpiexec runs under `timeout`.
+set -euo pipefail
+mode=$1 bin=$2 work=$3
+shift 3
+[ "$1" = "--" ] && shift
+mpi=("$@")
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+py=/usr/bin/python3
+rm -rf "$work"
+mkdir -p "$work"
+cd "$work"
+
+fail() { echo "train_runs.sh $mode: FAILED: $*"; exit 1; }
+
+convert() {  # convert SHARDS LIMIT PREFIX
+  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-convert" --input.format=idx \
+    --input.split=test --input.limit="$2" --output.shards="$1" --output.path="$3" \
+    >convert.log 2>&1 || { cat convert.log; fail "shardflow-convert failed"; }
+}
+
+# train NP LOG ARGS...: shardflow-train on the small model; its exit status is returned.
+train() {
+  local np=$1 log=$2
+  shift 2
+  local rc=0
+  timeout -k 5 60 "${mpi[@]}" -np "$np" "$bin/shardflow-train" \
+    --config "$src/configs/fmnist_mlp.ini" --eval.files= --no-progress --train.threads=1 \
+    --model.spec='flatten, dense:64, relu, dropout:0.2, dense:10' "$@" >"$log" 2>&1 || rc=$?
+  return $rc
+}
+
+case "$mode" in
+resume)
+  convert 3 1200 data/fm
+  # 1200 records / 2 ranks / batch 32 = 19 steps per epoch (a partial last batch); 2 epochs =
+  # 38 steps. K = 25 cuts the second epoch mid-way (the shuffle of epoch 2 is under way).
+  # A short warm-up and a cosine schedule: the learning rate differs at every step.
+  common=(--data.files='data/fm-*.tfrecord' --data.shuffle_buffer=500 --train.batch_size=32
+          --train.epochs=2 --train.warmup_steps=3 --train.log_every=1 --train.optimizer=adam
+          --train.lr=0.002 --checkpoint.keep_last=0)
+  train 2 a.log "${common[@]}" --checkpoint.every_steps=25 --output run_a ||
+    { cat a.log; fail "run A failed"; }
+  train 2 b1.log "${common[@]}" --train.max_steps=25 --output run_b ||
+    { cat b1.log; fail "run B (first part) failed"; }
+  [ -f run_b/checkpoints/ckpt-000000025.h5 ] || fail "run B left no checkpoint at step 25"
+  train 2 b2.log "${common[@]}" --output run_b --resume || { cat b2.log; fail "resume failed"; }
+  grep -q "resuming from .*ckpt-000000025.h5 at step 25" b2.log || fail "no resume line"
+  $py "$here/compare_runs.py" run_a run_b 38 || fail "runs differ"
+  ;;
+kill)
+  convert 3 1200 data/fm
+  start=$(date +%s)
+  rc=0
+  SHARDFLOW_TEST_FAULT=kill:1:5 train 2 kill.log --data.files='data/fm-*.tfrecord' \
+    --dist.watchdog_seconds=3 --train.batch_size=16 --output run || rc=$?
+  took=$(( $(date +%s) - start ))
+  # mpiexec passes the signal on (137); `timeout` (60 s) would have taken far longer.
+  [ $rc -ne 0 ] || fail "exit status 0 after a rank was killed"
+  grep -q "SHARDFLOW_TEST_FAULT: rank 1 raises SIGKILL at step 5" kill.log ||
+    { cat kill.log; fail "the fault was not injected"; }
+  n=$(grep -E -c "process rank 1 .*exited on signal 9" kill.log || true)
+  [ "$n" -eq 1 ] || { cat kill.log; fail "$n lines say rank 1 died, wanted 1"; }
+  echo "killed rank 1 at step 5: job ended with status $rc after ${took}s"
+  [ $took -le 30 ] || fail "the job took ${took}s to end"
+  ;;
+hang)
+  convert 3 1200 data/fm
+  start=$(date +%s)
+  rc=0
+  SHARDFLOW_TEST_FAULT=hang:1:5 train 2 hang.log --data.files='data/fm-*.tfrecord' \
+    --dist.watchdog_seconds=3 --train.batch_size=16 --output run || rc=$?
+  took=$(( $(date +%s) - start ))
+  [ $rc -ne 0 ] || fail "exit status 0 after a rank hung"
+  [ $rc -ne 124 ] && [ $rc -ne 137 ] || { cat hang.log; fail "the job hung (killed by timeout)"; }
+  grep -q "SHARDFLOW_TEST_FAULT: rank 1 raises SIGSTOP at step 5" hang.log ||
+    { cat hang.log; fail "the fault was not injected"; }
+  n=$(grep -E -c "error: .*watchdog: collective .*did not complete within 3\.0 s" hang.log || true)
+  [ "$n" -eq 1 ] || { cat hang.log; fail "$n watchdog error lines, wanted 1"; }
+  grep -E "error: .*watchdog" hang.log | grep -E -q "(had not joined it|no answer \(dead or stuck outside MPI\)): \[1\]" ||
+    { cat hang.log; fail "the watchdog line does not name rank 1"; }
+  echo "rank 1 stopped at step 5: job ended with status $rc after ${took}s"
+  [ $took -le 30 ] || fail "the job took ${took}s to end"
+  ;;
+uneven)
+  # 1000 records in 7 shards (142 or 143 each). Per-rank batch 48, 2 epochs.
+  convert 7 1000 data/fm
+  for np in 2 4; do
+    train $np uneven.np$np.log --data.files='data/fm-*.tfrecord' --data.shard_policy=file \
+      --train.batch_size=48 --train.epochs=2 --output run$np ||
+      { cat uneven.np$np.log; fail "np $np failed"; }
+    steps=$($py -c "import json,sys; print(json.load(open('run$np/summary.json'))['steps'])")
+    agreed=$(sed -n 's/.*ranks agree on \([0-9]*\) steps per epoch.*/\1/p' uneven.np$np.log)
+    [ -n "$agreed" ] || { cat uneven.np$np.log; fail "np $np: no 'ranks agree' line"; }
+    [ "$steps" -eq $((2 * agreed)) ] || fail "np $np: $steps steps, wanted 2 x $agreed"
+    echo "np $np: ranks agree on $agreed steps per epoch; $steps steps run"
+  done
+  ;;
+*) fail "unknown mode" ;;
+esac
+echo "train_runs.sh $mode: ok"
