@@ -92,6 +92,18 @@ assert errors.dtype == np.float32 and errors.shape == (1000,)
 assert np.all(np.isfinite(errors)) and np.all(errors >= 0) and errors.std() > 0
 PY
 
+# No records at all: empty datasets of the right shapes, no accuracy line.
+: >"$work/empty.tfrecord"
+predict 2 "$work/empty.h5" --input "$work/empty.tfrecord" >"$work/empty.log" 2>&1 ||
+  { cat "$work/empty.log"; fail "empty predict failed"; }
+grep -q "^predicted 0 records on 2 ranks" "$work/empty.log" && ! grep -q "^accuracy" "$work/empty.log" ||
+  { cat "$work/empty.log"; fail "empty input: wrong report"; }
+"$py" -c "
+import sys, h5py
+f = h5py.File(sys.argv[1], 'r')
+assert {k: f[k].shape for k in f} == {'ids': (0,), 'classes': (0,), 'probabilities': (0, 10)}, dict(f)
+" "$work/empty.h5" || fail "empty output check failed"
+
 acc() { grep -E '^accuracy:' "$1"; }
 [ "$(acc "$work/p1.log")" = "$(acc "$work/p3.log")" ] || fail "accuracy differs between 1 and 3 ranks"
 [ "$(acc "$work/p1.log")" = "$(acc "$work/csv.log")" ] || fail "accuracy differs for batch size 7"
