@@ -131,7 +131,7 @@ expect_error 2 "error: not found: no intact checkpoint.*$work/empty" -- \
   --input "$work/data/fm-*.tfrecord" --output "$work/x.h5"
 # The same shard under two names: every id of it twice, refused (run phase: the job ends).
 cp "$work/data/fm-00001-of-00003.tfrecord" "$work/data/copy.tfrecord"
-expect_error nonzero "error: data loss: record id [0-9]+ was predicted twice" -- \
+expect_error 3 "error: data loss: record id [0-9]+ was predicted twice" -- \
   "${mpi[@]}" -np 2 "$bin/shardflow-predict" --config "$cfg" --checkpoint "$ckpt_dir" \
   --input "$work/data/fm-*.tfrecord,$work/data/copy.tfrecord" --output "$work/x.csv"
 [ ! -e "$work/x.csv" ] || fail "a run with duplicate ids left an output file"
