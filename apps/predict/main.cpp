@@ -97,6 +97,11 @@ int main(int argc, char** argv) {
         app.RequireConfig(true).PrintResolved(false);
         ParseCommandLine(argc, argv, schema, app);
         predict::PrepareInputSpec(&config);
+        // Training-only settings must not refuse a prediction run (e.g. a global batch not
+        // divisible by this run's rank count).
+        config.train.batch_semantics = "per_rank";
+        config.train.resume = false;
+        config.train.warm_start.clear();
         prepared.options = train::MakeTrainerOptions(&config.train, env.size(), "");
         config.train.data.data.batch_size = 1;  // MakeTrainerOptions set the training batch
         int threads = prepared.options.tuning.threads;
