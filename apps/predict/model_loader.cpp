@@ -1,0 +1,34 @@
+#include "apps/predict/model_loader.hpp"
+
+#include <filesystem>
+
+#include "core/checkpoint.hpp"
+#include "core/error.hpp"
+
+namespace shardflow::predict {
+
+LoadedModel LoadModel(const train::TrainerOptions& options, const std::string& checkpoint) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(checkpoint, ec)) {
+    throw Error(ErrorCode::kNotFound, "checkpoint not found", {.file = checkpoint});
+  }
+  LoadedModel out;
+  out.model =
+      std::make_unique<Sequential<float>>(options.model_spec, options.input_shape, options.model);
+  if (fs::is_directory(checkpoint, ec)) {
+    CheckpointOptions dir{.dir = checkpoint};
+    TrainingState state;
+    out.checkpoint = LoadLatestCheckpoint(dir, *out.model, nullptr, &state);
+    if (out.checkpoint.empty()) {
+      throw Error(ErrorCode::kNotFound, "no intact checkpoint (ckpt-*.h5) in the directory",
+                  {.file = checkpoint});
+    }
+  } else {
+    LoadWeights(checkpoint, *out.model);
+    out.checkpoint = checkpoint;
+  }
+  return out;
+}
+
+}  // namespace shardflow::predict

@@ -1,0 +1,28 @@
+// Builds the model of a training config's [model] section and loads a checkpoint into it.
+//
+// `checkpoint` is a checkpoint file, or a directory of checkpoint files (ckpt-<step>.h5, as
+// shardflow-train writes them) of which the newest intact one is loaded (damaged ones are
+// skipped with a warning). Errors (one line each):
+//   Error(kNotFound) naming the path when it does not exist or the directory holds none;
+//   Error(kInvalidArgument) naming the parameter and both shapes when the checkpoint does not
+//     fit the model spec (LoadWeights);
+//   Error(kDataLoss) for a damaged file.
+// Thread-safety: none.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "apps/train/trainer.hpp"
+#include "core/model.hpp"
+
+namespace shardflow::predict {
+
+struct LoadedModel {
+  std::unique_ptr<Sequential<float>> model;
+  std::string checkpoint;  // the file loaded
+};
+
+LoadedModel LoadModel(const train::TrainerOptions& options, const std::string& checkpoint);
+
+}  // namespace shardflow::predict

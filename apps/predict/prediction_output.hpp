@@ -1,0 +1,36 @@
+// Collecting and writing the predictions of all ranks.
+//
+// Strategy: gather to rank 0, then sort. Every rank sends its rows (ids, and classes +
+// probabilities or errors) to rank 0 with MPI_Gatherv; rank 0 sorts them by id and refuses
+// duplicate ids. That costs rank 0 memory for all rows (8 + 8 + 4K bytes per record for K
+// classes: 56 MB per million records at K = 10), which batch prediction outputs fit easily, and
+// gives a globally id-sorted file however the records were sharded (an Exscan of per-rank
+// counts would only give rank-ordered rows, since shards are not id ranges).
+// Writing: HDF5 through io::Hdf5Writer, collectively (every rank creates the datasets; rank 0
+// writes all rows, the others write zero rows); CSV by rank 0 alone.
+//
+// HDF5 layout: ids int64 [N]; classify: classes int64 [N], probabilities float32 [N, K];
+// reconstruct: errors float32 [N]. CSV: header `id,class,p0,..,pK-1` (classify) or `id,error`
+// (reconstruct), one line per record, floats with 9 significant digits.
+// Thread-safety: none; collective over `comm`.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+#include "apps/predict/predictor.hpp"
+
+namespace shardflow::predict {
+
+// Collective. Rank 0 gets every rank's rows sorted by id; the other ranks get an empty set
+// with num_classes set. Throws Error(kDataLoss) on rank 0 naming the first duplicate id (the
+// other ranks are then ended by the run-phase error policy).
+PredictionRows GatherSorted(MPI_Comm comm, const PredictionRows& mine, train::Task task);
+
+// Collective. `all` is GatherSorted's result (rows on rank 0 only); `total` the global row
+// count (every rank). Creates parent directories. Throws Error(kIo) naming the file.
+void WritePredictions(MPI_Comm comm, const std::string& path, const PredictionRows& all,
+                      int64_t total, train::Task task);
+
+}  // namespace shardflow::predict

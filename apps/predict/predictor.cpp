@@ -1,0 +1,178 @@
+#include "apps/predict/predictor.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace shardflow::predict {
+namespace {
+
+// Stacks feature `name` of `records` (each [1, row...]) into one tensor [n, row...].
+Tensor StackFeature(const std::vector<pipeline::Element>& records, const std::string& name) {
+  const Tensor& first = records.front().Get(name);
+  if (first.rank() == 0 || first.dim(0) != 1) {
+    ErrorContext ctx = records.front().where.Context();
+    ctx.key = name;
+    throw Error(
+        ErrorCode::kInternal,
+        "expected single-record elements, feature has shape " + ShapeToString(first.shape()), ctx);
+  }
+  Shape shape = first.shape();
+  shape[0] = static_cast<int64_t>(records.size());
+  Tensor out(first.dtype(), shape);
+  const size_t row_bytes = first.byte_size();
+  auto* dst = static_cast<uint8_t*>(out.raw_data());
+  for (size_t i = 0; i < records.size(); ++i) {
+    const Tensor& t = records[i].Get(name);
+    if (t.dtype() != first.dtype() || t.shape() != first.shape()) {
+      ErrorContext ctx = records[i].where.Context();
+      ctx.key = name;
+      throw Error(ErrorCode::kInvalidArgument,
+                  "feature has " + std::string(DTypeName(t.dtype())) + " " +
+                      ShapeToString(t.shape()) + ", other records have " +
+                      DTypeName(first.dtype()) + " " + ShapeToString(first.shape()),
+                  ctx);
+    }
+    std::memcpy(dst + i * row_bytes, t.raw_data(), row_bytes);
+  }
+  return out;
+}
+
+int64_t RecordId(const pipeline::Element& record, const std::string& id_feature) {
+  if (id_feature.empty() || !record.Has(id_feature)) return record.id;
+  const Tensor& t = record.Get(id_feature);
+  if (t.dtype() != DType::kInt64 || t.num_elements() != 1) {
+    ErrorContext ctx = record.where.Context();
+    ctx.key = id_feature;
+    throw Error(ErrorCode::kInvalidArgument,
+                "id feature has " + std::string(DTypeName(t.dtype())) + " " +
+                    ShapeToString(t.shape()) + ", expected one int64 per record",
+                ctx);
+  }
+  const int64_t v = t.data<int64_t>()[0];
+  return v >= 0 ? v : record.id;  // -1: the record has no id (the spec's default)
+}
+
+// Label i of an integer label tensor (ToModelBatch has checked the dtype is integral).
+int64_t LabelAt(const Tensor& labels, int64_t i) {
+  switch (labels.dtype()) {
+    case DType::kInt64:
+      return labels.data<int64_t>()[i];
+    case DType::kInt32:
+      return labels.data<int32_t>()[i];
+    case DType::kUInt8:
+      return labels.data<uint8_t>()[i];
+    default:
+      throw Error(ErrorCode::kInvalidArgument, std::string("labels of dtype ") +
+                                                   DTypeName(labels.dtype()) + " are not integers");
+  }
+}
+
+class BatchPredictor {
+ public:
+  BatchPredictor(Sequential<float>& model, const PredictorSpec& spec, PredictionRows* rows)
+      : model_(model), spec_(spec), rows_(rows) {}
+
+  void Run(const std::vector<pipeline::Element>& records) {
+    if (records.empty()) return;
+    pipeline::Element batch;
+    batch.id = records.front().id;
+    batch.where = records.front().where;
+    batch.Set(spec_.batch.input_feature, StackFeature(records, spec_.batch.input_feature));
+    train::BatchSpec bspec = spec_.batch;
+    const bool labelled = !bspec.label_feature.empty() && records.front().Has(bspec.label_feature);
+    if (labelled) {
+      batch.Set(bspec.label_feature, StackFeature(records, bspec.label_feature));
+    } else {
+      bspec.label_feature.clear();
+    }
+    const train::ModelBatch mb = train::ToModelBatch(batch, bspec, &scratch_);
+    const Tensor out = model_.Forward(mb.x, /*training=*/false);
+    for (const auto& r : records) rows_->ids.push_back(RecordId(r, spec_.id_feature));
+    const int64_t n = mb.rows;
+    const int64_t width = n > 0 ? out.num_elements() / n : 0;
+    const float* y = out.data<float>();
+    if (spec_.task == train::Task::kClassify) {
+      rows_->num_classes = width;
+      const size_t base = rows_->probabilities.size();
+      rows_->probabilities.resize(base + static_cast<size_t>(n * width));
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t cls =
+            SoftmaxRow(y + i * width, width, &rows_->probabilities[base + i * width]);
+        rows_->classes.push_back(cls);
+        if (labelled) {
+          ++rows_->labelled;
+          if (LabelAt(mb.labels, i) == cls) ++rows_->correct;
+        }
+      }
+    } else {
+      const int64_t in_width = n > 0 ? mb.x.num_elements() / n : 0;
+      if (in_width != width) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "reconstruction output has " + std::to_string(width) +
+                        " values per record, the input " + std::to_string(in_width),
+                    batch.where.Context());
+      }
+      const float* x = mb.x.data<float>();
+      for (int64_t i = 0; i < n; ++i) {
+        double sum = 0;
+        for (int64_t j = 0; j < width; ++j) {
+          const double d = static_cast<double>(y[i * width + j]) - x[i * width + j];
+          sum += d * d;
+        }
+        const double err = width > 0 ? sum / static_cast<double>(width) : 0.0;
+        rows_->errors.push_back(static_cast<float>(err));
+        rows_->error_sum += err;
+      }
+    }
+  }
+
+ private:
+  Sequential<float>& model_;
+  const PredictorSpec& spec_;
+  PredictionRows* rows_;
+  Tensor scratch_;
+};
+
+}  // namespace
+
+int64_t SoftmaxRow(const float* logits, int64_t k, float* probs) {
+  if (k <= 0) return -1;
+  int64_t best = 0;
+  for (int64_t j = 1; j < k; ++j) {
+    if (logits[j] > logits[best]) best = j;
+  }
+  const double max = logits[best];
+  double sum = 0;
+  for (int64_t j = 0; j < k; ++j) sum += std::exp(static_cast<double>(logits[j]) - max);
+  for (int64_t j = 0; j < k; ++j) {
+    probs[j] = static_cast<float>(std::exp(static_cast<double>(logits[j]) - max) / sum);
+  }
+  return best;
+}
+
+PredictionRows PredictDataset(Sequential<float>& model, const pipeline::Dataset& records,
+                              const PredictorSpec& spec) {
+  PredictionRows rows;
+  if (spec.task == train::Task::kClassify) {
+    rows.num_classes = NumElements(model.output_shape());
+  }
+  BatchPredictor predictor(model, spec, &rows);
+  std::vector<pipeline::Element> pending;
+  pending.reserve(static_cast<size_t>(spec.batch_size));
+  auto it = records.MakeIterator();
+  pipeline::Element e;
+  while (it.Next(&e)) {
+    pending.push_back(std::move(e));
+    e = pipeline::Element();
+    if (static_cast<int64_t>(pending.size()) == spec.batch_size) {
+      predictor.Run(pending);
+      pending.clear();
+    }
+  }
+  predictor.Run(pending);
+  return rows;
+}
+
+}  // namespace shardflow::predict

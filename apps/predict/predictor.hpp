@@ -1,0 +1,56 @@
+// Runs a trained model over this rank's records and keeps one prediction row per record.
+//
+// The input dataset yields single records (elements with a leading batch dimension of 1, as
+// the pipeline gives with batch_size 1), so every record carries its own element id; the
+// predictor stacks `batch_size` of them into one model batch (a copy of their input and label
+// rows), runs Forward in inference mode and appends, per record:
+//   id:     the record's `id_feature` value when present and >= 0, else the element's id (its
+//           index in the global record order);
+//   classify:    the argmax class (first maximum of the logits) and the softmax probabilities,
+//                computed in double and stored as float32;
+//   reconstruct: the record's mean squared error between the model output and its input.
+// Labels (the label feature, when the records have it) are counted for accuracy.
+// Throws Error naming the feature and record for inputs the model cannot take.
+// Thread-safety: none; one model per thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "apps/train/batch_inputs.hpp"
+#include "apps/train/trainer.hpp"
+#include "core/model.hpp"
+#include "io/pipeline/dataset.hpp"
+
+namespace shardflow::predict {
+
+struct PredictorSpec {
+  train::BatchSpec batch;  // label_feature: used when the records have it
+  train::Task task = train::Task::kClassify;
+  std::string id_feature;  // "" : element ids only
+  int64_t batch_size = 256;
+};
+
+// One rank's predictions, row i for record ids[i] (in the order the records were read).
+struct PredictionRows {
+  int64_t num_classes = 0;  // classify: K (columns of probabilities)
+  std::vector<int64_t> ids;
+  std::vector<int64_t> classes;      // classify
+  std::vector<float> probabilities;  // classify: rows x K, row-major
+  std::vector<float> errors;         // reconstruct
+  int64_t labelled = 0;              // records with a label
+  int64_t correct = 0;               // of those, predicted class == label
+  double error_sum = 0;              // reconstruct: sum of errors
+
+  int64_t rows() const { return static_cast<int64_t>(ids.size()); }
+};
+
+PredictionRows PredictDataset(Sequential<float>& model, const pipeline::Dataset& records,
+                              const PredictorSpec& spec);
+
+// Softmax of one row of logits into `probs` (double accumulation); returns the argmax (first
+// maximum). Exposed for tests.
+int64_t SoftmaxRow(const float* logits, int64_t k, float* probs);
+
+}  // namespace shardflow::predict
