@@ -87,6 +87,17 @@ void BuildExample(const std::string& format, const Element& e, int64_t id, io::E
   b->AddInt64("id", {id});
 }
 
+// Records skipped so far by this rank's copy of the source (kSkip).
+int64_t SkippedRecords(const std::string& format, const RecordSource& source) {
+  if (format == "images") {
+    return static_cast<const pipeline::ImageFolderSource&>(source).counters().skipped_records;
+  }
+  if (format == "jsonl") {
+    return static_cast<const pipeline::JsonLinesSource&>(source).counters().skipped_records;
+  }
+  return 0;
+}
+
 }  // namespace
 
 bool IsPipelineSourceFormat(const std::string& format) {
@@ -106,6 +117,13 @@ int RunPipelineSource(MpiEnvironment& env, const ConvertOptions& o) {
   if (files > 0) {
     SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, counts.data(), static_cast<int>(files), MPI_INT64_T,
                                MPI_SUM, MPI_COMM_WORLD));
+  }
+  // Each file was counted by one rank: the sum of the ranks' skips is the input's.
+  int64_t skipped = SkippedRecords(o.format, *source);
+  SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &skipped, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
+  if (skipped > 0) {
+    SF_LOG0(Warn) << "skipped " << skipped << " bad " << (o.format == "images" ? "images" : "lines")
+                  << " (input.on_error=skip)";
   }
   std::vector<int64_t> first(files + 1, 0);  // global id of each file's first record
   for (size_t f = 0; f < files; ++f) first[f + 1] = first[f] + counts[f];
