@@ -11,6 +11,7 @@
 #include "apps/convert/series_input.hpp"
 #include "apps/convert/series_output.hpp"
 #include "apps/convert/shard_plan.hpp"
+#include "apps/convert/source_input.hpp"
 #include "core/check_mpi.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
@@ -238,6 +239,7 @@ int Run(MpiEnvironment& env, const ConvertOptions& o) {
     }
   }
   SF_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
+  if (IsPipelineSourceFormat(o.format)) return RunPipelineSource(env, o);
   return o.is_series() ? RunSeries(env, o) : RunImages(env, o);
 }
 

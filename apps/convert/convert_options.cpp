@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "io/idx.hpp"
+#include "io/pipeline/sources/json_lines_source.hpp"
 
 namespace shardflow::convert {
 namespace {
@@ -28,7 +29,40 @@ void Validate(const ConvertOptions& o) {
     throw Error(ErrorCode::kInvalidArgument, what, {.key = key});
   };
   if (o.out_path.empty()) bad("output.path is required", "output.path");
-  if (o.format == "idx") {
+  if (o.format == "text" || o.format == "fixed" || o.format == "jsonl" || o.format == "images") {
+    if (o.out_format != "tfrecord") {
+      bad("input.format=" + o.format + " converts to output.format=tfrecord only", "output.format");
+    }
+    if (o.normalize != "none") {
+      bad("preprocess.normalize applies to idx, csv and hdf5 inputs", "preprocess.normalize");
+    }
+    if (o.format == "images") {
+      if (o.root.empty() == o.list.empty()) {
+        bad("input.format=images needs exactly one of input.root and input.list", "input.root");
+      }
+      if (!o.root.empty()) RequireExists(o.root, "input.root", true);
+      if (!o.list.empty()) RequireExists(o.list, "input.list", false);
+    } else if (o.files.empty()) {
+      bad("input.files (glob patterns) is required for input.format=" + o.format, "input.files");
+    }
+    if (o.format == "fixed" && o.record_bytes <= 0) {
+      bad("input.record_bytes must be > 0 for input.format=fixed", "input.record_bytes");
+    }
+    if (o.format == "jsonl" && o.schema.empty()) {
+      bad("input.schema is required for input.format=jsonl", "input.schema");
+    }
+    if (o.format == "jsonl") {
+      for (const auto& field : pipeline::ParseJsonSchema(o.schema, "input.schema")) {
+        if (field.name == "id") {
+          throw Error(ErrorCode::kInvalidArgument,
+                      "schema field 'id' collides with the record id feature shardflow-convert "
+                      "writes",
+                      {.key = "input.schema",
+                       .hint = "leave it out of input.schema or rename it in the JSON files"});
+        }
+      }
+    }
+  } else if (o.format == "idx") {
     if (o.images.empty() != o.labels.empty()) {
       bad("input.images and input.labels go together", "input.images");
     }
@@ -67,8 +101,11 @@ void Validate(const ConvertOptions& o) {
 void RegisterConvertOptions(ConfigSchema& schema, ConvertOptions* o) {
   o->dir = io::kFashionMnistDir;
   schema.DescribeSection("input", "what to convert");
-  schema.AddChoice("input", "format", &o->format, {"idx", "csv", "hdf5"},
-                   "idx: images+labels files; csv: a folder of per-asset series; hdf5: datasets");
+  schema.AddChoice("input", "format", &o->format,
+                   {"idx", "csv", "hdf5", "text", "fixed", "jsonl", "images"},
+                   "idx: images+labels files; csv: a folder of per-asset series; hdf5: datasets; "
+                   "text: lines; fixed: fixed-length records; jsonl: JSON lines; images: "
+                   "class folders or a list file");
   schema.AddChoice("input", "split", &o->split, {"train", "test"},
                    "idx: Fashion-MNIST split read from input.dir (test = the t10k files)");
   schema.Add("input", "dir", &o->dir, "idx: folder holding {train,t10k}-*-ubyte.gz");
@@ -82,6 +119,24 @@ void RegisterConvertOptions(ConfigSchema& schema, ConvertOptions* o) {
       .Add("input", "time_column", &o->time_column,
            "csv: the timestamp column (must increase); all other columns are channels")
       .NonEmpty();
+  schema.Add("input", "files", &o->files, "text/fixed/jsonl: glob patterns of the input files");
+  schema
+      .Add("input", "header_lines", &o->header_lines,
+           "text/jsonl: lines skipped at the start of every file")
+      .NonNegative();
+  schema.Add("input", "record_bytes", &o->record_bytes, "fixed: bytes per record (CIFAR-10: 3073)")
+      .NonNegative();
+  schema.Add("input", "header_bytes", &o->header_bytes, "fixed: bytes before the first record")
+      .NonNegative();
+  schema.Add("input", "footer_bytes", &o->footer_bytes, "fixed: bytes after the last record")
+      .NonNegative();
+  schema.Add("input", "schema", &o->schema,
+             "jsonl: fields name:type, type int64|float32|bytes|int64[N]|float32[N]");
+  schema.AddChoice("input", "on_error", &o->on_error, {"fail", "skip"},
+                   "jsonl: bad line; images: corrupt image; fixed: partial last record — fail, "
+                   "or skip and count");
+  schema.Add("input", "root", &o->root, "images: folder of class folders root/CLASS/*.jpg|png");
+  schema.Add("input", "list", &o->list, "images: list file of path,label lines");
   schema.Add("input", "limit", &o->limit, "convert only the first N output records; -1: all")
       .Check([](const int64_t& v) { return v >= -1; }, "must be >= -1");
   schema.DescribeSection("preprocess", "normalization and windows");
@@ -115,6 +170,13 @@ shard (an empty shard is an empty file), and PREFIX.meta.json (written by rank 0
 counts per shard, normalization parameters). With output.format=hdf5: one file, each rank
 writing the rows of its shards (output.shards still sets the work division and stats blocks).
 
+Example schema, text | fixed | jsonl | images inputs (TFRecord; every record also has id int64;
+records numbered in sorted file order, then file order; PREFIX.labels.csv maps labels to class
+folder names for images from input.root):
+  text    line       bytes   the line without "\n" / "\r\n"
+  fixed   record     bytes   input.record_bytes bytes
+  jsonl   one feature per input.schema field: int64 -> int64, float32 -> float, bytes -> bytes
+  images  image_raw  bytes   decoded uint8 [H,W,C]; shape int64 [H,W,C]; label int64
 Example schema, images (TFRecord, one tf.train.Example per image):
   image_raw  bytes   H*W*C values, row-major [H,W,C]: uint8 when preprocess.normalize=none and
                      the input is uint8, else float32 little-endian
@@ -152,6 +214,9 @@ Examples:
   mpirun -np 4 shardflow-convert --input.split=test --output.path=out/fmnist-test
   mpirun -np 2 shardflow-convert --input.format=csv --input.path=sensors --preprocess.window=64
       --preprocess.stride=16 --preprocess.normalize=standardize --output.path=out/sensors
+  mpirun -np 2 shardflow-convert --input.format=jsonl --input.files='logs/*.jsonl'
+      --input.schema='id:int64,text:bytes,emb:float32[4]' --output.path=out/logs
+  mpirun -np 2 shardflow-convert --input.format=images --input.root=photos --output.path=out/photos
   mpirun -np 2 shardflow-convert --input.format=hdf5 --input.path=f.h5 --input.datasets=images,labels
       --output.format=hdf5 --output.path=out/f.h5
 )";

@@ -12,7 +12,7 @@ namespace shardflow::convert {
 
 struct ConvertOptions {
   // [input]
-  std::string format = "idx";         // idx | csv | hdf5
+  std::string format = "idx";         // idx | csv | hdf5 | text | fixed | jsonl | images
   std::string split = "train";        // idx: train | test (test reads the t10k files)
   std::string dir;                    // idx: folder of the Fashion-MNIST files
   std::string images;                 // idx: images file (overrides dir/split, with labels)
@@ -22,6 +22,16 @@ struct ConvertOptions {
   std::vector<std::string> datasets;  // hdf5: images [labels] | series
   std::string time_column = "t";      // csv: the timestamp column; every other column is a channel
   int64_t limit = -1;                 // at most this many output records; -1: all
+  // text | fixed | jsonl | images (io/pipeline/sources; see source_input.hpp)
+  std::vector<std::string> files;  // text/fixed/jsonl: glob patterns of the input files
+  int64_t header_lines = 0;        // text/jsonl: lines skipped at the start of every file
+  int64_t record_bytes = 0;        // fixed: bytes per record (> 0)
+  int64_t header_bytes = 0;        // fixed: bytes skipped at the start of every file
+  int64_t footer_bytes = 0;        // fixed: bytes skipped at the end of every file
+  std::string schema;              // jsonl: "name:type,..." (int64|float32|bytes|T[N])
+  std::string on_error = "fail";   // jsonl/images: bad line/image; fixed: partial tail
+  std::string root;                // images: root/CLASS/*.jpg|png
+  std::string list;                // images: a list file of path,label lines
   // [preprocess]
   std::string normalize = "none";  // none | scale | standardize
   int64_t window = 0;              // series: window length W (> 0 for series inputs)
