@@ -10,6 +10,7 @@
 
 #include "io/hdf5_reader.hpp"
 #include "io/hdf5_writer.hpp"
+#include "tests/support/mpi_scratch.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::io {
@@ -17,39 +18,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-int Rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int Size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
-
-// A scratch folder made by rank 0 and shared by every rank (same machine).
-class SharedScratch {
- public:
-  explicit SharedScratch(const std::string& name) {
-    std::string path;
-    if (Rank() == 0) {
-      dir_ = std::make_unique<testing::ScratchDir>(name);
-      path = dir_->path().string();
-    }
-    int len = static_cast<int>(path.size());
-    MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    path.resize(static_cast<size_t>(len));
-    MPI_Bcast(path.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
-    path_ = path;
-  }
-  ~SharedScratch() { MPI_Barrier(MPI_COMM_WORLD); }
-  std::string operator/(const std::string& child) const { return path_ + "/" + child; }
-
- private:
-  std::unique_ptr<testing::ScratchDir> dir_;
-  std::string path_;
-};
+using shardflow::testing::SharedScratch;
+int Rank() { return shardflow::testing::MpiRank(); }
+int Size() { return shardflow::testing::MpiSize(); }
 
 // Element e of row r of the test data: a value that identifies both.
 double Value(int64_t row, int64_t e) { return static_cast<double>(row * 1000 + e % 1000); }

@@ -12,44 +12,15 @@
 #include "io/pipeline/dataset.hpp"
 #include "io/pipeline/shard_policy.hpp"
 #include "io/pipeline/sources/text_line_source.hpp"
+#include "tests/support/mpi_scratch.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::pipeline {
 namespace {
 
-int Rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int Size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
-
-// A scratch folder made by rank 0 and shared by every rank (same machine).
-class SharedScratch {
- public:
-  explicit SharedScratch(const std::string& name) {
-    std::string path;
-    if (Rank() == 0) {
-      dir_ = std::make_unique<shardflow::testing::ScratchDir>(name);
-      path = dir_->path().string();
-    }
-    int len = static_cast<int>(path.size());
-    MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    path.resize(static_cast<size_t>(len));
-    MPI_Bcast(path.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
-    path_ = path;
-  }
-  ~SharedScratch() { MPI_Barrier(MPI_COMM_WORLD); }
-  std::string operator/(const std::string& child) const { return path_ + "/" + child; }
-
- private:
-  std::unique_ptr<shardflow::testing::ScratchDir> dir_;
-  std::string path_;
-};
+using shardflow::testing::SharedScratch;
+int Rank() { return shardflow::testing::MpiRank(); }
+int Size() { return shardflow::testing::MpiSize(); }
 
 TEST(TextLinesMpi, ByteRangeShardingReadsEveryLineExactlyOnce) {
   SharedScratch dir("text_lines_mpi");
