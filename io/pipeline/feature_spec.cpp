@@ -172,7 +172,9 @@ MapFn MakeExampleDecoder(io::Schema all, std::vector<std::string> image_features
     auto& parser = parsers[id];
     if (!parser) parser = std::make_unique<io::ExampleBatchParser>(*shared);
     const Tensor& record = e.Get(record_feature);
-    const std::string file = e.where.FileName();
+    // A view of the element's shared file name: no string copy per record.
+    const std::string_view file =
+        e.where.file ? std::string_view(*e.where.file) : std::string_view();
     io::SerializedExample ex{
         .data = std::string_view(static_cast<const char*>(record.raw_data()), record.byte_size()),
         .where = {

@@ -196,6 +196,30 @@ TEST(PipelineCore, MapAndBatchEqualsMapThenBatch) {
   EXPECT_TRUE(Drain(Range(3).MapAndBatch(Square(), 4, true, {.num_parallel_calls = 2})).empty());
 }
 
+// Workers claim runs of batch_size / workers elements; runs never cross a batch, so any batch
+// size (1, a remainder, larger than the data) and worker count gives map(...).batch(B).
+TEST(PipelineCore, MapAndBatchRunsEqualMapThenBatch) {
+  for (int64_t size : {1, 3, 64, 256, 1500}) {
+    for (int calls : {1, 2, 3, 8}) {
+      for (bool drop : {false, true}) {
+        SCOPED_TRACE(std::to_string(size) + " x" + std::to_string(calls) + (drop ? " drop" : ""));
+        auto fused =
+            Drain(Range(1000).MapAndBatch(Square(), size, drop, {.num_parallel_calls = calls}));
+        auto plain = Drain(Range(1000).Map(Square()).Batch(size, drop));
+        ASSERT_EQ(fused.size(), plain.size());
+        for (size_t b = 0; b < fused.size(); ++b) {
+          EXPECT_EQ(fused[b].id, plain[b].id);
+          const Tensor& f = fused[b].Get("sq");
+          const Tensor& p = plain[b].Get("sq");
+          ASSERT_EQ(f.shape(), p.shape());
+          ASSERT_TRUE(std::equal(f.data<int64_t>(), f.data<int64_t>() + f.num_elements(),
+                                 p.data<int64_t>()));
+        }
+      }
+    }
+  }
+}
+
 TEST(PipelineCore, PrefetchPreservesOrder) {
   EXPECT_EQ(Xs(Drain(Range(50).Prefetch(1))), Iota(0, 50));
   EXPECT_EQ(

@@ -113,6 +113,35 @@ TEST(PipelineErrors, ThrowingMapInsideMapAndBatchAndInfiniteRepeat) {
   });
 }
 
+// A read error in the middle of a worker's run: the batches before it arrive complete and in
+// order (as with the unfused map + batch), then the error with file and record.
+TEST(PipelineErrors, ReadErrorInsideMapAndBatchRun) {
+  WithinSeconds(60, "map_and_batch read error", [] {
+    auto ids = [](Element& e, const MapContext&) {
+      Tensor t(DType::kInt64, {});
+      *t.data<int64_t>() = e.id;
+      e.features = {{"id", t}};
+    };
+    auto source = UnevenFiles(300, 3);
+    source->MarkCorrupt(1, 30);
+    int64_t want = -1;
+    const std::string plain =
+        ErrorOf(Reads(source, 1).Map(ids).Batch(16, false), ErrorCode::kDataLoss, &want);
+    EXPECT_NE(plain.find("record=30"), std::string::npos) << plain;
+    for (int calls : {1, 2, 3, 8}) {
+      SCOPED_TRACE(calls);
+      int64_t got = -1;
+      const std::string what =
+          ErrorOf(Reads(source, 1).MapAndBatch(ids, 16, false,
+                                               {.name = "decode", .num_parallel_calls = calls}),
+                  ErrorCode::kDataLoss, &got);
+      EXPECT_EQ(got, want);
+      EXPECT_NE(what.find("file=mem/file1.rec"), std::string::npos) << what;
+      EXPECT_NE(what.find("record=30"), std::string::npos) << what;
+    }
+  });
+}
+
 TEST(PipelineErrors, NondeterministicErrorsStillArrive) {
   WithinSeconds(60, "nondeterministic", [] {
     auto boom = [](Element& e, const MapContext&) {
