@@ -5,6 +5,7 @@
 
 #include <Eigen/Core>
 #include <atomic>
+#include <cstdlib>
 
 namespace shardflow::cpu {
 namespace {
@@ -52,6 +53,11 @@ template void Gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const 
                            const double*, int64_t, double, double*, int64_t);
 
 int DefaultIntraOpThreads() {
+  // slurm/launch.sh sets SHARDFLOW_THREADS to the rank's share of the node's cores.
+  if (const char* env = std::getenv("SHARDFLOW_THREADS"); env != nullptr && *env != '\0') {
+    const int n = std::atoi(env);
+    if (n > 0) return n;
+  }
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
