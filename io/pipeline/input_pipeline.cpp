@@ -38,11 +38,28 @@ SourceOptions SourceOptionsFor(const InputSpec& spec) {
   o.compression = io::ParseCompression(spec.compression);
   o.on_corrupt = io::ParseOnCorrupt(spec.on_corrupt);
   o.features = spec.features;
+  if (IsExtraFormat(spec.data.format)) {
+    const FormatOptions& f = spec.format;
+    const std::string& sec = spec.section;
+    o.header_lines = f.header_lines;
+    if (!f.json_schema.empty())
+      o.json_schema = ParseJsonSchema(f.json_schema, sec + ".json_schema");
+    o.on_error = ParseOnError(f.on_error, sec + ".on_error");
+    o.fixed = {.record_bytes = f.record_bytes,
+               .header_bytes = f.header_bytes,
+               .footer_bytes = f.footer_bytes,
+               .tail = ParseOnError(f.tail, sec + ".tail")};
+    o.images.root = f.root;
+    o.images.list_file = f.list;
+    o.images.channels = static_cast<int>(f.channels);
+    o.images.on_error = o.on_error;
+  }
   return o;
 }
 
 void CheckSpec(const InputSpec& spec) {
-  if (spec.data.files.empty()) {
+  CheckFormatOptions(spec.data.format, spec.format, spec.section);
+  if (spec.data.files.empty() && spec.data.format != "images") {
     throw Error(ErrorCode::kInvalidArgument, "no input files given",
                 {.key = spec.section + ".files", .hint = "a comma-separated list of globs"});
   }
@@ -63,9 +80,17 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
   s.DescribeSection(sec, "input pipeline: files, format, sharding, shuffle, decode, batching");
   auto files =
       s.Add(sec, "files", &d.files, "glob patterns of the input files (sorted, deduplicated)");
-  if (section == "data") files.NonEmpty();
-  s.AddChoice(sec, "format", &d.format, {"tfrecord", "hdf5", "idx", "csv"},
-              "record format of the files");
+  if (section == "data") {
+    files.Check(
+        [spec](const std::vector<std::string>& v) {
+          return !v.empty() || spec->data.format == "images";
+        },
+        "must not be empty (except for format images)");
+  }
+  s.AddChoice(sec, "format", &d.format,
+              {"tfrecord", "hdf5", "idx", "csv", "text", "jsonl", "fixed", "images"},
+              "record format of the files (text, jsonl, fixed, images: see format_options.hpp)");
+  RegisterFormatOptions(s, sec, &spec->format);
   s.AddChoice(sec, "compression", &spec->compression, {"auto", "none", "gzip", "zlib"},
               "TFRecord compression; auto picks by suffix (.gz, .zlib)");
   s.AddChoice(sec, "on_corrupt", &spec->on_corrupt, {"fail", "skip"},
@@ -130,6 +155,7 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
   s.Add(sec, "epochs", &d.epochs, "passes over the data (-1: forever)")
       .Check([](const int64_t& v) { return v >= 1 || v == -1; }, "must be >= 1 or -1");
   s.OnResolved([autos, spec] {
+    CheckFormatOptions(spec->data.format, spec->format, spec->section);
     spec->data.parallel_reads = static_cast<int>(ResolveAuto(autos->parallel_reads));
     spec->data.cycle_length = static_cast<int>(ResolveAuto(autos->cycle_length));
     spec->data.parallel_calls = static_cast<int>(ResolveAuto(autos->parallel_calls));
@@ -140,13 +166,16 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
 Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
   CheckSpec(spec);
   MapFn decode;
-  if (!spec.features.empty()) {
+  if (IsExtraFormat(spec.data.format)) {
+    decode = MakeFormatDecoder(spec.data.format, spec.format);
+  } else if (!spec.features.empty()) {
     io::Schema schema = ParseFeatureSpecs(spec.features, spec.section + ".features");
     decode = spec.data.format == "tfrecord"
                  ? MakeExampleDecoder(std::move(schema), ImageFeatureNames(spec.features))
                  : MakeTensorSelector(std::move(schema));
   }
   DataOptions data = spec.data;
+  data.files = FormatFiles(data.format, spec.format, data.files);
   if (data.parallel_reads == kAutotune) {
     // auto: interleave min(4, cores) files on the consumer's thread. A read-ahead thread per
     // file costs a hand-off per record, which dominates for small page-cached records
@@ -155,8 +184,9 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
     if (data.cycle_length == kAutotune) data.cycle_length = std::min(4, DefaultCpuBudget());
     data.parallel_reads = 1;
   }
-  BuiltPipeline built = BuildPipeline(data, MakeSourceFactory(SourceOptionsFor(spec)),
-                                      std::move(decode), rank, world);
+  BuiltPipeline built = BuildPipeline(
+      data, WithLabelMap(MakeSourceFactory(SourceOptionsFor(spec)), data.format, spec.format, rank),
+      std::move(decode), rank, world);
   SF_LOG0(Info) << "[" << spec.section << "] " << built.description;
   return built.dataset;
 }
@@ -164,7 +194,8 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
 int64_t CountLocalRecords(const InputSpec& spec, int rank, int world) {
   CheckSpec(spec);
   const std::vector<std::string> files =
-      ListFiles(spec.data.files, spec.data.shuffle_files, spec.data.seed);
+      ListFiles(FormatFiles(spec.data.format, spec.format, spec.data.files),
+                spec.data.shuffle_files, spec.data.seed);
   auto source = OpenRecordSource(spec.data.format, files, SourceOptionsFor(spec));
   const ShardPlan plan = PlanShards(source->Files(), source->SupportsByteRanges(),
                                     spec.data.shard_policy, world, rank);

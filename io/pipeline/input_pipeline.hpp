@@ -31,6 +31,7 @@
 #include "core/config.hpp"
 #include "io/pipeline/data_options.hpp"
 #include "io/pipeline/dataset.hpp"
+#include "io/pipeline/sources/format_options.hpp"
 
 namespace shardflow::pipeline {
 
@@ -43,6 +44,9 @@ struct InputSpec {
   std::string compression = "auto";
   // TFRecord damaged records: "fail" (error naming file, offset, record) or "skip" (logged).
   std::string on_corrupt = "fail";
+  // Keys of format = text | jsonl | fixed | images (sources/format_options.hpp: keys, batch
+  // features, counting).
+  FormatOptions format;
   // Section the spec was registered under, for error messages ("data", "eval").
   std::string section = "data";
 };

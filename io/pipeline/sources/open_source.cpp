@@ -1,5 +1,6 @@
 #include "io/pipeline/sources/open_source.hpp"
 
+#include "io/pipeline/sources/text_line_source.hpp"
 #include "io/pipeline/sources/tfrecord_source.hpp"
 
 namespace shardflow::pipeline {
@@ -15,8 +16,21 @@ std::shared_ptr<const RecordSource> OpenRecordSource(const std::string& format,
   if (format == "hdf5") return OpenHdf5Source(files, options);
   if (format == "idx") return OpenIdxSource(files, options);
   if (format == "csv") return OpenCsvSource(files, options);
-  throw Error(ErrorCode::kInvalidArgument, "unknown data format '" + format + "'",
-              {.key = "format", .hint = "one of: tfrecord, hdf5, idx, csv"});
+  if (format == "text") {
+    return OpenTextLineSource(files, TextLineOptions{.compression = options.compression,
+                                                     .header_lines = options.header_lines});
+  }
+  if (format == "jsonl") {
+    return OpenJsonLinesSource(files, JsonLinesOptions{.schema = options.json_schema,
+                                                       .on_error = options.on_error,
+                                                       .compression = options.compression,
+                                                       .header_lines = options.header_lines});
+  }
+  if (format == "fixed") return OpenFixedLengthSource(files, options.fixed);
+  if (format == "images") return OpenImageFolderSource(options.images);
+  throw Error(
+      ErrorCode::kInvalidArgument, "unknown data format '" + format + "'",
+      {.key = "format", .hint = "one of: tfrecord, hdf5, idx, csv, text, jsonl, fixed, images"});
 }
 
 SourceFactory MakeSourceFactory(SourceOptions options) {

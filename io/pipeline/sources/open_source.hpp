@@ -9,6 +9,11 @@
 //              paired labels file (*labels-idx1*, same suffix) is found next to it
 //   csv        CSV files with a header row     one scalar per column named in `features`
 //                                              (dtype int64, float32 or float64)
+//   text       text files, plain or GZIP       "line": uint8 [n] (text_line_source.hpp)
+//   jsonl      JSON Lines files                the schema's fields (json_lines_source.hpp)
+//   fixed      fixed-length record files       "bytes": uint8 [record_bytes]
+//   images     ignored: options.images names   "image": uint8 [h, w, c], "label": int64 []
+//              the root folder or list file    (image_folder_source.hpp)
 // An unknown format is Error(kInvalidArgument) naming the [data] key `format` and the known
 // names. Thread-safety: the returned sources follow record_source.hpp. The HDF5 source
 // serialises its HDF5 calls on one process-wide mutex (Debian's HDF5 is not thread-safe) and
@@ -21,6 +26,9 @@
 
 #include "io/compression.hpp"
 #include "io/pipeline/data_options.hpp"
+#include "io/pipeline/fixed_length_source.hpp"
+#include "io/pipeline/sources/image_folder_source.hpp"
+#include "io/pipeline/sources/json_lines_source.hpp"
 #include "io/tfrecord_reader.hpp"
 
 namespace shardflow::pipeline {
@@ -30,6 +38,11 @@ struct SourceOptions {
   io::OnCorrupt on_corrupt = io::OnCorrupt::kFail;       // tfrecord
   std::vector<std::string> features;                     // hdf5 datasets, csv columns (specs)
   int64_t block_rows = 256;                              // row formats: rows per read
+  int64_t header_lines = 0;                              // text, jsonl
+  std::vector<JsonField> json_schema;                    // jsonl (REQUIRED there)
+  OnError on_error = OnError::kFail;                     // jsonl
+  FixedLengthOptions fixed;                              // fixed (record_bytes REQUIRED)
+  ImageFolderOptions images;                             // images (root or list_file)
 };
 
 std::shared_ptr<const RecordSource> OpenRecordSource(const std::string& format,
