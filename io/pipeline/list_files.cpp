@@ -3,6 +3,8 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <set>
 
 #include "core/error.hpp"
@@ -19,9 +21,26 @@ void SeededShuffle(std::vector<std::string>* names, uint64_t seed) {
   }
 }
 
+// The first folder glob() could not read, and why (glob's error callback has no user pointer).
+thread_local std::string t_glob_error_path;
+thread_local int t_glob_errno = 0;
+
+int RecordGlobError(const char* path, int error) {
+  if (t_glob_errno == 0) {
+    t_glob_error_path = path;
+    t_glob_errno = error;
+  }
+  return 1;  // stop: with GLOB_ERR glob returns GLOB_ABORTED
+}
+
 std::vector<std::string> Expand(const std::string& pattern) {
   glob_t g{};
-  const int rc = glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
+  t_glob_errno = 0;
+  int rc = glob(pattern.c_str(), GLOB_ERR, RecordGlobError, &g);
+  // A folder of the pattern that does not exist means nothing matches (not an I/O error).
+  if (rc == GLOB_ABORTED && (t_glob_errno == ENOENT || t_glob_errno == ENOTDIR)) {
+    rc = GLOB_NOMATCH;
+  }
   std::vector<std::string> out;
   if (rc == 0) {
     for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
@@ -32,7 +51,10 @@ std::vector<std::string> Expand(const std::string& pattern) {
                 {.file = pattern, .hint = "check [data] files"});
   }
   if (rc != 0) {
-    throw Error(ErrorCode::kIo, "cannot expand file pattern '" + pattern + "'",
+    throw Error(ErrorCode::kIo,
+                "cannot expand file pattern '" + pattern + "': " +
+                    (t_glob_errno != 0 ? t_glob_error_path + ": " + std::strerror(t_glob_errno)
+                                       : std::string("glob failed")),
                 {.file = pattern, .hint = "a folder in the pattern is unreadable"});
   }
   std::sort(out.begin(), out.end());

@@ -168,3 +168,19 @@ TEST(PipelineSharding, EqualStepCountsAcrossRanks) {
 
 }  // namespace
 }  // namespace shardflow::pipeline
+
+namespace shardflow::pipeline {
+namespace {
+
+TEST(PipelineSharding, PatternInAMissingFolderMatchesNothing) {
+  try {
+    ListFiles("/nonexistent-shardflow-folder/part-*.tfrecord", false, 0);
+    FAIL() << "expected a throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no files match"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace shardflow::pipeline

@@ -40,8 +40,8 @@ submit() {  # submit NAME ENV... -- TEMPLATE ARGS...: prints the job id
   local name=$1; shift
   local envs=ALL
   while [ "$1" != "--" ]; do envs="$envs,$1"; shift; done; shift
-  sbatch --parsable --chdir="$src" --job-name="$name" --output="$work/$name.out" \
-    --export="$envs,SHARDFLOW_OUTPUT=$work/run-$name" "$@"
+  (cd "$src" && sbatch --parsable --chdir="$src" --job-name="$name" --output="$work/$name.out" \
+    --export="$envs,SHARDFLOW_OUTPUT=$work/run-$name" "$@")
 }
 j_srun=$(submit srun -- "$src/slurm/cpu.sbatch" "$work/tiny.ini" --no-progress)
 j_mpirun=$(submit mpirun SHARDFLOW_LAUNCHER=mpirun -- "$src/slurm/cpu.sbatch" "$work/tiny.ini" --no-progress)
