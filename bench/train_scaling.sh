@@ -6,10 +6,16 @@
 # one intra-op thread per rank, train.max_steps bounding each run, no evaluation:
 #   (a) overlap: 2 ranks with dist.overlap=true vs false: samples/s and comm_fraction;
 #   (b) weak scaling: 1 rank vs 2 ranks (overlap on): efficiency = sps(2) / (2 x sps(1)).
+#   (c) the machine's ceiling for (b): two independent 1-rank runs at the same time, each pinned
+#       to its own core the way mpirun binds the two ranks of (b), no communication at all:
+#       ceiling = (sps(A) + sps(B)) / (2 x sps(1)); (b) / (c) is what communication and
+#       synchronisation cost. On a small shared machine (c) can be below 1: the two processes
+#       share caches, memory bandwidth and the host's other tenants.
 # The three runs of a repetition are interleaved (np1, np2 on, np2 off) so load drifts hit them
 # alike; each cell is the median over the repetitions, and the 1-minute load average before
 # every run is recorded. samples/s is the summary's: samples over the slowest rank's loop wall
 # time (start-up, data counting and the final checkpoint excluded).
+# Needs 2 cores or more (taskset -c 0 / -c 1).
 # Data: the Fashion-MNIST training split as 8 TFRecord shards, made once in WORK/data.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -62,11 +68,41 @@ print(json.dumps({"model": sys.argv[2], "ranks": int(sys.argv[3]), "overlap": sy
 EOF
 }
 
+# Two independent 1-rank runs at once, on cores 0 and 1 (the control of (c)).
+run_pair() {  # run_pair MODEL REP
+  local model=$1 rep=$2 steps=$mlp_steps load
+  [ "$model" = cnn ] && steps=$cnn_steps
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  local pids=() core
+  for core in 0 1; do
+    local out=runs/$model-pair$core-rep$rep
+    rm -rf "$out"
+    taskset -c "$core" "${mpi[@]}" --bind-to none -np 1 "$bin/shardflow-train" \
+      --config "$src/configs/fmnist_$model.ini" --data.files='data/fmnist-train-*.tfrecord' \
+      --eval.files= --no-progress --train.threads=1 --train.batch_size=64 \
+      --train.max_steps="$steps" --output "$out" >"$out.log" 2>&1 &
+    pids+=($!)
+  done
+  for core in 0 1; do
+    wait "${pids[$core]}" || { cat "runs/$model-pair$core-rep$rep.log"; exit 1; }
+  done
+  $py - "runs/$model-pair0-rep$rep/summary.json" "runs/$model-pair1-rep$rep/summary.json" \
+    "$model" "$rep" "$load" >>"$results" <<'EOF'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+print(json.dumps({"model": sys.argv[3], "ranks": 0, "overlap": "pair", "rep": int(sys.argv[4]),
+                  "load1": float(sys.argv[5]), "steps": a["steps"],
+                  "samples_per_s": a["samples_per_s"] + b["samples_per_s"], "comm_fraction": 0.0,
+                  "wall_s": max(a["wall_s"], b["wall_s"])}))
+EOF
+}
+
 for model in mlp cnn; do
   for rep in $(seq 1 "$reps"); do
     run "$model" 1 true "$rep"
     run "$model" 2 true "$rep"
     run "$model" 2 false "$rep"
+    run_pair "$model" "$rep"
   done
 done
 
@@ -91,13 +127,17 @@ for model in ("mlp", "cnn"):
                     "comm_fraction": cf})
     gain = cell(model, 2, "true", "samples_per_s") / cell(model, 2, "false", "samples_per_s")
     print(f"{model:5}  gain on/off: {gain:.3f}x")
-print("(b) weak scaling, 64 per rank (medians; 2 ranks with overlap)")
-print("model  sps(1)  sps(2)  efficiency")
+print("(b) weak scaling, 64 per rank (medians; 2 ranks with overlap), and (c) the machine's")
+print("    ceiling: two independent 1-rank runs at once, one per core, no communication")
+print("model  sps(1)  sps(2)  efficiency  sps(pair)  ceiling  efficiency/ceiling")
 for model in ("mlp", "cnn"):
     s1, s2 = cell(model, 1, "true", "samples_per_s"), cell(model, 2, "true", "samples_per_s")
-    print(f"{model:5}  {s1:6.0f}  {s2:6.0f}  {s2 / (2 * s1):10.3f}")
+    sp = cell(model, 0, "pair", "samples_per_s")
+    eff, ceil = s2 / (2 * s1), sp / (2 * s1)
+    print(f"{model:5}  {s1:6.0f}  {s2:6.0f}  {eff:10.3f}  {sp:9.0f}  {ceil:7.3f}  {eff / ceil:18.3f}")
     out.append({"table": "weak_scaling", "model": model, "sps1": s1, "sps2": s2,
-                "efficiency": s2 / (2 * s1)})
+                "efficiency": eff, "sps_pair": sp, "ceiling": ceil,
+                "efficiency_of_ceiling": eff / ceil})
 if sys.argv[2] == "1":
     for o in out:
         print(json.dumps(o))

@@ -13,6 +13,8 @@
 //   kHierarchical       allreduce_hierarchical.hpp: reduce in the node, ring over node
 //                       leaders, broadcast in the node; several ranks per node, many nodes
 //   kMpi                allreduce_mpi.hpp: MPI_Allreduce as provided by the MPI library
+//   kShm                allreduce_shm.hpp: every rank on one node; through a shared-memory
+//                       window, no messages, blocking waits
 //   kAuto               picks one of the above by message size and topology (ChooseAlgorithm)
 // The 16-bit wire formats (wire_format.hpp) apply to kRing and to the leader ring of
 // kHierarchical; the other algorithms always send float32 (they serve small messages, where
@@ -30,7 +32,7 @@
 
 namespace shardflow::comm {
 
-enum class AllreduceAlgorithm { kAuto, kRing, kRecursiveDoubling, kHierarchical, kMpi };
+enum class AllreduceAlgorithm { kAuto, kRing, kRecursiveDoubling, kHierarchical, kMpi, kShm };
 enum class ReduceMode { kSum, kAverage };
 
 struct AllreduceOptions {
@@ -46,7 +48,7 @@ struct AllreduceOptions {
 // Ring segment size when options.segment_bytes is 0 (measured, see allreduce.cpp).
 inline constexpr size_t kDefaultSegmentBytes = size_t{4} << 20;
 
-// "auto" | "ring" | "rd" (recursive_doubling) | "hierarchical" | "mpi".
+// "auto" | "ring" | "rd" (recursive_doubling) | "hierarchical" | "mpi" | "shm".
 const char* AlgorithmName(AllreduceAlgorithm algorithm);
 // Throws Error(kInvalidArgument) naming the text.
 AllreduceAlgorithm ParseAlgorithm(const std::string& text);
@@ -55,7 +57,8 @@ AllreduceAlgorithm ParseAlgorithm(const std::string& text);
 // rank: it depends only on bytes and values every rank agrees on.
 AllreduceAlgorithm ChooseAlgorithm(const Communicator& comm, size_t bytes);
 
-// The one call shape every algorithm has. Algorithms do not apply ReduceMode; Allreduce does.
+// The one call shape every algorithm has. Algorithms do not apply ReduceMode; Allreduce does,
+// except kShm, which divides while it sums (the same division, one pass less over the buffer).
 using AllreduceFunction = void (*)(Communicator& comm, float* data, size_t count,
                                    const AllreduceOptions& options);
 // Factory: the function that runs `algorithm` (kAuto resolves per call through ChooseAlgorithm).

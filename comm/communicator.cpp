@@ -61,6 +61,7 @@ void Communicator::Init(const CommunicatorOptions& options) {
 }
 
 Communicator::~Communicator() {
+  shm_state_.reset();
   watchdog_.reset();
   leaders_.reset();
   node_.reset();

@@ -97,6 +97,10 @@ class Communicator {
   // the next Scratch call on this communicator.
   void* Scratch(size_t bytes);
 
+  // State an algorithm keeps with the communicator between calls (the shared-memory window of
+  // allreduce_shm.cpp), type-erased; released before the communicator itself.
+  std::shared_ptr<void>& shm_state() { return shm_state_; }
+
  private:
   Communicator(MPI_Comm dup_owned, const CommunicatorOptions& options, bool);
   void Init(const CommunicatorOptions& options);
@@ -117,6 +121,7 @@ class Communicator {
   };
   std::unique_ptr<void, FreeDeleter> scratch_;
   size_t scratch_bytes_ = 0;
+  std::shared_ptr<void> shm_state_;
 };
 
 }  // namespace shardflow::comm

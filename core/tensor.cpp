@@ -46,12 +46,6 @@ DType ParseDType(const std::string& name) {
               {.hint = "use float32, float64, uint8, int32 or int64"});
 }
 
-int64_t NumElements(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 std::string ShapeToString(const Shape& shape) {
   std::ostringstream out;
   out << '[';

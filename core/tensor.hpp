@@ -49,7 +49,12 @@ constexpr DType DTypeOf<int64_t>() {
 }
 
 using Shape = std::vector<int64_t>;
-int64_t NumElements(const Shape& shape);        // 1 for a scalar (empty shape)
+// 1 for a scalar (empty shape). Inline: called per element on pipeline and layer paths.
+inline int64_t NumElements(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
 std::string ShapeToString(const Shape& shape);  // "[128,28,28,1]"
 
 class Tensor {

@@ -64,7 +64,7 @@ constexpr const char* kUsage =
     "  --warmup N           untimed calls before each measurement (default 3)\n"
     "  --repeats N          measurements per row; the median is reported (default 3)\n"
     "  --segment-bytes N    ring segment size, 0 = built-in default (default 0)\n"
-    "  --algorithms LIST    comma-separated NAME[/WIRE][@SEGMENT]: NAME ring rd hierarchical\n"
+    "  --algorithms LIST    comma-separated NAME[/WIRE][@SEGMENT]: NAME ring rd shm hierarchical\n"
     "                       mpi auto; WIRE bf16 or fp16; SEGMENT a ring segment size that\n"
     "                       overrides --segment-bytes, e.g. ring@64K,ring@4M\n"
     "                       (default ring,rd,hierarchical,mpi,auto,ring/bf16)\n";

@@ -27,7 +27,8 @@ ModelBatch ToModelBatch(const pipeline::Element& batch, const BatchSpec& spec, T
       const float* src = in.data<float>();
       float* dst = scratch->data<float>();
       const float s = static_cast<float>(spec.scale);
-      for (int64_t i = 0; i < in.num_elements(); ++i) dst[i] = src[i] * s;
+      const int64_t n = in.num_elements();
+      for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * s;
       out.x = *scratch;
     }
   } else if (in.dtype() == DType::kUInt8) {
@@ -37,7 +38,8 @@ ModelBatch ToModelBatch(const pipeline::Element& batch, const BatchSpec& spec, T
     const uint8_t* src = in.data<uint8_t>();
     float* dst = scratch->data<float>();
     const float s = static_cast<float>(spec.scale);
-    for (int64_t i = 0; i < in.num_elements(); ++i) dst[i] = static_cast<float>(src[i]) * s;
+    const int64_t n = in.num_elements();
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) * s;
     out.x = *scratch;
   } else {
     ErrorContext ctx = batch.where.Context();

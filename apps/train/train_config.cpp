@@ -66,12 +66,14 @@ void RegisterTrainConfig(ConfigSchema& s, TrainAppConfig* c) {
   s.AddChoice("dist", "strategy", &c->strategy, {"data_parallel"},
               "data_parallel: synchronous, gradients averaged every step");
   s.AddChoice("dist", "allreduce", &c->allreduce,
-              {"auto", "ring", "recursive_doubling", "hierarchical", "mpi"},
-              "all-reduce algorithm (auto picks by message size and topology)");
+              {"auto", "ring", "recursive_doubling", "hierarchical", "mpi", "shm"},
+              "all-reduce algorithm (auto picks by message size and topology; on one node "
+              "that is shm, through shared memory)");
   s.Add("dist", "bucket_mb", &c->bucket_mb, "gradient bucket size in MiB").Positive();
   s.Add("dist", "overlap", &c->overlap, "reduce buckets while backprop runs");
   s.AddChoice("dist", "wire", &c->wire, {"float32", "bf16", "fp16"},
-              "all-reduce wire format (16-bit halves the bytes; sums stay float32)");
+              "all-reduce wire format (16-bit halves the bytes; sums stay float32; used by "
+              "ring and hierarchical, while shm, rd and mpi always move float32)");
   s.Add("dist", "watchdog_seconds", &c->watchdog_seconds,
         "a collective not done within this ends the job, naming the ranks that did not join")
       .Positive();

@@ -301,7 +301,8 @@ TrainResult RunTraining(MPI_Comm mpi_comm, const TrainerOptions& o, const Traine
     }
     if (weight != 1.0) {
       float* d = dout.data<float>();
-      for (int64_t i = 0; i < dout.num_elements(); ++i) d[i] *= static_cast<float>(weight);
+      const int64_t n = dout.num_elements();
+      for (int64_t i = 0; i < n; ++i) d[i] *= static_cast<float>(weight);
     }
     {
       SF_TRACE_SCOPE("backward");

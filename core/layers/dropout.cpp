@@ -54,7 +54,8 @@ class Dropout final : public Layer<T> {
     const T* d = dy.data<T>();
     const T* mp = mask_.data<T>();
     T* o = dx.data<T>();
-    for (int64_t i = 0; i < dy.num_elements(); ++i) o[i] = d[i] * mp[i];
+    const int64_t n = dy.num_elements();
+    for (int64_t i = 0; i < n; ++i) o[i] = d[i] * mp[i];
     return dx;
   }
 

@@ -84,7 +84,8 @@ class Residual final : public Layer<T> {
     const T* hp = h.data<T>();
     const T* sp = s.data<T>();
     T* o = sum.data<T>();
-    for (int64_t i = 0; i < sum.num_elements(); ++i) o[i] = hp[i] + sp[i];
+    const int64_t n = sum.num_elements();
+    for (int64_t i = 0; i < n; ++i) o[i] = hp[i] + sp[i];
     return out_relu_->Forward(sum, ctx);
   }
 
@@ -100,7 +101,8 @@ class Residual final : public Layer<T> {
       const T* a = g.data<T>();
       const T* c = ds.data<T>();
       T* o = dx.data<T>();
-      for (int64_t i = 0; i < dx.num_elements(); ++i) o[i] = a[i] + c[i];
+      const int64_t n = dx.num_elements();
+      for (int64_t i = 0; i < n; ++i) o[i] = a[i] + c[i];
       return dx;
     }
     if (!need_dx) return Tensor();
@@ -108,7 +110,8 @@ class Residual final : public Layer<T> {
     const T* a = g.data<T>();
     const T* c = dsum.data<T>();
     T* o = dx.data<T>();
-    for (int64_t i = 0; i < dx.num_elements(); ++i) o[i] = a[i] + c[i];
+    const int64_t n = dx.num_elements();
+    for (int64_t i = 0; i < n; ++i) o[i] = a[i] + c[i];
     return dx;
   }
 

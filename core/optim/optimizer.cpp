@@ -5,6 +5,46 @@
 namespace shardflow {
 namespace {
 
+// The update loops are kept apart from the per-tensor bookkeeping so that, with the arrays
+// declared non-aliasing and the branches hoisted, the compiler vectorises them (the optimizer
+// step is a pure streaming pass over parameters, gradients and state: memory-bound, so a
+// scalar loop here cost ~12% of an MLP step).
+void SgdUpdate(float* __restrict w, const float* __restrict g, float* __restrict v, int64_t n,
+               float lr, float mu, float wd, bool nesterov) {
+  if (mu == 0.0f) {
+    for (int64_t i = 0; i < n; ++i) w[i] -= lr * (g[i] + wd * w[i]);
+  } else if (nesterov) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float gi = g[i] + wd * w[i];
+      const float vi = mu * v[i] + gi;
+      v[i] = vi;
+      w[i] -= lr * (gi + mu * vi);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const float vi = mu * v[i] + (g[i] + wd * w[i]);
+      v[i] = vi;
+      w[i] -= lr * vi;
+    }
+  }
+}
+
+struct AdamConstants {
+  float b1, b2, l2, shrink, step, eps;
+};
+
+void AdamUpdate(float* __restrict w, const float* __restrict g, float* __restrict m,
+                float* __restrict v, int64_t n, const AdamConstants c) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = g[i] + c.l2 * w[i];
+    const float mi = c.b1 * m[i] + (1.0f - c.b1) * gi;
+    const float vi = c.b2 * v[i] + (1.0f - c.b2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    w[i] = w[i] * c.shrink - c.step * mi / (std::sqrt(vi) + c.eps);
+  }
+}
+
 class Sgd final : public Optimizer {
  public:
   Sgd(const OptimizerOptions& o, int64_t n) : o_(o), velocity_(DType::kFloat32, {n}) {}
@@ -14,18 +54,8 @@ class Sgd final : public Optimizer {
     float* v = velocity_.data<float>();
     for (const ParamSpec& s : arena.specs()) {
       const float wd = s.decay ? static_cast<float>(o_.weight_decay) : 0.0f;
-      float* w = arena.params() + s.offset;
-      const float* g = arena.grads() + s.offset;
-      float* vs = v + s.offset;
-      for (int64_t i = 0; i < s.size; ++i) {
-        const float gi = g[i] + wd * w[i];
-        if (mu == 0.0f) {
-          w[i] -= l * gi;
-          continue;
-        }
-        vs[i] = mu * vs[i] + gi;
-        w[i] -= l * (o_.nesterov ? gi + mu * vs[i] : vs[i]);
-      }
+      SgdUpdate(arena.params() + s.offset, arena.grads() + s.offset, v + s.offset, s.size, l, mu,
+                wd, o_.nesterov);
     }
     ++iterations_;
   }
@@ -55,16 +85,9 @@ class Adam final : public Optimizer {
       const float wd = s.decay ? static_cast<float>(o_.weight_decay) : 0.0f;
       const float l2 = decoupled_ ? 0.0f : wd;
       const float shrink = decoupled_ ? 1.0f - static_cast<float>(lr) * wd : 1.0f;
-      float* w = arena.params() + s.offset;
-      const float* g = arena.grads() + s.offset;
-      float* ms = m + s.offset;
-      float* vs = v + s.offset;
-      for (int64_t i = 0; i < s.size; ++i) {
-        const float gi = g[i] + l2 * w[i];
-        ms[i] = b1 * ms[i] + (1.0f - b1) * gi;
-        vs[i] = b2 * vs[i] + (1.0f - b2) * gi * gi;
-        w[i] = w[i] * shrink - step * ms[i] / (std::sqrt(vs[i]) + eps);
-      }
+      AdamUpdate(arena.params() + s.offset, arena.grads() + s.offset, m + s.offset, v + s.offset,
+                 s.size,
+                 {.b1 = b1, .b2 = b2, .l2 = l2, .shrink = shrink, .step = step, .eps = eps});
     }
   }
   std::vector<NamedTensor> Slots() override { return {{"m", &m_}, {"v", &v_}}; }

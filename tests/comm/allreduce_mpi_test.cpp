@@ -134,7 +134,7 @@ void SweepAll(Communicator& comm, const std::vector<Case>& cases) {
 const std::vector<Case> kFloatCases = {
     {AllreduceAlgorithm::kRing},         {AllreduceAlgorithm::kRecursiveDoubling},
     {AllreduceAlgorithm::kHierarchical}, {AllreduceAlgorithm::kMpi},
-    {AllreduceAlgorithm::kAuto},
+    {AllreduceAlgorithm::kShm},          {AllreduceAlgorithm::kAuto},
 };
 
 TEST(AllreduceTest, EveryAlgorithmMatchesTheReference) {
@@ -144,9 +144,9 @@ TEST(AllreduceTest, EveryAlgorithmMatchesTheReference) {
 
 TEST(AllreduceTest, AverageDividesByTheRankCount) {
   Communicator comm(MPI_COMM_WORLD);
-  for (auto a :
-       {AllreduceAlgorithm::kRing, AllreduceAlgorithm::kRecursiveDoubling,
-        AllreduceAlgorithm::kHierarchical, AllreduceAlgorithm::kMpi, AllreduceAlgorithm::kAuto}) {
+  for (auto a : {AllreduceAlgorithm::kRing, AllreduceAlgorithm::kRecursiveDoubling,
+                 AllreduceAlgorithm::kHierarchical, AllreduceAlgorithm::kMpi,
+                 AllreduceAlgorithm::kShm, AllreduceAlgorithm::kAuto}) {
     for (size_t count : {size_t{1}, size_t{7}, size_t{1000}}) {
       CheckCase(comm, {a, WireFormat::kFloat32, ReduceMode::kAverage}, count);
     }
@@ -198,6 +198,66 @@ TEST(AllreduceTest, SegmentSizesFromOneElementUp) {
       ASSERT_NEAR(v[i], ref[i], 1e-5 * comm.size()) << "segment_bytes=" << segment_bytes;
     }
   }
+}
+
+TEST(AllreduceTest, ShmSlotSizesFromOneCacheLineUp) {
+  // Slots of 64 bytes turn 100003 elements into thousands of rounds: the double-buffered slots
+  // and the round counters are reused many times within one call.
+  Communicator comm(MPI_COMM_WORLD);
+  for (size_t slot_bytes : {size_t{1}, size_t{64}, size_t{4096}, size_t{1} << 20}) {
+    for (size_t count : {size_t{1}, size_t{999}, size_t{100003}}) {
+      SCOPED_TRACE("slot_bytes=" + std::to_string(slot_bytes) + " count=" + std::to_string(count));
+      std::vector<float> v = RankData(comm.rank(), count);
+      Allreduce(comm, v.data(), v.size(),
+                {.algorithm = AllreduceAlgorithm::kShm, .segment_bytes = slot_bytes});
+      const auto ref = Reference(comm.size(), v.size());
+      for (size_t i = 0; i < v.size(); ++i) ASSERT_NEAR(v[i], ref[i], 1e-5 * comm.size()) << i;
+      EXPECT_TRUE(SameOnAllRanks(v.data(), v.size()));
+    }
+  }
+}
+
+TEST(AllreduceTest, ShmBackToBackCallsOfChangingSizes) {
+  // One rank may run a round ahead of the others; consecutive calls of different sizes must
+  // never read a slot a peer is still filling or overwrite one a peer is still reading.
+  Communicator comm(MPI_COMM_WORLD);
+  std::mt19937 rng(99);  // same sequence of sizes on every rank
+  for (int call = 0; call < 200; ++call) {
+    const size_t count = std::uniform_int_distribution<size_t>(0, 3000)(rng);
+    std::vector<float> v = RankData(comm.rank(), count);
+    Allreduce(comm, v.data(), v.size(),
+              {.algorithm = AllreduceAlgorithm::kShm, .segment_bytes = 1024});
+    const auto ref = Reference(comm.size(), v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      ASSERT_NEAR(v[i], ref[i], 1e-5 * comm.size()) << "call " << call << " element " << i;
+    }
+  }
+}
+
+TEST(AllreduceTest, ShmOnTwoCommunicatorsFromTwoThreads) {
+  // The trainer's layout: gradients on one communicator from the communication thread, control
+  // values on another from the main thread, at the same time. Each has its own window.
+  Communicator grads(MPI_COMM_WORLD);
+  Communicator control(MPI_COMM_WORLD);
+  std::vector<float> a = RankData(grads.rank(), 50001);
+  std::vector<float> b = RankData(grads.rank(), 77);
+  std::thread worker([&] {
+    for (int i = 0; i < 20; ++i) {
+      std::vector<float> x = a;
+      Allreduce(grads, x.data(), x.size(), {.algorithm = AllreduceAlgorithm::kShm});
+      if (i == 19) a = x;
+    }
+  });
+  for (int i = 0; i < 20; ++i) {
+    std::vector<float> y = b;
+    Allreduce(control, y.data(), y.size(), {.algorithm = AllreduceAlgorithm::kShm});
+    if (i == 19) b = y;
+  }
+  worker.join();
+  const auto ref_a = Reference(grads.size(), a.size());
+  const auto ref_b = Reference(grads.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], ref_a[i], 1e-5 * grads.size());
+  for (size_t i = 0; i < b.size(); ++i) ASSERT_NEAR(b[i], ref_b[i], 1e-5 * grads.size());
 }
 
 TEST(AllreduceTest, RunsFromACommunicationThread) {
