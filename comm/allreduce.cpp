@@ -42,9 +42,13 @@ constexpr size_t kMpiUpToBytes = 8 * 1024;
 constexpr size_t kRecursiveDoublingUpToBytes = 64 * 1024;
 constexpr size_t kTwoRankMpiBelowBytes = size_t{8} << 20;
 
+// Read once: sysconf reads /sys on every call (microseconds, as long as a small all-reduce).
 int OnlineProcessors() {
-  const long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? static_cast<int>(n) : 1;
+  static const int count = [] {
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? static_cast<int>(n) : 1;
+  }();
+  return count;
 }
 
 void AllreduceAuto(Communicator& comm, float* data, size_t count, const AllreduceOptions& options) {

@@ -1,9 +1,9 @@
 // Shared-memory all-reduce for ranks of one node: no messages, no kernel copies, blocking waits.
 //
-// Every rank owns a block of a window allocated with MPI_Win_allocate_shared: a control line of
-// three counters (posted, reduced, done) and two staging slots. The buffer is processed in
-// rounds of at most one slot (segment_bytes, default kDefaultShmSlotBytes); round R uses slot
-// R % 2, so a rank may run one round ahead of the slowest peer. In round R, rank r:
+// Every rank owns a block of a window allocated with MPI_Win_allocate_shared (shm_window.hpp): a
+// control line of three counters (posted, reduced, done) and two staging slots. The buffer is
+// processed in rounds of at most one slot (segment_bytes, default kDefaultShmSlotBytes); round R
+// uses slot R % 2, so a rank may run one round ahead of the slowest peer. In round R, rank r:
 //   1. waits until every peer has finished round R - 2 (its slot is free again);
 //   2. copies its piece of the buffer into its slot and publishes posted = R;
 //   3. once every peer has posted R, sums sub-piece r (the balanced r-th part of the piece) over
@@ -30,6 +30,7 @@
 
 #include "comm/allreduce.hpp"
 #include "comm/communicator.hpp"
+#include "comm/shm_window.hpp"
 
 namespace shardflow::comm {
 
@@ -37,5 +38,39 @@ namespace shardflow::comm {
 inline constexpr size_t kDefaultShmSlotBytes = size_t{1} << 20;
 
 void AllreduceShm(Communicator& comm, float* data, size_t count, const AllreduceOptions& options);
+
+// A float array per rank that every rank of a one-node communicator can read and write. A
+// data-parallel job keeps its gradient arena in one, so that AllreduceShared reduces it with
+// no staging copies: rank r sums sub-piece r of a region over every rank's array, in rank
+// order, and writes the sum straight into every rank's array (per rank and element: one n-way
+// read, one n-way write; AllreduceShm adds a copy in and a copy out).
+// Collective construction and destruction; throws like ShmWindow when ranks span nodes.
+class SharedFloatBuffer {
+ public:
+  SharedFloatBuffer(Communicator& comm, size_t count);  // zero-filled
+  SharedFloatBuffer(const SharedFloatBuffer&) = delete;
+  SharedFloatBuffer& operator=(const SharedFloatBuffer&) = delete;
+
+  float* data();       // this rank's array
+  float* peer(int q);  // rank q's array
+  size_t size() const { return count_; }
+  Communicator& comm() { return comm_; }
+  ShmWindow& window() { return window_; }
+  uint32_t NextRound() { return ++round_; }
+
+ private:
+  Communicator& comm_;
+  size_t count_;
+  ShmWindow window_;
+  uint32_t round_ = 0;
+};
+
+// All-reduces elements [offset, offset + count) of every rank's array in place, under the
+// communicator's watchdog; kAverage divides in the same pass. Every rank calls it with the same
+// offset and count, in the same order. On return the region holds identical bits on every rank
+// and no peer touches it again until the next call for it. Throws Error(kInvalidArgument) for a
+// region outside the array.
+void AllreduceShared(SharedFloatBuffer& buffer, size_t offset, size_t count,
+                     ReduceMode mode = ReduceMode::kSum);
 
 }  // namespace shardflow::comm

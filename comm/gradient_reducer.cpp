@@ -3,6 +3,7 @@
 #include <chrono>
 #include <string>
 
+#include "comm/allreduce_shm.hpp"
 #include "core/error.hpp"
 
 namespace shardflow::comm {
@@ -19,6 +20,12 @@ GradientReducer::GradientReducer(Communicator& comm, float* grads,
       slices_(std::move(slices)),
       options_(options),
       marked_(slices_.size(), false) {
+  if (options_.shared != nullptr &&
+      (options_.shared->data() != grads || &options_.shared->comm() != &comm)) {
+    throw Error(ErrorCode::kInternal,
+                "gradient reducer: the shared buffer must hold the gradients and use the "
+                "reducer's communicator");
+  }
   thread_ = std::thread([this] { CommLoop(); });
 }
 
@@ -85,7 +92,12 @@ void GradientReducer::CommLoop() {
     const auto start = std::chrono::steady_clock::now();
     try {
       const GradientSlice& s = slices_[index];
-      Allreduce(comm_, grads_ + s.offset, static_cast<size_t>(s.size), options_.allreduce);
+      if (options_.shared != nullptr) {
+        AllreduceShared(*options_.shared, static_cast<size_t>(s.offset),
+                        static_cast<size_t>(s.size), options_.allreduce.mode);
+      } else {
+        Allreduce(comm_, grads_ + s.offset, static_cast<size_t>(s.size), options_.allreduce);
+      }
     } catch (...) {
       std::lock_guard<std::mutex> lock(mu_);
       error_ = std::current_exception();

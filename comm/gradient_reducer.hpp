@@ -38,9 +38,14 @@ struct GradientSlice {
   int64_t size = 0;    // elements
 };
 
+class SharedFloatBuffer;
+
 struct ReducerOptions {
   AllreduceOptions allreduce{.mode = ReduceMode::kAverage};
   bool overlap = true;  // reduce buckets during backprop (false: all at Finish)
+  // When set, the gradient array is shared->data() and every bucket is reduced in place
+  // through shared memory (AllreduceShared, allreduce.mode applies; algorithm and wire do not).
+  SharedFloatBuffer* shared = nullptr;
 };
 
 struct ReducerStats {

@@ -96,6 +96,16 @@ class Arena {
     allocated_ = true;
   }
 
+  // Moves the gradient arena into caller-owned memory of size() elements, 64-byte aligned
+  // (a data-parallel job puts it in memory its peers can read: comm/allreduce_shm.hpp), copying
+  // the current gradients. Layers look gradients up through grad(), so nothing else moves.
+  // REQUIRES: allocated(); storage outlives every later use of the gradients.
+  void UseGradStorage(T* storage) {
+    if (!allocated()) throw Error(ErrorCode::kInternal, "gradient storage set before Allocate");
+    std::copy(grads(), grads() + size_, storage);
+    grads_ = Tensor::View(storage, DTypeOf<T>(), {size_});
+  }
+
   bool allocated() const { return allocated_; }
   int64_t size() const { return size_; }  // elements in each arena
   int num_params() const { return static_cast<int>(specs_.size()); }

@@ -7,7 +7,7 @@
 //
 //   mpirun -np 4 shardflow-bench allreduce [--json] [--min-bytes 8] [--max-bytes 64M]
 //          [--step-factor 2] [--iters 20] [--warmup 3] [--repeats 3] [--segment-bytes 0]
-//          [--algorithms ring,rd,hierarchical,mpi,auto,ring/bf16]
+//          [--algorithms ring,rd,shm,shm-inplace,hierarchical,mpi,auto,ring/bf16]
 // To compare with OpenMPI's ring, add
 //   --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4
 // to mpirun: the "mpi" rows then measure the forced ring.
@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@
 
 #include "apps/bench/bench_registry.hpp"
 #include "comm/allreduce.hpp"
+#include "comm/allreduce_shm.hpp"
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
 
@@ -39,7 +41,13 @@ struct Variant {
   AllreduceAlgorithm algorithm;
   WireFormat wire;
   size_t segment_bytes;  // 0: --segment-bytes
+  // "shm-inplace": the buffer lives in shared memory (comm::SharedFloatBuffer) and is reduced
+  // in place by comm::AllreduceShared, as a data-parallel job's gradient arena is.
+  bool shared_in_place = false;
 };
+
+// The default list; shm and shm-inplace are dropped when the ranks span several nodes.
+constexpr const char* kDefaultVariants = "ring,rd,shm,shm-inplace,hierarchical,mpi,auto,ring/bf16";
 
 struct Options {
   bool help = false;
@@ -52,6 +60,7 @@ struct Options {
   int repeats = 3;
   size_t segment_bytes = 0;
   std::vector<Variant> variants;
+  bool variants_are_default = true;
 };
 
 constexpr const char* kUsage =
@@ -64,10 +73,11 @@ constexpr const char* kUsage =
     "  --warmup N           untimed calls before each measurement (default 3)\n"
     "  --repeats N          measurements per row; the median is reported (default 3)\n"
     "  --segment-bytes N    ring segment size, 0 = built-in default (default 0)\n"
-    "  --algorithms LIST    comma-separated NAME[/WIRE][@SEGMENT]: NAME ring rd shm hierarchical\n"
-    "                       mpi auto; WIRE bf16 or fp16; SEGMENT a ring segment size that\n"
-    "                       overrides --segment-bytes, e.g. ring@64K,ring@4M\n"
-    "                       (default ring,rd,hierarchical,mpi,auto,ring/bf16)\n";
+    "  --algorithms LIST    comma-separated NAME[/WIRE][@SEGMENT]: NAME ring rd shm shm-inplace\n"
+    "                       hierarchical mpi auto; WIRE bf16 or fp16; SEGMENT a ring segment\n"
+    "                       (or shm slot) size that overrides --segment-bytes, e.g. ring@4M\n"
+    "                       (default ring,rd,shm,shm-inplace,hierarchical,mpi,auto,ring/bf16;\n"
+    "                       shm-inplace: the buffer in shared memory, reduced in place)\n";
 
 size_t ParseBytes(const std::string& flag, const std::string& text) {
   try {
@@ -119,7 +129,9 @@ std::vector<Variant> ParseVariants(const std::string& list) {
     const size_t slash = head.find('/');
     Variant v;
     v.label = item;
-    v.algorithm = comm::ParseAlgorithm(head.substr(0, slash));
+    const std::string name = head.substr(0, slash);
+    v.shared_in_place = name == "shm-inplace";
+    v.algorithm = v.shared_in_place ? AllreduceAlgorithm::kShm : comm::ParseAlgorithm(name);
     v.wire = slash == std::string::npos ? WireFormat::kFloat32
                                         : comm::ParseWireFormat(head.substr(slash + 1));
     v.segment_bytes = at == std::string::npos ? 0 : ParseBytes("--algorithms", item.substr(at + 1));
@@ -131,7 +143,7 @@ std::vector<Variant> ParseVariants(const std::string& list) {
 
 Options Parse(const std::vector<std::string>& args, int rank) {
   Options o;
-  o.variants = ParseVariants("ring,rd,hierarchical,mpi,auto,ring/bf16");
+  o.variants = ParseVariants(kDefaultVariants);
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
     auto value = [&]() -> const std::string& {
@@ -162,6 +174,7 @@ Options Parse(const std::vector<std::string>& args, int rank) {
       o.segment_bytes = ParseBytes(flag, value());
     } else if (flag == "--algorithms") {
       o.variants = ParseVariants(value());
+      o.variants_are_default = false;
     } else {
       throw Error(ErrorCode::kInvalidArgument, "unknown flag '" + flag + "'",
                   {.hint = "shardflow-bench allreduce --help lists the flags"});
@@ -196,14 +209,32 @@ float InputValue(int rank, size_t i) {
   return static_cast<float>((rank + 1) * static_cast<int>(i % 13 + 1)) * 0.25f;
 }
 
+// The buffer a variant reduces: its own, or the shared one.
+struct Buffers {
+  std::vector<float>* plain;
+  comm::SharedFloatBuffer* shared;  // null unless some variant is shm-inplace
+  float* For(const Variant& v) const { return v.shared_in_place ? shared->data() : plain->data(); }
+  size_t count() const { return plain->size(); }
+};
+
+void RunVariant(comm::Communicator& c, const Variant& v, const comm::AllreduceOptions& opts,
+                const Buffers& b) {
+  if (v.shared_in_place) {
+    comm::AllreduceShared(*b.shared, 0, b.count(), opts.mode);
+  } else {
+    comm::Allreduce(c, b.plain->data(), b.count(), opts);
+  }
+}
+
 bool CheckOnce(comm::Communicator& c, const Variant& v, const comm::AllreduceOptions& opts,
-               std::vector<float>& data) {
+               const Buffers& b) {
   const int n = c.size();
-  for (size_t i = 0; i < data.size(); ++i) data[i] = InputValue(c.rank(), i);
-  comm::Allreduce(c, data.data(), data.size(), opts);
+  float* data = b.For(v);
+  for (size_t i = 0; i < b.count(); ++i) data[i] = InputValue(c.rank(), i);
+  RunVariant(c, v, opts, b);
   const double tol = v.wire == WireFormat::kFloat32 ? 1e-6 : 1e-2;
   int ok = 1;
-  for (size_t i = 0; i < data.size() && ok; ++i) {
+  for (size_t i = 0; i < b.count() && ok; ++i) {
     const double want = (i % 13 + 1) * 0.25 * n * (n + 1) / 2.0;
     if (std::fabs(data[i] - want) > tol * want) ok = 0;
   }
@@ -212,12 +243,12 @@ bool CheckOnce(comm::Communicator& c, const Variant& v, const comm::AllreduceOpt
   return all_ok == 1;
 }
 
-double TimeOnce(comm::Communicator& c, const comm::AllreduceOptions& opts, std::vector<float>& data,
-                int warmup, int iters) {
-  for (int i = 0; i < warmup; ++i) comm::Allreduce(c, data.data(), data.size(), opts);
+double TimeOnce(comm::Communicator& c, const Variant& v, const comm::AllreduceOptions& opts,
+                const Buffers& b, int warmup, int iters) {
+  for (int i = 0; i < warmup; ++i) RunVariant(c, v, opts, b);
   MPI_Barrier(c.raw());
   const double t0 = Seconds();
-  for (int i = 0; i < iters; ++i) comm::Allreduce(c, data.data(), data.size(), opts);
+  for (int i = 0; i < iters; ++i) RunVariant(c, v, opts, b);
   double elapsed = (Seconds() - t0) / iters;
   double slowest = 0;
   MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, c.raw());
@@ -247,6 +278,12 @@ int RunAllreduce(const std::vector<std::string>& args) {
   comm::Communicator c(MPI_COMM_WORLD);
   const int n = c.size();
   const bool root = c.rank() == 0;
+  if (c.num_nodes() > 1 && o.variants_are_default) {
+    std::erase_if(o.variants,
+                  [](const Variant& v) { return v.algorithm == AllreduceAlgorithm::kShm; });
+  }
+  const bool any_shared = std::any_of(o.variants.begin(), o.variants.end(),
+                                      [](const Variant& v) { return v.shared_in_place; });
 
   double memcpy_bw = 0;
   if (root) memcpy_bw = MeasureMemcpy(std::max<size_t>(o.max_bytes, size_t{16} << 20));
@@ -270,6 +307,9 @@ int RunAllreduce(const std::vector<std::string>& args) {
   for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.step_factor) {
     const size_t count = bytes / sizeof(float);
     std::vector<float> data(count);
+    std::unique_ptr<comm::SharedFloatBuffer> shared;
+    if (any_shared) shared = std::make_unique<comm::SharedFloatBuffer>(c, count);
+    const Buffers buffers{&data, shared.get()};
     std::vector<bool> ok(o.variants.size());
     std::vector<std::vector<double>> times(o.variants.size());
     for (size_t k = 0; k < o.variants.size(); ++k) {
@@ -278,10 +318,11 @@ int RunAllreduce(const std::vector<std::string>& args) {
                                         .segment_bytes = o.variants[k].segment_bytes
                                                              ? o.variants[k].segment_bytes
                                                              : o.segment_bytes};
-      ok[k] = CheckOnce(c, o.variants[k], opts, data);
+      ok[k] = CheckOnce(c, o.variants[k], opts, buffers);
     }
     // Zeros stay zeros under repeated in-place sums: no overflow, no denormals while timing.
     std::fill(data.begin(), data.end(), 0.0f);
+    if (shared) std::fill(shared->data(), shared->data() + count, 0.0f);
     for (int r = 0; r < o.repeats; ++r) {
       for (size_t k = 0; k < o.variants.size(); ++k) {  // interleaved: noise hits all alike
         const comm::AllreduceOptions opts{.algorithm = o.variants[k].algorithm,
@@ -289,7 +330,7 @@ int RunAllreduce(const std::vector<std::string>& args) {
                                           .segment_bytes = o.variants[k].segment_bytes
                                                                ? o.variants[k].segment_bytes
                                                                : o.segment_bytes};
-        times[k].push_back(TimeOnce(c, opts, data, o.warmup, o.iters));
+        times[k].push_back(TimeOnce(c, o.variants[k], opts, buffers, o.warmup, o.iters));
       }
     }
     std::vector<double> busbw(o.variants.size());

@@ -12,6 +12,7 @@
 
 #include "apps/train/batch_inputs.hpp"
 #include "apps/train/rank_states.hpp"
+#include "comm/allreduce_shm.hpp"
 #include "comm/collectives.hpp"
 #include "comm/communicator.hpp"
 #include "comm/gradient_reducer.hpp"
@@ -218,8 +219,19 @@ TrainResult RunTraining(MPI_Comm mpi_comm, const TrainerOptions& o, const Traine
       arena.Buckets(static_cast<size_t>(std::max(1.0, o.bucket_mb * (1 << 20))));
   std::vector<comm::GradientSlice> slices;
   for (const GradBucket& b : buckets) slices.push_back({b.offset, b.size});
-  comm::GradientReducer reducer(grad_comm, arena.grads(), slices,
-                                {.allreduce = o.allreduce, .overlap = o.overlap});
+  // All ranks on one node and the all-reduce left to auto (or shm): the gradients move into
+  // shared memory and are reduced in place there, with no staging copies.
+  std::unique_ptr<comm::SharedFloatBuffer> shared_grads;
+  if (size > 1 && grad_comm.num_nodes() == 1 &&
+      (o.allreduce.algorithm == comm::AllreduceAlgorithm::kAuto ||
+       o.allreduce.algorithm == comm::AllreduceAlgorithm::kShm)) {
+    shared_grads =
+        std::make_unique<comm::SharedFloatBuffer>(grad_comm, static_cast<size_t>(arena.size()));
+    arena.UseGradStorage(shared_grads->data());
+  }
+  comm::GradientReducer reducer(
+      grad_comm, arena.grads(), slices,
+      {.allreduce = o.allreduce, .overlap = o.overlap, .shared = shared_grads.get()});
   GradReadyTracker tracker(
       buckets, [&](const GradBucket& b) { reducer.BucketReady(b.index); }, arena.specs());
   model.SetGradsReadyHook([&](int layer) { tracker.LayerDone(layer); });

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "comm/allreduce.hpp"
+#include "comm/allreduce_shm.hpp"
 #include "comm/collectives.hpp"
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
@@ -258,6 +259,41 @@ TEST(AllreduceTest, ShmOnTwoCommunicatorsFromTwoThreads) {
   const auto ref_b = Reference(grads.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], ref_a[i], 1e-5 * grads.size());
   for (size_t i = 0; i < b.size(); ++i) ASSERT_NEAR(b[i], ref_b[i], 1e-5 * grads.size());
+}
+
+TEST(AllreduceSharedTest, RegionsReducedInPlaceOverManySteps) {
+  // A gradient arena in shared memory: regions (buckets) of awkward sizes reduced in order,
+  // rewritten between steps; guards between regions stay untouched.
+  Communicator comm(MPI_COMM_WORLD);
+  const int n = comm.size();
+  const std::vector<std::pair<size_t, size_t>> regions = {
+      {0, 0}, {0, 1}, {2, 7}, {10, 1000}, {1011, (size_t{1} << 18) + 3}};
+  const size_t total = regions.back().first + regions.back().second + 1;
+  SharedFloatBuffer buffer(comm, total);
+  float* data = buffer.data();
+  for (int step = 0; step < 4; ++step) {
+    const auto mode = step % 2 ? ReduceMode::kAverage : ReduceMode::kSum;
+    const auto input = RankData(comm.rank() + 10 * step, total);
+    std::copy(input.begin(), input.end(), data);
+    for (const auto& [offset, count] : regions) AllreduceShared(buffer, offset, count, mode);
+    std::vector<double> ref(total, 0.0);
+    for (int r = 0; r < n; ++r) {
+      const auto v = RankData(r + 10 * step, total);
+      for (size_t i = 0; i < total; ++i) ref[i] += v[i];
+    }
+    for (size_t i = 0; i < total; ++i) {
+      const bool reduced = std::any_of(regions.begin(), regions.end(), [&](const auto& reg) {
+        return i >= reg.first && i < reg.first + reg.second;
+      });
+      const double want = reduced ? ref[i] / (mode == ReduceMode::kAverage ? n : 1) : input[i];
+      ASSERT_NEAR(data[i], want, 1e-5 * n) << "step " << step << " element " << i;
+    }
+    for (const auto& [offset, count] : regions) {
+      EXPECT_TRUE(SameOnAllRanks(data + offset, count)) << "region at " << offset;
+    }
+  }
+  EXPECT_THROW(AllreduceShared(buffer, total - 1, 2), Error);
+  EXPECT_THROW(AllreduceShared(buffer, total + 1, 0), Error);
 }
 
 TEST(AllreduceTest, RunsFromACommunicationThread) {

@@ -1,0 +1,122 @@
+#include "comm/shm_window.hpp"
+
+#include <immintrin.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+#include <ctime>
+#include <exception>
+#include <new>
+#include <string>
+
+#include "core/check_mpi.hpp"
+#include "core/error.hpp"
+
+namespace shardflow::comm {
+namespace {
+
+static_assert(sizeof(ShmCounter) == sizeof(uint32_t) && ShmCounter::is_always_lock_free,
+              "futex words must be plain lock-free 32-bit atomics");
+constexpr size_t kControlBytes = (sizeof(ShmControl) + 4095) / 4096 * 4096;
+
+long Futex(ShmCounter* word, int op, uint32_t value, const timespec* timeout) {
+  // Not FUTEX_PRIVATE: the word lives in memory shared between processes.
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
+}
+
+}  // namespace
+
+// Spin briefly (a peer that is on time arrives within microseconds), then yield the core a
+// bounded number of times (when ranks outnumber cores the peer may be waiting for this very
+// core), then sleep. The 50 ms timeout only bounds one sleep; the collective's watchdog
+// decides when a peer is lost.
+void WaitFor(ShmCounter& counter, uint32_t target, ShmControl& owner) {
+  constexpr int kSpins = 256;
+  constexpr int kYields = 64;
+  for (int i = 0; i < kSpins; ++i) {
+    if (Reached(counter.load(std::memory_order_acquire), target)) return;
+    _mm_pause();
+  }
+  for (int i = 0; i < kYields; ++i) {
+    if (Reached(counter.load(std::memory_order_acquire), target)) return;
+    sched_yield();
+  }
+  const timespec timeout{0, 50 * 1000 * 1000};
+  for (;;) {
+    owner.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t seen = counter.load(std::memory_order_seq_cst);
+    if (!Reached(seen, target)) Futex(&counter, FUTEX_WAIT, seen, &timeout);
+    owner.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    if (Reached(counter.load(std::memory_order_acquire), target)) return;
+  }
+}
+
+void Publish(ShmCounter& counter, uint32_t value, ShmControl& owner) {
+  counter.store(value, std::memory_order_seq_cst);
+  if (owner.sleepers.load(std::memory_order_seq_cst) > 0) {
+    Futex(&counter, FUTEX_WAKE, INT_MAX, nullptr);
+  }
+}
+
+ShmWindow::ShmWindow(MPI_Comm comm, size_t bytes_per_rank)
+    : bytes_per_rank_((bytes_per_rank + 63) / 64 * 64) {
+  SF_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
+  int size = 0;
+  SF_CHECK_MPI(MPI_Comm_size(comm_, &size));
+  SF_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
+  MPI_Comm node = MPI_COMM_NULL;
+  SF_CHECK_MPI(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int node_size = 0;
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_free(&node);
+  if (node_size != size) {
+    MPI_Comm_free(&comm_);
+    throw Error(ErrorCode::kInvalidArgument,
+                "shared-memory all-reduce needs every rank on one node (" +
+                    std::to_string(node_size) + " of " + std::to_string(size) +
+                    " ranks share this one)",
+                {.rank = rank_, .hint = "use allreduce = auto, ring or hierarchical"});
+  }
+  MPI_Info info = MPI_INFO_NULL;
+  SF_CHECK_MPI(MPI_Info_create(&info));
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  void* base = nullptr;
+  const auto bytes = static_cast<MPI_Aint>(kControlBytes + bytes_per_rank_);
+  const int rc = MPI_Win_allocate_shared(bytes, 1, info, comm_, &base, &win_);
+  MPI_Info_free(&info);
+  if (rc != MPI_SUCCESS) {
+    MPI_Comm_free(&comm_);
+    SF_CHECK_MPI(rc);
+  }
+  new (base) ShmControl();
+  heads_.resize(static_cast<size_t>(size));
+  blocks_.resize(static_cast<size_t>(size));
+  for (int q = 0; q < size; ++q) {
+    MPI_Aint got = 0;
+    int disp = 0;
+    void* p = nullptr;
+    SF_CHECK_MPI(MPI_Win_shared_query(win_, q, &got, &disp, &p));
+    heads_[static_cast<size_t>(q)] = static_cast<char*>(p);
+    blocks_[static_cast<size_t>(q)] = static_cast<char*>(p) + kControlBytes;
+  }
+  SF_CHECK_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_));
+  SF_CHECK_MPI(MPI_Barrier(comm_));  // every control line constructed before anyone reads one
+}
+
+ShmWindow::~ShmWindow() {
+  if (std::uncaught_exceptions() > 0) return;
+  MPI_Win_unlock_all(win_);
+  MPI_Win_free(&win_);
+  MPI_Comm_free(&comm_);
+}
+
+ShmControl& ShmWindow::control(int q) const {
+  return *reinterpret_cast<ShmControl*>(heads_[static_cast<size_t>(q)]);
+}
+
+char* ShmWindow::block(int q) const { return blocks_[static_cast<size_t>(q)]; }
+
+}  // namespace shardflow::comm
