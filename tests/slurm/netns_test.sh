@@ -3,7 +3,8 @@
 #   - topology_program through slurm/launch.sh: every rank sees num_nodes 2 and local_size 2,
 #     the binding table (SHARDFLOW_BINDING_REPORT from launch.sh) lists both hosts with one core
 #     per local rank, and every all-reduce algorithm sums correctly across the nodes;
-#   - shardflow-bench allreduce: runs on "4 ranks (2 node(s))", every row checks ok;
+#   - shardflow-bench allreduce: runs on "4 ranks (2 node(s))", every row checks ok; the shm
+#     algorithm refuses the two nodes with a one-line error;
 #   - slurm/scaling_study.py --mpirun "netns_cluster.sh mpirun DIR" (fake trainer): the 4-rank
 #     point runs 2 ranks on each node.
 # The namespaces are deleted on exit, also on failure. Exit 77 when not root or no `ip netns`.
@@ -49,6 +50,14 @@ rc=$?
 [ "$(count "$work/bench.out" '4 ranks \(2 node\(s\)\)')" -eq 1 ] || fail "bench did not see 2 nodes"
 [ "$(count "$work/bench.out" '"ok":true')" -eq 9 ] || fail "bench: not 9 rows checked ok"
 [ "$(count "$work/bench.out" '"ok":false')" -eq 0 ] || fail "bench: a row failed its check"
+
+# The shared-memory all-reduce refuses ranks on two nodes: one line naming why, non-zero exit.
+run "$bench" allreduce --min-bytes 1K --max-bytes 1K --iters 1 --repeats 1 --algorithms shm \
+  >"$work/shm.out" 2>"$work/shm.err"
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "shm across nodes: exit status $rc, want an error"
+grep -q 'shared-memory all-reduce needs every rank on one node (2 of 4 ranks' "$work/shm.out" \
+  "$work/shm.err" || fail "shm across nodes: no error naming the topology"
 
 # The scaling-study driver across the two nodes (fake trainer): 4 ranks on 2 nodes.
 printf '[study]\nname = netns\nconfig = configs/fmnist_mlp.ini\nranks = 2,4\nnodes = 1,2\nscaling = weak\nbatch = 16\noverrides = --train.max_steps=5\n' >"$work/study.ini"
