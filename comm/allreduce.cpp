@@ -1,7 +1,5 @@
 #include "comm/allreduce.hpp"
 
-#include <unistd.h>
-
 #include <iterator>
 
 #include "comm/allreduce_hierarchical.hpp"
@@ -32,24 +30,16 @@ namespace {
 // segments buy no overlap and cost messages: 32 KiB segments ran at 0.5x of 8 MiB ones, 512 KiB
 // at 0.9x; hence kDefaultSegmentBytes = 4 MiB. Over a network smaller segments would pay off.
 //
-// Shared memory (allreduce_shm.hpp), measured with --algorithms shm,ring,mpi on the same
-// machine, quiet: at 2 ranks shm ran 1.3-4.5x MPI_Allreduce's busbw from 8 B to 8 MiB (1.5x at
-// 512 KiB and 2 MiB, 2.3x at 8 MiB); at 4 ranks on 2 cores (oversubscribed) 1.5-2.3x from
-// 32 KiB up, but 15-22 us against MPI's 4-7 us at 8 KiB and below (its hand-offs wait for the
-// scheduler). So on one node auto takes shm, except small messages on an oversubscribed node.
-constexpr size_t kShmOversubscribedAboveBytes = 8 * 1024;
+// Shared memory (allreduce_shm.hpp), measured with --algorithms shm,shm-inplace,ring,mpi on the
+// same machine: at 2 ranks shm ran 1.2-5.9x MPI_Allreduce's busbw from 4 B to 64 MiB; at 4
+// ranks on 2 cores 1.5-4.7x (one hand-off for messages up to 16 KiB, three above). So when
+// every rank shares one node, auto takes shm at every size. The rules below therefore serve
+// communicators that span nodes; their thresholds are the single-node measurements above
+// (across the two network-namespace "nodes" of tests/slurm, TCP over veth on 2 cores, the
+// figures swung 2x between runs, too noisy to retune them).
 constexpr size_t kMpiUpToBytes = 8 * 1024;
 constexpr size_t kRecursiveDoublingUpToBytes = 64 * 1024;
 constexpr size_t kTwoRankMpiBelowBytes = size_t{8} << 20;
-
-// Read once: sysconf reads /sys on every call (microseconds, as long as a small all-reduce).
-int OnlineProcessors() {
-  static const int count = [] {
-    const long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? static_cast<int>(n) : 1;
-  }();
-  return count;
-}
 
 void AllreduceAuto(Communicator& comm, float* data, size_t count, const AllreduceOptions& options) {
   AllreduceFunctionFor(ChooseAlgorithm(comm, count * sizeof(float)))(comm, data, count, options);
@@ -96,12 +86,9 @@ AllreduceAlgorithm ParseAlgorithm(const std::string& text) {
 }
 
 AllreduceAlgorithm ChooseAlgorithm(const Communicator& comm, size_t bytes) {
-  // Every rank on one node (known only with topology): shared memory, unless ranks outnumber
-  // the node's processors and the message is small (then the three hand-offs per round wait
-  // for the scheduler and MPI's polling is faster). Both inputs are the same on every rank.
+  // Every rank on one node (known only with topology): shared memory.
   if (comm.size() > 1 && comm.node() != nullptr && comm.num_nodes() == 1) {
-    const bool oversubscribed = comm.local_size() > OnlineProcessors();
-    if (!oversubscribed || bytes > kShmOversubscribedAboveBytes) return AllreduceAlgorithm::kShm;
+    return AllreduceAlgorithm::kShm;
   }
   if (bytes <= kMpiUpToBytes) return AllreduceAlgorithm::kMpi;
   if (bytes <= kRecursiveDoublingUpToBytes) return AllreduceAlgorithm::kRecursiveDoubling;

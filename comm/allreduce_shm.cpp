@@ -43,6 +43,8 @@ ShmState& StateFor(Communicator& comm, size_t slot_bytes) {
 }
 
 constexpr size_t kBlock = 1024;
+// Messages up to this size take the one-hand-off path (see allreduce.cpp for the measurement).
+constexpr size_t kShmSmallBytes = 16 * 1024;
 
 // acc[0..m) = in[0][i] + in[1][i] + ... + in[n-1][i], summed in rank order, divided by
 // `divisor` when it is not 1 (ReduceMode::kAverage). REQUIRES: m <= kBlock.
@@ -83,13 +85,35 @@ void AllreduceShm(Communicator& comm, float* data, size_t count, const Allreduce
   const float divisor = Divisor(options.mode, n);
   alignas(64) float acc[kBlock];
 
+  if (count * sizeof(float) <= kShmSmallBytes && count <= slot_elements) {
+    // Small: one hand-off instead of three. Every rank posts its whole message and sums all
+    // of them itself, in rank order (so every rank computes the same bits); done tells the
+    // owner its slot may be reused two rounds later.
+    const uint32_t round = state.NextRound();
+    for (int q = 0; q < n; ++q) {
+      if (q != r) WaitFor(window.control(q).done, round - 2, window.control(q), window.spins());
+    }
+    std::memcpy(state.slot(r, round), data, count * sizeof(float));
+    Publish(mine.posted, round, mine);
+    for (int q = 0; q < n; ++q) {
+      if (q != r) WaitFor(window.control(q).posted, round, window.control(q), window.spins());
+      sources[static_cast<size_t>(q)] = state.slot(q, round);
+    }
+    for (size_t base = 0; base < count; base += kBlock) {
+      const size_t b = std::min(kBlock, count - base);
+      SumBlock(sources, base, b, divisor, acc);
+      std::memcpy(data + base, acc, b * sizeof(float));
+    }
+    Publish(mine.done, round, mine);
+    return;
+  }
   for (size_t offset = 0; offset < count; offset += slot_elements) {
     const size_t m = std::min(slot_elements, count - offset);
     float* piece = data + offset;
     const uint32_t round = state.NextRound();
     // 1. This round's slot was last read in round - 2.
     for (int q = 0; q < n; ++q) {
-      if (q != r) WaitFor(window.control(q).done, round - 2, window.control(q));
+      if (q != r) WaitFor(window.control(q).done, round - 2, window.control(q), window.spins());
     }
     // 2. Post the piece.
     float* my_slot = state.slot(r, round);
@@ -97,7 +121,7 @@ void AllreduceShm(Communicator& comm, float* data, size_t count, const Allreduce
     Publish(mine.posted, round, mine);
     // 3. Reduce sub-piece r over every rank's slot, into the buffer and over the own slot.
     for (int q = 0; q < n; ++q) {
-      if (q != r) WaitFor(window.control(q).posted, round, window.control(q));
+      if (q != r) WaitFor(window.control(q).posted, round, window.control(q), window.spins());
       sources[static_cast<size_t>(q)] = state.slot(q, round);
     }
     const ElementRange own = SubPiece(m, n, r);
@@ -112,7 +136,7 @@ void AllreduceShm(Communicator& comm, float* data, size_t count, const Allreduce
     for (int q = 0; q < n; ++q) {
       if (q == r) continue;
       ShmControl& peer = window.control(q);
-      WaitFor(peer.reduced, round, peer);
+      WaitFor(peer.reduced, round, peer, window.spins());
       const ElementRange part = SubPiece(m, n, q);
       std::memcpy(piece + part.offset, state.slot(q, round) + part.offset,
                   part.count * sizeof(float));
@@ -150,7 +174,7 @@ void AllreduceShared(SharedFloatBuffer& buffer, size_t offset, size_t count, Red
   Publish(mine.posted, round, mine);
   std::vector<const float*> sources(static_cast<size_t>(n));
   for (int q = 0; q < n; ++q) {
-    if (q != r) WaitFor(window.control(q).posted, round, window.control(q));
+    if (q != r) WaitFor(window.control(q).posted, round, window.control(q), window.spins());
     sources[static_cast<size_t>(q)] = buffer.peer(q) + offset;
   }
   // ... sub-piece r is summed over every rank's region and written back into every region ...
@@ -167,7 +191,7 @@ void AllreduceShared(SharedFloatBuffer& buffer, size_t offset, size_t count, Red
   Publish(mine.reduced, round, mine);
   // ... and the region is the caller's again once every rank has written its sub-piece.
   for (int q = 0; q < n; ++q) {
-    if (q != r) WaitFor(window.control(q).reduced, round, window.control(q));
+    if (q != r) WaitFor(window.control(q).reduced, round, window.control(q), window.spins());
   }
 }
 

@@ -8,7 +8,7 @@
 //   std::memcpy(mine, window.block(peer), n);     // the peer's bytes, no message
 //
 // Counters hold round numbers that wrap at 2^32 (Reached compares them modulo 2^32). Waiting
-// spins briefly, then yields the core a bounded number of times, then sleeps on a
+// spins (spins()), then yields the core a bounded number of times, then sleeps on a
 // process-shared futex, so a rank whose peer is late gives its core to its other threads;
 // Publish issues FUTEX_WAKE only when someone sleeps.
 // Construction and destruction are collective. The constructor throws Error(kInvalidArgument),
@@ -39,8 +39,9 @@ struct alignas(64) ShmControl {
 inline bool Reached(uint32_t value, uint32_t target) {
   return static_cast<int32_t>(value - target) >= 0;
 }
-// Blocks until counter (in owner's control line) has reached target.
-void WaitFor(ShmCounter& counter, uint32_t target, ShmControl& owner);
+// Blocks until counter (in owner's control line) has reached target, spinning `spins` times
+// first (ShmWindow::spins()).
+void WaitFor(ShmCounter& counter, uint32_t target, ShmControl& owner, int spins);
 // counter = value (release), waking sleepers of owner's line if any.
 void Publish(ShmCounter& counter, uint32_t value, ShmControl& owner);
 
@@ -54,6 +55,9 @@ class ShmWindow {
   int rank() const { return rank_; }
   int size() const { return static_cast<int>(blocks_.size()); }
   size_t bytes_per_rank() const { return bytes_per_rank_; }
+  // How long WaitFor spins before yielding: long when every rank has a processor of its own,
+  // short when ranks outnumber the node's processors.
+  int spins() const { return spins_; }
   ShmControl& control(int q) const;
   // Rank q's block of bytes_per_rank() bytes, 64-byte aligned.
   char* block(int q) const;
@@ -63,6 +67,7 @@ class ShmWindow {
   MPI_Win win_ = MPI_WIN_NULL;
   int rank_ = 0;
   size_t bytes_per_rank_;
+  int spins_ = 0;
   std::vector<char*> heads_;
   std::vector<char*> blocks_;
 };
