@@ -160,6 +160,8 @@ int RunMain(int argc, char** argv, const std::function<void(MpiEnvironment&)>& p
   // Run phase: an error ends the whole job from the rank that hit it.
   try {
     return run(*env);
+  } catch (const EarlyExit& e) {  // e.g. a subcommand's --help, seen alike by every rank
+    return e.code;
   } catch (...) {
     auto [what, code] = DescribeCurrentException();
     if (env->size() == 1) {

@@ -105,8 +105,16 @@ int RunFmnist(const std::vector<std::string>& args) {
         threads = std::stoi(value());
       else if (k == "--json")
         json = true;
-      else
-        throw Error(ErrorCode::kInvalidArgument, "unknown flag '" + k + "'");
+      else if (k == "--help" || k == "-h") {
+        std::printf(
+            "usage: shardflow-bench fmnist [--model mlp] [--epochs 15] [--batch 128] "
+            "[--lr 0.001]\n"
+            "                              [--optimizer adam] [--threads 1] [--data DIR] "
+            "[--json]\n");
+        throw EarlyExit{0};
+      } else
+        throw Error(ErrorCode::kInvalidArgument, "unknown flag '" + k + "'",
+                    {.hint = "shardflow-bench fmnist --help"});
     } catch (const std::logic_error&) {
       throw Error(ErrorCode::kInvalidArgument, "bad value for " + k);
     }

@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/bench/bench_registry.hpp"
+#include "core/mpi_env.hpp"
 #include "io/pipeline/dataset.hpp"
 #include "io/pipeline/memory_source.hpp"
 #include "io/pipeline/ops/image_codec.hpp"
@@ -84,6 +85,11 @@ Options Parse(const std::vector<std::string>& args) {
       o.repeat = std::stoi(value("--repeat"));
     } else if (args[i] == "--compute-ms") {
       o.compute_ms = std::stod(value("--compute-ms"));
+    } else if (args[i] == "--help" || args[i] == "-h") {
+      std::printf(
+          "usage: shardflow-bench pipeline [--json] [--records N] [--images N] [--batch B]\n"
+          "                                [--repeat R] [--compute-ms MS]\n");
+      throw EarlyExit{0};
     } else {
       throw Error(ErrorCode::kInvalidArgument, "unknown flag '" + args[i] + "'",
                   {.hint = "see the header of apps/bench/bench_pipeline.cpp"});

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "apps/bench/bench_registry.hpp"
+#include "core/mpi_env.hpp"
 #include "io/compression.hpp"
 #include "io/pipeline/dataset.hpp"
 #include "io/pipeline/fixed_length_source.hpp"
@@ -136,8 +137,14 @@ int Run(const std::vector<std::string>& args) {
       o.repeat = std::max(1, std::stoi(value()));
     } else if (args[i] == "--dir") {
       o.dir = value();
+    } else if (args[i] == "--help" || args[i] == "-h") {
+      std::printf(
+          "usage: shardflow-bench sources [--json] [--lines N] [--records N] [--images N]\n"
+          "                               [--repeat R] [--dir DIR]\n");
+      throw EarlyExit{0};
     } else {
-      throw Error(ErrorCode::kInvalidArgument, "unknown argument: " + args[i]);
+      throw Error(ErrorCode::kInvalidArgument, "unknown argument: " + args[i],
+                  {.hint = "shardflow-bench sources --help"});
     }
   }
   const bool own_dir = o.dir.empty();

@@ -192,8 +192,15 @@ int Run(const std::vector<std::string>& args) {
       o.parallel_calls = std::stoi(value());
     } else if (args[i] == "--mode") {
       o.mode = value();
+    } else if (args[i] == "--help" || args[i] == "-h") {
+      std::printf(
+          "usage: shardflow-bench tfdata [--json] [--dir D] [--images N] [--shards S] [--batch B]\n"
+          "                              [--repeat R] [--mode raw|jpeg|both] [--peer]\n"
+          "                              [--parallel-reads N] [--parallel-calls N]\n");
+      return 0;
     } else {
-      std::fprintf(stderr, "tfdata: unknown argument '%s'\n", args[i].c_str());
+      std::fprintf(stderr, "tfdata: unknown argument '%s' (shardflow-bench tfdata --help)\n",
+                   args[i].c_str());
       return 2;
     }
   }

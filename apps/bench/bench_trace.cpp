@@ -10,6 +10,7 @@
 #include "apps/bench/bench_registry.hpp"
 #include "core/config_types.hpp"
 #include "core/error.hpp"
+#include "core/mpi_env.hpp"
 #include "core/timer.hpp"
 #include "core/trace.hpp"
 
@@ -50,6 +51,9 @@ int RunTrace(const std::vector<std::string>& args) {
       if (!ValueCodec<int64_t>::Parse(args[++i], &iterations, nullptr)) {
         throw Error(ErrorCode::kInvalidArgument, "bad --iterations '" + args[i] + "'");
       }
+    } else if (args[i] == "--help" || args[i] == "-h") {
+      std::printf("usage: shardflow-bench trace [--iterations N] [--json]\n");
+      throw EarlyExit{0};
     } else {
       throw Error(ErrorCode::kInvalidArgument, "unknown argument '" + args[i] + "'",
                   {.hint = "usage: shardflow-bench trace [--iterations N] [--json]"});
