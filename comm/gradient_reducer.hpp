@@ -15,7 +15,8 @@
 //
 // Every rank must mark the same buckets ready in the same order (same model, same backprop);
 // buckets a step never marked are reduced by Finish in index order. With overlap = false the
-// buckets are reduced only when Finish is called (for measuring the gain of overlap).
+// buckets are reduced only when Finish is called, on the calling thread (for measuring the
+// gain of overlap, and for machines without a spare core for the communication thread).
 // Thread-safety: BucketReady and Finish are called from one training thread. The reducer owns
 // `comm` exclusively while it exists (no other thread may use that Communicator).
 #pragma once
@@ -76,6 +77,7 @@ class GradientReducer {
 
  private:
   void CommLoop();
+  void ReduceBucket(int index);
 
   Communicator& comm_;
   float* grads_;
