@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <thread>
 
 #include "apps/predict/model_loader.hpp"
 #include "apps/predict/predict_config.hpp"
@@ -106,8 +105,7 @@ int main(int argc, char** argv) {
         config.train.data.data.batch_size = 1;  // MakeTrainerOptions set the training batch
         int threads = prepared.options.tuning.threads;
         if (config.train.threads == 0 && std::getenv("SHARDFLOW_THREADS") == nullptr) {
-          const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-          threads = std::max(1, cores / env.local_size());
+          threads = cpu::DefaultThreadsPerRank(env.local_size());
         }
         cpu::SetIntraOpThreads(threads);
         // Errors found here (missing checkpoint or input, a checkpoint that does not fit the

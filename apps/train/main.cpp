@@ -3,7 +3,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "apps/train/train_config.hpp"
 #include "apps/train/trainer.hpp"
@@ -70,8 +69,7 @@ int main(int argc, char** argv) {
         pipeline::ListFiles(config.data.data.files);
         if (!config.eval.data.files.empty()) pipeline::ListFiles(config.eval.data.files);
         if (config.threads == 0 && std::getenv("SHARDFLOW_THREADS") == nullptr) {
-          const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-          options.tuning.threads = std::max(1, cores / env.local_size());
+          options.tuning.threads = cpu::DefaultThreadsPerRank(env.local_size());
         }
         cpu::SetIntraOpThreads(options.tuning.threads);
       },

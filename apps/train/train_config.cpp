@@ -54,7 +54,8 @@ void RegisterTrainConfig(ConfigSchema& s, TrainAppConfig* c) {
   s.Add("train", "clip_norm", &c->clip_norm, "clip gradients to this global norm (0: off)")
       .NonNegative();
   s.Add("train", "threads", &c->threads,
-        "intra-op threads per rank (0: SHARDFLOW_THREADS, else cores / ranks on the node)")
+        "intra-op threads per rank (0: SHARDFLOW_THREADS, else the cores the launcher bound "
+        "this rank to, or the machine's cores / ranks on the node when unbound)")
       .NonNegative();
   s.Add("train", "max_steps", &c->max_steps,
         "stop after this many steps in all (0: no limit); the learning-rate schedule still "

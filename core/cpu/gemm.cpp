@@ -6,6 +6,7 @@
 #include <Eigen/Core>
 #include <atomic>
 #include <cstdlib>
+#include <thread>
 
 namespace shardflow::cpu {
 namespace {
@@ -63,6 +64,15 @@ int DefaultIntraOpThreads() {
   if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
   const int n = CPU_COUNT(&set);
   return n > 0 ? n : 1;
+}
+
+int DefaultThreadsPerRank(int local_ranks) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int machine = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int bound = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : machine;
+  if (bound > 0 && bound < machine) return bound;
+  return std::max(1, machine / std::max(1, local_ranks));
 }
 
 void FlushDenormalsOnThisThread() {

@@ -34,5 +34,11 @@ void FlushDenormalsOnThisThread();
 int IntraOpThreads();
 // The number of cores this process may run on (sched_getaffinity), at least 1.
 int DefaultIntraOpThreads();
+// Intra-op threads for one of `local_ranks` ranks on a node when the user set none: the cores
+// the launcher bound this rank to (mpirun --bind-to core, srun --cpu-bind) when it is bound to
+// fewer than the machine has; otherwise, unbound, the machine's cores divided among the node's
+// ranks. At least 1. (Dividing the machine's count alone gave a rank bound to one core two
+// threads, which time-slice on that core: 7.7x slower prediction at 1 rank.)
+int DefaultThreadsPerRank(int local_ranks);
 
 }  // namespace shardflow::cpu

@@ -1,6 +1,10 @@
 // Optimised kernels against naive references kept here: GEMM-based convolution and dense
 // layers vs direct loops, Eigen GEMM in every transpose combination vs a triple loop.
 #include <gtest/gtest.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <thread>
 
 #include <cmath>
 #include <cstring>
@@ -162,6 +166,30 @@ TEST(KernelReference, GemmResultDoesNotDependOnThreadCount) {
   cpu::SetIntraOpThreads(before);
   EXPECT_EQ(std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)), 0);
   EXPECT_GE(cpu::DefaultIntraOpThreads(), 1);
+}
+
+TEST(KernelReference, DefaultThreadsFollowTheBindingThenTheNodeShare) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  const int machine = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (CPU_COUNT(&all) == machine) {  // unbound: the machine's cores shared by the node's ranks
+    EXPECT_EQ(cpu::DefaultThreadsPerRank(1), machine);
+    EXPECT_EQ(cpu::DefaultThreadsPerRank(machine), 1);
+    EXPECT_EQ(cpu::DefaultThreadsPerRank(4 * machine), 1);
+  }
+  if (machine < 2) GTEST_SKIP() << "one core: no binding narrower than the machine";
+  // Bound to one core (as mpirun --bind-to core does): one thread, whatever the rank count.
+  // The mask is per thread, so this thread's change does not leak into other tests.
+  int first = 0;
+  while (!CPU_ISSET(first, &all)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  EXPECT_EQ(cpu::DefaultThreadsPerRank(1), 1);
+  EXPECT_EQ(cpu::DefaultThreadsPerRank(3), 1);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
 }
 
 }  // namespace
