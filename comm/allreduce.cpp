@@ -7,6 +7,7 @@
 #include "comm/allreduce_recursive_doubling.hpp"
 #include "comm/allreduce_ring.hpp"
 #include "comm/allreduce_shm.hpp"
+#include "comm/shm_window.hpp"
 #include "core/error.hpp"
 
 namespace shardflow::comm {
@@ -87,7 +88,8 @@ AllreduceAlgorithm ParseAlgorithm(const std::string& text) {
 
 AllreduceAlgorithm ChooseAlgorithm(const Communicator& comm, size_t bytes) {
   // Every rank on one node (known only with topology): shared memory.
-  if (comm.size() > 1 && comm.node() != nullptr && comm.num_nodes() == 1) {
+  if (comm.size() > 1 && comm.node() != nullptr && comm.num_nodes() == 1 &&
+      !comm.shm_unavailable()) {
     return AllreduceAlgorithm::kShm;
   }
   if (bytes <= kMpiUpToBytes) return AllreduceAlgorithm::kMpi;
@@ -123,11 +125,20 @@ void Allreduce(Communicator& comm, float* data, size_t count, const AllreduceOpt
     throw Error(ErrorCode::kInvalidArgument, "all-reduce of a null buffer with count > 0",
                 {.rank = comm.rank()});
   }
-  const AllreduceAlgorithm algorithm = options.algorithm == AllreduceAlgorithm::kAuto
-                                           ? ChooseAlgorithm(comm, count * sizeof(float))
-                                           : options.algorithm;
+  AllreduceAlgorithm algorithm = options.algorithm == AllreduceAlgorithm::kAuto
+                                     ? ChooseAlgorithm(comm, count * sizeof(float))
+                                     : options.algorithm;
   CollectiveScope scope(comm.watchdog(), ScopeName(algorithm), count * sizeof(float));
-  AllreduceFunctionFor(algorithm)(comm, data, count, options);
+  try {
+    AllreduceFunctionFor(algorithm)(comm, data, count, options);
+  } catch (const ShmUnavailable&) {
+    // No room for the window (every rank knows it, data untouched): auto falls back to the
+    // message-based algorithms for good; an explicit shm request fails with the reason.
+    if (options.algorithm != AllreduceAlgorithm::kAuto) throw;
+    comm.set_shm_unavailable();
+    algorithm = ChooseAlgorithm(comm, count * sizeof(float));
+    AllreduceFunctionFor(algorithm)(comm, data, count, options);
+  }
   // The shared-memory algorithm divides while it sums (one pass less over the buffer).
   if (options.mode == ReduceMode::kAverage && comm.size() > 1 &&
       algorithm != AllreduceAlgorithm::kShm) {

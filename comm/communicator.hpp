@@ -100,6 +100,10 @@ class Communicator {
   // State an algorithm keeps with the communicator between calls (the shared-memory window of
   // allreduce_shm.cpp), type-erased; released before the communicator itself.
   std::shared_ptr<void>& shm_state() { return shm_state_; }
+  // Set once a shared-memory window could not be had on this communicator (on every rank
+  // alike); auto stops choosing shm for it.
+  bool shm_unavailable() const { return shm_unavailable_; }
+  void set_shm_unavailable() { shm_unavailable_ = true; }
 
  private:
   Communicator(MPI_Comm dup_owned, const CommunicatorOptions& options, bool);
@@ -122,6 +126,7 @@ class Communicator {
   std::unique_ptr<void, FreeDeleter> scratch_;
   size_t scratch_bytes_ = 0;
   std::shared_ptr<void> shm_state_;
+  bool shm_unavailable_ = false;
 };
 
 }  // namespace shardflow::comm

@@ -3,10 +3,13 @@
 #include <immintrin.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <climits>
+#include <cstdint>
+#include <cstdlib>
 #include <ctime>
 #include <exception>
 #include <new>
@@ -66,6 +69,20 @@ namespace {
 // each): 0 spins 72-77k samples/s, 32: 76-77k, 256: 75-82k, 2000: 79-82k with the waiting
 // share of step time down from ~0.09 to ~0.025; 8000 or 20000 no better. When ranks outnumber
 // processors a spinning rank keeps the peer it waits for off the core, so spin briefly then.
+// Where MPI puts the window's backing file: OpenMPI's osc_sm_backing_directory (set through
+// the environment by mpirun --mca), else its Linux default.
+std::string BackingDirectory() {
+  const char* dir = std::getenv("OMPI_MCA_osc_sm_backing_directory");
+  return dir != nullptr && *dir != '\0' ? dir : "/dev/shm";
+}
+
+// Free bytes in `dir`; unlimited when it cannot be asked (then MPI decides).
+uint64_t FreeBytes(const std::string& dir) {
+  struct statvfs st;
+  if (statvfs(dir.c_str(), &st) != 0) return UINT64_MAX;
+  return static_cast<uint64_t>(st.f_bavail) * static_cast<uint64_t>(st.f_frsize);
+}
+
 int SpinsFor(int ranks) {
   const long processors = sysconf(_SC_NPROCESSORS_ONLN);
   return processors > 0 && ranks > processors ? 64 : 2000;
@@ -92,16 +109,40 @@ ShmWindow::ShmWindow(MPI_Comm comm, size_t bytes_per_rank)
                     " ranks share this one)",
                 {.rank = rank_, .hint = "use allreduce = auto, ring or hierarchical"});
   }
+  const auto bytes = static_cast<MPI_Aint>(kControlBytes + bytes_per_rank_);
+  // OpenMPI 4.1 hangs when it cannot back the window (the rank that creates the file returns an
+  // error, the others wait for it in a broadcast), so check the space first, all ranks agreeing.
+  const std::string dir = BackingDirectory();
+  const uint64_t need = static_cast<uint64_t>(size) * static_cast<uint64_t>(bytes) + (1u << 20);
+  const uint64_t free_bytes = FreeBytes(dir);
+  int ok = free_bytes >= need ? 1 : 0;
+  int all_ok = 0;
+  SF_CHECK_MPI(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm_));
+  if (!all_ok) {
+    MPI_Comm_free(&comm_);
+    throw ShmUnavailable(
+        ErrorCode::kCommunication,
+        "not enough room in " + dir + " for a shared-memory window: " + std::to_string(need) +
+            " bytes needed, " + std::to_string(free_bytes) + " free",
+        {.rank = rank_,
+         .hint = "in a container raise --shm-size; OpenMPI: --mca osc_sm_backing_directory "
+                 "DIR; or set dist.allreduce = ring"});
+  }
   MPI_Info info = MPI_INFO_NULL;
   SF_CHECK_MPI(MPI_Info_create(&info));
   MPI_Info_set(info, "alloc_shared_noncontig", "true");
   void* base = nullptr;
-  const auto bytes = static_cast<MPI_Aint>(kControlBytes + bytes_per_rank_);
   const int rc = MPI_Win_allocate_shared(bytes, 1, info, comm_, &base, &win_);
   MPI_Info_free(&info);
   if (rc != MPI_SUCCESS) {
     MPI_Comm_free(&comm_);
-    SF_CHECK_MPI(rc);
+    throw Error(ErrorCode::kCommunication,
+                "could not allocate a shared-memory window of " + std::to_string(bytes) +
+                    " bytes per rank for " + std::to_string(size) + " ranks on this node",
+                {.rank = rank_,
+                 .hint = "MPI backs it with a file in /dev/shm (OpenMPI: --mca "
+                         "osc_sm_backing_directory DIR); in a container raise --shm-size, or "
+                         "set dist.allreduce = ring"});
   }
   new (base) ShmControl();
   heads_.resize(static_cast<size_t>(size));

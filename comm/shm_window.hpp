@@ -12,7 +12,9 @@
 // process-shared futex, so a rank whose peer is late gives its core to its other threads;
 // Publish issues FUTEX_WAKE only when someone sleeps.
 // Construction and destruction are collective. The constructor throws Error(kInvalidArgument),
-// on every rank alike, when the ranks do not all share one node. A destructor running while an
+// on every rank alike, when the ranks do not all share one node, and ShmUnavailable when the
+// shared-memory file system has no room for the window (checked before asking MPI, which hangs
+// on that failure). A destructor running while an
 // exception unwinds does not free the window (that is collective and would block a failing
 // rank); the process is about to end.
 #pragma once
@@ -24,7 +26,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/error.hpp"
+
 namespace shardflow::comm {
+
+// Thrown, on every rank alike, when the node cannot hold the window (too little room in the
+// shared-memory file system); callers may fall back to message-based algorithms.
+class ShmUnavailable : public Error {
+ public:
+  using Error::Error;
+};
 
 using ShmCounter = std::atomic<uint32_t>;
 

@@ -225,9 +225,18 @@ TrainResult RunTraining(MPI_Comm mpi_comm, const TrainerOptions& o, const Traine
   if (size > 1 && grad_comm.num_nodes() == 1 &&
       (o.allreduce.algorithm == comm::AllreduceAlgorithm::kAuto ||
        o.allreduce.algorithm == comm::AllreduceAlgorithm::kShm)) {
-    shared_grads =
-        std::make_unique<comm::SharedFloatBuffer>(grad_comm, static_cast<size_t>(arena.size()));
-    arena.UseGradStorage(shared_grads->data());
+    // A node whose shared-memory file system is too small (a container's default /dev/shm)
+    // refuses the window, on every rank alike: say so once and keep the gradients private.
+    try {
+      shared_grads =
+          std::make_unique<comm::SharedFloatBuffer>(grad_comm, static_cast<size_t>(arena.size()));
+      arena.UseGradStorage(shared_grads->data());
+    } catch (const comm::ShmUnavailable& e) {
+      if (chief) {
+        SF_LOG(Warn) << "gradients stay in private memory and are staged for the all-reduce: "
+                     << e.what();
+      }
+    }
   }
   comm::GradientReducer reducer(
       grad_comm, arena.grads(), slices,
