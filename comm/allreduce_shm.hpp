@@ -14,16 +14,20 @@
 // Each sub-piece is summed by exactly one rank and copied by the others, so every rank ends with
 // identical bits. Per rank and element: one copy in, one n-way read, one copy out; no page
 // pinning or system call on the data path (shared-memory MPI with CMA pins the peer's pages on
-// every large message).
+// every large message). Messages of at most 16 KiB take one hand-off instead of three: every
+// rank posts its whole message and sums all of them itself, in rank order (the same bits on
+// every rank again), then publishes done.
 //
-// Waiting: a short spin, then a futex sleep on the counter (process-shared), so a rank whose
-// peer is late gives its core to the compute and input threads instead of polling the way
-// MPI's progress engine does. The publisher issues FUTEX_WAKE only when someone sleeps.
+// Waiting (shm_window.hpp): a spin, a bounded number of yields, then a futex sleep on the
+// counter (process-shared), so a rank whose peer is late gives its core to the compute and
+// input threads instead of polling the way MPI's progress engine does.
 //
 // ReduceMode::kAverage is applied here, in the summing pass (Allreduce does not divide again).
 // Requires every rank of the communicator on one node (throws Error(kInvalidArgument)
-// otherwise, on every rank alike). Float32 only: options.wire is ignored. The window is made
-// on first use, collectively, and kept with the communicator (Communicator::shm_state()).
+// otherwise, on every rank alike) and room for the window in the node's shared-memory file
+// system (ShmUnavailable otherwise; Allreduce with kAuto then falls back to the message-based
+// algorithms). Float32 only: options.wire is ignored. The window is made on first use,
+// collectively, and kept with the communicator (Communicator::shm_state()).
 #pragma once
 
 #include <cstddef>

@@ -4,7 +4,7 @@
 //
 //   ShmWindow window(comm.raw(), bytes);          // collective
 //   Publish(window.control(me).posted, round, window.control(me));
-//   WaitFor(window.control(peer).posted, round, window.control(peer));
+//   WaitFor(window.control(peer).posted, round, window.control(peer), window.spins());
 //   std::memcpy(mine, window.block(peer), n);     // the peer's bytes, no message
 //
 // Counters hold round numbers that wrap at 2^32 (Reached compares them modulo 2^32). Waiting
@@ -14,9 +14,8 @@
 // Construction and destruction are collective. The constructor throws Error(kInvalidArgument),
 // on every rank alike, when the ranks do not all share one node, and ShmUnavailable when the
 // shared-memory file system has no room for the window (checked before asking MPI, which hangs
-// on that failure). A destructor running while an
-// exception unwinds does not free the window (that is collective and would block a failing
-// rank); the process is about to end.
+// on that failure). A destructor running while an exception unwinds does not free the window
+// (that is collective and would block a failing rank); the process is about to end.
 #pragma once
 
 #include <mpi.h>
