@@ -244,7 +244,10 @@ class Parser {
     return true;
   }
 
-  bool ParseFeatures(const char* p, const char* end, std::vector<FeatureView>* out) const {
+  // Walks a message's fields, skipping all but field 1, which must be length-delimited (`what`
+  // names the message in the error), and calls body(begin, end) on each field-1 value.
+  template <typename Body>
+  bool ForEachField1(const char* p, const char* end, const char* what, Body body) const {
     while (p < end) {
       const char* at = p;
       uint32_t field = 0, wt = 0;
@@ -253,12 +256,19 @@ class Parser {
         if (!Skip(p, end, field, wt)) return false;
         continue;
       }
-      if (wt != wire::kLengthDelimited) return WrongWireType(at, "Features", field, wt);
+      if (wt != wire::kLengthDelimited) return WrongWireType(at, what, field, wt);
       const char* sub_end = nullptr;
       if (!ReadLength(p, end, &sub_end)) return false;
-      FeatureView f;
-      if (!ParseEntry(p, sub_end, &f)) return false;
+      if (!body(p, sub_end)) return false;
       p = sub_end;
+    }
+    return true;
+  }
+
+  bool ParseFeatures(const char* p, const char* end, std::vector<FeatureView>* out) const {
+    return ForEachField1(p, end, "Features", [&](const char* b, const char* e) {
+      FeatureView f;
+      if (!ParseEntry(b, e, &f)) return false;
       // A repeated key replaces the earlier entry (protobuf map semantics).
       auto same = std::find_if(out->begin(), out->end(),
                                [&](const FeatureView& g) { return g.name == f.name; });
@@ -267,27 +277,14 @@ class Parser {
       } else {
         out->push_back(f);
       }
-    }
-    return true;
+      return true;
+    });
   }
 
   bool ParseExampleBody(const char* p, const char* end, std::vector<FeatureView>* out) const {
-    while (p < end) {
-      const char* at = p;
-      uint32_t field = 0, wt = 0;
-      if (!ReadTag(p, end, &field, &wt)) return false;
-      if (field != 1) {
-        if (!Skip(p, end, field, wt)) return false;
-        continue;
-      }
-      if (wt != wire::kLengthDelimited) return WrongWireType(at, "Example", field, wt);
-      const char* sub_end = nullptr;
-      if (!ReadLength(p, end, &sub_end)) return false;
-      // Features given twice merge: their map entries accumulate.
-      if (!ParseFeatures(p, sub_end, out)) return false;
-      p = sub_end;
-    }
-    return true;
+    // Features given twice merge: their map entries accumulate.
+    return ForEachField1(p, end, "Example",
+                         [&](const char* b, const char* e) { return ParseFeatures(b, e, out); });
   }
 
  private:

@@ -8,6 +8,11 @@
 namespace shardflow::io {
 namespace {
 
+// What a feature holds in the schema's unit: bytes for a bytes list, else values.
+int64_t ValueCount(const FeatureSpec& spec, const FeatureView& f) {
+  return spec.kind == FeatureKind::kBytes ? static_cast<int64_t>(f.total_bytes) : f.num_values;
+}
+
 ErrorContext Where(const SerializedExample& ex, const std::string& feature) {
   ErrorContext ctx;
   ctx.file = std::string(ex.where.file);
@@ -181,37 +186,41 @@ void ExampleBatchParser::FillFixed(size_t i, const FeatureView* f, const Seriali
     }
     return;
   }
-  if (f->kind != spec.kind) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "feature '" + spec.name + "' is a " + FeatureKindName(f->kind) +
-                    " list, the schema expects " + FeatureKindName(spec.kind),
-                Where(ex, spec.name));
-  }
-  const int64_t have =
-      spec.kind == FeatureKind::kBytes ? static_cast<int64_t>(f->total_bytes) : f->num_values;
-  if (have != n) {
+  const int64_t have = ValueCount(spec, *f);
+  if (f->kind == spec.kind && have != n) {
     throw Error(ErrorCode::kInvalidArgument,
                 "feature '" + spec.name + "' has " + std::to_string(have) +
                     (spec.kind == FeatureKind::kBytes ? " bytes" : " values") + ", shape " +
                     ShapeToString(spec.shape) + " needs " + std::to_string(n),
                 Where(ex, spec.name));
   }
+  CopyValues(spec, *f, n, dst, ex);
+}
+
+void ExampleBatchParser::CopyValues(const FeatureSpec& spec, const FeatureView& f, int64_t n,
+                                    void* dst, const SerializedExample& ex) {
+  if (f.kind != spec.kind) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "feature '" + spec.name + "' is a " + FeatureKindName(f.kind) +
+                    " list, the schema expects " + FeatureKindName(spec.kind),
+                Where(ex, spec.name));
+  }
   if (spec.kind == FeatureKind::kBytes) {
-    f->CopyBytes(static_cast<uint8_t*>(dst));
+    f.CopyBytes(static_cast<uint8_t*>(dst));
   } else if (spec.kind == FeatureKind::kInt64) {
     if (spec.dtype == DType::kInt64) {
-      f->CopyInt64s(static_cast<int64_t*>(dst));
+      f.CopyInt64s(static_cast<int64_t*>(dst));
     } else {
       scratch_ints_.resize(static_cast<size_t>(n));
-      f->CopyInt64s(scratch_ints_.data());
+      f.CopyInt64s(scratch_ints_.data());
       Convert(scratch_ints_.data(), n, spec.dtype, dst, ex, spec.name);
     }
   } else {
     if (spec.dtype == DType::kFloat32) {
-      f->CopyFloats(static_cast<float*>(dst));
+      f.CopyFloats(static_cast<float*>(dst));
     } else {
       scratch_floats_.resize(static_cast<size_t>(n));
-      f->CopyFloats(scratch_floats_.data());
+      f.CopyFloats(scratch_floats_.data());
       Convert(scratch_floats_.data(), n, spec.dtype, dst, ex, spec.name);
     }
   }
@@ -224,29 +233,12 @@ void ExampleBatchParser::AppendVarLen(size_t i, const FeatureView* f, const Seri
     var_rows_[i][static_cast<size_t>(row)] = 0;
     return;
   }
-  if (f->kind != spec.kind) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "feature '" + spec.name + "' is a " + FeatureKindName(f->kind) +
-                    " list, the schema expects " + FeatureKindName(spec.kind),
-                Where(ex, spec.name));
-  }
-  const int64_t n =
-      spec.kind == FeatureKind::kBytes ? static_cast<int64_t>(f->total_bytes) : f->num_values;
+  const int64_t n = f->kind == spec.kind ? ValueCount(spec, *f) : 0;
   std::vector<uint8_t>& staging = var_values_[i];
   const size_t old = staging.size();
   staging.resize(old + static_cast<size_t>(n) * DTypeSize(spec.dtype));
   void* dst = staging.data() + old;
-  if (spec.kind == FeatureKind::kBytes) {
-    f->CopyBytes(static_cast<uint8_t*>(dst));
-  } else if (spec.kind == FeatureKind::kInt64) {
-    scratch_ints_.resize(static_cast<size_t>(n));
-    f->CopyInt64s(scratch_ints_.data());
-    Convert(scratch_ints_.data(), n, spec.dtype, dst, ex, spec.name);
-  } else {
-    scratch_floats_.resize(static_cast<size_t>(n));
-    f->CopyFloats(scratch_floats_.data());
-    Convert(scratch_floats_.data(), n, spec.dtype, dst, ex, spec.name);
-  }
+  CopyValues(spec, *f, n, dst, ex);
   var_rows_[i][static_cast<size_t>(row)] = n;
 }
 

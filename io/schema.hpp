@@ -84,6 +84,10 @@ class ExampleBatchParser {
  private:
   void FillFixed(size_t i, const FeatureView* f, const SerializedExample& ex, int64_t row);
   void AppendVarLen(size_t i, const FeatureView* f, const SerializedExample& ex, int64_t row);
+  // Copies f's n values (bytes, or int64/float values converted to spec.dtype) to dst; throws
+  // when f holds another kind of list than the schema's.
+  void CopyValues(const FeatureSpec& spec, const FeatureView& f, int64_t n, void* dst,
+                  const SerializedExample& ex);
 
   Schema schema_;
   ExampleView view_;
