@@ -242,17 +242,15 @@ TrainResult RunTraining(MPI_Comm mpi_comm, const TrainerOptions& o, const Traine
       grad_comm, arena.grads(), slices,
       {.allreduce = o.allreduce, .overlap = o.overlap, .shared = shared_grads.get()});
   if (chief && size > 1) {
+    std::string path = "in place in shared memory (shm, one node)";
+    if (!shared_grads) {
+      path = std::string(comm::AlgorithmName(o.allreduce.algorithm)) + ", wire " +
+             comm::WireFormatName(o.allreduce.wire);
+    }
     SF_LOG(Info) << "gradients: " << arena.size() << " floats in " << buckets.size()
                  << " bucket(s) of <= " << o.bucket_mb << " MiB, overlap "
-                 << (o.overlap ? "on" : "off") << "; all-reduce "
-                 << (shared_grads
-                         ? std::string("in place in shared memory (shm, one node)")
-                         : std::string(comm::AlgorithmName(o.allreduce.algorithm)) +
-                               (o.allreduce.algorithm == comm::AllreduceAlgorithm::kAuto
-                                    ? " (by bucket size and topology: " +
-                                          std::to_string(grad_comm.num_nodes()) + " node(s))"
-                                    : std::string()) +
-                               ", wire " + comm::WireFormatName(o.allreduce.wire));
+                 << (o.overlap ? "on" : "off") << ", " << grad_comm.num_nodes()
+                 << " node(s); all-reduce " << path;
   }
   GradReadyTracker tracker(
       buckets, [&](const GradBucket& b) { reducer.BucketReady(b.index); }, arena.specs());
