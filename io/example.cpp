@@ -190,101 +190,90 @@ class Parser {
     return true;
   }
 
-  // Feature { oneof kind { bytes_list = 1; float_list = 2; int64_list = 3; } }
-  bool ParseFeature(const char* p, const char* end, FeatureView* f) const {
-    while (p < end) {
-      const char* at = p;
-      uint32_t field = 0, wt = 0;
-      if (!ReadTag(p, end, &field, &wt)) return false;
-      if (field < 1 || field > 3) {
-        if (!Skip(p, end, field, wt)) return false;
-        continue;
-      }
-      if (wt != wire::kLengthDelimited) return WrongWireType(at, "Feature", field, wt);
-      const char* sub_end = nullptr;
-      if (!ReadLength(p, end, &sub_end)) return false;
-      const FeatureKind kind = field == 1   ? FeatureKind::kBytes
-                               : field == 2 ? FeatureKind::kFloat
-                                            : FeatureKind::kInt64;
-      if (f->kind == kind) {
-        return Fail(at, "a " + std::string(FeatureKindName(kind)) +
-                            " list given twice in one Feature (split encoding is not supported)");
-      }
-      f->kind = kind;
-      f->list = std::string_view(p, static_cast<size_t>(sub_end - p));
-      p = sub_end;
-    }
-    if (f->kind != FeatureKind::kNone) return ParseList(f);
-    return true;
-  }
-
-  // map entry { string key = 1; Feature value = 2; }
-  bool ParseEntry(const char* p, const char* end, FeatureView* f) const {
-    while (p < end) {
-      const char* at = p;
-      uint32_t field = 0, wt = 0;
-      if (!ReadTag(p, end, &field, &wt)) return false;
-      if (field != 1 && field != 2) {
-        if (!Skip(p, end, field, wt)) return false;
-        continue;
-      }
-      if (wt != wire::kLengthDelimited) return WrongWireType(at, "feature map entry", field, wt);
-      const char* sub_end = nullptr;
-      if (!ReadLength(p, end, &sub_end)) return false;
-      if (field == 1) {
-        f->name = std::string_view(p, static_cast<size_t>(sub_end - p));
-      } else {
-        // A second value merges into the first: an empty Feature keeps the kind set before.
-        FeatureView merged = *f;
-        if (!ParseFeature(p, sub_end, &merged)) return false;
-        *f = merged;
-      }
-      p = sub_end;
-    }
-    return true;
-  }
-
-  // Walks a message's fields, skipping all but field 1, which must be length-delimited (`what`
-  // names the message in the error), and calls body(begin, end) on each field-1 value.
+  // Walks a message's fields, skipping all but fields 1..last, which must be length-delimited
+  // (`what` names the message in the error), and calls body(field, tag, begin, end) on each of
+  // their values (`tag` points at the field's tag, for error offsets).
   template <typename Body>
-  bool ForEachField1(const char* p, const char* end, const char* what, Body body) const {
+  bool ForEachLengthDelimited(const char* p, const char* end, uint32_t last, const char* what,
+                              Body body) const {
     while (p < end) {
       const char* at = p;
       uint32_t field = 0, wt = 0;
       if (!ReadTag(p, end, &field, &wt)) return false;
-      if (field != 1) {
+      if (field < 1 || field > last) {
         if (!Skip(p, end, field, wt)) return false;
         continue;
       }
       if (wt != wire::kLengthDelimited) return WrongWireType(at, what, field, wt);
       const char* sub_end = nullptr;
       if (!ReadLength(p, end, &sub_end)) return false;
-      if (!body(p, sub_end)) return false;
+      if (!body(field, at, p, sub_end)) return false;
       p = sub_end;
     }
     return true;
   }
 
+  // Feature { oneof kind { bytes_list = 1; float_list = 2; int64_list = 3; } }
+  bool ParseFeature(const char* p, const char* end, FeatureView* f) const {
+    const bool ok = ForEachLengthDelimited(
+        p, end, 3, "Feature", [&](uint32_t field, const char* at, const char* b, const char* e) {
+          const FeatureKind kind = field == 1   ? FeatureKind::kBytes
+                                   : field == 2 ? FeatureKind::kFloat
+                                                : FeatureKind::kInt64;
+          if (f->kind == kind) {
+            return Fail(at, "a " + std::string(FeatureKindName(kind)) +
+                                " list given twice in one Feature (split encoding is not "
+                                "supported)");
+          }
+          f->kind = kind;
+          f->list = std::string_view(b, static_cast<size_t>(e - b));
+          return true;
+        });
+    if (!ok) return false;
+    if (f->kind != FeatureKind::kNone) return ParseList(f);
+    return true;
+  }
+
+  // map entry { string key = 1; Feature value = 2; }
+  bool ParseEntry(const char* p, const char* end, FeatureView* f) const {
+    return ForEachLengthDelimited(p, end, 2, "feature map entry",
+                                  [&](uint32_t field, const char*, const char* b, const char* e) {
+                                    if (field == 1) {
+                                      f->name = std::string_view(b, static_cast<size_t>(e - b));
+                                      return true;
+                                    }
+                                    // A second value merges into the first: an empty Feature keeps
+                                    // the kind set before.
+                                    FeatureView merged = *f;
+                                    if (!ParseFeature(b, e, &merged)) return false;
+                                    *f = merged;
+                                    return true;
+                                  });
+  }
+
   bool ParseFeatures(const char* p, const char* end, std::vector<FeatureView>* out) const {
-    return ForEachField1(p, end, "Features", [&](const char* b, const char* e) {
-      FeatureView f;
-      if (!ParseEntry(b, e, &f)) return false;
-      // A repeated key replaces the earlier entry (protobuf map semantics).
-      auto same = std::find_if(out->begin(), out->end(),
-                               [&](const FeatureView& g) { return g.name == f.name; });
-      if (same != out->end()) {
-        *same = f;
-      } else {
-        out->push_back(f);
-      }
-      return true;
-    });
+    return ForEachLengthDelimited(
+        p, end, 1, "Features", [&](uint32_t, const char*, const char* b, const char* e) {
+          FeatureView f;
+          if (!ParseEntry(b, e, &f)) return false;
+          // A repeated key replaces the earlier entry (protobuf map semantics).
+          auto same = std::find_if(out->begin(), out->end(),
+                                   [&](const FeatureView& g) { return g.name == f.name; });
+          if (same != out->end()) {
+            *same = f;
+          } else {
+            out->push_back(f);
+          }
+          return true;
+        });
   }
 
   bool ParseExampleBody(const char* p, const char* end, std::vector<FeatureView>* out) const {
     // Features given twice merge: their map entries accumulate.
-    return ForEachField1(p, end, "Example",
-                         [&](const char* b, const char* e) { return ParseFeatures(b, e, out); });
+    return ForEachLengthDelimited(p, end, 1, "Example",
+                                  [&](uint32_t, const char*, const char* b, const char* e) {
+                                    return ParseFeatures(b, e, out);
+                                  });
   }
 
  private:
