@@ -41,4 +41,20 @@ int64_t AllreduceInt64(Communicator& comm, int64_t value, Int64Op op) {
   return value;
 }
 
+void AllreduceDoubles(Communicator& comm, double* values, size_t count, ReduceOp op) {
+  const MPI_Op mpi_op = op == ReduceOp::kSum ? MPI_SUM : op == ReduceOp::kMin ? MPI_MIN : MPI_MAX;
+  CollectiveScope scope(comm.watchdog(), "allreduce(double)", count * sizeof(double));
+  const size_t limit = comm.max_message_count();
+  for (size_t i = 0; i < NumMessagePieces(count, limit); ++i) {
+    const MessagePiece piece = MessagePieceAt(count, limit, i);
+    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values + piece.offset, piece.count, MPI_DOUBLE, mpi_op,
+                               comm.raw()));
+  }
+}
+
+double AllreduceDouble(Communicator& comm, double value, ReduceOp op) {
+  AllreduceDoubles(comm, &value, 1, op);
+  return value;
+}
+
 }  // namespace shardflow::comm

@@ -18,11 +18,16 @@ namespace shardflow::comm {
 // every rank. Throws Error(kInvalidArgument) for a bad root.
 void Broadcast(Communicator& comm, float* data, size_t count, int root = 0);
 
-enum class Int64Op { kSum, kMin, kMax };
+enum class ReduceOp { kSum, kMin, kMax };
+using Int64Op = ReduceOp;
 
 // In place over values[0..count).
 void AllreduceInt64(Communicator& comm, int64_t* values, size_t count, Int64Op op);
 // One value; returns the result.
 int64_t AllreduceInt64(Communicator& comm, int64_t value, Int64Op op);
+
+// In place over values[0..count) of doubles.
+void AllreduceDoubles(Communicator& comm, double* values, size_t count, ReduceOp op);
+double AllreduceDouble(Communicator& comm, double value, ReduceOp op);
 
 }  // namespace shardflow::comm
