@@ -21,7 +21,7 @@ namespace shardflow::predict {
 namespace {
 
 struct Prepared {
-  train::TrainerOptions options;
+  apps::ModelSetup options;
   LoadedModel loaded;
   int64_t local_records = 0;
 };
@@ -63,12 +63,12 @@ int Run(MpiEnvironment& env, PredictAppConfig& config, Prepared& p) {
     std::printf("predicted %lld records on %d ranks in %.3f s: %.0f records/s\n",
                 static_cast<long long>(total), env.size(), seconds,
                 seconds > 0 ? static_cast<double>(total) / seconds : 0.0);
-    if (p.options.task == train::Task::kClassify && counts[2] > 0) {
+    if (p.options.task == apps::Task::kClassify && counts[2] > 0) {
       std::printf("accuracy: %.4f (%lld of %lld labelled records)\n",
                   static_cast<double>(counts[3]) / static_cast<double>(counts[2]),
                   static_cast<long long>(counts[3]), static_cast<long long>(counts[2]));
     }
-    if (p.options.task == train::Task::kReconstruct && total > 0) {
+    if (p.options.task == apps::Task::kReconstruct && total > 0) {
       std::printf("mean reconstruction error: %.6g\n", error_sum / static_cast<double>(total));
     }
     std::printf("predictions of %s in %s\n", p.loaded.checkpoint.c_str(), config.output.c_str());
@@ -96,18 +96,8 @@ int main(int argc, char** argv) {
         app.RequireConfig(true).PrintResolved(false);
         ParseCommandLine(argc, argv, schema, app);
         predict::PrepareInputSpec(&config);
-        // Training-only settings must not refuse a prediction run (e.g. a global batch not
-        // divisible by this run's rank count).
-        config.train.batch_semantics = "per_rank";
-        config.train.resume = false;
-        config.train.warm_start.clear();
-        prepared.options = train::MakeTrainerOptions(&config.train, env.size(), "");
-        config.train.data.data.batch_size = 1;  // MakeTrainerOptions set the training batch
-        int threads = prepared.options.tuning.threads;
-        if (config.train.threads == 0 && std::getenv("SHARDFLOW_THREADS") == nullptr) {
-          threads = cpu::DefaultThreadsPerRank(env.local_size());
-        }
-        cpu::SetIntraOpThreads(threads);
+        prepared.options = apps::MakeModelSetup(config.train);
+        cpu::SetIntraOpThreads(apps::ResolveThreads(config.train, env.local_size()));
         // Errors found here (missing checkpoint or input, a checkpoint that does not fit the
         // model) end every rank with one line and the same exit code.
         prepared.loaded = predict::LoadModel(prepared.options, config.checkpoint);

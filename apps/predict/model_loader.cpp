@@ -7,7 +7,7 @@
 
 namespace shardflow::predict {
 
-LoadedModel LoadModel(const train::TrainerOptions& options, const std::string& checkpoint) {
+LoadedModel LoadModel(const apps::ModelSetup& options, const std::string& checkpoint) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(checkpoint, ec)) {

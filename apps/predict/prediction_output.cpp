@@ -40,11 +40,11 @@ std::vector<T> GatherRows(MPI_Comm comm, const std::vector<T>& mine, MPI_Datatyp
   return all;
 }
 
-void WriteCsv(const std::string& path, const PredictionRows& all, train::Task task) {
+void WriteCsv(const std::string& path, const PredictionRows& all, apps::Task task) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) throw Error(ErrorCode::kIo, "cannot create the output file", {.file = path});
   const int64_t k = all.num_classes;
-  if (task == train::Task::kClassify) {
+  if (task == apps::Task::kClassify) {
     std::fputs("id,class", f);
     for (int64_t j = 0; j < k; ++j) std::fprintf(f, ",p%lld", static_cast<long long>(j));
   } else {
@@ -52,7 +52,7 @@ void WriteCsv(const std::string& path, const PredictionRows& all, train::Task ta
   }
   std::fputc('\n', f);
   for (int64_t i = 0; i < all.rows(); ++i) {
-    if (task == train::Task::kClassify) {
+    if (task == apps::Task::kClassify) {
       std::fprintf(f, "%lld,%lld", static_cast<long long>(all.ids[i]),
                    static_cast<long long>(all.classes[i]));
       for (int64_t j = 0; j < k; ++j) std::fprintf(f, ",%.9g", all.probabilities[i * k + j]);
@@ -75,7 +75,7 @@ Tensor RowsView(const std::vector<T>& values, Shape shape) {
 
 }  // namespace
 
-PredictionRows GatherSorted(MPI_Comm comm, const PredictionRows& mine, train::Task task) {
+PredictionRows GatherSorted(MPI_Comm comm, const PredictionRows& mine, apps::Task task) {
   int rank = 0, size = 1;
   SF_CHECK_MPI(MPI_Comm_rank(comm, &rank));
   SF_CHECK_MPI(MPI_Comm_size(comm, &size));
@@ -87,7 +87,7 @@ PredictionRows GatherSorted(MPI_Comm comm, const PredictionRows& mine, train::Ta
   PredictionRows gathered;
   gathered.num_classes = k;
   gathered.ids = GatherRows(comm, mine.ids, MPI_INT64_T, counts, 1);
-  if (task == train::Task::kClassify) {
+  if (task == apps::Task::kClassify) {
     gathered.classes = GatherRows(comm, mine.classes, MPI_INT64_T, counts, 1);
     gathered.probabilities = GatherRows(comm, mine.probabilities, MPI_FLOAT, counts, k);
   } else {
@@ -113,7 +113,7 @@ PredictionRows GatherSorted(MPI_Comm comm, const PredictionRows& mine, train::Ta
                   {.key = "id"});
     }
     sorted.ids.push_back(id);
-    if (task == train::Task::kClassify) {
+    if (task == apps::Task::kClassify) {
       sorted.classes.push_back(gathered.classes[order[i]]);
       const float* p = gathered.probabilities.data() + order[i] * k;
       sorted.probabilities.insert(sorted.probabilities.end(), p, p + k);
@@ -125,7 +125,7 @@ PredictionRows GatherSorted(MPI_Comm comm, const PredictionRows& mine, train::Ta
 }
 
 void WritePredictions(MPI_Comm comm, const std::string& path, const PredictionRows& all,
-                      int64_t total, train::Task task) {
+                      int64_t total, apps::Task task) {
   int rank = 0;
   SF_CHECK_MPI(MPI_Comm_rank(comm, &rank));
   if (rank == 0) {
@@ -147,7 +147,7 @@ void WritePredictions(MPI_Comm comm, const std::string& path, const PredictionRo
   io::Hdf5Writer writer(path, comm);
   writer.CreateDataset("ids", DType::kInt64, {total});
   writer.WriteRows("ids", 0, RowsView(all.ids, {mine}));
-  if (task == train::Task::kClassify) {
+  if (task == apps::Task::kClassify) {
     writer.CreateDataset("classes", DType::kInt64, {total});
     writer.CreateDataset("probabilities", DType::kFloat32, {total, k});
     writer.WriteRows("classes", 0, RowsView(all.classes, {mine}));

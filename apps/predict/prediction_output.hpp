@@ -26,11 +26,11 @@ namespace shardflow::predict {
 // Collective. Rank 0 gets every rank's rows sorted by id; the other ranks get an empty set
 // with num_classes set. Throws Error(kDataLoss) on rank 0 naming the first duplicate id (the
 // other ranks are then ended by the run-phase error policy).
-PredictionRows GatherSorted(MPI_Comm comm, const PredictionRows& mine, train::Task task);
+PredictionRows GatherSorted(MPI_Comm comm, const PredictionRows& mine, apps::Task task);
 
 // Collective. `all` is GatherSorted's result (rows on rank 0 only); `total` the global row
 // count (every rank). Creates parent directories. Throws Error(kIo) naming the file.
 void WritePredictions(MPI_Comm comm, const std::string& path, const PredictionRows& all,
-                      int64_t total, train::Task task);
+                      int64_t total, apps::Task task);
 
 }  // namespace shardflow::predict

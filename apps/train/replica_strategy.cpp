@@ -13,9 +13,7 @@
 namespace shardflow::train {
 
 ReplicaStrategy::ReplicaStrategy(const StrategyEnv& env) : env_(env) {
-  const TrainerOptions& o = options();
-  spec_ = {o.input_feature, o.task == Task::kClassify ? o.label_feature : "", o.input_shape,
-           o.input_scale};
+  spec_ = options().batch_spec();
 }
 
 ReplicaStrategy::~ReplicaStrategy() = default;

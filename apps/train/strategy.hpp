@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/train/batch_inputs.hpp"
+#include "apps/common/model_batch.hpp"
 #include "apps/train/trainer.hpp"
 #include "comm/communicator.hpp"
 

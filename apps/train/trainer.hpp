@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/common/experiment_config.hpp"
 #include "comm/allreduce.hpp"
 #include "core/checkpoint.hpp"
 #include "core/model.hpp"
@@ -35,20 +36,12 @@
 
 namespace shardflow::train {
 
-enum class Task { kClassify, kReconstruct };
+using apps::BatchSpec;
+using apps::ModelBatch;
+using apps::Task;
 
-struct TrainerOptions {
-  // Model.
-  std::string model_spec = "mlp";   // a preset or a layer spec (core/model.hpp)
-  Shape input_shape = {28, 28, 1};  // per sample
-  ModelOptions model;
-  Task task = Task::kClassify;
-  // Which features of a batch are the input and the label (classify) and how the input is
-  // converted: uint8 inputs are cast to float32 and multiplied by input_scale.
-  std::string input_feature = "image";
-  std::string label_feature = "label";
-  double input_scale = 1.0;
-
+// The model (apps::ModelSetup: spec, input shape, task, features) and how to train it.
+struct TrainerOptions : apps::ModelSetup {
   // Optimisation.
   OptimizerOptions optimizer;
   LrScheduleOptions schedule;

@@ -104,8 +104,7 @@ class TrainingLoop {
   const TrainerOptions& o_;
   const TrainerInputs& inputs_;
   Strategy& strategy_;
-  const BatchSpec spec_{o_.input_feature, o_.task == Task::kClassify ? o_.label_feature : "",
-                        o_.input_shape, o_.input_scale};
+  const BatchSpec spec_ = o_.batch_spec();
   StepPlan plan_;
   std::unique_ptr<pipeline::PipelineIterator> it_;
   std::shared_ptr<pipeline::StepLimitReport> left_out_ =
