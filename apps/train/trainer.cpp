@@ -262,7 +262,7 @@ TrainResult RunTraining(MPI_Comm mpi_comm, const TrainerOptions& o, const Traine
     if (o.checkpoint.dir.empty()) return;
     SF_TRACE_SCOPE("checkpoint");
     AverageBuffers(ctl, model);
-    const std::vector<uint8_t> states = GatherRankStates(it.SaveState(), ctl.raw());
+    const std::vector<uint8_t> states = GatherRankStates(it.SaveState(), ctl);
     if (chief) {
       TrainingState s;
       s.step = steps_done;
