@@ -36,7 +36,7 @@ void DataParallelStrategy::AttachToModel() {
   const TrainerOptions& o = options();
   comm::CommunicatorOptions comm_options;
   comm_options.watchdog = comm::WatchdogOptions{.timeout_seconds = o.watchdog_seconds};
-  grad_comm_ = std::make_unique<comm::Communicator>(world(), comm_options);
+  grad_comm_ = std::make_unique<comm::Communicator>(job().raw(), comm_options);
   Arena<float>& arena = model().arena();
   const std::vector<GradBucket> buckets =
       arena.Buckets(static_cast<size_t>(std::max(1.0, o.bucket_mb * (1 << 20))));

@@ -31,7 +31,8 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
   if (!config.eval.data.files.empty()) {
     inputs.eval = [&] { return pipeline::BuildInputPipeline(config.eval, env.rank(), env.size()); };
   }
-  const TrainResult result = RunTraining(MPI_COMM_WORLD, options, inputs);
+  const comm::Communicator job(comm::Group::kWorld, {.discover_topology = false});
+  const TrainResult result = RunTraining(job, options, inputs);
   if (chief) {
     std::ofstream(config.output + "/summary.json") << SummaryToJson(result.summary).dump(2) << "\n";
     std::fputs(FormatReport(result.summary).c_str(), stdout);

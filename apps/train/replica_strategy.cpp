@@ -136,7 +136,7 @@ void ReplicaStrategy::SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch
   if (o.checkpoint.dir.empty()) return;
   SF_TRACE_SCOPE("checkpoint");
   SyncReplicas();
-  const std::vector<uint8_t> states = GatherRankStates(iterator_state, ctl().raw());
+  const std::vector<uint8_t> states = GatherRankStates(iterator_state, ctl());
   if (ctl().rank() != 0) return;
   TrainingState s;
   s.step = steps_done;

@@ -55,7 +55,7 @@ class ReplicaStrategy : public Strategy {
 
   comm::Communicator& ctl() const { return *env_.ctl; }
   const TrainerOptions& options() const { return *env_.options; }
-  MPI_Comm world() const { return env_.world; }
+  const comm::Communicator& job() const { return *env_.job; }
   Sequential<float>& model() { return *model_; }
   Optimizer& optimizer() { return *optimizer_; }
 

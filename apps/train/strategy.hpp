@@ -36,8 +36,8 @@ namespace shardflow::train {
 
 // What the loop hands every strategy.
 struct StrategyEnv {
-  MPI_Comm world = MPI_COMM_NULL;     // the job's ranks (a strategy may make its own comms)
-  comm::Communicator* ctl = nullptr;  // the loop's control communicator (this thread only)
+  const comm::Communicator* job = nullptr;  // the job's ranks (make your own comms from it)
+  comm::Communicator* ctl = nullptr;        // the loop's control communicator (this thread only)
   const TrainerOptions* options = nullptr;
 };
 

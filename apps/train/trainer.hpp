@@ -17,8 +17,6 @@
 // Testing hook: SHARDFLOW_TEST_FAULT=kill:R:S or hang:R:S (test_fault.hpp).
 #pragma once
 
-#include <mpi.h>
-
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -27,6 +25,7 @@
 
 #include "apps/common/experiment_config.hpp"
 #include "comm/allreduce.hpp"
+#include "comm/communicator.hpp"
 #include "core/checkpoint.hpp"
 #include "core/model.hpp"
 #include "core/optim/lr_schedule.hpp"
@@ -93,9 +92,9 @@ class Strategy;
 struct StrategyEnv;
 using StrategyFactory = std::function<std::unique_ptr<Strategy>(const StrategyEnv&)>;
 
-// Collective over `comm`. The strategy is made by `factory` when given, else the one named by
-// options.strategy. Throws Error on bad options, data errors or communication failures.
-TrainResult RunTraining(MPI_Comm comm, const TrainerOptions& options, const TrainerInputs& inputs,
-                        const StrategyFactory& factory = {});
+// Collective over the ranks of `job`. The strategy is made by `factory` when given, else the one
+// named by options.strategy. Throws Error on bad options, data errors or communication failures.
+TrainResult RunTraining(const comm::Communicator& job, const TrainerOptions& options,
+                        const TrainerInputs& inputs, const StrategyFactory& factory = {});
 
 }  // namespace shardflow::train

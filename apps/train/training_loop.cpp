@@ -276,13 +276,13 @@ void TrainingLoop::Summarize(int64_t steps) {
 
 }  // namespace
 
-TrainResult RunTraining(MPI_Comm mpi_comm, const TrainerOptions& o, const TrainerInputs& inputs,
-                        const StrategyFactory& factory) {
+TrainResult RunTraining(const comm::Communicator& job, const TrainerOptions& o,
+                        const TrainerInputs& inputs, const StrategyFactory& factory) {
   comm::CommunicatorOptions comm_options;
   comm_options.watchdog = comm::WatchdogOptions{.timeout_seconds = o.watchdog_seconds};
-  comm::Communicator ctl(mpi_comm, comm_options);
+  comm::Communicator ctl(job.raw(), comm_options);
   if (o.trace) StartTracing();
-  const StrategyEnv env{.world = mpi_comm, .ctl = &ctl, .options = &o};
+  const StrategyEnv env{.job = &job, .ctl = &ctl, .options = &o};
   std::unique_ptr<Strategy> strategy = factory ? factory(env) : MakeStrategy(o.strategy, env);
   TrainResult result = TrainingLoop(ctl, o, inputs, *strategy).Run();
   if (o.trace && !o.output_dir.empty()) {

@@ -87,7 +87,8 @@ TrainResult Train(const Data& d, const TrainerOptions& o, const StrategyFactory&
     return pipeline::Dataset::FromTensors({{"x", d.x}, {"y", d.y}}).Batch(o.per_rank_batch);
   };
   inputs.eval = [&] { return pipeline::Dataset::FromTensors({{"x", d.x}, {"y", d.y}}).Batch(16); };
-  return RunTraining(MPI_COMM_WORLD, o, inputs, factory);
+  const comm::Communicator job(comm::Group::kWorld);
+  return RunTraining(job, o, inputs, factory);
 }
 
 double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
