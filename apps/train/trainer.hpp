@@ -27,11 +27,11 @@
 #include <string>
 
 #include "comm/allreduce.hpp"
-#include "core/checkpoint.hpp"
 #include "core/model.hpp"
 #include "core/optim/lr_schedule.hpp"
 #include "core/optim/optimizer.hpp"
 #include "core/run_report.hpp"
+#include "io/checkpoint.hpp"
 #include "io/pipeline/dataset.hpp"
 
 namespace shardflow::train {
