@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "io/checkpoint.hpp"
@@ -174,6 +175,24 @@ TEST(CollectiveCheckpoint, DifferentModelsAreAnErrorOnEveryRank) {
     what = e.what();
   }
   EXPECT_THAT(what, HasSubstr("rank 1's model has"));
+}
+
+TEST(CollectiveCheckpoint, ADirectoryRankZeroCannotCreateIsAnErrorOnEveryRank) {
+  SharedScratch dir("ckpt_nodir");
+  if (Rank() == 0) std::ofstream(dir / "file") << "not a directory";
+  MPI_Barrier(MPI_COMM_WORLD);
+  Fixture f;
+  try {
+    SaveCheckpointCollective({.dir = dir / "file/sub"}, MPI_COMM_WORLD, f.model, f.opt.get(),
+                             f.state, UnevenSlices(f.model.arena().size()));
+    ADD_FAILURE() << "the save succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo) << e.what();
+    EXPECT_THAT(e.what(), HasSubstr("cannot create checkpoint directory"));
+    if (Rank() != 0) {
+      EXPECT_THAT(e.what(), HasSubstr("rank 0 failed"));
+    }
+  }
 }
 
 }  // namespace
