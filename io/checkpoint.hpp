@@ -10,7 +10,7 @@
 //   /state/iterator            uint8 blob: the input pipeline's iterator state (opaque here)
 //   /state/rng                 uint64 words of random-number state (opaque here)
 //   /config                    the resolved config text (a string dataset)
-//   root attributes            format, version, step, epoch, seed, model_spec,
+//   root attributes            format, version, step, epoch, seed, model_spec, input_shape,
 //                              num_params, arena_size, params_crc32 (CRC-32 of the arena bytes)
 // Every non-empty dataset is chunked with the Fletcher-32 filter and the file uses the HDF5
 // 1.8+ format (checksummed metadata), so flipped bytes are detected on read; the parameter
@@ -19,7 +19,9 @@
 // Two writers produce the same file content: SaveCheckpoint (one process writes the whole
 // arena) and SaveCheckpointCollective (every rank of a communicator writes the slices of the
 // arena and of each optimizer slot it owns, through MPI-IO, for model-parallel and
-// parameter-server runs). Loading does not know which wrote a file.
+// parameter-server runs). Loading does not know which wrote a file. (The one difference is
+// below the content: parallel HDF5 allocates a collective file's chunks when the dataset is
+// created, the serial library when it is first written.)
 //
 // Writes are atomic: the file is written under a temporary name, fsync'ed, renamed to
 // <dir>/<prefix>-<step, 9 digits>.h5 and the directory fsync'ed, so a crash leaves either the
