@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
-#include "core/checkpoint.hpp"
 #include "core/error.hpp"
+#include "io/checkpoint.hpp"
 
 namespace shardflow::predict {
 

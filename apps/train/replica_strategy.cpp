@@ -3,12 +3,12 @@
 #include "apps/train/rank_states.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/collectives.hpp"
-#include "core/checkpoint.hpp"
 #include "core/logging.hpp"
 #include "core/loss.hpp"
 #include "core/metrics.hpp"
 #include "core/optim/clip.hpp"
 #include "core/trace.hpp"
+#include "io/checkpoint.hpp"
 
 namespace shardflow::train {
 

@@ -26,11 +26,11 @@
 #include "apps/common/experiment_config.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/communicator.hpp"
-#include "core/checkpoint.hpp"
 #include "core/model.hpp"
 #include "core/optim/lr_schedule.hpp"
 #include "core/optim/optimizer.hpp"
 #include "core/run_report.hpp"
+#include "io/checkpoint.hpp"
 #include "io/pipeline/dataset.hpp"
 
 namespace shardflow::train {
