@@ -6,7 +6,7 @@ set -eu
 seconds=${1:-20}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build-fuzz
-fixtures=$root/../shared/fixtures/tfrecord
+fixtures=$root/tests/fixtures/tfrecord
 san="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSHARDFLOW_FUZZ=ON -DSHARDFLOW_CUDA=OFF \
