@@ -25,6 +25,7 @@ for f in "$fixtures"/*.tfrecord "$fixtures"/*.gz "$fixtures"/*.zlib; do
   { printf "$mode"; head -c 65536 "$f"; } > "$corpus/reader/seed$i"; i=$((i + 1))
   { printf '\004'; head -c 65536 "$f"; } > "$corpus/reader/seed$i"; i=$((i + 1))
 done
+[ "$i" -gt 0 ] || { echo "run_fuzzers: no TFRecord fixtures to seed from in $fixtures"; exit 1; }
 /usr/bin/python3 - "$fixtures" "$corpus/example" <<'PY'
 import glob, os, struct, sys
 n = 0
