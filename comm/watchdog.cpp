@@ -89,8 +89,9 @@ void Watchdog::Run() {
   const auto poll = std::chrono::duration<double>(options_.poll_seconds);
   const auto timeout_ns = static_cast<int64_t>(options_.timeout_seconds * 1e9);
   MutexLock lock(mutex_);
-  // A wake-up before the poll interval (spurious, or the stop) just polls early.
-  while (!stop_ && (wake_.WaitFor(mutex_, poll), !stop_)) {
+  while (!stop_) {
+    wake_.WaitFor(mutex_, poll);  // a spurious wake-up just polls early
+    if (stop_) break;
     if (can_query_) AnswerQueries();
     const uint64_t entered = entered_.load(std::memory_order_acquire);
     if (entered == completed_.load(std::memory_order_acquire)) continue;
