@@ -167,7 +167,7 @@ std::vector<uint64_t> TFRecordSource::RecordOffsets(size_t file_index) const {
   const std::string key =
       info.name + "|" + std::to_string(info.size_bytes) + "|" + std::to_string(info.mtime_ns);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = offsets_cache_.find(key);
     if (it != offsets_cache_.end()) return *it->second;
   }
@@ -183,7 +183,7 @@ std::vector<uint64_t> TFRecordSource::RecordOffsets(size_t file_index) const {
     while (reader.Next(&r)) offsets.push_back(r.offset);
   }
   auto shared = std::make_shared<const std::vector<uint64_t>>(std::move(offsets));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   offsets_cache_[key] = shared;
   return *shared;
 }

@@ -19,10 +19,10 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/thread_annotations.hpp"
 #include "io/compression.hpp"
 #include "io/pipeline/record_source.hpp"
 #include "io/pipeline/sources/record_index.hpp"
@@ -54,8 +54,9 @@ class TFRecordSource : public RecordSource, public RecordIndex {
   std::vector<FileInfo> files_;
   TFRecordSourceOptions options_;
   bool all_uncompressed_ = true;
-  mutable std::mutex mu_;
-  mutable std::map<std::string, std::shared_ptr<const std::vector<uint64_t>>> offsets_cache_;
+  mutable Mutex mu_;
+  mutable std::map<std::string, std::shared_ptr<const std::vector<uint64_t>>> offsets_cache_
+      GUARDED_BY(mu_);
 };
 
 }  // namespace shardflow::pipeline
