@@ -14,7 +14,6 @@
 #include "tests/io/poison_checkpoint.hpp"
 #include "tests/support/test_paths.hpp"
 
-
 namespace shardflow {
 namespace {
 
