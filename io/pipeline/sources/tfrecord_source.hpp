@@ -60,11 +60,12 @@ class TFRecordSource : public RecordSource, public RecordIndex {
   static io::Compression CompressionFor(const std::string& path, io::Compression option);
 
  private:
+  // Shared with the readers (they may outlive a pass); atomic: readers run on several threads.
+  std::shared_ptr<std::atomic<int64_t>> nonfinite_skipped_ =
+      std::make_shared<std::atomic<int64_t>>(0);
   std::vector<FileInfo> files_;
   TFRecordSourceOptions options_;
   bool all_uncompressed_ = true;
-  std::shared_ptr<std::atomic<int64_t>> nonfinite_skipped_ =
-      std::make_shared<std::atomic<int64_t>>(0);
   mutable std::mutex mu_;
   mutable std::map<std::string, std::shared_ptr<const std::vector<uint64_t>>> offsets_cache_;
 };
