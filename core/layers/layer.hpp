@@ -124,7 +124,9 @@ class Layer {
 };
 
 // Returns `buf` if it already has this dtype and shape (and owns its storage), else a fresh
-// zero-filled tensor stored into `buf`. Layers use it to keep output buffers across steps.
+// zero-filled CPU tensor stored into `buf`. Layers use it to keep the buffers of a LayerState
+// across steps (no allocation per step once the shapes settle). A device backend will need its
+// allocator here.
 inline Tensor& ReuseBuffer(Tensor& buf, DType dtype, const Shape& shape) {
   if (!buf.owns_storage() || buf.dtype() != dtype || buf.shape() != shape) {
     buf = Tensor(dtype, shape);
