@@ -1,39 +1,79 @@
 #!/usr/bin/env bash
 # Set-up, build, and the whole test suite: CTest on the release build (unit, MPI and
-# integration tests), then the unit tests again under AddressSanitizer + UBSan.
+# integration tests), then the unit tests again under AddressSanitizer + UBSan, then
+# scripts/tsan_tests.sh when present and executable (ThreadSanitizer; it gets the same extra
+# ctest args), then bounded fuzzing. Every phase prints its wall time when it ends
+# ("== tests (release) done in 4m12s"); the last line says passed or FAILED and repeats them
+# with the total: "test.sh: all tests passed; setup 0m01s, ..., fuzzing 0m52s, total 21m40s".
 # Exit status non-zero if anything failed. Usage: ./test.sh [extra ctest args, e.g. -R tfrecord]
 set -uo pipefail
-cd "$(dirname "$0")"
+cd "$(dirname "$0")" || exit 1
 jobs=$(nproc)
 
-scripts/setup.sh || exit 1
+start=$SECONDS
+phase="" phase_start=0
+phase_times=()
+mins() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+begin() {  # begin NAME [DETAIL]: prints "== NAME: DETAIL" and starts NAME's clock
+  phase=$1 phase_start=$SECONDS
+  echo "== $1${2:+: $2}"
+}
+end() {  # end: prints and records the wall time of the phase begun last
+  local took=$((SECONDS - phase_start))
+  echo "== $phase done in $(mins $took)"
+  phase_times+=("$phase $(mins $took)")
+}
+finish() {  # finish STATUS MESSAGE: the summary line with every phase's time, then exit STATUS
+  local list
+  list=$(printf '%s, ' "${phase_times[@]}")
+  echo "test.sh: $2; ${list}total $(mins $((SECONDS - start)))"
+  exit "$1"
+}
 
-echo "== build (release)"
+begin setup
+scripts/setup.sh || { end; finish 1 "FAILED (setup)"; }
+end
+
+begin "build (release)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >build-configure.log 2>&1 \
-  || { cat build-configure.log; exit 1; }
-cmake --build build -j "$jobs" || exit 1
+  || { cat build-configure.log; end; finish 1 "FAILED (configure, release)"; }
+cmake --build build -j "$jobs" || { end; finish 1 "FAILED (build, release)"; }
+end
 
-echo "== tests (release)"
+begin "tests (release)"
 ctest --test-dir build -j "$jobs" --output-on-failure --timeout 300 "$@"
 release_rc=$?
+end
 
-echo "== build (address + undefined sanitizers, unit tests)"
+begin "build (asan)" "address + undefined sanitizers, unit tests"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
   -DSHARDFLOW_SANITIZE=address -DSHARDFLOW_UNIT_TESTS_ONLY=ON -DSHARDFLOW_CUDA=OFF \
-  >build-asan-configure.log 2>&1 || { cat build-asan-configure.log; exit 1; }
-cmake --build build-asan -j "$jobs" || exit 1
+  >build-asan-configure.log 2>&1 \
+  || { cat build-asan-configure.log; end; finish 1 "FAILED (configure, asan)"; }
+cmake --build build-asan -j "$jobs" || { end; finish 1 "FAILED (build, asan)"; }
+end
 
-echo "== tests (address + undefined sanitizers)"
+begin "tests (asan)" "address + undefined sanitizers"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan -j "$jobs" -L unit --output-on-failure --timeout 600 "$@"
 asan_rc=$?
+end
 
-echo "== fuzzing (libFuzzer, address + undefined sanitizers, bounded time per target)"
+tsan_rc=0 tsan_note=""
+if [ -x scripts/tsan_tests.sh ]; then
+  begin "tests (tsan)" "thread sanitizer, scripts/tsan_tests.sh"
+  scripts/tsan_tests.sh "$@"
+  tsan_rc=$?
+  tsan_note=", tsan exit $tsan_rc"
+  end
+fi
+
+begin fuzzing "libFuzzer, address + undefined sanitizers, bounded time per target"
 tests/fuzz/run_fuzzers.sh 20
 fuzz_rc=$?
+end
 
-if [ $release_rc -ne 0 ] || [ $asan_rc -ne 0 ] || [ $fuzz_rc -ne 0 ]; then
-  echo "test.sh: FAILED (release ctest exit $release_rc, sanitizer ctest exit $asan_rc, fuzzing exit $fuzz_rc)"
-  exit 1
+if [ $release_rc -ne 0 ] || [ $asan_rc -ne 0 ] || [ $tsan_rc -ne 0 ] || [ $fuzz_rc -ne 0 ]; then
+  finish 1 "FAILED (release ctest exit $release_rc, sanitizer ctest exit $asan_rc$tsan_note, fuzzing exit $fuzz_rc)"
 fi
-echo "test.sh: all tests passed"
+finish 0 "all tests passed"

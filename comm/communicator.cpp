@@ -15,6 +15,15 @@ Communicator::Communicator(MPI_Comm comm, const CommunicatorOptions& options) {
   Init(options);
 }
 
+namespace {
+
+MPI_Comm Predefined(Group group) { return group == Group::kWorld ? MPI_COMM_WORLD : MPI_COMM_SELF; }
+
+}  // namespace
+
+Communicator::Communicator(Group group, const CommunicatorOptions& options)
+    : Communicator(Predefined(group), options) {}
+
 // Takes ownership of an already private communicator (from MPI_Comm_split).
 Communicator::Communicator(MPI_Comm dup_owned, const CommunicatorOptions& options, bool) {
   comm_ = dup_owned;
@@ -96,7 +105,9 @@ void Communicator::PostSend(const void* data, size_t count, MPI_Datatype type, s
   ForEachPiece(data, count, elem_bytes, max_message_count_, [&](const char* p, int n) {
     MPI_Request request;
     SF_CHECK_MPI(MPI_Isend(p, n, type, dest, tag, comm_, &request));
-    requests.push_back(request);
+    requests.Add(
+        request,
+        {.is_send = true, .peer = dest, .tag = tag, .bytes = static_cast<size_t>(n) * elem_bytes});
   });
 }
 
@@ -105,21 +116,36 @@ void Communicator::PostRecv(void* data, size_t count, MPI_Datatype type, size_t 
   ForEachPiece(data, count, elem_bytes, max_message_count_, [&](char* p, int n) {
     MPI_Request request;
     SF_CHECK_MPI(MPI_Irecv(p, n, type, source, tag, comm_, &request));
-    requests.push_back(request);
+    requests.Add(request, {.is_send = false,
+                           .peer = source,
+                           .tag = tag,
+                           .bytes = static_cast<size_t>(n) * elem_bytes});
   });
 }
 
 void Communicator::WaitAll(RequestList& requests) const {
   if (requests.empty()) return;
-  SF_CHECK_MPI(
-      MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
-  requests.clear();
+  if (watchdog_ != nullptr && !watchdog_->in_collective()) {
+    // Clear the list whatever happens: WaitPointToPoint completes or abandons every request.
+    struct ClearOnExit {
+      RequestList& list;
+      ~ClearOnExit() { list.Clear(); }
+    } clear{requests};
+    WaitPointToPoint(requests.requests_, requests.ops_, watchdog_->timeout_seconds(), rank_);
+    return;
+  }
+  SF_CHECK_MPI(MPI_Waitall(static_cast<int>(requests.requests_.size()), requests.requests_.data(),
+                           MPI_STATUSES_IGNORE));
+  requests.Clear();
 }
 
 void Communicator::SendRecv(const void* send, size_t send_count, int dest, void* recv,
                             size_t recv_count, int source, MPI_Datatype type, size_t elem_bytes,
                             int tag) const {
-  if (send_count <= max_message_count_ && recv_count <= max_message_count_) {
+  // Unguarded (no watchdog, or inside a collective) and in one piece: the library's own
+  // combined call. Otherwise pieces and a guarded wait.
+  const bool guarded = watchdog_ != nullptr && !watchdog_->in_collective();
+  if (!guarded && send_count <= max_message_count_ && recv_count <= max_message_count_) {
     SF_CHECK_MPI(MPI_Sendrecv(send, static_cast<int>(send_count), type, dest, tag, recv,
                               static_cast<int>(recv_count), type, source, tag, comm_,
                               MPI_STATUS_IGNORE));

@@ -7,7 +7,7 @@
 // is sent as several pieces of at most max_message_count elements (message_pieces.hpp), never
 // cast.
 //
-//   Communicator comm(MPI_COMM_WORLD, {.watchdog = {.timeout_seconds = 120}});
+//   Communicator comm(Group::kWorld, {.watchdog = WatchdogOptions{.timeout_seconds = 120}});
 //   Allreduce(comm, grads.data(), grads.size(), {.mode = ReduceMode::kAverage});
 //
 // Thread-safety: construction, Split and destruction are collective over the ranks involved.
@@ -37,21 +37,48 @@ struct CommunicatorOptions {
   // > 0: pretend each node holds this many consecutive ranks (tests of hierarchical
   // algorithms on one machine). 0: the real topology.
   int emulated_ranks_per_node = 0;
-  // The collective watchdog; nullopt disables it.
+  // The watchdog of collectives and point-to-point waits; nullopt disables it.
   std::optional<WatchdogOptions> watchdog = WatchdogOptions{};
   // Largest count of one MPI message. Only tests lower it (to exercise the splitting).
   // REQUIRES: 0 < max_message_count <= kMpiMaxCount.
   size_t max_message_count = kMpiMaxCount;
 };
 
-// Outstanding non-blocking operations; WaitAll completes them.
-using RequestList = std::vector<MPI_Request>;
+// Outstanding non-blocking operations of one Communicator; WaitAll completes them. Each request
+// keeps its peer, tag and size so that a wait that times out can say what it was waiting for.
+class RequestList {
+ public:
+  bool empty() const { return requests_.empty(); }
+  size_t size() const { return requests_.size(); }
+
+ private:
+  friend class Communicator;
+  void Add(MPI_Request request, const PointToPoint& op) {
+    requests_.push_back(request);
+    ops_.push_back(op);
+  }
+  void Clear() {
+    requests_.clear();
+    ops_.clear();
+  }
+  std::vector<MPI_Request> requests_;
+  std::vector<PointToPoint> ops_;
+};
+
+// Which predefined group of processes a Communicator duplicates.
+enum class Group {
+  kWorld,  // every rank of the job
+  kSelf,   // this rank alone (serial file access, single-rank helpers)
+};
 
 class Communicator {
  public:
   // Collective over `comm`: dups it (the caller keeps ownership of `comm`).
   // Throws Error(kCommunication) on an MPI failure, Error(kInvalidArgument) on bad options.
   explicit Communicator(MPI_Comm comm, const CommunicatorOptions& options = {});
+  // Collective over the group's ranks: the same, for the job's world or this rank alone, so that
+  // apps never name MPI's predefined communicators.
+  explicit Communicator(Group group, const CommunicatorOptions& options = {});
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -87,9 +114,13 @@ class Communicator {
                 int tag, RequestList& requests) const;
   void PostRecv(void* data, size_t count, MPI_Datatype type, size_t elem_bytes, int source, int tag,
                 RequestList& requests) const;
-  // Completes and clears `requests`.
+  // Completes and clears `requests`. Outside a collective, with a watchdog, the wait is
+  // guarded: not complete within the watchdog timeout, it cancels what it can and throws
+  // Error(kCommunication) naming the operation, the peer rank and the seconds waited
+  // (WaitPointToPoint). Inside a collective the collective watchdog covers it.
   void WaitAll(RequestList& requests) const;
-  // Sends to dest and receives from source at once (both may be the same rank).
+  // Sends to dest and receives from source at once (both may be the same rank); guarded as
+  // WaitAll.
   void SendRecv(const void* send, size_t send_count, int dest, void* recv, size_t recv_count,
                 int source, MPI_Datatype type, size_t elem_bytes, int tag) const;
 

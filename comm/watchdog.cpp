@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <thread>
 #include <vector>
 
 #include "core/check_mpi.hpp"
@@ -161,6 +162,82 @@ std::string Watchdog::Describe(uint64_t collective, const char* op, size_t bytes
   out += "; joined and waiting: " + RankList(waiting);
   out += "; no answer (dead or stuck outside MPI): " + RankList(no_answer);
   return out;
+}
+
+}  // namespace shardflow::comm
+
+namespace shardflow::comm {
+namespace {
+
+// A wait spins (polls back to back) this long before it starts napping: short transfers keep
+// MPI's latency, long ones stop burning a core that a busy neighbour rank may need.
+constexpr int64_t kSpinNs = 2'000'000;
+constexpr auto kNap = std::chrono::microseconds(50);
+
+// After a timeout: completes what has completed, cancels incomplete receives (a cancelled
+// receive completes locally) and releases incomplete sends. Returns the index of the first
+// request that was not complete (requests.size() when all were).
+size_t AbandonRequests(std::vector<MPI_Request>& requests, const std::vector<PointToPoint>& ops,
+                       size_t* pending) {
+  size_t first = requests.size();
+  *pending = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i] == MPI_REQUEST_NULL) continue;
+    int done = 0;
+    MPI_Request_get_status(requests[i], &done, MPI_STATUS_IGNORE);
+    if (done) {
+      MPI_Wait(&requests[i], MPI_STATUS_IGNORE);
+      continue;
+    }
+    ++*pending;
+    if (first == requests.size()) first = i;
+    if (ops[i].is_send) {
+      MPI_Request_free(&requests[i]);
+    } else {
+      MPI_Cancel(&requests[i]);
+      MPI_Wait(&requests[i], MPI_STATUS_IGNORE);
+    }
+  }
+  return first;
+}
+
+}  // namespace
+
+std::string DescribePointToPointTimeout(const PointToPoint& op, double timeout_seconds,
+                                        double waited_seconds, int rank, size_t pending,
+                                        size_t total) {
+  char line[320];
+  std::snprintf(line, sizeof(line),
+                "watchdog: %s of %zu bytes %s rank %d (tag %d) did not complete within %.1f s "
+                "(waited %.2f s on rank %d; %zu of %zu requests pending)",
+                op.is_send ? "send" : "receive", op.bytes, op.is_send ? "to" : "from", op.peer,
+                op.tag, timeout_seconds, waited_seconds, rank, pending, total);
+  return line;
+}
+
+void WaitPointToPoint(std::vector<MPI_Request>& requests, const std::vector<PointToPoint>& ops,
+                      double timeout_seconds, int rank) {
+  const int64_t start = NowNs();
+  const int64_t timeout_ns = static_cast<int64_t>(timeout_seconds * 1e9);
+  const int n = static_cast<int>(requests.size());
+  for (;;) {
+    int done = 0;
+    SF_CHECK_MPI(MPI_Testall(n, requests.data(), &done, MPI_STATUSES_IGNORE));
+    if (done) return;
+    const int64_t waited = NowNs() - start;
+    if (waited >= timeout_ns) break;
+    if (waited > kSpinNs) std::this_thread::sleep_for(kNap);
+  }
+  const double waited_seconds = static_cast<double>(NowNs() - start) * 1e-9;
+  size_t pending = 0;
+  const size_t first = AbandonRequests(requests, ops, &pending);
+  const size_t total = requests.size();
+  requests.clear();
+  if (first == total) return;  // everything completed while the requests were examined
+  throw Error(ErrorCode::kCommunication,
+              DescribePointToPointTimeout(ops[first], timeout_seconds, waited_seconds, rank,
+                                          pending, total),
+              {.rank = rank});
 }
 
 }  // namespace shardflow::comm

@@ -1,5 +1,7 @@
-// Collective watchdog: turns a hung collective into a clear error instead of a silent hang.
+// Watchdog: turns a hung collective or point-to-point wait into a clear error instead of a
+// silent hang.
 //
+// Collectives:
 // Every collective a Communicator runs is bracketed by Begin(op, bytes) / End(). The fast path
 // is two relaxed atomic stores and a clock read per collective; no message is sent. A background
 // thread wakes every `poll_seconds` and
@@ -16,8 +18,19 @@
 //
 // Thread-safety: Begin/End are called by the one thread that issues this communicator's
 // collectives. Construction and destruction are collective over `comm` (they dup and free a
-// communicator) and must happen before MPI_Finalize. Querying other ranks needs
-// MPI_THREAD_MULTIPLE; with less, the watchdog still times out and aborts, with only its own view.
+// communicator) and must happen before MPI finalisation. Querying other ranks needs full thread
+// support (MPI's THREAD_MULTIPLE level); with less, the watchdog still times out and aborts,
+// with only its own view.
+//
+// Point-to-point: a wait outside any collective (Communicator::WaitAll, SendRecv) is not
+// watched by the thread; WaitPointToPoint polls the requests itself and, when they are not done
+// within the same timeout, cancels what it can and throws Error(kCommunication) with one line
+// such as
+//   watchdog: receive of 8 bytes from rank 1 (tag 7) did not complete within 0.5 s (waited
+//   0.50 s on rank 0; 1 of 1 requests pending)
+// so the caller can fail cleanly. Waits inside a collective are left to the collective watchdog,
+// whose report names the collective and every rank's progress. WaitPointToPoint is
+// thread-compatible: concurrent calls on different request lists are fine.
 #pragma once
 
 #include <mpi.h>
@@ -38,7 +51,7 @@ struct WatchdogOptions {
   // A collective running longer than this ends the job. Must be > 0.
   double timeout_seconds = 300.0;
   // How often the thread checks the running collective and answers queries. Smaller reacts
-  // faster to a query; each wake-up costs one MPI_Iprobe.
+  // faster to a query; each wake-up costs one probe for queries.
   double poll_seconds = 0.05;
   // How long a timed-out rank waits for the other ranks' answers before reporting.
   double reply_seconds = 1.0;
@@ -60,6 +73,9 @@ class Watchdog {
 
   uint64_t entered() const { return entered_.load(std::memory_order_relaxed); }
   uint64_t completed() const { return completed_.load(std::memory_order_relaxed); }
+  // True between Begin and End (read by the thread that calls them).
+  bool in_collective() const { return entered() != completed(); }
+  double timeout_seconds() const { return options_.timeout_seconds; }
 
   // The report a timeout produces, given each other rank's answer; exposed for tests.
   // progress[i] = {entered, completed} of rank i, or {-1, -1} when rank i did not answer
@@ -90,6 +106,29 @@ class Watchdog {
   bool stop_ = false;
   std::thread thread_;
 };
+
+// One outstanding point-to-point request, as a timed-out wait reports it.
+struct PointToPoint {
+  bool is_send = false;
+  int peer = 0;
+  int tag = 0;
+  size_t bytes = 0;
+};
+
+// Completes every request in `requests` (ops[i] describes requests[i]) by polling: it spins for
+// a short while, then naps between polls so a long wait does not hold a core. When they are not
+// all complete after `timeout_seconds`, completes or cancels each request and throws
+// Error(kCommunication) naming the first incomplete operation, its peer and the seconds waited.
+// A cancelled receive never writes its buffer afterwards; an unfinished send is released to
+// MPI, which may still read its buffer (the job is expected to end on the error).
+// REQUIRES: ops.size() == requests.size(); timeout_seconds > 0.
+void WaitPointToPoint(std::vector<MPI_Request>& requests, const std::vector<PointToPoint>& ops,
+                      double timeout_seconds, int rank);
+
+// The line WaitPointToPoint throws; exposed for tests.
+std::string DescribePointToPointTimeout(const PointToPoint& op, double timeout_seconds,
+                                        double waited_seconds, int rank, size_t pending,
+                                        size_t total);
 
 // RAII Begin/End; a null watchdog does nothing.
 class CollectiveScope {

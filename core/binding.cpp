@@ -9,8 +9,6 @@
 #include <set>
 #include <sstream>
 
-#include "core/check_mpi.hpp"
-
 namespace shardflow {
 
 Binding CurrentBinding(int rank, int local_rank) {
@@ -32,15 +30,15 @@ Binding CurrentBinding(int rank, int local_rank) {
   return b;
 }
 
-namespace {
-
 // Wire form: "rank\thost\tlocal_rank\tgpu\tcores" (host names and GPU lists hold no tabs).
-std::string Serialize(const Binding& b) {
+std::string SerializeBinding(const Binding& b) {
   std::ostringstream out;
   out << b.rank << '\t' << b.host << '\t' << b.local_rank << '\t' << b.gpu << '\t'
       << FormatCoreList(b.cores);
   return out.str();
 }
+
+namespace {
 
 std::vector<int> ParseCoreList(const std::string& text) {
   std::vector<int> cores;
@@ -56,7 +54,9 @@ std::vector<int> ParseCoreList(const std::string& text) {
   return cores;
 }
 
-Binding Deserialize(const std::string& text) {
+}  // namespace
+
+Binding ParseBinding(const std::string& text) {
   std::istringstream in(text);
   std::string rank, local_rank, cores;
   Binding b;
@@ -69,32 +69,6 @@ Binding Deserialize(const std::string& text) {
   b.local_rank = std::atoi(local_rank.c_str());
   b.cores = ParseCoreList(cores);
   return b;
-}
-
-}  // namespace
-
-std::vector<Binding> GatherBindings(const Binding& mine, MPI_Comm comm) {
-  int rank = 0, size = 1;
-  SF_CHECK_MPI(MPI_Comm_rank(comm, &rank));
-  SF_CHECK_MPI(MPI_Comm_size(comm, &size));
-  const std::string text = Serialize(mine);
-  int length = static_cast<int>(text.size());
-  std::vector<int> lengths(rank == 0 ? size : 0);
-  SF_CHECK_MPI(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm));
-  std::vector<int> displs(lengths.size());
-  int total = 0;
-  for (size_t i = 0; i < lengths.size(); ++i) {
-    displs[i] = total;
-    total += lengths[i];
-  }
-  std::string all(static_cast<size_t>(total), '\0');
-  SF_CHECK_MPI(MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), displs.data(),
-                           MPI_CHAR, 0, comm));
-  std::vector<Binding> out;
-  for (size_t i = 0; i < lengths.size(); ++i) {
-    out.push_back(Deserialize(all.substr(displs[i], lengths[i])));
-  }
-  return out;
 }
 
 std::string FormatCoreList(const std::vector<int>& cores) {

@@ -3,10 +3,10 @@
 // slurm/launch.sh binds each local rank to its own GPU and contiguous cores, then sets
 // SHARDFLOW_BINDING_REPORT=1 (and SHARDFLOW_BINDING_CHECK=1 with --check). RunMain reads them
 // at start: rank 0 prints one table; with the check, two ranks of one host sharing a GPU or a
-// core are an error reported once, before any work starts.
+// core are an error reported once, before any work starts. The gather itself lives with the
+// MPI bootstrap (core/mpi_env.cpp); this file is plain data and text.
+// Thread-safety: every function is thread-compatible (no shared state).
 #pragma once
-
-#include <mpi.h>
 
 #include <string>
 #include <vector>
@@ -24,9 +24,10 @@ struct Binding {
 // This process's binding.
 Binding CurrentBinding(int rank, int local_rank);
 
-// Every rank's binding, in rank order, on rank 0 (other ranks get an empty vector).
-// Collective over `comm`.
-std::vector<Binding> GatherBindings(const Binding& mine, MPI_Comm comm);
+// One line of text that ParseBinding turns back into the same Binding (what ranks send to
+// rank 0 for the table).
+std::string SerializeBinding(const Binding& binding);
+Binding ParseBinding(const std::string& text);
 
 // "0-3,8,10-11"
 std::string FormatCoreList(const std::vector<int>& cores);

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -82,8 +83,17 @@ template <typename T>
 requires std::is_floating_point_v<T>
 struct ValueCodec<T> {
   static std::string TypeName() { return std::is_same_v<T, float> ? "float" : "double"; }
+  // NaN and infinities are refused: no key of a run is meaningful with them, and an infinite
+  // learning rate would otherwise train to NaN without a word.
   static bool Parse(std::string_view text, T* out, std::string* why) {
-    return config_detail::ParseNumber(text, out, why);
+    T value{};
+    if (!config_detail::ParseNumber(text, &value, why)) return false;
+    if (!std::isfinite(value)) {
+      if (why != nullptr) *why = "not a finite number";
+      return false;
+    }
+    *out = value;
+    return true;
   }
   static std::string Render(const T& value) { return config_detail::RenderNumber(value); }
 };

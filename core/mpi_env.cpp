@@ -2,12 +2,15 @@
 
 #include <unistd.h>
 
+#include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <memory>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "core/binding.hpp"
 #include "core/check_hdf5.hpp"
@@ -81,6 +84,35 @@ std::pair<std::string, int> DescribeCurrentException() {
   }
 }
 
+// Every rank's binding, in rank order, on rank 0 (empty elsewhere). Collective over the world.
+// Lengths travel as 64-bit values; a total beyond the int counts of the library's variable
+// gather is refused before anything is cast.
+std::vector<Binding> GatherBindings(const Binding& mine, int rank, int size) {
+  const std::string text = SerializeBinding(mine);
+  const uint64_t length = text.size();
+  std::vector<uint64_t> lengths(rank == 0 ? static_cast<size_t>(size) : 0);
+  SF_CHECK_MPI(
+      MPI_Gather(&length, 1, MPI_UINT64_T, lengths.data(), 1, MPI_UINT64_T, 0, MPI_COMM_WORLD));
+  uint64_t total = 0;
+  for (uint64_t l : lengths) total += l;
+  if (length > INT_MAX || total > INT_MAX) {
+    throw Error(ErrorCode::kInvalidArgument, "binding descriptions exceed 2 GiB", {.rank = rank});
+  }
+  std::vector<int> counts(lengths.size()), displs(lengths.size());
+  for (size_t i = 0, at = 0; i < lengths.size(); at += lengths[i], ++i) {
+    counts[i] = static_cast<int>(lengths[i]);
+    displs[i] = static_cast<int>(at);
+  }
+  std::string all(static_cast<size_t>(total), '\0');
+  SF_CHECK_MPI(MPI_Gatherv(text.data(), static_cast<int>(length), MPI_CHAR, all.data(),
+                           counts.data(), displs.data(), MPI_CHAR, 0, MPI_COMM_WORLD));
+  std::vector<Binding> out;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    out.push_back(ParseBinding(all.substr(static_cast<size_t>(displs[i]), lengths[i])));
+  }
+  return out;
+}
+
 bool EnvironmentFlag(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' && std::string(value) != "0";
@@ -93,7 +125,7 @@ void ReportBinding(const MpiEnvironment& env) {
   const bool check = EnvironmentFlag("SHARDFLOW_BINDING_CHECK");
   if (!report && !check) return;
   const auto bindings =
-      GatherBindings(CurrentBinding(env.rank(), env.local_rank()), MPI_COMM_WORLD);
+      GatherBindings(CurrentBinding(env.rank(), env.local_rank()), env.rank(), env.size());
   std::string conflicts;
   if (env.rank() == 0) {
     if (report) std::fputs(FormatBindingTable(bindings).c_str(), stdout), std::fflush(stdout);
@@ -172,4 +204,24 @@ int RunMain(int argc, char** argv, const std::function<void(MpiEnvironment&)>& p
   }
 }
 
+namespace internal {
+
+// SF_CHECK_MPI's failure path (core/check_mpi.hpp): it lives here so that the MPI bootstrap is
+// the one file of core that names MPI.
+static_assert(MPI_SUCCESS == 0, "SF_CHECK_MPI compares against 0");
+
+void ThrowMpiError(int rc, const char* call, const char* file, int line) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  if (MPI_Error_string(rc, text, &length) != MPI_SUCCESS) {
+    std::snprintf(text, sizeof(text), "MPI error code %d", rc);
+  }
+  ErrorContext ctx;
+  if (WorldRank() >= 0) ctx.rank = WorldRank();
+  throw Error(ErrorCode::kCommunication,
+              std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " + text,
+              std::move(ctx));
+}
+
+}  // namespace internal
 }  // namespace shardflow

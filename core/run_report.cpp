@@ -63,6 +63,7 @@ Verdict Diagnose(const StepTimeTotals& t, const TuningContext& ctx, double thres
 
 nlohmann::json SummaryToJson(const RunSummary& s) {
   nlohmann::json j;
+  if (!s.strategy.empty()) j["strategy"] = s.strategy;
   j["ranks"] = s.ranks;
   j["per_rank_batch"] = s.per_rank_batch;
   j["global_batch"] = s.global_batch;
@@ -90,6 +91,7 @@ std::string FormatReport(const RunSummary& s) {
                 static_cast<long long>(s.per_rank_batch), static_cast<long long>(s.global_batch),
                 static_cast<long long>(s.epochs), static_cast<long long>(s.steps));
   out << line;
+  if (!s.strategy.empty()) out << "strategy        " << s.strategy << "\n";
   if (s.test_accuracy) {
     std::snprintf(line, sizeof(line), "test accuracy   %.4f\n", *s.test_accuracy);
     out << line;

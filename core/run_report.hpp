@@ -52,6 +52,7 @@ struct Verdict {
 Verdict Diagnose(const StepTimeTotals& t, const TuningContext& ctx, double threshold = 0.15);
 
 struct RunSummary {
+  std::string strategy;  // how the ranks shared the work ("data_parallel", ...)
   int ranks = 1;
   int64_t per_rank_batch = 0;
   int64_t global_batch = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <utility>
 
 #include "core/check_hdf5.hpp"
@@ -27,6 +28,124 @@ void H5Id::Reset() {
   id_ = H5I_INVALID_HID;
 }
 
+Communicator SelfCommunicator() { return MPI_COMM_SELF; }
+
+namespace {
+
+bool MpiIsInitialized() {
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+// Whether collectives over `comm` must talk to other processes.
+bool Shared(Communicator comm) { return MpiIsInitialized() && CommSize(comm) > 1; }
+
+}  // namespace
+
+int CommRank(Communicator comm) {
+  if (!MpiIsInitialized() || comm == MPI_COMM_NULL) return 0;
+  int rank = 0;
+  SF_CHECK_MPI(MPI_Comm_rank(comm, &rank));
+  return rank;
+}
+
+int CommSize(Communicator comm) {
+  if (!MpiIsInitialized() || comm == MPI_COMM_NULL) return 1;
+  int size = 1;
+  SF_CHECK_MPI(MPI_Comm_size(comm, &size));
+  return size;
+}
+
+void AllreduceSum(Communicator comm, int64_t* values, int count) {
+  if (Shared(comm)) {
+    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_INT64_T, MPI_SUM, comm));
+  }
+}
+
+void AllreduceSum(Communicator comm, uint64_t* values, int count) {
+  if (Shared(comm)) {
+    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_UINT64_T, MPI_SUM, comm));
+  }
+}
+
+void AllreduceSum(Communicator comm, double* values, int count) {
+  if (Shared(comm)) {
+    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_SUM, comm));
+  }
+}
+
+void AllreduceMax(Communicator comm, int64_t* values, int count) {
+  if (Shared(comm)) {
+    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_INT64_T, MPI_MAX, comm));
+  }
+}
+
+void Broadcast(Communicator comm, std::string* bytes, int root) {
+  if (!Shared(comm)) return;
+  // Lengths past MPI's int count are refused rather than truncated.
+  int64_t length = static_cast<int64_t>(bytes->size());
+  SF_CHECK_MPI(MPI_Bcast(&length, 1, MPI_INT64_T, root, comm));
+  if (length > std::numeric_limits<int>::max()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "broadcast of " + std::to_string(length) + " bytes exceeds MPI's int count",
+                {.rank = CommRank(comm)});
+  }
+  bytes->resize(static_cast<size_t>(length));
+  SF_CHECK_MPI(MPI_Bcast(bytes->data(), static_cast<int>(length), MPI_CHAR, root, comm));
+}
+
+std::vector<std::vector<int64_t>> AllgatherInt64(Communicator comm,
+                                                 const std::vector<int64_t>& mine) {
+  if (!Shared(comm)) return {mine};
+  const int size = CommSize(comm);
+  const int count = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<size_t>(size));
+  SF_CHECK_MPI(MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm));
+  std::vector<int> displs(static_cast<size_t>(size), 0);
+  int64_t total = 0;
+  for (int r = 0; r < size; ++r) {
+    displs[static_cast<size_t>(r)] = static_cast<int>(total);
+    total += counts[static_cast<size_t>(r)];
+  }
+  if (total > std::numeric_limits<int>::max()) {
+    throw Error(ErrorCode::kInvalidArgument, "all-gather exceeds MPI's int count",
+                {.rank = CommRank(comm)});
+  }
+  std::vector<int64_t> flat(static_cast<size_t>(total));
+  SF_CHECK_MPI(MPI_Allgatherv(mine.data(), count, MPI_INT64_T, flat.data(), counts.data(),
+                              displs.data(), MPI_INT64_T, comm));
+  std::vector<std::vector<int64_t>> out(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) {
+    const auto first = flat.begin() + displs[static_cast<size_t>(r)];
+    out[static_cast<size_t>(r)].assign(first, first + counts[static_cast<size_t>(r)]);
+  }
+  return out;
+}
+
+void AgreeOnStatus(Communicator comm, const Status& local) {
+  if (!Shared(comm)) {
+    ThrowIfError(local);
+    return;
+  }
+  const int rank = CommRank(comm);
+  const int size = CommSize(comm);
+  // size - (lowest failing rank), so that MAX picks the lowest; 0 when every rank is ok.
+  int64_t flag = local.ok() ? 0 : size - rank;
+  AllreduceMax(comm, &flag, 1);
+  if (flag == 0) return;
+  const int failed = static_cast<int>(size - flag);
+  std::string text = local.ToString();
+  int64_t code = static_cast<int64_t>(local.code());
+  Broadcast(comm, &text, failed);
+  SF_CHECK_MPI(MPI_Bcast(&code, 1, MPI_INT64_T, failed, comm));
+  if (rank == failed) ThrowIfError(local);
+  throw Error(static_cast<ErrorCode>(code), "rank " + std::to_string(failed) + " failed: " + text,
+              {.rank = rank});
+}
+
 hid_t Hdf5NativeType(DType dtype) {
   switch (dtype) {
     case DType::kUInt8:
@@ -44,14 +163,6 @@ hid_t Hdf5NativeType(DType dtype) {
 }
 
 namespace {
-
-bool MpiIsInitialized() {
-  int initialized = 0;
-  int finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  return initialized && !finalized;
-}
 
 // The Tensor dtype of an HDF5 file type, and its name for messages.
 std::pair<std::optional<DType>, std::string> ClassifyType(hid_t type) {
@@ -157,16 +268,16 @@ Hdf5DatasetInfo DescribeDataset(hid_t dataset, const std::string& name, const st
   return info;
 }
 
-Hdf5File Hdf5File::Open(const std::string& path, MPI_Comm comm, const Hdf5Options& options) {
+Hdf5File Hdf5File::Open(const std::string& path, Communicator comm, const Hdf5Options& options) {
   return OpenOrCreate(path, comm, options, /*create=*/false);
 }
 
-Hdf5File Hdf5File::Create(const std::string& path, MPI_Comm comm, const Hdf5Options& options) {
+Hdf5File Hdf5File::Create(const std::string& path, Communicator comm, const Hdf5Options& options) {
   return OpenOrCreate(path, comm, options, /*create=*/true);
 }
 
-Hdf5File Hdf5File::OpenOrCreate(const std::string& path, MPI_Comm comm, const Hdf5Options& options,
-                                bool create) {
+Hdf5File Hdf5File::OpenOrCreate(const std::string& path, Communicator comm,
+                                const Hdf5Options& options, bool create) {
   Hdf5File f;
   f.path_ = path;
   f.options_ = options;
@@ -208,6 +319,9 @@ Hdf5File Hdf5File::OpenOrCreate(const std::string& path, MPI_Comm comm, const Hd
       SF_CHECK_H5(H5Pset_dxpl_mpio_collective_opt(f.dxpl_.get(), H5FD_MPIO_INDIVIDUAL_IO), ctx);
     }
   }
+  if (create && options.checksummed_metadata) {
+    SF_CHECK_H5(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_LATEST), ctx);
+  }
   if (create) {
     f.file_ = H5Id(SF_CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
                                ErrorContext{.file = path, .hint = "cannot create the file"}));
@@ -243,6 +357,27 @@ Hdf5File::~Hdf5File() {
   if (comm_ != MPI_COMM_NULL && MpiIsInitialized()) MPI_Comm_free(&comm_);
 }
 
+void Hdf5File::Close() {
+  if (file_.get() < 0) {
+    throw Error(ErrorCode::kInvalidArgument, "the HDF5 file is already closed", {.file = path_});
+  }
+  dxpl_.Reset();
+  const hid_t id = file_.Release();  // closed below, with the failure reported
+  SF_CHECK_H5(H5Fclose(id), ErrorContext{.file = path_, .hint = "closing flushes the data"});
+}
+
+void Hdf5File::AllreduceSum(uint64_t* values, int count) const {
+  if (size_ > 1) io::AllreduceSum(comm_, values, count);
+}
+
+void Hdf5File::AllreduceSum(double* values, int count) const {
+  if (size_ > 1) io::AllreduceSum(comm_, values, count);
+}
+
+void Hdf5File::AllreduceMax(int64_t* values, int count) const {
+  if (size_ > 1) io::AllreduceMax(comm_, values, count);
+}
+
 std::vector<Hdf5DatasetInfo> Hdf5File::ListDatasets() const {
   std::vector<Hdf5DatasetInfo> out;
   VisitState state{&path_, &out};
@@ -253,6 +388,15 @@ std::vector<Hdf5DatasetInfo> Hdf5File::ListDatasets() const {
 }
 
 bool Hdf5File::HasDataset(const std::string& name) const {
+  if (!HasLink(name)) return false;
+  H5O_info_t info;
+  SF_CHECK_H5(H5Oget_info_by_name2(file_.get(), name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT),
+              ErrorContext{.file = path_, .key = name});
+  return info.type == H5O_TYPE_DATASET;
+}
+
+bool Hdf5File::HasLink(const std::string& name) const {
+  if (name.empty()) return false;
   // Walk the path one link at a time: H5Lexists requires every intermediate group to exist.
   std::string prefix;
   size_t start = name.front() == '/' ? 1 : 0;
@@ -266,10 +410,7 @@ bool Hdf5File::HasDataset(const std::string& name) const {
     }
     start = slash + 1;
   }
-  H5O_info_t info;
-  SF_CHECK_H5(H5Oget_info_by_name2(file_.get(), name.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT),
-              ErrorContext{.file = path_, .key = name});
-  return info.type == H5O_TYPE_DATASET;
+  return true;
 }
 
 H5Id Hdf5File::OpenDataset(const std::string& name) const {

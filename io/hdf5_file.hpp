@@ -7,7 +7,12 @@
 // no MPI; Driver::kMpio forces MPI-IO even then (the tests use it to cover that path).
 //
 // A process that has not initialised MPI can still use this class as a single rank with the
-// serial driver (unit tests, converters): pass MPI_COMM_SELF or MPI_COMM_WORLD.
+// serial driver (unit tests, converters): pass SelfCommunicator() (or MPI's world communicator).
+//
+// This file pair is the one place in io/ that calls MPI (the dependency rule keeps MPI in comm/,
+// core/mpi_env and here): the communicator type, and the few collectives that io code needs
+// around a shared file (all-reduces, a broadcast, an all-gather, agreeing on failure) are
+// declared below so that readers, writers and checkpoints name no MPI symbol themselves.
 //
 // Dataset types map onto Tensor dtypes: unsigned 8-bit integer -> uint8, signed 32/64-bit
 // integers -> int32/int64, IEEE 32/64-bit floats -> float32/float64 (either byte order; HDF5
@@ -22,13 +27,45 @@
 #include <hdf5.h>
 #include <mpi.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/tensor.hpp"
 
 namespace shardflow::io {
+
+// The communicator io's HDF5 classes take (MPI's communicator handle).
+using Communicator = MPI_Comm;
+
+// The calling process alone; usable with or without MPI initialised.
+Communicator SelfCommunicator();
+
+// ---- Collectives over `comm` for io code around a shared file. Every rank of `comm` calls each
+// one in the same order. Without MPI initialised (or with one rank) they act on the caller
+// alone: rank 0 of 1, reductions and broadcasts return their input. Failures of MPI itself
+// throw Error(kCommunication).
+int CommRank(Communicator comm);
+int CommSize(Communicator comm);
+// Element-wise sums and maxima of `count` values, in place, on every rank.
+void AllreduceSum(Communicator comm, int64_t* values, int count);
+void AllreduceSum(Communicator comm, uint64_t* values, int count);
+void AllreduceSum(Communicator comm, double* values, int count);
+void AllreduceMax(Communicator comm, int64_t* values, int count);
+// `root`'s bytes on every rank (the others' `bytes` are replaced).
+void Broadcast(Communicator comm, std::string* bytes, int root = 0);
+// Every rank's `mine` (lengths may differ), indexed by rank, on every rank.
+std::vector<std::vector<int64_t>> AllgatherInt64(Communicator comm,
+                                                 const std::vector<int64_t>& mine);
+// Agrees on the outcome of a step that each rank did (or checked) on its own, so that a failure
+// on one rank is an error on every rank instead of a hang in the next collective. Returns when
+// every rank's `local` is ok. Otherwise the lowest failing rank rethrows its own `local` and
+// every other rank throws an Error of the same code whose message names that rank and repeats
+// its error.
+void AgreeOnStatus(Communicator comm, const Status& local);
 
 struct Hdf5Options {
   enum class Driver { kAuto, kMpio, kSerial };
@@ -50,6 +87,10 @@ struct Hdf5Options {
   // MPI-IO request far below MPI's 2 GiB count limit. Larger: fewer calls; smaller: less
   // memory inside HDF5.
   int64_t block_bytes = int64_t{64} << 20;
+  // Files created with the HDF5 1.8+ format (libver bounds [1.8, latest]), whose metadata
+  // carries checksums, so flipped metadata bytes are detected on read. Readers of HDF5 1.8 and
+  // later (h5py included) read these files; files written by HDF5 1.6 tools do not need it.
+  bool checksummed_metadata = false;
 };
 
 // One dataset as listed by Hdf5File::ListDatasets / Describe.
@@ -75,6 +116,8 @@ class H5Id {
   H5Id& operator=(const H5Id&) = delete;
   hid_t get() const { return id_; }
   void Reset();
+  // Gives up ownership without closing; returns the identifier (the caller closes it).
+  hid_t Release() { return std::exchange(id_, H5I_INVALID_HID); }
 
  private:
   hid_t id_ = H5I_INVALID_HID;
@@ -84,14 +127,19 @@ class Hdf5File {
  public:
   // Opens an existing file read-only. Collective over `comm`.
   // Throws kNotFound when the file does not exist, kIo when HDF5 cannot open it.
-  static Hdf5File Open(const std::string& path, MPI_Comm comm, const Hdf5Options& options = {});
+  static Hdf5File Open(const std::string& path, Communicator comm, const Hdf5Options& options = {});
   // Creates the file, replacing an existing one. Collective over `comm`.
-  static Hdf5File Create(const std::string& path, MPI_Comm comm, const Hdf5Options& options = {});
+  static Hdf5File Create(const std::string& path, Communicator comm,
+                         const Hdf5Options& options = {});
 
   Hdf5File(Hdf5File&&) noexcept;
   Hdf5File& operator=(Hdf5File&&) noexcept;
   // Closes the file. Collective when the file was opened through MPI-IO.
   ~Hdf5File();
+  // Closes the file now and reports failure (closing flushes the data): throws Error(kIo) naming
+  // the file. REQUIRES: every dataset, group and attribute of the file is closed. Collective
+  // like the destructor; afterwards only path(), rank(), size() and the reductions are valid.
+  void Close();
 
   const std::string& path() const { return path_; }
   const Hdf5Options& options() const { return options_; }
@@ -100,27 +148,35 @@ class Hdf5File {
   int rank() const { return rank_; }
   int size() const { return size_; }
   bool uses_mpio() const { return mpio_; }
-  // The communicator (a duplicate owned by this object); MPI_COMM_NULL without MPI.
-  MPI_Comm comm() const { return comm_; }
+  // The communicator (a duplicate owned by this object); MPI's null communicator without MPI.
+  Communicator comm() const { return comm_; }
+  // In-place reductions over the file's ranks (see the free functions above); no-ops for a file
+  // opened by one rank or without MPI.
+  void AllreduceSum(uint64_t* values, int count) const;
+  void AllreduceSum(double* values, int count) const;
+  void AllreduceMax(int64_t* values, int count) const;
 
   // Every dataset in the file, depth-first in name order (groups are walked).
   std::vector<Hdf5DatasetInfo> ListDatasets() const;
   // One dataset. Throws kNotFound naming the file, the dataset and the datasets there are.
   Hdf5DatasetInfo Describe(const std::string& name) const;
   bool HasDataset(const std::string& name) const;
+  // Whether `name` (a path from the root) names any object: group, dataset or named type.
+  // Each level is checked, so a missing parent group is `false`, not an error.
+  bool HasLink(const std::string& name) const;
   // Opens a dataset; throws like Describe.
   H5Id OpenDataset(const std::string& name) const;
 
  private:
   Hdf5File() = default;
-  static Hdf5File OpenOrCreate(const std::string& path, MPI_Comm comm, const Hdf5Options& options,
-                               bool create);
+  static Hdf5File OpenOrCreate(const std::string& path, Communicator comm,
+                               const Hdf5Options& options, bool create);
 
   std::string path_;
   Hdf5Options options_;
   H5Id file_;
   H5Id dxpl_;
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  Communicator comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
   bool mpio_ = false;

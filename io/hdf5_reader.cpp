@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/check_hdf5.hpp"
-#include "core/check_mpi.hpp"
 #include "io/hdf5_transfer.hpp"
 
 namespace shardflow::io {
@@ -18,7 +17,7 @@ RowRange ShardRows(int64_t n, int rank, int size) {
   return {start(rank), start(rank + 1)};
 }
 
-Hdf5Reader::Hdf5Reader(const std::string& path, MPI_Comm comm, const Hdf5Options& options)
+Hdf5Reader::Hdf5Reader(const std::string& path, Communicator comm, const Hdf5Options& options)
     : file_(Hdf5File::Open(path, comm, options)) {}
 
 Hdf5Reader::Opened Hdf5Reader::OpenChecked(const std::string& dataset,
@@ -266,10 +265,8 @@ Hdf5Sum Hdf5Reader::Sum(const std::string& dataset) {
         break;
     }
   });
-  if (file_.comm() != MPI_COMM_NULL && size() > 1) {
-    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &int_sum, 1, MPI_UINT64_T, MPI_SUM, file_.comm()));
-    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &float_sum, 1, MPI_DOUBLE, MPI_SUM, file_.comm()));
-  }
+  file_.AllreduceSum(&int_sum, 1);
+  file_.AllreduceSum(&float_sum, 1);
   sum.int_sum = static_cast<int64_t>(int_sum);
   sum.float_sum = float_sum;
   return sum;

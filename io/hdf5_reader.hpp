@@ -1,6 +1,6 @@
 // Hdf5Reader: reads rows of HDF5 datasets into Tensors, sharded over the ranks of a communicator.
 //
-//   Hdf5Reader reader(path, MPI_COMM_WORLD);
+//   Hdf5Reader reader(path, comm);   // comm: e.g. the world communicator
 //   // This rank's rows [r*N/P, (r+1)*N/P) of three aligned datasets, read collectively:
 //   std::vector<Tensor> shard = reader.ReadGroupShard({"images", "labels", "ids"},
 //       {{.dtype = DType::kUInt8, .rank = 3}, {.dtype = DType::kInt64}, {.dtype = DType::kInt64}});
@@ -59,7 +59,7 @@ struct Hdf5Sum {
 class Hdf5Reader {
  public:
   // Opens `path` read-only on every rank of `comm` (collective). Throws like Hdf5File::Open.
-  Hdf5Reader(const std::string& path, MPI_Comm comm, const Hdf5Options& options = {});
+  Hdf5Reader(const std::string& path, Communicator comm, const Hdf5Options& options = {});
 
   const Hdf5File& file() const { return file_; }
   int rank() const { return file_.rank(); }

@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "core/check_hdf5.hpp"
-#include "core/check_mpi.hpp"
 
 namespace shardflow::io::internal {
 
@@ -25,17 +24,16 @@ int64_t AgreeBeforeTransfer(const Hdf5File& file, const Status& local, int64_t b
     return blocks;
   }
   // [0]: 1 + the highest failing rank (0 when none failed); [1]: the block count.
-  int64_t mine[2] = {local.ok() ? 0 : file.rank() + 1, blocks};
-  int64_t all[2] = {0, 0};
-  SF_CHECK_MPI(MPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_MAX, file.comm()));
+  int64_t agreed[2] = {local.ok() ? 0 : file.rank() + 1, blocks};
+  file.AllreduceMax(agreed, 2);
   ThrowIfError(local);
-  if (all[0] != 0) {
+  if (agreed[0] != 0) {
     throw Error(ErrorCode::kInvalidArgument,
-                "rank " + std::to_string(all[0] - 1) +
+                "rank " + std::to_string(agreed[0] - 1) +
                     " refused its part of a collective HDF5 transfer (its error names why)",
                 {.file = file.path(), .rank = file.rank()});
   }
-  return all[1];
+  return agreed[1];
 }
 
 void ForEachBlock(int64_t begin, int64_t end, int64_t block_rows, int64_t agreed_blocks,

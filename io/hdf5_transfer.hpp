@@ -9,7 +9,7 @@
 //
 // In a collective transfer every rank must call H5Dread/H5Dwrite the same number of times.
 // Ranks own different numbers of blocks (N not divisible by P, ranks with no rows), so they
-// first agree on the largest block count (one MPI_Allreduce that also carries a failure flag, so
+// first agree on the largest block count (one all-reduce that also carries a failure flag, so
 // a rank whose request is invalid fails everywhere instead of leaving the others waiting in
 // HDF5), and a rank that has run out of blocks takes part with an empty selection.
 #pragma once

@@ -9,7 +9,7 @@
 
 namespace shardflow::io {
 
-Hdf5Writer::Hdf5Writer(const std::string& path, MPI_Comm comm, const Hdf5Options& options)
+Hdf5Writer::Hdf5Writer(const std::string& path, Communicator comm, const Hdf5Options& options)
     : file_(std::make_unique<Hdf5File>(Hdf5File::Create(path, comm, options))) {}
 
 void Hdf5Writer::CreateDataset(const std::string& name, DType dtype, const Shape& shape,

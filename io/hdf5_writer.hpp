@@ -1,6 +1,6 @@
 // Hdf5Writer: many ranks write one HDF5 file together, each its own rows.
 //
-//   Hdf5Writer writer(path, MPI_COMM_WORLD);              // creates (truncates) the file
+//   Hdf5Writer writer(path, comm);                        // creates (truncates) the file
 //   writer.CreateDataset("images", DType::kUInt8, {n, 28, 28}, {.chunk_rows = 100, .gzip_level =
 //   4}); RowRange mine = ShardRows(n, rank, size); writer.WriteRows("images", mine.begin,
 //   my_images);    // shape [mine.size(), 28, 28]
@@ -36,7 +36,7 @@ struct Hdf5DatasetOptions {
 class Hdf5Writer {
  public:
   // Creates `path` (replacing it) on every rank of `comm`. Collective.
-  Hdf5Writer(const std::string& path, MPI_Comm comm, const Hdf5Options& options = {});
+  Hdf5Writer(const std::string& path, Communicator comm, const Hdf5Options& options = {});
   ~Hdf5Writer() = default;
 
   const Hdf5File& file() const { return *file_; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs `shardflow-bench allreduce` with 2 and 4 ranks, once against OpenMPI's default
-# MPI_Allreduce and once against its forced ring (coll_tuned algorithm 4), and keeps the JSON.
+# all-reduce and once against its forced ring (coll_tuned algorithm 4), and keeps the JSON.
 #   apps/bench/allreduce_compare.sh [BUILD_DIR] [OUT_DIR] [extra bench flags...]
 # Defaults: build, out/allreduce. Each configuration writes OUT_DIR/np{N}_{default,forced_ring}.txt
 # (table and JSON lines). On a shared machine run it several times and compare medians.

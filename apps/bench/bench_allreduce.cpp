@@ -1,9 +1,9 @@
-// shardflow-bench allreduce: our all-reduce algorithms and MPI_Allreduce side by side, in the
-// style of nccl-tests. For each message size and algorithm it prints the time per call (median
+// shardflow-bench allreduce: our all-reduce algorithms and the MPI library's own side by side, in
+// the style of nccl-tests. For each message size and algorithm it prints the time per call (median
 // over --repeats of the mean over --iters calls, slowest rank), algorithm bandwidth
 // algbw = bytes / time, bus bandwidth busbw = algbw * 2 (n - 1) / n (what each rank's links
-// carry; comparable across rank counts), busbw relative to MPI_Allreduce in the same run and
-// relative to single-core memcpy bandwidth measured in the same run, and a result check.
+// carry; comparable across rank counts), busbw relative to the library's all-reduce in the same run
+// and relative to single-core memcpy bandwidth measured in the same run, and a result check.
 //
 //   mpirun -np 4 shardflow-bench allreduce [--json] [--min-bytes 8] [--max-bytes 64M]
 //          [--step-factor 2] [--iters 20] [--warmup 3] [--repeats 3] [--segment-bytes 0]
@@ -11,8 +11,6 @@
 // To compare with OpenMPI's ring, add
 //   --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4
 // to mpirun: the "mpi" rows then measure the forced ring.
-#include <mpi.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -27,6 +25,7 @@
 #include "apps/bench/bench_registry.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/allreduce_shm.hpp"
+#include "comm/collectives.hpp"
 #include "comm/communicator.hpp"
 #include "core/error.hpp"
 
@@ -238,26 +237,22 @@ bool CheckOnce(comm::Communicator& c, const Variant& v, const comm::AllreduceOpt
     const double want = (i % 13 + 1) * 0.25 * n * (n + 1) / 2.0;
     if (std::fabs(data[i] - want) > tol * want) ok = 0;
   }
-  int all_ok = 0;
-  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c.raw());
-  return all_ok == 1;
+  return comm::AllreduceInt64(c, ok, comm::ReduceOp::kMin) == 1;
 }
 
 double TimeOnce(comm::Communicator& c, const Variant& v, const comm::AllreduceOptions& opts,
                 const Buffers& b, int warmup, int iters) {
   for (int i = 0; i < warmup; ++i) RunVariant(c, v, opts, b);
-  MPI_Barrier(c.raw());
+  comm::Barrier(c);
   const double t0 = Seconds();
   for (int i = 0; i < iters; ++i) RunVariant(c, v, opts, b);
   double elapsed = (Seconds() - t0) / iters;
-  double slowest = 0;
-  MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, c.raw());
-  return slowest;
+  return comm::AllreduceDouble(c, elapsed, comm::ReduceOp::kMax);
 }
 
 int RunAllreduce(const std::vector<std::string>& args) {
-  int world_rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  comm::Communicator c(comm::Group::kWorld);
+  const int world_rank = c.rank();
   // Every rank parses the same flags; a bad flag is reported once and every rank exits 2
   // (instead of the run phase's abort from each rank).
   Options o;
@@ -267,15 +262,12 @@ int RunAllreduce(const std::vector<std::string>& args) {
   } catch (const Error& e) {
     parse_error = e.what();
   }
-  int bad = parse_error.empty() ? 0 : 1;
-  int any_bad = 0;
-  MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (any_bad) {
+  const int64_t bad = parse_error.empty() ? 0 : 1;
+  if (comm::AllreduceInt64(c, bad, comm::ReduceOp::kMax) != 0) {
     if (world_rank == 0) std::fprintf(stderr, "error: %s\n", parse_error.c_str());
     return ExitCodeFor(ErrorCode::kInvalidArgument);
   }
   if (o.help) return 0;
-  comm::Communicator c(MPI_COMM_WORLD);
   const int n = c.size();
   const bool root = c.rank() == 0;
   if (c.num_nodes() > 1 && o.variants_are_default) {
@@ -287,7 +279,7 @@ int RunAllreduce(const std::vector<std::string>& args) {
 
   double memcpy_bw = 0;
   if (root) memcpy_bw = MeasureMemcpy(std::max<size_t>(o.max_bytes, size_t{16} << 20));
-  MPI_Bcast(&memcpy_bw, 1, MPI_DOUBLE, 0, c.raw());
+  comm::Broadcast(c, &memcpy_bw, 1);
 
   if (root) {
     std::printf(
@@ -378,7 +370,7 @@ int RunAllreduce(const std::vector<std::string>& args) {
   return failures > 0 ? 1 : 0;
 }
 
-SHARDFLOW_BENCH("allreduce", "all-reduce algorithms vs MPI_Allreduce (nccl-tests style)",
+SHARDFLOW_BENCH("allreduce", "all-reduce algorithms vs the MPI library's (nccl-tests style)",
                 RunAllreduce);
 
 }  // namespace

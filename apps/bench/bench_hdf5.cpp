@@ -34,8 +34,8 @@
 #include <vector>
 
 #include "apps/bench/bench_registry.hpp"
+#include "comm/collectives.hpp"
 #include "core/check_hdf5.hpp"
-#include "core/check_mpi.hpp"
 #include "core/error.hpp"
 #include "core/mpi_env.hpp"
 #include "io/csv.hpp"
@@ -119,25 +119,14 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// A barrier that waits without holding a core: MPI_Barrier busy-polls, which on a small
-// machine takes the core a rank reading alone (the 1-rank figure, rank 0's CSV/IDX runs) needs.
-// Costs up to ~0.1 ms of latency per barrier.
-void PoliteBarrier(MPI_Comm comm) {
-  MPI_Request request;
-  SF_CHECK_MPI(MPI_Ibarrier(comm, &request));
-  for (int finished = 0;;) {
-    SF_CHECK_MPI(MPI_Test(&request, &finished, MPI_STATUS_IGNORE));
-    if (finished) return;
-    ::usleep(100);
-  }
-}
-
-// Seconds from a common start to the slowest rank's end.
-double TimeCollective(MPI_Comm comm, const std::function<void()>& fn) {
-  PoliteBarrier(comm);
+// Seconds from a common start to the slowest rank's end. comm::Barrier naps while it waits, so
+// ranks that finished do not take the core a rank reading alone (the 1-rank figure, rank 0's
+// CSV/IDX runs) needs; that costs up to ~0.1 ms of latency per barrier.
+double TimeCollective(comm::Communicator& world, const std::function<void()>& fn) {
+  comm::Barrier(world);
   const double t0 = Now();
   fn();
-  PoliteBarrier(comm);
+  comm::Barrier(world);
   return Now() - t0;
 }
 
@@ -201,11 +190,15 @@ class Report {
   std::vector<std::pair<std::string, double>> ratios_;
 };
 
-void BenchHdf5(const Options& o, const std::string& path, Report* report) {
-  int rank = 0;
-  int size = 1;
-  SF_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  SF_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+void BenchHdf5(const Options& o, const std::string& path, comm::Communicator& world,
+               Report* report) {
+  const int rank = world.rank();
+  const int size = world.size();
+  // This rank alone, for the 1-rank read (no topology, no watchdog: it runs no collectives).
+  comm::CommunicatorOptions self_options;
+  self_options.discover_topology = false;
+  self_options.watchdog = std::nullopt;
+  comm::Communicator self(comm::Group::kSelf, self_options);
   const auto driver =
       o.force_mpio ? io::Hdf5Options::Driver::kMpio : io::Hdf5Options::Driver::kAuto;
   const int64_t rows = std::max<int64_t>(1, o.bytes / (kRowFloats * 4));
@@ -221,8 +214,8 @@ void BenchHdf5(const Options& o, const std::string& path, Report* report) {
       std::fill_n(part.data<float>() + r * kRowFloats, kRowFloats,
                   static_cast<float>(mine.begin + r));
     }
-    const double t = TimeCollective(MPI_COMM_WORLD, [&] {
-      io::Hdf5Writer writer(path, MPI_COMM_WORLD);
+    const double t = TimeCollective(world, [&] {
+      io::Hdf5Writer writer(path, world.raw());
       writer.CreateDataset("x", DType::kFloat32, {rows, kRowFloats},
                            {.chunk_rows = o.chunk_rows, .gzip_level = o.gzip});
       writer.WriteRows("x", mine.begin, part);
@@ -240,9 +233,9 @@ void BenchHdf5(const Options& o, const std::string& path, Report* report) {
     }
   }
   report->Add({"read cold, " + std::to_string(size) + " ranks collective",
-               TimeCollective(MPI_COMM_WORLD,
+               TimeCollective(world,
                               [&] {
-                                io::Hdf5Reader reader(path, MPI_COMM_WORLD, {.driver = driver});
+                                io::Hdf5Reader reader(path, world.raw(), {.driver = driver});
                                 const Tensor t = reader.ReadShard("x", {.dtype = DType::kFloat32});
                                 CheckRows(t.data<float>(), mine.begin, mine.size(), "cold read");
                               }),
@@ -253,7 +246,7 @@ void BenchHdf5(const Options& o, const std::string& path, Report* report) {
   double best_p = 1e30, best_ind = 1e30, best_1 = 1e30, best_pread = 1e30;
   haddr_t offset = HADDR_UNDEF;
   if (o.chunk_rows == 0) {
-    io::Hdf5File f = io::Hdf5File::Open(path, MPI_COMM_WORLD);
+    io::Hdf5File f = io::Hdf5File::Open(path, world.raw());
     io::H5Id ds = f.OpenDataset("x");
     offset = H5Dget_offset(ds.get());
   }
@@ -261,7 +254,7 @@ void BenchHdf5(const Options& o, const std::string& path, Report* report) {
     Poison(&shard_buf);
     if (offset != HADDR_UNDEF) {
       best_pread = std::min(
-          best_pread, TimeCollective(MPI_COMM_WORLD, [&] {
+          best_pread, TimeCollective(world, [&] {
             Tensor& t = shard_buf;
             const int fd = ::open(path.c_str(), O_RDONLY);
             if (fd < 0) throw Error(ErrorCode::kIo, "cannot open", {.file = path});
@@ -281,23 +274,23 @@ void BenchHdf5(const Options& o, const std::string& path, Report* report) {
           }));
     }
     Poison(&shard_buf);
-    best_p = std::min(best_p, TimeCollective(MPI_COMM_WORLD, [&] {
-                        io::Hdf5Reader reader(path, MPI_COMM_WORLD, {.driver = driver});
+    best_p = std::min(best_p, TimeCollective(world, [&] {
+                        io::Hdf5Reader reader(path, world.raw(), {.driver = driver});
                         reader.ReadRowsInto("x", mine.begin, mine.end, shard_buf,
                                             {.dtype = DType::kFloat32});
                         CheckRows(shard_buf.data<float>(), mine.begin, mine.size(), "warm read");
                       }));
     Poison(&shard_buf);
     best_ind = std::min(
-        best_ind, TimeCollective(MPI_COMM_WORLD, [&] {
-          io::Hdf5Reader reader(path, MPI_COMM_WORLD, {.driver = driver, .individual_io = true});
+        best_ind, TimeCollective(world, [&] {
+          io::Hdf5Reader reader(path, world.raw(), {.driver = driver, .individual_io = true});
           reader.ReadRowsInto("x", mine.begin, mine.end, shard_buf, {.dtype = DType::kFloat32});
           CheckRows(shard_buf.data<float>(), mine.begin, mine.size(), "individual-io read");
         }));
     Poison(&all_buf);
-    best_1 = std::min(best_1, TimeCollective(MPI_COMM_WORLD, [&] {
+    best_1 = std::min(best_1, TimeCollective(world, [&] {
                         if (rank != 0) return;
-                        io::Hdf5Reader reader(path, MPI_COMM_SELF, {.driver = driver});
+                        io::Hdf5Reader reader(path, self.raw(), {.driver = driver});
                         reader.ReadRowsInto("x", 0, rows, all_buf, {.dtype = DType::kFloat32});
                         CheckRows(all_buf.data<float>(), 0, rows, "1-rank read");
                       }));
@@ -378,10 +371,9 @@ void BenchIdx(const Options& o, const std::string& dir, Report* report) {
 
 int Run(const std::vector<std::string>& args) {
   const Options o = Parse(args);
-  int rank = 0;
-  int size = 1;
-  SF_CHECK_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  SF_CHECK_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  comm::Communicator world(comm::Group::kWorld);
+  const int rank = world.rank();
+  const int size = world.size();
   // Rank 0 makes the folder; every rank uses it (one machine or a shared file system).
   std::string dir;
   if (rank == 0) {
@@ -391,13 +383,10 @@ int Run(const std::vector<std::string>& args) {
     }
     dir = templ;
   }
-  int len = static_cast<int>(dir.size());
-  SF_CHECK_MPI(MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD));
-  dir.resize(static_cast<size_t>(len));
-  SF_CHECK_MPI(MPI_Bcast(dir.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD));
+  comm::BroadcastString(world, &dir);
   Report report(o.json);
   try {
-    BenchHdf5(o, dir + "/bench.h5", &report);
+    BenchHdf5(o, dir + "/bench.h5", world, &report);
     if (rank == 0) {
       BenchCsv(o, dir, &report);
       BenchIdx(o, dir, &report);
@@ -406,7 +395,7 @@ int Run(const std::vector<std::string>& args) {
     if (rank == 0) std::filesystem::remove_all(dir);
     throw;
   }
-  PoliteBarrier(MPI_COMM_WORLD);
+  comm::Barrier(world);
   if (rank == 0) {
     std::filesystem::remove_all(dir);
     std::printf("shardflow-bench hdf5: %d ranks, dataset %.1f MB float32 [rows,1024], folder %s\n",

@@ -291,7 +291,7 @@ Row SmallRecords(const Options& o, const fs::path& dir) {
   sum_values = false;
   const double s = MedianSeconds(o.repeat, run);
   Check(records == o.small, "small record count");
-  // No in-process baseline exists for this figure (design.md compares with TensorFlow's
+  // No in-process baseline exists for this figure (docs/design.md compares with TensorFlow's
   // tf.data, which is not installed here); report records/s against the CRC-only pass.
   double crc_only = MedianSeconds(o.repeat, [&] {
     io::TFRecordReader reader(path);

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/check_mpi.hpp"
+#include "comm/collectives.hpp"
 #include "core/error.hpp"
 
 namespace shardflow::convert {
@@ -76,13 +76,9 @@ void BlockStats::Set(int64_t block, const std::vector<ChannelSummary>& summary) 
   }
 }
 
-std::vector<ChannelSummary> BlockStats::Reduce(MPI_Comm comm, int64_t used_blocks) {
-  // One owner per block: the sum delivers every entry unchanged. Sent in pieces below 2^31.
-  constexpr int64_t kPiece = int64_t{1} << 28;
-  for (int64_t at = 0; at < static_cast<int64_t>(values_.size()); at += kPiece) {
-    const int n = static_cast<int>(std::min<int64_t>(kPiece, values_.size() - at));
-    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values_.data() + at, n, MPI_DOUBLE, MPI_SUM, comm));
-  }
+std::vector<ChannelSummary> BlockStats::Reduce(comm::Communicator& comm, int64_t used_blocks) {
+  // One owner per block: the sum delivers every entry unchanged (x + 0 == x exactly).
+  comm::AllreduceDoubles(comm, values_.data(), values_.size(), comm::ReduceOp::kSum);
   std::vector<ChannelSummary> total(static_cast<size_t>(channels_));
   for (int64_t b = 0; b < std::min(used_blocks, blocks_); ++b) {
     for (int64_t c = 0; c < channels_; ++c) {

@@ -12,7 +12,7 @@
 // Thread-safety: none; BlockStats::Reduce is collective over the communicator.
 #pragma once
 
-#include <mpi.h>
+#include "comm/communicator.hpp"
 
 #include <cstdint>
 #include <string>
@@ -41,7 +41,7 @@ class BlockStats {
   // Records this rank's summary of block `block`. REQUIRES: summary.size() == channels.
   void Set(int64_t block, const std::vector<ChannelSummary>& summary);
   // Collective: exchanges the blocks and merges blocks [0, used_blocks) in order.
-  std::vector<ChannelSummary> Reduce(MPI_Comm comm, int64_t used_blocks);
+  std::vector<ChannelSummary> Reduce(comm::Communicator& comm, int64_t used_blocks);
 
  private:
   int64_t blocks_;

@@ -12,7 +12,7 @@
 #include "apps/convert/series_output.hpp"
 #include "apps/convert/shard_plan.hpp"
 #include "apps/convert/source_input.hpp"
-#include "core/check_mpi.hpp"
+#include "comm/collectives.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "core/progress.hpp"
@@ -82,8 +82,7 @@ void WriteMeta(const ConvertOptions& o, const ShardPlan& plan, nlohmann::json me
   if (!out) throw Error(ErrorCode::kIo, "cannot write the metadata file", {.file = path});
 }
 
-int RunImages(MpiEnvironment& env, const ConvertOptions& o) {
-  MPI_Comm comm = MPI_COMM_WORLD;
+int RunImages(MpiEnvironment& env, const ConvertOptions& o, comm::Communicator& comm) {
   auto input = ImageInput::Open(o, comm);
   const int64_t n = o.limit >= 0 ? std::min(o.limit, input->total()) : input->total();
   const ShardPlan plan(n, o.shards, env.rank(), env.size());
@@ -132,8 +131,7 @@ int RunImages(MpiEnvironment& env, const ConvertOptions& o) {
   return 0;
 }
 
-int RunSeries(MpiEnvironment& env, const ConvertOptions& o) {
-  MPI_Comm comm = MPI_COMM_WORLD;
+int RunSeries(MpiEnvironment& env, const ConvertOptions& o, comm::Communicator& comm) {
   auto input = SeriesInput::Open(o, comm);
   const int64_t assets = input->assets();
   const int64_t channels = input->channels();
@@ -149,8 +147,7 @@ int RunSeries(MpiEnvironment& env, const ConvertOptions& o) {
     steps[static_cast<size_t>(a)] = t.dim(0);
     if (o.normalize != "none") stats.Set(a, Summarize(t.data<double>(), t.dim(0), channels));
   }
-  SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, steps.data(), static_cast<int>(assets), MPI_INT64_T,
-                             MPI_SUM, comm));
+  comm::AllreduceInt64(comm, steps.data(), steps.size(), comm::ReduceOp::kSum);
   const WindowLayout layout(steps, o.window, o.stride);
   int64_t short_assets = 0;
   for (int64_t a = 0; a < assets; ++a) {
@@ -228,6 +225,20 @@ int RunSeries(MpiEnvironment& env, const ConvertOptions& o) {
 
 }  // namespace
 
+namespace {
+
+// No topology (convert has no hierarchical collectives). The watchdog allows an hour: between
+// two collectives the ranks do unequal amounts of reading, decoding and writing, which on a big
+// input can keep the first rank to arrive waiting for many minutes; a real hang still ends.
+comm::CommunicatorOptions ConvertCommunicatorOptions() {
+  comm::CommunicatorOptions options;
+  options.discover_topology = false;
+  options.watchdog = comm::WatchdogOptions{.timeout_seconds = 3600};
+  return options;
+}
+
+}  // namespace
+
 int Run(MpiEnvironment& env, const ConvertOptions& o) {
   if (env.rank() == 0) {
     const fs::path parent = fs::path(o.out_path).parent_path();
@@ -238,9 +249,10 @@ int Run(MpiEnvironment& env, const ConvertOptions& o) {
                   {.file = parent.string()});
     }
   }
-  SF_CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
-  if (IsPipelineSourceFormat(o.format)) return RunPipelineSource(env, o);
-  return o.is_series() ? RunSeries(env, o) : RunImages(env, o);
+  comm::Communicator world(comm::Group::kWorld, ConvertCommunicatorOptions());
+  comm::Barrier(world);
+  if (IsPipelineSourceFormat(o.format)) return RunPipelineSource(env, o, world);
+  return o.is_series() ? RunSeries(env, o, world) : RunImages(env, o, world);
 }
 
 }  // namespace shardflow::convert

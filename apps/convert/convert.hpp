@@ -7,8 +7,8 @@
 
 namespace shardflow::convert {
 
-// Collective over MPI_COMM_WORLD. Returns the exit code (0). Throws Error naming the input file
-// and position on bad input, the output file on write failures.
+// Collective over the world (every rank of the job). Returns the exit code (0). Throws Error naming
+// the input file and position on bad input, the output file on write failures.
 int Run(MpiEnvironment& env, const ConvertOptions& options);
 
 }  // namespace shardflow::convert

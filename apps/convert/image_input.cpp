@@ -75,8 +75,8 @@ class IdxImages final : public ImageInput {
 
 class Hdf5Images final : public ImageInput {
  public:
-  Hdf5Images(const ConvertOptions& o, MPI_Comm comm)
-      : path_(o.path), reader_(o.path, comm), images_(o.datasets.at(0)) {
+  Hdf5Images(const ConvertOptions& o, comm::Communicator& comm)
+      : path_(o.path), reader_(o.path, comm.raw()), images_(o.datasets.at(0)) {
     if (o.datasets.size() > 1) labels_ = o.datasets[1];
     const io::Hdf5DatasetInfo info = reader_.file().Describe(images_);
     if (info.shape.empty()) {
@@ -127,7 +127,8 @@ class Hdf5Images final : public ImageInput {
 
 }  // namespace
 
-std::unique_ptr<ImageInput> ImageInput::Open(const ConvertOptions& options, MPI_Comm comm) {
+std::unique_ptr<ImageInput> ImageInput::Open(const ConvertOptions& options,
+                                             comm::Communicator& comm) {
   if (options.format == "idx") return std::make_unique<IdxImages>(options);
   return std::make_unique<Hdf5Images>(options, comm);
 }

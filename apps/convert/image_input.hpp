@@ -2,7 +2,7 @@
 // records [begin, end) one rank needs.
 #pragma once
 
-#include <mpi.h>
+#include "comm/communicator.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -24,7 +24,7 @@ class ImageInput {
  public:
   // Opens the input (collective for HDF5). IDX files are read whole here (they are gzip streams,
   // without random access). Throws Error naming the file (and dataset) on bad input.
-  static std::unique_ptr<ImageInput> Open(const ConvertOptions& options, MPI_Comm comm);
+  static std::unique_ptr<ImageInput> Open(const ConvertOptions& options, comm::Communicator& comm);
   virtual ~ImageInput() = default;
 
   int64_t total() const { return total_; }

@@ -54,10 +54,10 @@ void WriteNormalizationHdf5(io::Hdf5Writer& writer, const Normalization& norm, i
 }
 
 void WriteImagesHdf5(const ShardPlan& plan, const ImageRecords& records, const Shape& stored_shape,
-                     const Normalization& norm, const ConvertOptions& options, MPI_Comm comm) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  io::Hdf5Writer writer(options.out_path, comm);
+                     const Normalization& norm, const ConvertOptions& options,
+                     comm::Communicator& comm) {
+  const int rank = comm.rank();
+  io::Hdf5Writer writer(options.out_path, comm.raw());
   const int64_t n = plan.records();
   const int64_t mine = records.images.dim(0);
   io::Hdf5DatasetOptions data_options;

@@ -1,7 +1,7 @@
 // Writing converted images: this rank's TFRecord shard files, or its rows of one HDF5 file.
 #pragma once
 
-#include <mpi.h>
+#include "comm/communicator.hpp"
 
 #include "apps/convert/channel_stats.hpp"
 #include "apps/convert/convert_options.hpp"
@@ -22,7 +22,8 @@ void WriteImageShards(const ShardPlan& plan, const ImageRecords& records,
 // (stored_shape per row), labels and ids, plus norm_offset/norm_divisor when normalized.
 // Collective.
 void WriteImagesHdf5(const ShardPlan& plan, const ImageRecords& records, const Shape& stored_shape,
-                     const Normalization& norm, const ConvertOptions& options, MPI_Comm comm);
+                     const Normalization& norm, const ConvertOptions& options,
+                     comm::Communicator& comm);
 
 // Writes the normalization datasets (norm_offset, norm_divisor [C] float64) into an open writer:
 // rank 0 writes the rows. Collective. Does nothing when `norm` is not enabled.

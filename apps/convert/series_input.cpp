@@ -105,8 +105,8 @@ class CsvSeries final : public SeriesInput {
 
 class Hdf5Series final : public SeriesInput {
  public:
-  Hdf5Series(const ConvertOptions& o, MPI_Comm comm)
-      : path_(o.path), reader_(o.path, comm), dataset_(o.datasets.at(0)) {
+  Hdf5Series(const ConvertOptions& o, comm::Communicator& comm)
+      : path_(o.path), reader_(o.path, comm.raw()), dataset_(o.datasets.at(0)) {
     const io::Hdf5DatasetInfo info = reader_.file().Describe(dataset_);
     if ((info.shape.size() != 2 && info.shape.size() != 3) || !info.dtype ||
         (*info.dtype != DType::kFloat32 && *info.dtype != DType::kFloat64)) {
@@ -154,7 +154,8 @@ class Hdf5Series final : public SeriesInput {
 
 }  // namespace
 
-std::unique_ptr<SeriesInput> SeriesInput::Open(const ConvertOptions& options, MPI_Comm comm) {
+std::unique_ptr<SeriesInput> SeriesInput::Open(const ConvertOptions& options,
+                                               comm::Communicator& comm) {
   if (options.format == "csv") return std::make_unique<CsvSeries>(options);
   return std::make_unique<Hdf5Series>(options, comm);
 }

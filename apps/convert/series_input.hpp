@@ -3,7 +3,7 @@
 // [steps, channels].
 #pragma once
 
-#include <mpi.h>
+#include "comm/communicator.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -20,7 +20,7 @@ class SeriesInput {
   // Lists the assets (CSV: every *.csv file in input.path, sorted by name; the channels are the
   // first file's columns other than input.time_column). Collective for HDF5. Throws Error
   // naming the folder/file when there are no assets or no channels.
-  static std::unique_ptr<SeriesInput> Open(const ConvertOptions& options, MPI_Comm comm);
+  static std::unique_ptr<SeriesInput> Open(const ConvertOptions& options, comm::Communicator& comm);
   virtual ~SeriesInput() = default;
 
   int64_t assets() const { return static_cast<int64_t>(names_.size()); }

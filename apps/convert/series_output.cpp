@@ -73,9 +73,9 @@ void WriteWindowShards(const ShardPlan& plan, const WindowLayout& layout,
 }
 
 void WriteWindowsHdf5(const ShardPlan& plan, const WindowLayout& layout, const LoadedAssets& loaded,
-                      const Normalization& norm, const ConvertOptions& options, MPI_Comm comm) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
+                      const Normalization& norm, const ConvertOptions& options,
+                      comm::Communicator& comm) {
+  const int rank = comm.rank();
   const int64_t channels = loaded.channels;
   const io::RowRange mine = plan.MyRecords();
   const int64_t w = layout.window();
@@ -90,7 +90,7 @@ void WriteWindowsHdf5(const ShardPlan& plan, const WindowLayout& layout, const L
     starts.data<int64_t>()[i] = layout.StartOf(id);
     ids.data<int64_t>()[i] = id;
   }
-  io::Hdf5Writer writer(options.out_path, comm);
+  io::Hdf5Writer writer(options.out_path, comm.raw());
   io::Hdf5DatasetOptions data_options;
   if (options.compression != "none") {
     data_options = {.chunk_rows = 256, .gzip_level = 4, .shuffle = true};

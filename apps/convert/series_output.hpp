@@ -2,7 +2,7 @@
 // one HDF5 file.
 #pragma once
 
-#include <mpi.h>
+#include "comm/communicator.hpp"
 
 #include <cstdint>
 #include <vector>
@@ -52,6 +52,7 @@ void WriteWindowShards(const ShardPlan& plan, const WindowLayout& layout,
 // Creates options.out_path on every rank of `comm` and writes this rank's windows [N, W, C],
 // asset_ids, starts and ids, plus the normalization. Collective.
 void WriteWindowsHdf5(const ShardPlan& plan, const WindowLayout& layout, const LoadedAssets& loaded,
-                      const Normalization& norm, const ConvertOptions& options, MPI_Comm comm);
+                      const Normalization& norm, const ConvertOptions& options,
+                      comm::Communicator& comm);
 
 }  // namespace shardflow::convert

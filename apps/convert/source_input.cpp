@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/convert/shard_plan.hpp"
-#include "core/check_mpi.hpp"
+#include "comm/collectives.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "core/progress.hpp"
@@ -104,7 +104,7 @@ bool IsPipelineSourceFormat(const std::string& format) {
   return format == "text" || format == "fixed" || format == "jsonl" || format == "images";
 }
 
-int RunPipelineSource(MpiEnvironment& env, const ConvertOptions& o) {
+int RunPipelineSource(MpiEnvironment& env, const ConvertOptions& o, comm::Communicator& comm) {
   auto source = OpenSource(o);
   const size_t files = source->Files().size();
   // Counting: file f on rank f % P; skipped images must be found by decoding.
@@ -114,13 +114,10 @@ int RunPipelineSource(MpiEnvironment& env, const ConvertOptions& o) {
        f += static_cast<size_t>(env.size())) {
     counts[f] = CountRecords(*source, f, trust_known);
   }
-  if (files > 0) {
-    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, counts.data(), static_cast<int>(files), MPI_INT64_T,
-                               MPI_SUM, MPI_COMM_WORLD));
-  }
+  comm::AllreduceInt64(comm, counts.data(), files, comm::ReduceOp::kSum);
   // Each file was counted by one rank: the sum of the ranks' skips is the input's.
-  int64_t skipped = SkippedRecords(o.format, *source);
-  SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &skipped, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
+  const int64_t skipped =
+      comm::AllreduceInt64(comm, SkippedRecords(o.format, *source), comm::ReduceOp::kSum);
   if (skipped > 0) {
     SF_LOG0(Warn) << "skipped " << skipped << " bad " << (o.format == "images" ? "images" : "lines")
                   << " (input.on_error=skip)";

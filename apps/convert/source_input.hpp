@@ -13,6 +13,7 @@
 #pragma once
 
 #include "apps/convert/convert_options.hpp"
+#include "comm/communicator.hpp"
 #include "core/mpi_env.hpp"
 
 namespace shardflow::convert {
@@ -20,7 +21,7 @@ namespace shardflow::convert {
 // True for text | fixed | jsonl | images.
 bool IsPipelineSourceFormat(const std::string& format);
 
-// Converts options.format's input into options.out_path's shards. Collective (MPI_COMM_WORLD).
-int RunPipelineSource(MpiEnvironment& env, const ConvertOptions& options);
+// Converts options.format's input into options.out_path's shards. Collective over `comm`.
+int RunPipelineSource(MpiEnvironment& env, const ConvertOptions& options, comm::Communicator& comm);
 
 }  // namespace shardflow::convert

@@ -74,7 +74,7 @@ class Hdf5Handler final : public FormatHandler {
     report.unit = "datasets";
     std::optional<io::Hdf5Reader> reader;
     try {
-      reader.emplace(path, MPI_COMM_SELF);
+      reader.emplace(path, io::SelfCommunicator());
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kNotFound) throw;
       report.loss = Status(ErrorCode::kDataLoss,
@@ -117,7 +117,7 @@ class Hdf5Handler final : public FormatHandler {
 
  private:
   static void StatsOf(const std::string& path, StatsTotals* totals) {
-    io::Hdf5Reader reader(path, MPI_COMM_SELF);
+    io::Hdf5Reader reader(path, io::SelfCommunicator());
     for (const io::Hdf5DatasetInfo& info : reader.file().ListDatasets()) {
       DatasetTotals d;
       d.file = path;

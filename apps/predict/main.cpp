@@ -2,8 +2,6 @@
 //   mpirun -np N shardflow-predict --config FILE --checkpoint CKPT --input FILES --output PATH
 // Every rank predicts its shard of the input; rank 0 writes the predictions sorted by id
 // (prediction_output.hpp) and reports records/s (and accuracy when the records have labels).
-#include <mpi.h>
-
 #include <algorithm>
 #include <cstdio>
 
@@ -11,23 +9,29 @@
 #include "apps/predict/predict_config.hpp"
 #include "apps/predict/prediction_output.hpp"
 #include "apps/predict/predictor.hpp"
-#include "core/check_mpi.hpp"
+#include "comm/collectives.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/logging.hpp"
 #include "core/mpi_env.hpp"
+#include "core/timer.hpp"
 #include "io/pipeline/input_pipeline.hpp"
 
 namespace shardflow::predict {
 namespace {
 
 struct Prepared {
-  train::TrainerOptions options;
+  apps::ModelSetup options;
   LoadedModel loaded;
   int64_t local_records = 0;
 };
 
 int Run(MpiEnvironment& env, PredictAppConfig& config, Prepared& p) {
-  const double start = MPI_Wtime();
+  const Stopwatch watch;
+  // No topology: prediction has no hierarchical collectives. The watchdog is [dist]'s.
+  comm::CommunicatorOptions comm_options;
+  comm_options.discover_topology = false;
+  comm_options.watchdog = comm::WatchdogOptions{.timeout_seconds = config.train.watchdog_seconds};
+  comm::Communicator world(comm::Group::kWorld, comm_options);
   PredictorSpec spec;
   spec.batch = {.input_feature = p.options.input_feature,
                 .label_feature = p.options.label_feature,
@@ -43,8 +47,8 @@ int Run(MpiEnvironment& env, PredictAppConfig& config, Prepared& p) {
   // Exact sums: rows, expected records (undamaged files), labelled, correct; error sum.
   int64_t counts[4] = {mine.rows(), p.local_records, mine.labelled, mine.correct};
   double error_sum = mine.error_sum;
-  SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, counts, 4, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
-  SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &error_sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+  comm::AllreduceInt64(world, counts, 4, comm::ReduceOp::kSum);
+  error_sum = comm::AllreduceDouble(world, error_sum, comm::ReduceOp::kSum);
   const int64_t total = counts[0];
   if (total != counts[1]) {
     if (config.train.data.on_corrupt == "skip") {
@@ -56,19 +60,19 @@ int Run(MpiEnvironment& env, PredictAppConfig& config, Prepared& p) {
                                             std::to_string(counts[1]));
     }
   }
-  const PredictionRows all = GatherSorted(MPI_COMM_WORLD, mine, p.options.task);
-  WritePredictions(MPI_COMM_WORLD, config.output, all, total, p.options.task);
-  const double seconds = MPI_Wtime() - start;
+  const PredictionRows all = GatherSorted(world, mine, p.options.task);
+  WritePredictions(world, config.output, all, total, p.options.task);
+  const double seconds = watch.Seconds();
   if (env.is_chief()) {
     std::printf("predicted %lld records on %d ranks in %.3f s: %.0f records/s\n",
                 static_cast<long long>(total), env.size(), seconds,
                 seconds > 0 ? static_cast<double>(total) / seconds : 0.0);
-    if (p.options.task == train::Task::kClassify && counts[2] > 0) {
+    if (p.options.task == apps::Task::kClassify && counts[2] > 0) {
       std::printf("accuracy: %.4f (%lld of %lld labelled records)\n",
                   static_cast<double>(counts[3]) / static_cast<double>(counts[2]),
                   static_cast<long long>(counts[3]), static_cast<long long>(counts[2]));
     }
-    if (p.options.task == train::Task::kReconstruct && total > 0) {
+    if (p.options.task == apps::Task::kReconstruct && total > 0) {
       std::printf("mean reconstruction error: %.6g\n", error_sum / static_cast<double>(total));
     }
     std::printf("predictions of %s in %s\n", p.loaded.checkpoint.c_str(), config.output.c_str());
@@ -96,18 +100,8 @@ int main(int argc, char** argv) {
         app.RequireConfig(true).PrintResolved(false);
         ParseCommandLine(argc, argv, schema, app);
         predict::PrepareInputSpec(&config);
-        // Training-only settings must not refuse a prediction run (e.g. a global batch not
-        // divisible by this run's rank count).
-        config.train.batch_semantics = "per_rank";
-        config.train.resume = false;
-        config.train.warm_start.clear();
-        prepared.options = train::MakeTrainerOptions(&config.train, env.size(), "");
-        config.train.data.data.batch_size = 1;  // MakeTrainerOptions set the training batch
-        int threads = prepared.options.tuning.threads;
-        if (config.train.threads == 0 && std::getenv("SHARDFLOW_THREADS") == nullptr) {
-          threads = cpu::DefaultThreadsPerRank(env.local_size());
-        }
-        cpu::SetIntraOpThreads(threads);
+        prepared.options = apps::MakeModelSetup(config.train);
+        cpu::SetIntraOpThreads(apps::ResolveThreads(config.train, env.local_size()));
         // Errors found here (missing checkpoint or input, a checkpoint that does not fit the
         // model) end every rank with one line and the same exit code.
         prepared.loaded = predict::LoadModel(prepared.options, config.checkpoint);

@@ -2,12 +2,12 @@
 
 #include <filesystem>
 
-#include "core/checkpoint.hpp"
 #include "core/error.hpp"
+#include "io/checkpoint.hpp"
 
 namespace shardflow::predict {
 
-LoadedModel LoadModel(const train::TrainerOptions& options, const std::string& checkpoint) {
+LoadedModel LoadModel(const apps::ModelSetup& options, const std::string& checkpoint) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(checkpoint, ec)) {

@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "apps/train/trainer.hpp"
+#include "apps/common/experiment_config.hpp"
 #include "core/model.hpp"
 
 namespace shardflow::predict {
@@ -23,6 +23,6 @@ struct LoadedModel {
   std::string checkpoint;  // the file loaded
 };
 
-LoadedModel LoadModel(const train::TrainerOptions& options, const std::string& checkpoint);
+LoadedModel LoadModel(const apps::ModelSetup& options, const std::string& checkpoint);
 
 }  // namespace shardflow::predict

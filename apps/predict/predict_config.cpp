@@ -32,7 +32,7 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 }  // namespace
 
 void RegisterPredictConfig(ConfigSchema& schema, PredictAppConfig* c) {
-  train::RegisterTrainConfig(schema, &c->train);
+  apps::RegisterExperimentConfig(schema, &c->train);
   schema.DescribeSection("predict", "batch prediction (shardflow-predict)");
   schema.Add("predict", "batch_size", &c->batch_size, "records per forward pass").Positive();
   schema.Add("predict", "id_feature", &c->id_feature,

@@ -13,14 +13,14 @@
 #include <cstdint>
 #include <string>
 
-#include "apps/train/train_config.hpp"
+#include "apps/common/experiment_config.hpp"
 #include "core/cli.hpp"
 #include "core/config.hpp"
 
 namespace shardflow::predict {
 
 struct PredictAppConfig {
-  train::TrainAppConfig train;  // [data] [eval] [model] [train] ... of the training config
+  apps::ExperimentConfig train;  // [data] [eval] [model] [train] ... of the training config
   // [predict]
   int64_t batch_size = 256;       // records per forward pass
   std::string id_feature = "id";  // "" : always the pipeline element's id

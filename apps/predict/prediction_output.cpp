@@ -1,50 +1,30 @@
 #include "apps/predict/prediction_output.hpp"
 
 #include <algorithm>
-#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
 #include <vector>
 
 #include "apps/predict/predict_config.hpp"
-#include "core/check_mpi.hpp"
+#include "comm/collectives.hpp"
 #include "core/error.hpp"
 #include "io/hdf5_writer.hpp"
 
 namespace shardflow::predict {
 namespace {
 
-// MPI_Gatherv of `mine` (width values per row) to rank 0.
+// Every rank's `mine`, concatenated in rank order, on rank 0 (empty elsewhere).
 template <typename T>
-std::vector<T> GatherRows(MPI_Comm comm, const std::vector<T>& mine, MPI_Datatype type,
-                          const std::vector<int64_t>& counts, int64_t width) {
-  int rank = 0;
-  SF_CHECK_MPI(MPI_Comm_rank(comm, &rank));
-  std::vector<int> recv_counts(counts.size()), displs(counts.size());
-  int64_t offset = 0;
-  for (size_t r = 0; r < counts.size(); ++r) {
-    const int64_t n = counts[r] * width;
-    if (offset + n > INT_MAX) {
-      throw Error(ErrorCode::kInvalidArgument, "too many predictions to gather on rank 0 (" +
-                                                   std::to_string(offset + n) +
-                                                   " values); split the input into several runs");
-    }
-    recv_counts[r] = static_cast<int>(n);
-    displs[r] = static_cast<int>(offset);
-    offset += n;
-  }
-  std::vector<T> all(rank == 0 ? static_cast<size_t>(offset) : 0);
-  SF_CHECK_MPI(MPI_Gatherv(mine.data(), static_cast<int>(mine.size()), type, all.data(),
-                           recv_counts.data(), displs.data(), type, 0, comm));
-  return all;
+std::vector<T> GatherRows(comm::Communicator& comm, const std::vector<T>& mine) {
+  return comm::GatherConcat(comm, mine.data(), mine.size());
 }
 
-void WriteCsv(const std::string& path, const PredictionRows& all, train::Task task) {
+void WriteCsv(const std::string& path, const PredictionRows& all, apps::Task task) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) throw Error(ErrorCode::kIo, "cannot create the output file", {.file = path});
   const int64_t k = all.num_classes;
-  if (task == train::Task::kClassify) {
+  if (task == apps::Task::kClassify) {
     std::fputs("id,class", f);
     for (int64_t j = 0; j < k; ++j) std::fprintf(f, ",p%lld", static_cast<long long>(j));
   } else {
@@ -52,7 +32,7 @@ void WriteCsv(const std::string& path, const PredictionRows& all, train::Task ta
   }
   std::fputc('\n', f);
   for (int64_t i = 0; i < all.rows(); ++i) {
-    if (task == train::Task::kClassify) {
+    if (task == apps::Task::kClassify) {
       std::fprintf(f, "%lld,%lld", static_cast<long long>(all.ids[i]),
                    static_cast<long long>(all.classes[i]));
       for (int64_t j = 0; j < k; ++j) std::fprintf(f, ",%.9g", all.probabilities[i * k + j]);
@@ -75,25 +55,19 @@ Tensor RowsView(const std::vector<T>& values, Shape shape) {
 
 }  // namespace
 
-PredictionRows GatherSorted(MPI_Comm comm, const PredictionRows& mine, train::Task task) {
-  int rank = 0, size = 1;
-  SF_CHECK_MPI(MPI_Comm_rank(comm, &rank));
-  SF_CHECK_MPI(MPI_Comm_size(comm, &size));
-  int64_t n = mine.rows();
-  std::vector<int64_t> counts(static_cast<size_t>(size));
-  SF_CHECK_MPI(MPI_Allgather(&n, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, comm));
+PredictionRows GatherSorted(comm::Communicator& comm, const PredictionRows& mine,
+                            apps::Task task) {
   const int64_t k = mine.num_classes;
-
   PredictionRows gathered;
   gathered.num_classes = k;
-  gathered.ids = GatherRows(comm, mine.ids, MPI_INT64_T, counts, 1);
-  if (task == train::Task::kClassify) {
-    gathered.classes = GatherRows(comm, mine.classes, MPI_INT64_T, counts, 1);
-    gathered.probabilities = GatherRows(comm, mine.probabilities, MPI_FLOAT, counts, k);
+  gathered.ids = GatherRows(comm, mine.ids);
+  if (task == apps::Task::kClassify) {
+    gathered.classes = GatherRows(comm, mine.classes);
+    gathered.probabilities = GatherRows(comm, mine.probabilities);
   } else {
-    gathered.errors = GatherRows(comm, mine.errors, MPI_FLOAT, counts, 1);
+    gathered.errors = GatherRows(comm, mine.errors);
   }
-  if (rank != 0) return gathered;
+  if (comm.rank() != 0) return gathered;
 
   // Sort a permutation by id, then apply it to every column.
   std::vector<int64_t> order(gathered.ids.size());
@@ -113,7 +87,7 @@ PredictionRows GatherSorted(MPI_Comm comm, const PredictionRows& mine, train::Ta
                   {.key = "id"});
     }
     sorted.ids.push_back(id);
-    if (task == train::Task::kClassify) {
+    if (task == apps::Task::kClassify) {
       sorted.classes.push_back(gathered.classes[order[i]]);
       const float* p = gathered.probabilities.data() + order[i] * k;
       sorted.probabilities.insert(sorted.probabilities.end(), p, p + k);
@@ -124,10 +98,9 @@ PredictionRows GatherSorted(MPI_Comm comm, const PredictionRows& mine, train::Ta
   return sorted;
 }
 
-void WritePredictions(MPI_Comm comm, const std::string& path, const PredictionRows& all,
-                      int64_t total, train::Task task) {
-  int rank = 0;
-  SF_CHECK_MPI(MPI_Comm_rank(comm, &rank));
+void WritePredictions(comm::Communicator& comm, const std::string& path, const PredictionRows& all,
+                      int64_t total, apps::Task task) {
+  const int rank = comm.rank();
   if (rank == 0) {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
     std::error_code ec;
@@ -141,13 +114,13 @@ void WritePredictions(MPI_Comm comm, const std::string& path, const PredictionRo
     if (rank == 0) WriteCsv(path, all, task);
     return;
   }
-  SF_CHECK_MPI(MPI_Barrier(comm));  // the directory exists before every rank opens the file
+  comm::Barrier(comm);  // the directory exists before every rank opens the file
   const int64_t k = all.num_classes;
   const int64_t mine = rank == 0 ? all.rows() : 0;
-  io::Hdf5Writer writer(path, comm);
+  io::Hdf5Writer writer(path, comm.raw());
   writer.CreateDataset("ids", DType::kInt64, {total});
   writer.WriteRows("ids", 0, RowsView(all.ids, {mine}));
-  if (task == train::Task::kClassify) {
+  if (task == apps::Task::kClassify) {
     writer.CreateDataset("classes", DType::kInt64, {total});
     writer.CreateDataset("probabilities", DType::kFloat32, {total, k});
     writer.WriteRows("classes", 0, RowsView(all.classes, {mine}));

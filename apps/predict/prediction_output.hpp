@@ -1,7 +1,7 @@
 // Collecting and writing the predictions of all ranks.
 //
 // Strategy: gather to rank 0, then sort. Every rank sends its rows (ids, and classes +
-// probabilities or errors) to rank 0 with MPI_Gatherv; rank 0 sorts them by id and refuses
+// probabilities or errors) to rank 0 with comm::GatherConcat; rank 0 sorts them by id and refuses
 // duplicate ids. That costs rank 0 memory for all rows (8 + 8 + 4K bytes per record for K
 // classes: 56 MB per million records at K = 10), which batch prediction outputs fit easily, and
 // gives a globally id-sorted file however the records were sharded (an Exscan of per-rank
@@ -15,22 +15,21 @@
 // Thread-safety: none; collective over `comm`.
 #pragma once
 
-#include <mpi.h>
-
 #include <string>
 
 #include "apps/predict/predictor.hpp"
+#include "comm/communicator.hpp"
 
 namespace shardflow::predict {
 
 // Collective. Rank 0 gets every rank's rows sorted by id; the other ranks get an empty set
 // with num_classes set. Throws Error(kDataLoss) on rank 0 naming the first duplicate id (the
 // other ranks are then ended by the run-phase error policy).
-PredictionRows GatherSorted(MPI_Comm comm, const PredictionRows& mine, train::Task task);
+PredictionRows GatherSorted(comm::Communicator& comm, const PredictionRows& mine, apps::Task task);
 
 // Collective. `all` is GatherSorted's result (rows on rank 0 only); `total` the global row
 // count (every rank). Creates parent directories. Throws Error(kIo) naming the file.
-void WritePredictions(MPI_Comm comm, const std::string& path, const PredictionRows& all,
-                      int64_t total, train::Task task);
+void WritePredictions(comm::Communicator& comm, const std::string& path, const PredictionRows& all,
+                      int64_t total, apps::Task task);
 
 }  // namespace shardflow::predict

@@ -80,20 +80,20 @@ class BatchPredictor {
     batch.id = records.front().id;
     batch.where = records.front().where;
     batch.Set(spec_.batch.input_feature, StackFeature(records, spec_.batch.input_feature));
-    train::BatchSpec bspec = spec_.batch;
+    apps::BatchSpec bspec = spec_.batch;
     const bool labelled = !bspec.label_feature.empty() && records.front().Has(bspec.label_feature);
     if (labelled) {
       batch.Set(bspec.label_feature, StackFeature(records, bspec.label_feature));
     } else {
       bspec.label_feature.clear();
     }
-    const train::ModelBatch mb = train::ToModelBatch(batch, bspec, &scratch_);
+    const apps::ModelBatch mb = apps::ToModelBatch(batch, bspec, &scratch_);
     const Tensor out = model_.Forward(mb.x, /*training=*/false);
     for (const auto& r : records) rows_->ids.push_back(RecordId(r, spec_.id_feature));
     const int64_t n = mb.rows;
     const int64_t width = n > 0 ? out.num_elements() / n : 0;
     const float* y = out.data<float>();
-    if (spec_.task == train::Task::kClassify) {
+    if (spec_.task == apps::Task::kClassify) {
       rows_->num_classes = width;
       const size_t base = rows_->probabilities.size();
       rows_->probabilities.resize(base + static_cast<size_t>(n * width));
@@ -155,7 +155,7 @@ int64_t SoftmaxRow(const float* logits, int64_t k, float* probs) {
 PredictionRows PredictDataset(Sequential<float>& model, const pipeline::Dataset& records,
                               const PredictorSpec& spec) {
   PredictionRows rows;
-  if (spec.task == train::Task::kClassify) {
+  if (spec.task == apps::Task::kClassify) {
     rows.num_classes = NumElements(model.output_shape());
   }
   BatchPredictor predictor(model, spec, &rows);

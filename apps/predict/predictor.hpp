@@ -18,16 +18,15 @@
 #include <string>
 #include <vector>
 
-#include "apps/train/batch_inputs.hpp"
-#include "apps/train/trainer.hpp"
+#include "apps/common/model_batch.hpp"
 #include "core/model.hpp"
 #include "io/pipeline/dataset.hpp"
 
 namespace shardflow::predict {
 
 struct PredictorSpec {
-  train::BatchSpec batch;  // label_feature: used when the records have it
-  train::Task task = train::Task::kClassify;
+  apps::BatchSpec batch;  // label_feature: used when the records have it
+  apps::Task task = apps::Task::kClassify;
   std::string id_feature;  // "" : element ids only
   int64_t batch_size = 256;
 };

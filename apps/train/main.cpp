@@ -4,8 +4,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "apps/train/train_config.hpp"
 #include "apps/train/trainer.hpp"
+#include "apps/train/trainer_options.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/logging.hpp"
 #include "core/mpi_env.hpp"
@@ -14,7 +14,7 @@
 namespace shardflow::train {
 namespace {
 
-int Run(MpiEnvironment& env, TrainAppConfig& config, TrainerOptions& options) {
+int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& options) {
   const bool chief = env.is_chief();
   if (chief) {
     std::filesystem::create_directories(config.output);
@@ -31,7 +31,8 @@ int Run(MpiEnvironment& env, TrainAppConfig& config, TrainerOptions& options) {
   if (!config.eval.data.files.empty()) {
     inputs.eval = [&] { return pipeline::BuildInputPipeline(config.eval, env.rank(), env.size()); };
   }
-  const TrainResult result = RunTraining(MPI_COMM_WORLD, options, inputs);
+  const comm::Communicator job(comm::Group::kWorld, {.discover_topology = false});
+  const TrainResult result = RunTraining(job, options, inputs);
   if (chief) {
     std::ofstream(config.output + "/summary.json") << SummaryToJson(result.summary).dump(2) << "\n";
     std::fputs(FormatReport(result.summary).c_str(), stdout);
@@ -47,13 +48,13 @@ int Run(MpiEnvironment& env, TrainAppConfig& config, TrainerOptions& options) {
 
 int main(int argc, char** argv) {
   using namespace shardflow;
-  train::TrainAppConfig config;
+  apps::ExperimentConfig config;
   train::TrainerOptions options;
   ConfigSchema schema;
   return RunMain(
       argc, argv,
       [&](MpiEnvironment& env) {
-        train::RegisterTrainConfig(schema, &config);
+        apps::RegisterExperimentConfig(schema, &config);
         AppSpec app("shardflow-train",
                     "synchronous data-parallel training; run one process per rank under mpirun "
                     "or srun");
@@ -68,9 +69,7 @@ int main(int argc, char** argv) {
         // than by every rank's pipeline at once.
         pipeline::ListFiles(config.data.data.files);
         if (!config.eval.data.files.empty()) pipeline::ListFiles(config.eval.data.files);
-        if (config.threads == 0 && std::getenv("SHARDFLOW_THREADS") == nullptr) {
-          options.tuning.threads = cpu::DefaultThreadsPerRank(env.local_size());
-        }
+        options.tuning.threads = apps::ResolveThreads(config, env.local_size());
         cpu::SetIntraOpThreads(options.tuning.threads);
       },
       [&](MpiEnvironment& env) {

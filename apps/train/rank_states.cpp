@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/check_mpi.hpp"
+#include "comm/collectives.hpp"
 #include "core/error.hpp"
 
 namespace shardflow::train {
@@ -30,33 +30,18 @@ T Get(const std::vector<uint8_t>& in, size_t* pos) {
 
 }  // namespace
 
-std::vector<uint8_t> GatherRankStates(const std::string& mine, MPI_Comm comm) {
-  int rank = 0, size = 1;
-  SF_CHECK_MPI(MPI_Comm_rank(comm, &rank));
-  SF_CHECK_MPI(MPI_Comm_size(comm, &size));
-  int length = static_cast<int>(mine.size());
-  std::vector<int> lengths(rank == 0 ? size : 0), displs(rank == 0 ? size : 0);
-  SF_CHECK_MPI(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm));
-  int64_t total = 0;
-  for (int r = 0; r < static_cast<int>(lengths.size()); ++r) {
-    displs[r] = static_cast<int>(total);
-    total += lengths[r];
-  }
-  if (total > INT32_MAX) throw Error(ErrorCode::kInternal, "iterator states exceed 2 GiB");
-  std::string all(static_cast<size_t>(total), '\0');
-  SF_CHECK_MPI(MPI_Gatherv(mine.data(), length, MPI_BYTE, all.data(), lengths.data(), displs.data(),
-                           MPI_BYTE, 0, comm));
+std::vector<uint8_t> GatherRankStates(const std::string& mine, comm::Communicator& comm) {
+  const std::vector<std::vector<uint8_t>> states =
+      comm::GatherBytes(comm, mine.data(), mine.size());
   std::vector<uint8_t> blob;
-  if (rank != 0) return blob;
+  if (comm.rank() != 0) return blob;
   blob.resize(4);
   std::memcpy(blob.data(), kMagic, 4);
   Put<uint32_t>(&blob, 1);
-  Put<uint32_t>(&blob, static_cast<uint32_t>(size));
-  for (int r = 0; r < size; ++r) {
-    Put<uint64_t>(&blob, static_cast<uint64_t>(lengths[r]));
-    const size_t at = blob.size();
-    blob.resize(at + static_cast<size_t>(lengths[r]));
-    if (lengths[r] > 0) std::memcpy(blob.data() + at, all.data() + displs[r], lengths[r]);
+  Put<uint32_t>(&blob, static_cast<uint32_t>(states.size()));
+  for (const std::vector<uint8_t>& state : states) {
+    Put<uint64_t>(&blob, static_cast<uint64_t>(state.size()));
+    blob.insert(blob.end(), state.begin(), state.end());
   }
   return blob;
 }

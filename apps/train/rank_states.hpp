@@ -3,18 +3,21 @@
 // Each rank reads its own shard, so an exact resume needs every rank's iterator position; rank 0
 // writes checkpoints, so the states are gathered to it and packed:
 //   "SFRS" | u32 version=1 | u32 ranks | ranks x (u64 length | bytes)      (little-endian)
+// The gather is comm::GatherBytes: size_t lengths, any size, under the watchdog.
+// Thread-safety: GatherRankStates as Communicator; RankStateFromBlob is thread-compatible.
 #pragma once
-
-#include <mpi.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "comm/communicator.hpp"
+
 namespace shardflow::train {
 
-// Collective: gathers `mine` from every rank; rank 0 gets the packed blob, others "".
-std::vector<uint8_t> GatherRankStates(const std::string& mine, MPI_Comm comm);
+// Collective: gathers `mine` from every rank; rank 0 gets the packed blob, the others an empty
+// vector.
+std::vector<uint8_t> GatherRankStates(const std::string& mine, comm::Communicator& comm);
 
 // This rank's state from a packed blob. Throws Error(kInvalidArgument) when the blob holds a
 // different number of ranks (resume needs the same rank count) and Error(kDataLoss) when it is

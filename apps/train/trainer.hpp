@@ -1,11 +1,9 @@
-// Synchronous data-parallel training of one model by the ranks of an MPI communicator.
+// Training of one model by the ranks of an MPI communicator: the options, the inputs and the
+// entry point.
 //
-// Every rank holds a full replica. Per step, each rank takes the next batch of its own input
-// shard, runs forward and backward, and the gradient reducer averages gradients over ranks
-// bucket by bucket while backprop continues (comm/gradient_reducer.hpp); then every rank applies
-// the same optimizer update, so replicas stay identical. Parameters are broadcast from rank 0 at
-// start (after a resume or warm start too).
-//
+// RunTraining runs the training loop (training_loop.cpp) with a Strategy (strategy.hpp) that
+// decides how the ranks share the work: "data_parallel" (data_parallel.hpp) by default, or any
+// strategy registered by name or handed in as a factory. What holds for every strategy:
 // Equal steps: ranks agree on the number of batches per epoch (a MIN all-reduce over their
 // local counts), so an uneven shard never leaves a rank waiting in a collective; what that
 // leaves out is logged and counted. A last, partial batch is weighted by its size, so the
@@ -16,40 +14,33 @@
 // reproduces the uninterrupted run bit for bit: the iterator state, optimizer state and step
 // are restored, dropout masks are keyed by the step, and the learning-rate schedule spans the
 // planned epochs, not max_steps (tests/train/train_runs.sh resume).
-// Testing hook: SHARDFLOW_TEST_FAULT=kill:R:S or hang:R:S makes rank R raise SIGKILL or SIGSTOP
-// at the start of step S (the failure tests); unset in normal use.
+// Testing hook: SHARDFLOW_TEST_FAULT=kill:R:S or hang:R:S (test_fault.hpp).
 #pragma once
-
-#include <mpi.h>
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "apps/common/experiment_config.hpp"
 #include "comm/allreduce.hpp"
-#include "core/checkpoint.hpp"
+#include "comm/communicator.hpp"
 #include "core/model.hpp"
 #include "core/optim/lr_schedule.hpp"
 #include "core/optim/optimizer.hpp"
 #include "core/run_report.hpp"
+#include "io/checkpoint.hpp"
 #include "io/pipeline/dataset.hpp"
 
 namespace shardflow::train {
 
-enum class Task { kClassify, kReconstruct };
+using apps::BatchSpec;
+using apps::ModelBatch;
+using apps::Task;
 
-struct TrainerOptions {
-  // Model.
-  std::string model_spec = "mlp";   // a preset or a layer spec (core/model.hpp)
-  Shape input_shape = {28, 28, 1};  // per sample
-  ModelOptions model;
-  Task task = Task::kClassify;
-  // Which features of a batch are the input and the label (classify) and how the input is
-  // converted: uint8 inputs are cast to float32 and multiplied by input_scale.
-  std::string input_feature = "image";
-  std::string label_feature = "label";
-  double input_scale = 1.0;
-
+// The model (apps::ModelSetup: spec, input shape, task, features) and how to train it.
+struct TrainerOptions : apps::ModelSetup {
   // Optimisation.
   OptimizerOptions optimizer;
   LrScheduleOptions schedule;
@@ -59,6 +50,7 @@ struct TrainerOptions {
   int64_t max_steps = 0;        // stop after this many steps in total (0: no limit)
 
   // Distribution.
+  std::string strategy = "data_parallel";  // a registered name (strategy.hpp)
   comm::AllreduceOptions allreduce{.mode = comm::ReduceMode::kAverage};
   double bucket_mb = 4;
   bool overlap = true;
@@ -96,7 +88,13 @@ struct TrainResult {
   std::vector<double> step_losses;  // global mean loss per step (rank 0; all ranks hold it)
 };
 
-// Collective over `comm`. Throws Error on bad options, data errors or communication failures.
-TrainResult RunTraining(MPI_Comm comm, const TrainerOptions& options, const TrainerInputs& inputs);
+class Strategy;
+struct StrategyEnv;
+using StrategyFactory = std::function<std::unique_ptr<Strategy>(const StrategyEnv&)>;
+
+// Collective over the ranks of `job`. The strategy is made by `factory` when given, else the one
+// named by options.strategy. Throws Error on bad options, data errors or communication failures.
+TrainResult RunTraining(const comm::Communicator& job, const TrainerOptions& options,
+                        const TrainerInputs& inputs, const StrategyFactory& factory = {});
 
 }  // namespace shardflow::train

@@ -2,7 +2,7 @@
 // it plus a record-source factory into this rank's Dataset. Parsing the INI file is
 // core/config's job; this only validates values (Error(kInvalidArgument) naming the key).
 //
-// The pipeline built (design.md "data flow"):
+// The pipeline built (docs/design.md "data flow"):
 //   ListFiles(files, shuffled by seed) -> factory(format, files) -> PlanShards(shard_policy)
 //   -> interleave(parallel_reads) -> [cache] -> shuffle-and-repeat(shuffle_buffer, seed, epochs)
 //   -> map-and-batch(decode + augmentations, parallel_calls, batch_size) -> prefetch

@@ -1,4 +1,4 @@
-// Iterator and DatasetNode: the pull-based core of the input pipeline (design.md decision 4).
+// Iterator and DatasetNode: the pull-based core of the input pipeline (docs/design.md decision 4).
 //
 // A DatasetNode is an immutable description of one stage (source, map, shuffle, ...) that holds
 // its input node(s). MakeIterator() creates a fresh pass over the data; the consumer calls

@@ -1,5 +1,5 @@
 // Shard policies: how the ranks of a job split a set of files so that every record is read by
-// exactly one rank per epoch (design.md decision 6).
+// exactly one rank per epoch (docs/design.md decision 6).
 //
 //  file        rank r reads whole files r, r+P, r+2P, ... (P ranks). Cheapest (no wasted
 //              reads) but balanced only when there are many files of similar size.

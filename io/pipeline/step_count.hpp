@@ -1,4 +1,4 @@
-// Equal step counts across ranks (design.md decision 6).
+// Equal step counts across ranks (docs/design.md decision 6).
 //
 // Shards can differ by a few records, so ranks may have different numbers of batches per
 // epoch; a rank that runs out early would leave the others waiting in a collective. The

@@ -97,7 +97,7 @@ csv)
   ;;
 h5-input)
   # HDF5 inputs (fixtures written by h5py): images+labels to shards, series to windows.
-  fx=$src/../shared/fixtures/hdf5
+  fx=$src/tests/fixtures/hdf5
   for np in 1 2; do
     convert $np --input.format=hdf5 --input.path=$fx/fmnist-test-1000.h5 \
       --input.datasets=images,labels --output.shards=3 --output.path=np$np/fm

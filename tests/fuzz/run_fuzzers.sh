@@ -6,7 +6,7 @@ set -eu
 seconds=${1:-20}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build-fuzz
-fixtures=$root/../shared/fixtures/tfrecord
+fixtures=$root/tests/fixtures/tfrecord
 san="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSHARDFLOW_FUZZ=ON -DSHARDFLOW_CUDA=OFF \
@@ -25,6 +25,7 @@ for f in "$fixtures"/*.tfrecord "$fixtures"/*.gz "$fixtures"/*.zlib; do
   { printf "$mode"; head -c 65536 "$f"; } > "$corpus/reader/seed$i"; i=$((i + 1))
   { printf '\004'; head -c 65536 "$f"; } > "$corpus/reader/seed$i"; i=$((i + 1))
 done
+[ "$i" -gt 0 ] || { echo "run_fuzzers: no TFRecord fixtures to seed from in $fixtures"; exit 1; }
 /usr/bin/python3 - "$fixtures" "$corpus/example" <<'PY'
 import glob, os, struct, sys
 n = 0

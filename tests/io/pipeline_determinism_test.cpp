@@ -1,4 +1,4 @@
-// Determinism (design.md decision 5): with deterministic = true and a seed, each rank's
+// Determinism (docs/design.md decision 5): with deterministic = true and a seed, each rank's
 // element sequence is identical across runs, map parallelism 1/2/8 and read parallelism 1/4.
 #include <gtest/gtest.h>
 

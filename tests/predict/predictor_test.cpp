@@ -54,7 +54,7 @@ pipeline::Dataset Records(int64_t n, bool with_ids, bool with_labels) {
   return pipeline::Dataset::FromTensors(columns).Batch(1);
 }
 
-PredictorSpec Spec(int64_t batch, train::Task task = train::Task::kClassify) {
+PredictorSpec Spec(int64_t batch, apps::Task task = apps::Task::kClassify) {
   PredictorSpec s;
   s.batch = {.input_feature = "x", .label_feature = "label", .input_shape = {4}, .scale = 1.0};
   s.task = task;
@@ -112,7 +112,7 @@ TEST(PredictDataset, EmptyInputGivesNoRows) {
 TEST(PredictDataset, ReconstructionErrorPerRecord) {
   Sequential<float> model("dense:4", {4});
   const PredictionRows r =
-      PredictDataset(model, Records(6, true, false), Spec(4, train::Task::kReconstruct));
+      PredictDataset(model, Records(6, true, false), Spec(4, apps::Task::kReconstruct));
   ASSERT_EQ(r.errors.size(), 6u);
   Tensor x(DType::kFloat32, {6, 4});
   for (int64_t k = 0; k < 24; ++k) x.data<float>()[k] = std::sin(0.3f * k);

@@ -1,4 +1,5 @@
-// Paths the tests need: the shared fixtures, the source and build trees, scratch folders.
+// Paths the tests need: the fixtures, the source and build trees, scratch folders.
+// Thread-safety: the path functions are safe from any thread; a ScratchDir belongs to one test.
 #pragma once
 
 #include <filesystem>
@@ -6,7 +7,7 @@
 
 namespace shardflow::testing {
 
-// ../shared/fixtures beside the checkout.
+// tests/fixtures in the source tree (files written by other tools; see its README.md).
 std::filesystem::path FixturesDir();
 std::filesystem::path SourceDir();
 std::filesystem::path BinaryDir();

@@ -63,13 +63,14 @@ TrainerOptions Options(int64_t batch, bool overlap, comm::AllreduceAlgorithm alg
   return o;
 }
 
-TrainResult Train(MPI_Comm comm, const Tensor& x, const Tensor& y, const TrainerOptions& o) {
+TrainResult Train(comm::Group group, const Tensor& x, const Tensor& y, const TrainerOptions& o) {
   TrainerInputs inputs;
   inputs.train = [&] {
     return pipeline::Dataset::FromTensors({{"x", x}, {"y", y}}).Batch(o.per_rank_batch);
   };
   inputs.eval = [&] { return pipeline::Dataset::FromTensors({{"x", x}, {"y", y}}).Batch(50); };
-  return RunTraining(comm, o, inputs);
+  const comm::Communicator job(group);
+  return RunTraining(job, o, inputs);
 }
 
 struct Case {
@@ -87,10 +88,10 @@ TEST_P(EquivalenceTest, RanksWithBatchBMatchOneRankWithBatchPB) {
   auto [x, y] = MakeData();
   // The reference: this process alone, the whole data, batch P*B.
   const TrainResult single =
-      Train(MPI_COMM_SELF, x, y, Options(b * ranks, GetParam().overlap, GetParam().algorithm));
+      Train(comm::Group::kSelf, x, y, Options(b * ranks, GetParam().overlap, GetParam().algorithm));
   auto [rx, ry] = RankRows(x, y, rank, ranks, b);
   const TrainResult multi =
-      Train(MPI_COMM_WORLD, rx, ry, Options(b, GetParam().overlap, GetParam().algorithm));
+      Train(comm::Group::kWorld, rx, ry, Options(b, GetParam().overlap, GetParam().algorithm));
   ASSERT_EQ(single.params.size(), multi.params.size());
   double max_diff = 0;
   for (size_t i = 0; i < single.params.size(); ++i) {
@@ -129,7 +130,7 @@ TEST(UnevenShardsTest, RanksAgreeOnStepsAndNothingHangs) {
   Tensor x(DType::kFloat32, {rows, kFeatures});
   Tensor y(DType::kInt64, {rows});
   TrainerOptions o = Options(4, true, comm::AllreduceAlgorithm::kAuto);
-  const TrainResult r = Train(MPI_COMM_WORLD, x, y, o);
+  const TrainResult r = Train(comm::Group::kWorld, x, y, o);
   EXPECT_EQ(r.summary.steps, 2 * 3);  // ceil(10 / 4) = 3 batches on the shortest shard
 }
 

@@ -1,7 +1,7 @@
 // Image augmentations as map functions on [h, w, c] tensors (any dtype unless stated).
 //
 // Random ops draw from CounterRng(seed, epoch, element id, stream): the same element in the
-// same epoch gets the same crop/flip on any thread, in any order (design.md decision 5), and a
+// same epoch gets the same crop/flip on any thread, in any order (docs/design.md decision 5), and a
 // new one next epoch. Each op uses its own stream so ops stay independent.
 // Errors (wrong rank, crop larger than the image) are Error(kInvalidArgument) naming the
 // feature; the map stage adds file, record and stage.

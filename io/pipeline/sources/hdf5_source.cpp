@@ -47,7 +47,7 @@ std::shared_ptr<const RecordSource> OpenHdf5Source(const std::vector<std::string
     std::lock_guard<std::mutex> lock(Hdf5Mutex());
     for (const auto& path : files) {
       FileInfo info = StatFile(path);
-      io::Hdf5Reader reader(path, MPI_COMM_SELF, IndependentOptions());
+      io::Hdf5Reader reader(path, io::SelfCommunicator(), IndependentOptions());
       info.num_records = reader.GroupRows(state->datasets);
       uint64_t bytes = 0;
       for (const auto& name : state->datasets) {
@@ -69,7 +69,7 @@ std::shared_ptr<const RecordSource> OpenHdf5Source(const std::vector<std::string
     std::lock_guard<std::mutex> lock(Hdf5Mutex());
     auto& reader = state->readers[file];
     if (!reader) {
-      reader = std::make_unique<io::Hdf5Reader>(state->paths.at(file), MPI_COMM_SELF,
+      reader = std::make_unique<io::Hdf5Reader>(state->paths.at(file), io::SelfCommunicator(),
                                                 IndependentOptions());
     }
     std::vector<Tensor> tensors = reader->ReadGroupRows(state->datasets, begin, end);

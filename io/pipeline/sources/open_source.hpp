@@ -17,7 +17,7 @@
 // An unknown format is Error(kInvalidArgument) naming the [data] key `format` and the known
 // names. Thread-safety: the returned sources follow record_source.hpp. The HDF5 source
 // serialises its HDF5 calls on one process-wide mutex (Debian's HDF5 is not thread-safe) and
-// opens files with MPI_COMM_SELF (independent reads; MPI must be initialised).
+// opens files on the calling rank alone (io::SelfCommunicator(); independent reads).
 #pragma once
 
 #include <memory>

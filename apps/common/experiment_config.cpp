@@ -1,4 +1,4 @@
-#include "apps/train/train_config.hpp"
+#include "apps/common/experiment_config.hpp"
 
 #include <cstdlib>
 #include <thread>
@@ -6,13 +6,11 @@
 #include "core/cpu/gemm.hpp"
 #include "core/logging.hpp"
 
-namespace shardflow::train {
+namespace shardflow::apps {
 
-void RegisterTrainConfig(ConfigSchema& s, TrainAppConfig* c) {
-  pipeline::RegisterDataOptions(s, "data", &c->data);
-  pipeline::RegisterDataOptions(s, "eval", &c->eval);
-  s.DescribeSection("eval", "evaluation input (every record once per evaluation); no files: none");
+namespace {
 
+void RegisterModelSection(ConfigSchema& s, ExperimentConfig* c) {
   s.DescribeSection("model", "the network");
   s.Add("model", "spec", &c->model,
         "a preset (linear, mlp, cnn, resnet, lstm_autoencoder) or a layer list such as "
@@ -28,7 +26,9 @@ void RegisterTrainConfig(ConfigSchema& s, TrainAppConfig* c) {
   s.Add("model", "seed", &c->seed, "initial weights and dropout masks (same on every rank)");
   s.AddChoice("model", "init", &c->init, {"he", "glorot"},
               "initialisation of dense and conv kernels");
+}
 
+void RegisterTrainSection(ConfigSchema& s, ExperimentConfig* c) {
   s.DescribeSection("train", "optimisation");
   s.Add("train", "epochs", &c->epochs, "passes over the training data").Positive();
   s.Add("train", "batch_size", &c->batch_size, "samples per step (see batch_semantics)").Positive();
@@ -62,7 +62,9 @@ void RegisterTrainConfig(ConfigSchema& s, TrainAppConfig* c) {
         "spans train.epochs, so a stopped run resumes exactly")
       .NonNegative();
   s.Add("train", "log_every", &c->log_every, "steps between metrics.jsonl lines").Positive();
+}
 
+void RegisterDistAndCheckpointSections(ConfigSchema& s, ExperimentConfig* c) {
   s.DescribeSection("dist", "distribution over ranks");
   s.AddChoice("dist", "strategy", &c->strategy, {"data_parallel"},
               "data_parallel: synchronous, gradients averaged every step");
@@ -86,101 +88,40 @@ void RegisterTrainConfig(ConfigSchema& s, TrainAppConfig* c) {
   s.Add("checkpoint", "every_minutes", &c->checkpoint_every_minutes, "0: off").NonNegative();
   s.Add("checkpoint", "keep_last", &c->keep_last, "checkpoints kept (0: all)").NonNegative();
   s.Add("checkpoint", "warm_start", &c->warm_start, "take the weights of this checkpoint first");
+}
 
+}  // namespace
+
+void RegisterExperimentConfig(ConfigSchema& s, ExperimentConfig* c) {
+  pipeline::RegisterDataOptions(s, "data", &c->data);
+  pipeline::RegisterDataOptions(s, "eval", &c->eval);
+  s.DescribeSection("eval", "evaluation input (every record once per evaluation); no files: none");
+  RegisterModelSection(s, c);
+  RegisterTrainSection(s, c);
+  RegisterDistAndCheckpointSections(s, c);
   RegisterLogOptions(s, &c->log);
   s.Add("log", "trace", &c->trace, "write a Chrome trace per rank to OUTPUT/trace.rankN.json");
 }
 
-TrainerOptions MakeTrainerOptions(TrainAppConfig* c, int ranks, const std::string& config_text) {
-  TrainerOptions o;
-  int64_t per_rank = c->batch_size;
-  if (c->batch_semantics == "global") {
-    if (c->batch_size % ranks != 0) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "global batch " + std::to_string(c->batch_size) + " is not divisible by " +
-                      std::to_string(ranks) + " ranks",
-                  {.key = "train.batch_size"});
-    }
-    per_rank = c->batch_size / ranks;
-  }
-  c->data.data.batch_size = per_rank;
-  c->data.data.epochs = 1;  // one pass; the trainer repeats after agreeing on steps
-  c->eval.data.batch_size = std::max<int64_t>(per_rank, 256);
-  c->eval.data.epochs = 1;
-  c->eval.data.shuffle_buffer = 0;
-  c->eval.data.drop_remainder = false;
-  c->eval.data.augmentations.clear();
-
-  o.model_spec = c->model;
-  o.input_shape = Shape(c->input_shape.begin(), c->input_shape.end());
-  o.model.seed = c->seed;
-  o.model.init = ParseInitKind(c->init);
-  o.task = c->task == "classify" ? Task::kClassify : Task::kReconstruct;
-  o.input_feature = c->input_feature;
-  o.label_feature = c->label_feature;
-  o.input_scale = c->input_scale;
-
-  o.optimizer = {.name = c->optimizer,
-                 .momentum = c->momentum,
-                 .nesterov = c->nesterov,
-                 .beta1 = c->beta1,
-                 .beta2 = c->beta2,
-                 .weight_decay = c->weight_decay};
-  const double scale = c->lr_scaling == "linear" ? ranks : 1.0;
-  o.schedule = {.kind = c->schedule,
-                .base_lr = c->lr * scale,
-                .warmup_steps = c->warmup_steps,
-                .step_size = c->step_size,
-                .gamma = c->gamma,
-                .min_lr = c->min_lr};
-  o.clip_norm = c->clip_norm;
-  o.epochs = c->epochs;
-  o.per_rank_batch = per_rank;
-  o.max_steps = c->max_steps;
-  o.log_every_steps = c->log_every;
-
-  const std::string algorithm = c->allreduce == "recursive_doubling" ? "rd" : c->allreduce;
-  o.allreduce = {.algorithm = comm::ParseAlgorithm(algorithm),
-                 .mode = comm::ReduceMode::kAverage,
-                 .wire = c->wire == "bf16"   ? comm::WireFormat::kBFloat16
-                         : c->wire == "fp16" ? comm::WireFormat::kFloat16
-                                             : comm::WireFormat::kFloat32};
-  o.bucket_mb = c->bucket_mb;
-  o.overlap = c->overlap;
-  o.watchdog_seconds = c->watchdog_seconds;
-
-  o.output_dir = c->output;
-  o.checkpoint.dir = c->checkpoint_dir.empty() ? c->output + "/checkpoints" : c->checkpoint_dir;
-  o.checkpoint.keep_last = c->keep_last;
-  o.checkpoint_every_steps = c->checkpoint_every_steps;
-  o.checkpoint_every_minutes = c->checkpoint_every_minutes;
-  o.resume = c->resume;
-  o.warm_start = c->warm_start;
-  if (o.resume && !o.warm_start.empty()) {
-    throw Error(ErrorCode::kInvalidArgument, "--resume and a warm start exclude each other",
-                {.key = "checkpoint.warm_start"});
-  }
-  o.config_text = config_text;
-  o.progress = !c->no_progress;
-  o.trace = c->trace;
-
-  int threads = c->threads;
-  if (threads == 0) {
-    if (const char* env = std::getenv("SHARDFLOW_THREADS"); env != nullptr && *env != '\0') {
-      threads = std::max(1, std::atoi(env));
-    } else {
-      threads = 1;  // resolved per node by the caller when it knows the local rank count
-    }
-  }
-  o.tuning = {.parallel_calls = static_cast<int>(c->data.data.parallel_calls),
-              .parallel_reads = static_cast<int>(c->data.data.parallel_reads),
-              .prefetch = static_cast<int>(c->data.data.prefetch),
-              .cache_enabled = !c->data.data.cache.empty(),
-              .bucket_mb = c->bucket_mb,
-              .overlap = c->overlap,
-              .threads = threads,
-              .ranks = ranks};
-  return o;
+ModelSetup MakeModelSetup(const ExperimentConfig& c) {
+  ModelSetup m;
+  m.model_spec = c.model;
+  m.input_shape = Shape(c.input_shape.begin(), c.input_shape.end());
+  m.model.seed = c.seed;
+  m.model.init = ParseInitKind(c.init);
+  m.task = c.task == "classify" ? Task::kClassify : Task::kReconstruct;
+  m.input_feature = c.input_feature;
+  m.label_feature = c.label_feature;
+  m.input_scale = c.input_scale;
+  return m;
 }
 
-}  // namespace shardflow::train
+int ResolveThreads(const ExperimentConfig& c, int local_ranks) {
+  if (c.threads > 0) return c.threads;
+  if (const char* env = std::getenv("SHARDFLOW_THREADS"); env != nullptr && *env != '\0') {
+    return std::max(1, std::atoi(env));
+  }
+  return cpu::DefaultThreadsPerRank(local_ranks);
+}
+
+}  // namespace shardflow::apps

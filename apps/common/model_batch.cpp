@@ -1,6 +1,6 @@
-#include "apps/train/batch_inputs.hpp"
+#include "apps/common/model_batch.hpp"
 
-namespace shardflow::train {
+namespace shardflow::apps {
 
 ModelBatch ToModelBatch(const pipeline::Element& batch, const BatchSpec& spec, Tensor* scratch) {
   const Tensor& in = batch.Get(spec.input_feature);
@@ -66,4 +66,4 @@ ModelBatch ToModelBatch(const pipeline::Element& batch, const BatchSpec& spec, T
   return out;
 }
 
-}  // namespace shardflow::train
+}  // namespace shardflow::apps

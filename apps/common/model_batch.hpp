@@ -1,3 +1,5 @@
+// The model's view of a pipeline batch, shared by the apps that run models (train, predict).
+//
 // Turns a pipeline batch into the model's input and target tensors.
 //
 //   input:  the batch's `input_feature`, (B, ...) of uint8 or float32 with input_shape's
@@ -11,7 +13,11 @@
 #include "core/tensor.hpp"
 #include "io/pipeline/element.hpp"
 
-namespace shardflow::train {
+namespace shardflow::apps {
+
+// What the model learns: classify (softmax cross-entropy on integer labels) or reconstruct
+// (mean squared error to its own input).
+enum class Task { kClassify, kReconstruct };
 
 struct BatchSpec {
   std::string input_feature;
@@ -29,4 +35,4 @@ struct ModelBatch {
 // `scratch` is reused between calls for the float conversion (it grows as needed).
 ModelBatch ToModelBatch(const pipeline::Element& batch, const BatchSpec& spec, Tensor* scratch);
 
-}  // namespace shardflow::train
+}  // namespace shardflow::apps

@@ -1,0 +1,96 @@
+#include "apps/train/data_parallel.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "comm/allreduce_shm.hpp"
+#include "comm/gradient_reducer.hpp"
+#include "core/logging.hpp"
+
+namespace shardflow::train {
+namespace {
+
+class DataParallelStrategy final : public ReplicaStrategy {
+ public:
+  explicit DataParallelStrategy(const StrategyEnv& env) : ReplicaStrategy(env) {}
+  std::string name() const override { return "data_parallel"; }
+
+ protected:
+  void AttachToModel() override;
+  void BeginBackward() override { tracker_->Reset(); }
+  double FinishGradients() override { return reducer_->Finish(); }
+
+ private:
+  // Gradients in a shared-memory window when every rank is on one node and the all-reduce
+  // allows it; null otherwise.
+  void PlaceGradients();
+  void LogGradientPath(int64_t floats, size_t buckets) const;
+
+  std::unique_ptr<comm::Communicator> grad_comm_;  // the reducer thread's own
+  std::unique_ptr<comm::SharedFloatBuffer> shared_grads_;
+  std::unique_ptr<comm::GradientReducer> reducer_;
+  std::unique_ptr<GradReadyTracker> tracker_;
+};
+
+void DataParallelStrategy::AttachToModel() {
+  const TrainerOptions& o = options();
+  comm::CommunicatorOptions comm_options;
+  comm_options.watchdog = comm::WatchdogOptions{.timeout_seconds = o.watchdog_seconds};
+  grad_comm_ = std::make_unique<comm::Communicator>(job().raw(), comm_options);
+  Arena<float>& arena = model().arena();
+  const std::vector<GradBucket> buckets =
+      arena.Buckets(static_cast<size_t>(std::max(1.0, o.bucket_mb * (1 << 20))));
+  std::vector<comm::GradientSlice> slices;
+  for (const GradBucket& b : buckets) slices.push_back({b.offset, b.size});
+  PlaceGradients();
+  reducer_ = std::make_unique<comm::GradientReducer>(
+      *grad_comm_, arena.grads(), slices,
+      comm::ReducerOptions{
+          .allreduce = o.allreduce, .overlap = o.overlap, .shared = shared_grads_.get()});
+  LogGradientPath(arena.size(), buckets.size());
+  // The reducer starts each gradient bucket as soon as backprop has finished it.
+  tracker_ = std::make_unique<GradReadyTracker>(
+      buckets, [this](const GradBucket& b) { reducer_->BucketReady(b.index); }, arena.specs());
+  model().SetGradsReadyHook([this](int layer) { tracker_->LayerDone(layer); });
+}
+
+void DataParallelStrategy::PlaceGradients() {
+  const comm::AllreduceAlgorithm algorithm = options().allreduce.algorithm;
+  if (grad_comm_->size() == 1 || grad_comm_->num_nodes() != 1) return;
+  if (algorithm != comm::AllreduceAlgorithm::kAuto && algorithm != comm::AllreduceAlgorithm::kShm)
+    return;
+  // A node whose shared-memory file system is too small (a container's default /dev/shm)
+  // refuses the window, on every rank alike: say so once and keep the gradients private.
+  try {
+    shared_grads_ = std::make_unique<comm::SharedFloatBuffer>(
+        *grad_comm_, static_cast<size_t>(model().arena().size()));
+    model().arena().UseGradStorage(shared_grads_->data());
+  } catch (const comm::ShmUnavailable& e) {
+    if (ctl().rank() == 0) {
+      SF_LOG(Warn) << "gradients stay in private memory and are staged for the all-reduce: "
+                   << e.what();
+    }
+  }
+}
+
+void DataParallelStrategy::LogGradientPath(int64_t floats, size_t buckets) const {
+  const TrainerOptions& o = options();
+  if (ctl().rank() != 0 || ctl().size() == 1) return;
+  std::string path = "in place in shared memory (shm, one node)";
+  if (!shared_grads_) {
+    path = std::string(comm::AlgorithmName(o.allreduce.algorithm)) + ", wire " +
+           comm::WireFormatName(o.allreduce.wire);
+  }
+  SF_LOG(Info) << "gradients: " << floats << " floats in " << buckets
+               << " bucket(s) of <= " << o.bucket_mb << " MiB, overlap "
+               << (o.overlap ? "on" : "off") << ", " << grad_comm_->num_nodes()
+               << " node(s); all-reduce " << path;
+}
+
+}  // namespace
+
+std::unique_ptr<Strategy> MakeDataParallel(const StrategyEnv& env) {
+  return std::make_unique<DataParallelStrategy>(env);
+}
+
+}  // namespace shardflow::train

@@ -1,0 +1,184 @@
+#include "apps/train/replica_strategy.hpp"
+
+#include "apps/train/rank_states.hpp"
+#include "comm/allreduce.hpp"
+#include "comm/collectives.hpp"
+#include "core/logging.hpp"
+#include "core/loss.hpp"
+#include "core/metrics.hpp"
+#include "core/optim/clip.hpp"
+#include "core/trace.hpp"
+#include "io/checkpoint.hpp"
+
+namespace shardflow::train {
+
+ReplicaStrategy::ReplicaStrategy(const StrategyEnv& env) : env_(env) {
+  spec_ = options().batch_spec();
+}
+
+ReplicaStrategy::~ReplicaStrategy() = default;
+
+StartPoint ReplicaStrategy::Setup() {
+  const TrainerOptions& o = options();
+  const bool chief = ctl().rank() == 0;
+  model_ = std::make_unique<Sequential<float>>(o.model_spec, o.input_shape, o.model);
+  optimizer_ = MakeOptimizer(o.optimizer, model_->arena().size());
+  if (chief) SF_LOG(Info) << "model:\n" << model_->Summary();
+
+  StartPoint start;
+  if (o.resume) {
+    if (o.checkpoint.dir.empty()) {
+      throw Error(ErrorCode::kInvalidArgument, "--resume needs a checkpoint directory",
+                  {.key = "checkpoint.dir"});
+    }
+    TrainingState state;
+    state.seed = o.model.seed;
+    const std::string from = LoadLatestCheckpoint(o.checkpoint, *model_, optimizer_.get(), &state);
+    if (from.empty()) {
+      if (chief)
+        SF_LOG(Warn) << "--resume: no checkpoint in " << o.checkpoint.dir << "; starting fresh";
+    } else {
+      if (chief) SF_LOG(Info) << "resuming from " << from << " at step " << state.step;
+      start.step = state.step;
+      start.iterator_state = RankStateFromBlob(state.iterator_state, ctl().rank(), ctl().size());
+    }
+  } else if (!o.warm_start.empty()) {
+    LoadWeights(o.warm_start, *model_);
+    if (chief) SF_LOG(Info) << "warm start: weights from " << o.warm_start;
+  }
+  BroadcastModel();
+  AttachToModel();
+  return start;
+}
+
+double ReplicaStrategy::BatchWeight(int64_t rows, bool epoch_end) {
+  // Only the last step of an epoch can be partial, so only then do ranks exchange sizes.
+  if (!epoch_end || ctl().size() == 1) return 1.0;
+  const int64_t global = comm::AllreduceInt64(ctl(), rows, comm::ReduceOp::kSum);
+  return global > 0 ? static_cast<double>(rows) * ctl().size() / static_cast<double>(global) : 0;
+}
+
+StepOutput ReplicaStrategy::TrainStep(const StepInput& in) {
+  const TrainerOptions& o = options();
+  const ModelBatch& mb = *in.batch;
+  const double weight = BatchWeight(mb.rows, in.epoch_end);
+  StepOutput out;
+  out.rows = mb.rows;
+  {
+    SF_TRACE_SCOPE("forward");
+    model_->set_step(static_cast<uint64_t>(in.step));
+    const Tensor y = model_->Forward(mb.x, /*training=*/true);
+    if (o.task == Task::kClassify) {
+      out.loss = SoftmaxCrossEntropy<float>(y, mb.labels, &dout_);
+      out.correct = CountCorrect<float>(y, mb.labels);
+    } else {
+      out.loss = MeanSquaredError<float>(y, mb.x, &dout_);
+    }
+  }
+  if (weight != 1.0) {
+    float* d = dout_.data<float>();
+    const int64_t n = dout_.num_elements();
+    for (int64_t i = 0; i < n; ++i) d[i] *= static_cast<float>(weight);
+  }
+  {
+    SF_TRACE_SCOPE("backward");
+    model_->arena().ZeroGrads();
+    BeginBackward();
+    model_->Backward(dout_);
+  }
+  {
+    SF_TRACE_SCOPE("allreduce_wait");
+    out.comm_blocked_s = FinishGradients();
+  }
+  {
+    SF_TRACE_SCOPE("update");
+    Arena<float>& arena = model_->arena();
+    if (o.clip_norm > 0) ClipByGlobalNorm(arena.grads(), arena.size(), o.clip_norm);
+    optimizer_->Step(arena, in.learning_rate);
+  }
+  AfterUpdate(in.step);
+  out.loss_sum = out.loss * static_cast<double>(mb.rows);
+  return out;
+}
+
+EvalResult ReplicaStrategy::Evaluate(const pipeline::Dataset& eval) {
+  SF_TRACE_SCOPE("evaluate");
+  SyncReplicas();
+  const bool classify = options().task == Task::kClassify;
+  double sums[3] = {0, 0, 0};  // loss sum, correct, samples
+  auto it = eval.MakeIterator();
+  pipeline::Element batch;
+  while (it.Next(&batch)) {
+    const ModelBatch mb = ToModelBatch(batch, spec_, &eval_scratch_);
+    if (mb.rows == 0) continue;
+    const Tensor out = model_->Forward(mb.x, /*training=*/false);
+    if (classify) {
+      sums[0] += SoftmaxCrossEntropy<float>(out, mb.labels, nullptr) * mb.rows;
+      sums[1] += static_cast<double>(CountCorrect<float>(out, mb.labels));
+    } else {
+      sums[0] += SumReconstructionError<float>(out, mb.x);
+    }
+    sums[2] += static_cast<double>(mb.rows);
+  }
+  comm::AllreduceDoubles(ctl(), sums, 3, comm::ReduceOp::kSum);
+  EvalResult r;
+  r.samples = static_cast<int64_t>(sums[2]);
+  if (r.samples > 0) {
+    r.loss = sums[0] / sums[2];
+    r.accuracy = sums[1] / sums[2];
+  }
+  return r;
+}
+
+void ReplicaStrategy::SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch,
+                                     const std::string& iterator_state) {
+  const TrainerOptions& o = options();
+  if (o.checkpoint.dir.empty()) return;
+  SF_TRACE_SCOPE("checkpoint");
+  SyncReplicas();
+  const std::vector<uint8_t> states = GatherRankStates(iterator_state, ctl());
+  if (ctl().rank() != 0) return;
+  TrainingState s;
+  s.step = steps_done;
+  s.epoch = steps_done / steps_per_epoch;
+  s.seed = o.model.seed;
+  s.iterator_state = states;
+  s.config_text = o.config_text;
+  const std::string path = shardflow::SaveCheckpoint(o.checkpoint, *model_, optimizer_.get(), s);
+  SF_LOG(Info) << "checkpoint " << path;
+}
+
+void ReplicaStrategy::FinishReport(RunSummary* summary) { summary->strategy = name(); }
+
+std::vector<float> ReplicaStrategy::FinalParams() {
+  const Arena<float>& arena = model_->arena();
+  return std::vector<float>(arena.params(), arena.params() + arena.size());
+}
+
+void ReplicaStrategy::SyncReplicas() { AverageBuffers(); }
+
+void ReplicaStrategy::BroadcastModel() {
+  comm::Broadcast(ctl(), model_->arena().params(), static_cast<size_t>(model_->arena().size()));
+  for (const NamedTensor& b : model_->Buffers()) {
+    comm::Broadcast(ctl(), b.tensor->data<float>(), static_cast<size_t>(b.tensor->num_elements()));
+  }
+}
+
+void ReplicaStrategy::AverageParams() {
+  if (ctl().size() == 1) return;
+  comm::Allreduce(
+      ctl(), model_->arena().params(), static_cast<size_t>(model_->arena().size()),
+      {.algorithm = comm::AllreduceAlgorithm::kMpi, .mode = comm::ReduceMode::kAverage});
+}
+
+// Batch-norm running statistics are updated by each rank's own batches; average them so
+// evaluation and checkpoints see one consistent model.
+void ReplicaStrategy::AverageBuffers() {
+  for (const NamedTensor& b : model_->Buffers()) {
+    comm::Allreduce(
+        ctl(), b.tensor->data<float>(), static_cast<size_t>(b.tensor->num_elements()),
+        {.algorithm = comm::AllreduceAlgorithm::kMpi, .mode = comm::ReduceMode::kAverage});
+  }
+}
+
+}  // namespace shardflow::train

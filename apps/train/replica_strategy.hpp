@@ -1,0 +1,73 @@
+// ReplicaStrategy: the part of every strategy that keeps a full model replica on each rank.
+//
+// It builds the model and optimizer, resumes or warm-starts them, runs one step's forward,
+// loss, backward and optimizer update, evaluates, and saves checkpoints (rank 0 writes, every
+// rank's input position gathered into the file). What a replica strategy adds is how replicas
+// stay in step, through four hooks:
+//   AttachToModel()     once after Setup built the model: install a gradients-ready hook etc.
+//   BeginBackward()     before each backward pass (gradients were just zeroed)
+//   FinishGradients()   after backward: make the gradients the ones to apply; returns the
+//                       seconds blocked on communication
+//   AfterUpdate(step)   after the optimizer step
+// and SyncReplicas(), which makes what evaluation and checkpoints read identical on every rank
+// (by default: average the non-trainable buffers, e.g. batch-norm statistics).
+// Data parallelism (data_parallel.hpp) reduces gradient buckets as backprop finishes them;
+// local SGD (tests/train) does nothing per step and averages parameters every k steps.
+// Thread-safety: as Strategy.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/train/strategy.hpp"
+#include "core/model.hpp"
+#include "core/optim/optimizer.hpp"
+
+namespace shardflow::train {
+
+class ReplicaStrategy : public Strategy {
+ public:
+  explicit ReplicaStrategy(const StrategyEnv& env);
+  ~ReplicaStrategy() override;
+
+  StartPoint Setup() override;
+  StepOutput TrainStep(const StepInput& in) override;
+  EvalResult Evaluate(const pipeline::Dataset& eval) override;
+  void SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch,
+                      const std::string& iterator_state) override;
+  int data_parallel_size() const override { return ctl().size(); }
+  void FinishReport(RunSummary* summary) override;
+  std::vector<float> FinalParams() override;
+
+ protected:
+  virtual void AttachToModel() {}
+  virtual void BeginBackward() {}
+  virtual double FinishGradients() = 0;
+  virtual void AfterUpdate(int64_t /*step*/) {}
+  virtual void SyncReplicas();
+
+  // Rank 0's parameters and buffers to every rank.
+  void BroadcastModel();
+  // The mean over ranks of every parameter (and buffer).
+  void AverageParams();
+  void AverageBuffers();
+
+  comm::Communicator& ctl() const { return *env_.ctl; }
+  const TrainerOptions& options() const { return *env_.options; }
+  const comm::Communicator& job() const { return *env_.job; }
+  Sequential<float>& model() { return *model_; }
+  Optimizer& optimizer() { return *optimizer_; }
+
+ private:
+  // The factor that makes a partial last batch weigh by its size in the global mean.
+  double BatchWeight(int64_t rows, bool epoch_end);
+
+  StrategyEnv env_;
+  BatchSpec spec_;
+  std::unique_ptr<Sequential<float>> model_;
+  std::unique_ptr<Optimizer> optimizer_;
+  Tensor dout_, eval_scratch_;
+};
+
+}  // namespace shardflow::train

@@ -1,0 +1,113 @@
+// Strategy: how the ranks of a job share the work of one training step.
+//
+// The training loop (training_loop.cpp) owns what every way of training has: the input
+// iterator, the step count and the ranks' agreement on it, metrics and progress, when to
+// evaluate and when to checkpoint, fault injection and the end-of-run report. A Strategy owns
+// what differs: where the model lives (a replica on every rank, stages of it, shards of it),
+// what one step computes and communicates, how evaluation and checkpoints see the model, and
+// what the report says about it. Data-parallel training is the first implementation
+// (data_parallel.hpp); pipeline stages and parameter servers are new classes behind this
+// interface, registered by name (MakeStrategy, `dist.strategy`), with no edit to the loop.
+//
+// Why an interface with a few coarse hooks rather than Caffe-style callbacks around a fixed
+// forward/backward: a pipeline schedule interleaves forward and backward passes of several
+// micro-batches and a parameter server replaces the update, so the unit every strategy can
+// agree on is "one optimizer step over this rank's batch" (TrainStep), not the phases inside
+// it. Strategies that keep a full replica on every rank share those phases through
+// ReplicaStrategy (replica_strategy.hpp), which calls back into the hooks that differ
+// (gradient buckets ready, gradients finished, after the update).
+//
+// Call order, all collective over the job's ranks:
+//   Setup -> (TrainStep | Evaluate | SaveCheckpoint)* -> FinishReport -> FinalParams
+// Thread-safety: one thread (the training loop's) calls a Strategy; a strategy may run its own
+// communication threads internally.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/common/model_batch.hpp"
+#include "apps/train/trainer.hpp"
+#include "comm/communicator.hpp"
+
+namespace shardflow::train {
+
+// What the loop hands every strategy.
+struct StrategyEnv {
+  const comm::Communicator* job = nullptr;  // the job's ranks (make your own comms from it)
+  comm::Communicator* ctl = nullptr;        // the loop's control communicator (this thread only)
+  const TrainerOptions* options = nullptr;
+};
+
+// Where a run starts: after Setup, the step to continue from and, on resume, this rank's
+// input-iterator state ("" : start of the data).
+struct StartPoint {
+  int64_t step = 0;
+  std::string iterator_state;
+};
+
+// One step's batch on this rank, and where the step stands.
+struct StepInput {
+  const ModelBatch* batch = nullptr;
+  int64_t step = 0;          // 0-based global step
+  bool epoch_end = false;    // the last step of an epoch (its batch may be partial)
+  double learning_rate = 0;  // from the schedule, for this step
+};
+
+// What one step adds to the metrics. Sums over this rank's contribution: the loop adds them
+// over ranks, so a rank that computes no loss (a pipeline's first stage) reports zeros.
+struct StepOutput {
+  double loss = 0;            // mean loss over this rank's rows
+  double loss_sum = 0;        // loss * rows
+  int64_t correct = 0;        // classify only
+  int64_t rows = 0;           // rows the loss covers
+  double comm_blocked_s = 0;  // time blocked on communication that backprop did not hide
+};
+
+// Evaluation over one pass of a dataset: sums over every rank (reduced by the strategy).
+struct EvalResult {
+  double loss = 0;      // mean loss per sample (reconstruct: mean squared error per sample)
+  double accuracy = 0;  // classify only
+  int64_t samples = 0;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string name() const = 0;
+
+  // Builds (its part of) the model, restores a checkpoint or warm start when the options ask,
+  // and makes the ranks consistent. Returns where training continues.
+  virtual StartPoint Setup() = 0;
+  // One optimizer step on this rank's batch.
+  virtual StepOutput TrainStep(const StepInput& in) = 0;
+  // Every rank evaluates its shard of `eval` once; the result is the same on every rank.
+  virtual EvalResult Evaluate(const pipeline::Dataset& eval) = 0;
+  // A checkpoint after `steps_done` steps; `iterator_state` is this rank's input position.
+  virtual void SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch,
+                              const std::string& iterator_state) = 0;
+  // How many model replicas process distinct samples in a step (samples = rows x this).
+  virtual int data_parallel_size() const = 0;
+  // Adds the strategy's own fields to the report (its name, what communication cost, ...).
+  virtual void FinishReport(RunSummary* summary) = 0;
+  // The trained parameters as one flat arena (every rank returns the same).
+  virtual std::vector<float> FinalParams() = 0;
+};
+
+// Registry of strategies by the name `dist.strategy` takes. "data_parallel" is built in; a
+// strategy registers itself with a static StrategyRegistration in its own .cpp (or a test).
+void RegisterStrategy(const std::string& name, StrategyFactory factory);
+// The registered names, sorted.
+std::vector<std::string> StrategyNames();
+// Throws Error(kInvalidArgument) naming dist.strategy and the known names for an unknown name.
+std::unique_ptr<Strategy> MakeStrategy(const std::string& name, const StrategyEnv& env);
+
+struct StrategyRegistration {
+  StrategyRegistration(const std::string& name, StrategyFactory factory) {
+    RegisterStrategy(name, std::move(factory));
+  }
+};
+
+}  // namespace shardflow::train

@@ -1,0 +1,40 @@
+#include "apps/train/test_fault.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/logging.hpp"
+
+namespace shardflow::train {
+
+TestFault TestFault::FromEnvironment() {
+  const char* env = std::getenv("SHARDFLOW_TEST_FAULT");
+  if (env == nullptr || *env == '\0') return {};
+  char kind[8] = {};
+  int rank = -1;
+  long long step = -1;
+  char extra = 0;
+  const int n = std::sscanf(env, "%7[a-z]:%d:%lld%c", kind, &rank, &step, &extra);
+  const std::string k = kind;
+  if (n != 3 || (k != "kill" && k != "hang") || rank < 0 || step < 0) {
+    throw Error(ErrorCode::kInvalidArgument, std::string("bad SHARDFLOW_TEST_FAULT '") + env +
+                                                 "': expected kill:RANK:STEP or hang:RANK:STEP");
+  }
+  TestFault f;
+  f.rank_ = rank;
+  f.step_ = step;
+  f.signal_ = k == "kill" ? SIGKILL : SIGSTOP;
+  return f;
+}
+
+void TestFault::MaybeRaise(int rank, int64_t step) const {
+  if (rank != rank_ || step != step_) return;
+  SF_LOG(Warn) << "SHARDFLOW_TEST_FAULT: rank " << rank << " raises "
+               << (signal_ == SIGKILL ? "SIGKILL" : "SIGSTOP") << " at step " << step;
+  std::raise(signal_);
+}
+
+}  // namespace shardflow::train

@@ -1,0 +1,25 @@
+// Test-only fault injection for the process-level tests (tests/train/train_runs.sh).
+//
+// SHARDFLOW_TEST_FAULT=kill:R:S (or hang:R:S) makes rank R raise SIGKILL (or SIGSTOP) at the
+// start of step S (0-based). Unset or empty: no fault. A malformed value is an error.
+// Thread-safety: none needed (read once, then const).
+#pragma once
+
+#include <cstdint>
+
+namespace shardflow::train {
+
+class TestFault {
+ public:
+  // Reads SHARDFLOW_TEST_FAULT; throws Error(kInvalidArgument) for a malformed value.
+  static TestFault FromEnvironment();
+  // Raises the signal when this is the rank and step named (logs it first).
+  void MaybeRaise(int rank, int64_t step) const;
+
+ private:
+  int rank_ = -1;
+  int64_t step_ = -1;
+  int signal_ = 0;
+};
+
+}  // namespace shardflow::train

@@ -1,0 +1,295 @@
+// The training loop: input, steps, metrics, checkpoints, evaluation and the report, for any
+// Strategy (strategy.hpp). Read TrainingLoop::Run first; each step is RunStep, and what
+// happens between steps (metrics lines, checkpoints, evaluation at epoch ends) is AfterStep.
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "apps/train/strategy.hpp"
+#include "apps/train/test_fault.hpp"
+#include "apps/train/trainer.hpp"
+#include "comm/collectives.hpp"
+#include "core/logging.hpp"
+#include "core/progress.hpp"
+#include "core/trace.hpp"
+#include "io/pipeline/step_count.hpp"
+
+namespace shardflow::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// metrics.jsonl, one JSON object a line, appended (a resumed run continues the file).
+class MetricsLog {
+ public:
+  explicit MetricsLog(const std::string& path) {
+    if (!path.empty()) {
+      out_.open(path, std::ios::app);
+      if (!out_) throw Error(ErrorCode::kIo, "cannot open metrics log", {.file = path});
+    }
+  }
+  void Write(const nlohmann::json& line) {
+    if (out_.is_open()) out_ << line.dump() << '\n' << std::flush;
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+// How many steps: every rank takes the same number per epoch (the fewest any rank has
+// batches for), so an uneven shard never leaves a rank waiting in a collective.
+struct StepPlan {
+  int64_t steps_per_epoch = 0;
+  int64_t total_steps = 0;
+  LrScheduleOptions schedule;
+};
+
+StepPlan PlanSteps(comm::Communicator& ctl, const TrainerOptions& o, int64_t local_batches) {
+  StepPlan plan;
+  plan.steps_per_epoch = comm::AllreduceInt64(ctl, local_batches, comm::ReduceOp::kMin);
+  if (plan.steps_per_epoch <= 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "some rank has no training batch (rank " + std::to_string(ctl.rank()) + " has " +
+                    std::to_string(local_batches) + "): too few records for " +
+                    std::to_string(ctl.size()) + " ranks",
+                {.hint = "lower train.batch_size or use fewer ranks"});
+  }
+  const int64_t most = comm::AllreduceInt64(ctl, local_batches, comm::ReduceOp::kMax);
+  if (ctl.rank() == 0 && most != plan.steps_per_epoch) {
+    SF_LOG(Info) << "ranks agree on " << plan.steps_per_epoch << " steps per epoch (the longest "
+                 << "shard has " << most << " batches; the rest is left out and counted)";
+  }
+  const int64_t planned = plan.steps_per_epoch * o.epochs;
+  plan.total_steps = o.max_steps > 0 ? std::min(planned, o.max_steps) : planned;
+  // A cosine schedule without total_steps runs over all the epochs, whatever max_steps says:
+  // a run stopped by max_steps and resumed sees the same learning rate at every step as one
+  // run through.
+  plan.schedule = o.schedule;
+  if (plan.schedule.total_steps == 0) {
+    plan.schedule.total_steps = std::max(planned, plan.schedule.warmup_steps + 1);
+  }
+  ValidateLrSchedule(plan.schedule);
+  return plan;
+}
+
+// Sums since the last metrics line, on this rank.
+struct Interval {
+  double loss_sum = 0, correct = 0, rows = 0;  // reduced over ranks when logged
+  double wait_s = 0, comm_s = 0;               // this rank's
+  Clock::time_point start = Clock::now();
+};
+
+class TrainingLoop {
+ public:
+  TrainingLoop(comm::Communicator& ctl, const TrainerOptions& o, const TrainerInputs& inputs,
+               Strategy& strategy)
+      : ctl_(ctl), o_(o), inputs_(inputs), strategy_(strategy) {}
+  TrainResult Run();
+
+ private:
+  void RunStep(int64_t step);
+  void AfterStep(int64_t step);
+  void LogInterval(int64_t step);
+  void MaybeCheckpoint(int64_t step, bool interval_end);
+  void EvaluateEpoch(int64_t step);
+  void Summarize(int64_t steps);
+  bool chief() const { return ctl_.rank() == 0; }
+
+  comm::Communicator& ctl_;
+  const TrainerOptions& o_;
+  const TrainerInputs& inputs_;
+  Strategy& strategy_;
+  const BatchSpec spec_ = o_.batch_spec();
+  StepPlan plan_;
+  std::unique_ptr<pipeline::PipelineIterator> it_;
+  std::shared_ptr<pipeline::StepLimitReport> left_out_ =
+      std::make_shared<pipeline::StepLimitReport>();
+  std::unique_ptr<MetricsLog> metrics_;
+  std::unique_ptr<ProgressReporter> progress_;
+  TrainResult result_;
+  StepTimeTotals times_;
+  Interval interval_;
+  Clock::time_point last_checkpoint_ = Clock::now();
+  int64_t samples_seen_ = 0;
+  pipeline::Element batch_;
+  Tensor scratch_;
+};
+
+TrainResult TrainingLoop::Run() {
+  const StartPoint start = strategy_.Setup();
+  const pipeline::Dataset one_pass = inputs_.train();
+  plan_ = PlanSteps(
+      ctl_, o_,
+      inputs_.local_batches ? inputs_.local_batches() : pipeline::LocalBatchCount(one_pass));
+  it_ = std::make_unique<pipeline::PipelineIterator>(
+      pipeline::LimitSteps(one_pass, plan_.steps_per_epoch, left_out_)
+          .Repeat(o_.epochs)
+          .MakeIterator());
+  if (!start.iterator_state.empty()) it_->RestoreState(start.iterator_state);
+  metrics_ = std::make_unique<MetricsLog>(
+      chief() && !o_.output_dir.empty() ? o_.output_dir + "/metrics.jsonl" : "");
+  if (chief() && o_.progress) {
+    progress_ = std::make_unique<ProgressReporter>(
+        plan_.total_steps, ProgressOptions{.label = "train", .unit = "samples"});
+    if (start.step > 0) progress_->StartAt(start.step, 0);
+  }
+  const TestFault fault = TestFault::FromEnvironment();
+  const auto loop_start = Clock::now();
+  int64_t step = start.step;
+  for (; step < plan_.total_steps; ++step) {
+    fault.MaybeRaise(ctl_.rank(), step);
+    RunStep(step);
+    AfterStep(step);
+  }
+  times_.wall_s = Since(loop_start);
+  if (progress_) progress_->Finish();
+  if (inputs_.eval) {
+    const EvalResult e = strategy_.Evaluate(inputs_.eval());
+    if (o_.task == Task::kClassify) result_.summary.test_accuracy = e.accuracy;
+    result_.summary.test_loss = e.loss;
+  }
+  strategy_.SaveCheckpoint(step, plan_.steps_per_epoch, it_->SaveState());
+  Summarize(step);
+  result_.params = strategy_.FinalParams();
+  return result_;
+}
+
+void TrainingLoop::RunStep(int64_t step) {
+  const auto t0 = Clock::now();
+  {
+    SF_TRACE_SCOPE("input");
+    if (!it_->Next(&batch_)) {
+      throw Error(ErrorCode::kInternal, "the input ended at step " + std::to_string(step) + " of " +
+                                            std::to_string(plan_.total_steps));
+    }
+  }
+  const double wait = Since(t0);
+  const ModelBatch mb = ToModelBatch(batch_, spec_, &scratch_);
+  const StepOutput out = strategy_.TrainStep({.batch = &mb,
+                                              .step = step,
+                                              .epoch_end = (step + 1) % plan_.steps_per_epoch == 0,
+                                              .learning_rate = LearningRate(plan_.schedule, step)});
+  const double step_seconds = Since(t0);
+  times_.input_wait_s += wait;
+  times_.comm_s += out.comm_blocked_s;
+  times_.compute_s += std::max(0.0, step_seconds - wait - out.comm_blocked_s);
+  interval_.wait_s += wait;
+  interval_.comm_s += out.comm_blocked_s;
+  interval_.loss_sum += out.loss_sum;
+  interval_.correct += static_cast<double>(out.correct);
+  interval_.rows += static_cast<double>(out.rows);
+  samples_seen_ += mb.rows;
+  result_.step_losses.push_back(out.loss);
+  result_.final_train_loss = out.loss;
+  if (progress_) {
+    progress_->Advance(1, static_cast<double>(mb.rows) * strategy_.data_parallel_size());
+  }
+}
+
+void TrainingLoop::AfterStep(int64_t step) {
+  const bool last = step + 1 == plan_.total_steps;
+  const bool epoch_end = (step + 1) % plan_.steps_per_epoch == 0;
+  const bool interval_end =
+      (o_.log_every_steps > 0 && (step + 1) % o_.log_every_steps == 0) || epoch_end || last;
+  if (interval_end) LogInterval(step);
+  if (!last) MaybeCheckpoint(step, interval_end);
+  if (epoch_end && !last && inputs_.eval) EvaluateEpoch(step);
+}
+
+void TrainingLoop::LogInterval(int64_t step) {
+  double sums[3] = {interval_.loss_sum, interval_.correct, interval_.rows};
+  comm::AllreduceDoubles(ctl_, sums, 3, comm::ReduceOp::kSum);
+  const double seconds = Since(interval_.start);
+  nlohmann::json line = {{"step", step + 1},
+                         {"epoch", step / plan_.steps_per_epoch},
+                         {"loss", sums[2] > 0 ? sums[0] / sums[2] : 0.0},
+                         {"samples_per_s", seconds > 0 ? sums[2] / seconds : 0.0},
+                         {"input_wait_fraction", seconds > 0 ? interval_.wait_s / seconds : 0.0},
+                         {"allreduce_s", interval_.comm_s},
+                         {"lr", LearningRate(plan_.schedule, step)}};
+  if (o_.task == Task::kClassify && sums[2] > 0) line["accuracy"] = sums[1] / sums[2];
+  metrics_->Write(line);
+  if (progress_) {
+    progress_->SetMetric("loss", line["loss"].get<double>());
+    if (line.contains("accuracy")) progress_->SetMetric("acc", line["accuracy"].get<double>());
+  }
+  interval_ = Interval{};
+}
+
+// Step-based checkpoints every checkpoint_every_steps; time-based ones are checked at the end
+// of each metrics interval: rank 0 decides, everyone follows (the save is collective).
+void TrainingLoop::MaybeCheckpoint(int64_t step, bool interval_end) {
+  bool due = o_.checkpoint_every_steps > 0 && (step + 1) % o_.checkpoint_every_steps == 0;
+  if (interval_end && o_.checkpoint_every_minutes > 0) {
+    const int64_t late = chief() && Since(last_checkpoint_) >= 60 * o_.checkpoint_every_minutes;
+    due = due || comm::AllreduceInt64(ctl_, late, comm::ReduceOp::kMax) != 0;
+  }
+  if (!due) return;
+  strategy_.SaveCheckpoint(step + 1, plan_.steps_per_epoch, it_->SaveState());
+  last_checkpoint_ = Clock::now();
+}
+
+void TrainingLoop::EvaluateEpoch(int64_t step) {
+  const EvalResult e = strategy_.Evaluate(inputs_.eval());
+  if (chief()) {
+    SF_LOG(Info) << "epoch " << (step + 1) / plan_.steps_per_epoch << ": eval loss " << e.loss
+                 << (o_.task == Task::kClassify ? ", accuracy " + std::to_string(e.accuracy)
+                                                : std::string());
+  }
+  metrics_->Write({{"step", step + 1},
+                   {"epoch", step / plan_.steps_per_epoch},
+                   {"eval_loss", e.loss},
+                   {"eval_accuracy", e.accuracy}});
+}
+
+// Where the time went: the slowest rank's wall time, the mean of the parts.
+void TrainingLoop::Summarize(int64_t steps) {
+  const int size = ctl_.size();
+  double parts[4] = {times_.input_wait_s, times_.compute_s, times_.comm_s,
+                     static_cast<double>(samples_seen_)};
+  comm::AllreduceDoubles(ctl_, parts, 4, comm::ReduceOp::kSum);
+  const double wall = comm::AllreduceDouble(ctl_, times_.wall_s, comm::ReduceOp::kMax);
+  RunSummary& s = result_.summary;
+  s.times = {.wall_s = wall,
+             .input_wait_s = parts[0] / size,
+             .compute_s = parts[1] / size,
+             .comm_s = parts[2] / size};
+  s.ranks = size;
+  s.per_rank_batch = o_.per_rank_batch;
+  s.global_batch = o_.per_rank_batch * strategy_.data_parallel_size();
+  s.steps = steps;
+  s.epochs = (steps + plan_.steps_per_epoch - 1) / plan_.steps_per_epoch;
+  s.samples = static_cast<int64_t>(parts[3]);
+  s.samples_per_s = wall > 0 ? parts[3] / wall : 0;
+  s.verdict = Diagnose(s.times, o_.tuning);
+  strategy_.FinishReport(&s);
+  if (left_out_->batches_left_out > 0) {
+    SF_LOG(Info) << "equal steps left out " << left_out_->batches_left_out.load() << " batches ("
+                 << left_out_->elements_left_out.load() << " samples) on this rank";
+  }
+}
+
+}  // namespace
+
+TrainResult RunTraining(const comm::Communicator& job, const TrainerOptions& o,
+                        const TrainerInputs& inputs, const StrategyFactory& factory) {
+  comm::CommunicatorOptions comm_options;
+  comm_options.watchdog = comm::WatchdogOptions{.timeout_seconds = o.watchdog_seconds};
+  comm::Communicator ctl(job.raw(), comm_options);
+  if (o.trace) StartTracing();
+  const StrategyEnv env{.job = &job, .ctl = &ctl, .options = &o};
+  std::unique_ptr<Strategy> strategy = factory ? factory(env) : MakeStrategy(o.strategy, env);
+  TrainResult result = TrainingLoop(ctl, o, inputs, *strategy).Run();
+  if (o.trace && !o.output_dir.empty()) {
+    StopTracing();
+    WriteTrace(RankTracePath(o.output_dir + "/trace.json", ctl.rank()), {.pid = ctl.rank()});
+  }
+  return result;
+}
+
+}  // namespace shardflow::train

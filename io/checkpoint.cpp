@@ -1,0 +1,361 @@
+// Writing checkpoints: SaveCheckpoint is the collective save over the calling process alone,
+// owning the whole arena, so both writers share one code path and produce the same layout.
+//
+// A collective save runs in phases, each ending in an agreement so that a failure on any rank
+// becomes an error on every rank before the next collective step:
+//   1. agree: all-gather each rank's model summary and owned slices (with their CRCs); every
+//      rank checks the same data (models alike, slices cover the arena once) and so throws the
+//      same error; rank 0 creates the directory and picks the temporary name;
+//   2. share: rank 0's metadata (state, spec, optimizer name) is broadcast, since HDF5's
+//      metadata calls must be made with equal values on every rank;
+//   3. write: every rank creates every object and writes its own slices; rank 0 writes buffers,
+//      state and config; the file is closed (collective) and fsync'ed by every rank;
+//   4. publish: rank 0 renames the file into place, fsyncs the directory and prunes.
+#include "io/checkpoint.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iomanip>
+#include <sstream>
+
+#include "io/checkpoint_format.hpp"
+#include "io/hdf5_objects.hpp"
+
+namespace shardflow {
+namespace {
+
+namespace fs = std::filesystem;
+namespace fmt = checkpoint_format;
+
+// Rank 0's part of the file besides the arena, shared with every rank before writing.
+struct RootMeta {
+  TrainingState state;
+  std::string model_spec;
+  std::string input_shape;
+  std::string optimizer_name;  // empty: no optimizer
+  int64_t iterations = 0;
+};
+
+void PutPiece(std::string* out, const void* data, size_t bytes) {
+  const uint64_t length = bytes;
+  out->append(reinterpret_cast<const char*>(&length), sizeof(length));
+  out->append(static_cast<const char*>(data), bytes);
+}
+
+std::string TakePiece(const std::string& in, size_t* pos) {
+  uint64_t length = 0;
+  std::memcpy(&length, in.data() + *pos, sizeof(length));
+  std::string piece = in.substr(*pos + sizeof(length), length);
+  *pos += sizeof(length) + length;
+  return piece;
+}
+
+template <typename V>
+void PutVector(std::string* out, const std::vector<V>& v) {
+  PutPiece(out, v.data(), v.size() * sizeof(V));
+}
+
+template <typename V>
+std::vector<V> TakeVector(const std::string& in, size_t* pos) {
+  const std::string bytes = TakePiece(in, pos);
+  std::vector<V> v(bytes.size() / sizeof(V));
+  if (!v.empty()) std::memcpy(v.data(), bytes.data(), v.size() * sizeof(V));
+  return v;
+}
+
+// Rank 0's metadata on every rank (the broadcast of a length-prefixed packing).
+RootMeta ShareRootMeta(io::Communicator comm, Sequential<float>& model, Optimizer* optimizer,
+                       const TrainingState& state) {
+  std::string bytes;
+  if (io::CommRank(comm) == 0) {
+    const int64_t ints[4] = {state.step, state.epoch, static_cast<int64_t>(state.seed),
+                             optimizer != nullptr ? optimizer->iterations() : 0};
+    PutPiece(&bytes, ints, sizeof(ints));
+    PutVector(&bytes, state.rng);
+    PutVector(&bytes, state.iterator_state);
+    for (const std::string& s :
+         {state.config_text, model.spec(), ShapeToString(model.input_shape()),
+          optimizer != nullptr ? optimizer->name() : std::string()}) {
+      PutPiece(&bytes, s.data(), s.size());
+    }
+  }
+  io::Broadcast(comm, &bytes, 0);
+  RootMeta m;
+  size_t pos = 0;
+  const std::vector<int64_t> ints = TakeVector<int64_t>(bytes, &pos);
+  m.state.step = ints.at(0);
+  m.state.epoch = ints.at(1);
+  m.state.seed = static_cast<uint64_t>(ints.at(2));
+  m.iterations = ints.at(3);
+  m.state.rng = TakeVector<uint64_t>(bytes, &pos);
+  m.state.iterator_state = TakeVector<uint8_t>(bytes, &pos);
+  m.state.config_text = TakePiece(bytes, &pos);
+  m.model_spec = TakePiece(bytes, &pos);
+  m.input_shape = TakePiece(bytes, &pos);
+  m.optimizer_name = TakePiece(bytes, &pos);
+  return m;
+}
+
+// What a rank contributes to phase 1: its model's structure, then (offset, size, crc) per slice.
+constexpr size_t kSummaryHeader = 5;
+
+std::vector<int64_t> LocalSummary(Sequential<float>& model, Optimizer* optimizer,
+                                  const std::vector<ArenaSlice>& owned) {
+  Arena<float>& arena = model.arena();
+  int64_t slots = -1;  // no optimizer
+  int64_t odd_slots = 0;
+  if (optimizer != nullptr) {
+    const std::vector<NamedTensor> all = optimizer->Slots();
+    slots = static_cast<int64_t>(all.size());
+    for (const NamedTensor& s : all) odd_slots += s.tensor->num_elements() != arena.size();
+  }
+  std::vector<int64_t> out = {arena.size(), arena.num_params(),
+                              static_cast<int64_t>(model.Buffers().size()), slots, odd_slots};
+  for (const ArenaSlice& s : owned) {
+    const bool inside = s.offset >= 0 && s.size > 0 && s.offset <= arena.size() &&
+                        s.size <= arena.size() - s.offset;
+    const uint32_t crc =
+        inside ? Crc32(arena.params() + s.offset, static_cast<size_t>(s.size) * sizeof(float)) : 0;
+    out.insert(out.end(), {s.offset, s.size, static_cast<int64_t>(crc)});
+  }
+  return out;
+}
+
+// Phase 1 checks, on the summaries of every rank (so every rank reaches the same verdict).
+// Fills `crcs` with every rank's slice CRCs.
+Status CheckSummaries(const std::vector<std::vector<int64_t>>& all, std::vector<SliceCrc>* crcs) {
+  const char* what[kSummaryHeader] = {"arena elements", "parameters", "buffers",
+                                      "optimizer slots (-1: none)", "slots not arena-sized"};
+  std::vector<std::vector<ArenaSlice>> by_rank(all.size());
+  for (size_t r = 0; r < all.size(); ++r) {
+    for (size_t i = 0; i < kSummaryHeader; ++i) {
+      if (all[r][i] != all[0][i]) {
+        return Status(ErrorCode::kInvalidArgument,
+                      "rank " + std::to_string(r) + "'s model has " + std::to_string(all[r][i]) +
+                          " " + what[i] + " but rank 0's has " + std::to_string(all[0][i]),
+                      {.hint = "every rank of a collective checkpoint passes the same model "
+                               "and optimizer kind, each with arena-sized slots"});
+      }
+    }
+    for (size_t i = kSummaryHeader; i + 2 < all[r].size(); i += 3) {
+      by_rank[r].push_back({all[r][i], all[r][i + 1]});
+      crcs->push_back({all[r][i], all[r][i + 1], static_cast<uint32_t>(all[r][i + 2])});
+    }
+  }
+  if (all[0][4] > 0) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "the optimizer has " + std::to_string(all[0][4]) +
+                      " slots that are not arena-sized; checkpoints slice slots like the arena");
+  }
+  return CheckArenaCoverage(by_rank, all[0][0]);
+}
+
+std::vector<hsize_t> Dims(const Shape& shape) { return {shape.begin(), shape.end()}; }
+
+// The part of the owned slices (sorted) that falls in [offset, offset + size), relative to offset.
+std::vector<io::FlatRange> Intersect(const std::vector<ArenaSlice>& owned, int64_t offset,
+                                     int64_t size) {
+  std::vector<io::FlatRange> out;
+  for (const ArenaSlice& s : owned) {
+    const int64_t begin = std::max(s.offset, offset);
+    const int64_t end = std::min(s.offset + s.size, offset + size);
+    if (begin < end) out.push_back({begin - offset, end - offset});
+  }
+  return out;
+}
+
+// Phase 3: every object of the layout; data from `owned` (sorted) and, on rank 0, the rest.
+void WriteContents(const io::Hdf5File& file, Sequential<float>& model, Optimizer* optimizer,
+                   const RootMeta& meta, const std::vector<ArenaSlice>& owned, uint32_t crc) {
+  Arena<float>& arena = model.arena();
+  for (const ParamSpec& s : arena.specs()) {
+    const std::string name = fmt::kParams + s.FullName();
+    io::H5Id d = io::CreateChecksummedDataset(file, name, H5T_NATIVE_FLOAT, Dims(s.shape),
+                                              fmt::kMaxChunkBytes);
+    if (s.size > 0) {
+      io::WriteFlatRanges(file, d.get(), name, H5T_NATIVE_FLOAT, arena.params() + s.offset,
+                          Intersect(owned, s.offset, s.size));
+    }
+  }
+  // Everything below the arena is rank 0's to write: the other ranks select nothing.
+  auto root_only = [&](int64_t n) {
+    return file.rank() == 0 && n > 0 ? std::vector<io::FlatRange>{{0, n}}
+                                     : std::vector<io::FlatRange>{};
+  };
+  auto write_root = [&](const std::string& name, hid_t type, const void* data,
+                        const std::vector<hsize_t>& dims) {
+    io::H5Id d = io::CreateChecksummedDataset(file, name, type, dims, fmt::kMaxChunkBytes);
+    int64_t n = 1;
+    for (hsize_t x : dims) n *= static_cast<int64_t>(x);
+    if (n > 0) io::WriteFlatRanges(file, d.get(), name, type, data, root_only(n));
+  };
+  for (const NamedTensor& b : model.Buffers()) {
+    write_root(fmt::kBuffers + b.name, H5T_NATIVE_FLOAT, b.tensor->data<float>(),
+               Dims(b.tensor->shape()));
+  }
+  if (!meta.optimizer_name.empty()) {
+    const std::string group = fmt::kOptimizer;
+    for (const NamedTensor& s : optimizer->Slots()) {
+      const std::string name = group + "/" + s.name;
+      io::H5Id d = io::CreateChecksummedDataset(file, name, H5T_NATIVE_FLOAT,
+                                                Dims(s.tensor->shape()), fmt::kMaxChunkBytes);
+      if (arena.size() > 0) {
+        io::WriteFlatRanges(file, d.get(), name, H5T_NATIVE_FLOAT, s.tensor->data<float>(),
+                            Intersect(owned, 0, arena.size()));
+      }
+    }
+    if (!file.HasLink(group)) io::CreateGroup(file, group);
+    io::WriteAttribute(file, group, "name", meta.optimizer_name);
+    io::WriteAttribute(file, group, "iterations", meta.iterations);
+  }
+  const TrainingState& st = meta.state;
+  write_root(fmt::kRng, H5T_NATIVE_UINT64, st.rng.data(), {st.rng.size()});
+  write_root(fmt::kIterator, H5T_NATIVE_UINT8, st.iterator_state.data(),
+             {st.iterator_state.size()});
+  io::WriteStringDataset(file, fmt::kConfig, st.config_text);
+  io::WriteAttribute(file, "/", "format", std::string(fmt::kFormat));
+  io::WriteAttribute(file, "/", "version", fmt::kVersion);
+  io::WriteAttribute(file, "/", "step", st.step);
+  io::WriteAttribute(file, "/", "epoch", st.epoch);
+  io::WriteAttribute(file, "/", "seed", static_cast<int64_t>(st.seed));
+  io::WriteAttribute(file, "/", "model_spec", meta.model_spec);
+  io::WriteAttribute(file, "/", "input_shape", meta.input_shape);
+  io::WriteAttribute(file, "/", "num_params", static_cast<int64_t>(arena.num_params()));
+  io::WriteAttribute(file, "/", "arena_size", arena.size());
+  io::WriteAttribute(file, "/", "params_crc32", static_cast<int64_t>(crc));
+}
+
+Status FsyncPath(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    return Status(ErrorCode::kIo, std::string("fsync failed: ") + std::strerror(err),
+                  {.file = path});
+  }
+  ::close(fd);
+  return Status::Ok();
+}
+
+std::string CheckpointName(const CheckpointOptions& o, int64_t step) {
+  std::ostringstream s;
+  s << o.prefix << '-' << std::setw(9) << std::setfill('0') << step << ".h5";
+  return s.str();
+}
+
+// Phase 1 on rank 0: the directory and the temporary name.
+Status PrepareDirectory(const CheckpointOptions& options) {
+  std::error_code ec;
+  fs::create_directories(options.dir, ec);
+  if (ec) {
+    return Status(ErrorCode::kIo, "cannot create checkpoint directory: " + ec.message(),
+                  {.file = options.dir});
+  }
+  return Status::Ok();
+}
+
+// Phases 3 and 4 for the file at `tmp`; rank 0 publishes it as `final_path`.
+void WriteAndPublish(io::Communicator comm, const std::string& tmp, const std::string& final_path,
+                     const CheckpointOptions& options, Sequential<float>& model,
+                     Optimizer* optimizer, const RootMeta& meta,
+                     const std::vector<ArenaSlice>& owned, uint32_t crc) {
+  Status local;
+  try {
+    io::Hdf5File file = io::Hdf5File::Create(tmp, comm, {.checksummed_metadata = true});
+    WriteContents(file, model, optimizer, meta, owned, crc);
+    file.Close();
+    local = FsyncPath(tmp, false);
+  } catch (const Error& e) {
+    local = e.status();
+  }
+  io::AgreeOnStatus(comm, local);
+  if (io::CommRank(comm) == 0) {
+    local = Status::Ok();
+    if (std::rename(tmp.c_str(), final_path.c_str()) != 0) {
+      local = Status(ErrorCode::kIo, std::string("rename failed: ") + std::strerror(errno),
+                     {.file = final_path});
+    } else {
+      local = FsyncPath(options.dir, true);
+    }
+  }
+  io::AgreeOnStatus(comm, local);
+}
+
+}  // namespace
+
+std::string SaveCheckpoint(const CheckpointOptions& options, Sequential<float>& model,
+                           Optimizer* optimizer, const TrainingState& state) {
+  return SaveCheckpointCollective(options, io::SelfCommunicator(), model, optimizer, state,
+                                  {{.offset = 0, .size = model.arena().size()}});
+}
+
+std::string SaveCheckpointCollective(const CheckpointOptions& options, io::Communicator comm,
+                                     Sequential<float>& model, Optimizer* optimizer,
+                                     const TrainingState& state,
+                                     const std::vector<ArenaSlice>& owned) {
+  if (options.dir.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "checkpoint directory is not set",
+                {.key = "checkpoint.dir"});
+  }
+  const int rank = io::CommRank(comm);
+  // Phase 1: agree on the models and the slices, then on the directory and the temporary name.
+  std::vector<SliceCrc> crcs;
+  ThrowIfError(
+      CheckSummaries(io::AllgatherInt64(comm, LocalSummary(model, optimizer, owned)), &crcs));
+  const std::string final_path = fs::path(options.dir) / CheckpointName(options, state.step);
+  std::string tmp = final_path + ".tmp." + std::to_string(::getpid());
+  io::AgreeOnStatus(comm, rank == 0 ? PrepareDirectory(options) : Status::Ok());
+  io::Broadcast(comm, &tmp, 0);
+  // Phase 2.
+  const RootMeta meta = ShareRootMeta(comm, model, optimizer, state);
+  std::vector<ArenaSlice> sorted = owned;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const ArenaSlice& a, const ArenaSlice& b) { return a.offset < b.offset; });
+  // Phases 3 and 4; a failure anywhere leaves no temporary file behind.
+  try {
+    WriteAndPublish(comm, tmp, final_path, options, model, optimizer, meta, sorted,
+                    CombineSliceCrcs(crcs));
+  } catch (...) {
+    if (rank == 0) {
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+    }
+    throw;
+  }
+  if (rank == 0 && options.keep_last > 0) {
+    std::vector<std::string> all = ListCheckpoints(options);
+    for (size_t i = 0; i + static_cast<size_t>(options.keep_last) < all.size(); ++i) {
+      std::error_code ignored;
+      fs::remove(all[i], ignored);
+    }
+  }
+  return final_path;
+}
+
+std::vector<std::string> ListCheckpoints(const CheckpointOptions& options) {
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code ec;
+  if (!fs::is_directory(options.dir, ec)) return {};
+  const std::string head = options.prefix + "-";
+  for (const auto& entry : fs::directory_iterator(options.dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= head.size() + 3 || name.compare(0, head.size(), head) != 0 ||
+        name.compare(name.size() - 3, 3, ".h5") != 0) {
+      continue;
+    }
+    const std::string digits = name.substr(head.size(), name.size() - head.size() - 3);
+    if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
+    found.emplace_back(std::stoll(digits), entry.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& [step, path] : found) out.push_back(path);
+  return out;
+}
+
+}  // namespace shardflow
