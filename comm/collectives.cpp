@@ -29,27 +29,31 @@ MPI_Op ToMpi(ReduceOp op) {
   return op == ReduceOp::kSum ? MPI_SUM : op == ReduceOp::kMin ? MPI_MIN : MPI_MAX;
 }
 
-// Broadcasts count elements of `type` in int-sized pieces. The caller holds the scopes.
-void BroadcastPieces(Communicator& comm, void* data, size_t count, MPI_Datatype type,
-                     size_t elem_bytes, int root) {
+// Calls send(pointer, int count) for each int-sized piece of count elements of elem_bytes.
+template <typename Send>
+void ForEachPiece(const Communicator& comm, void* data, size_t count, size_t elem_bytes,
+                  Send send) {
   auto* bytes = static_cast<char*>(data);
   const size_t limit = comm.max_message_count();
   for (size_t i = 0; i < NumMessagePieces(count, limit); ++i) {
     const MessagePiece piece = MessagePieceAt(count, limit, i);
-    SF_CHECK_MPI(MPI_Bcast(bytes + piece.offset * elem_bytes, piece.count, type, root, comm.raw()));
+    send(bytes + piece.offset * elem_bytes, piece.count);
   }
+}
+
+// Broadcasts count elements of `type` in int-sized pieces. The caller holds the scopes.
+void BroadcastPieces(Communicator& comm, void* data, size_t count, MPI_Datatype type,
+                     size_t elem_bytes, int root) {
+  ForEachPiece(comm, data, count, elem_bytes,
+               [&](char* at, int n) { SF_CHECK_MPI(MPI_Bcast(at, n, type, root, comm.raw())); });
 }
 
 // In-place all-reduce of count elements of `type` in int-sized pieces.
 void AllreducePieces(Communicator& comm, void* data, size_t count, MPI_Datatype type,
                      size_t elem_bytes, ReduceOp op) {
-  auto* bytes = static_cast<char*>(data);
-  const size_t limit = comm.max_message_count();
-  for (size_t i = 0; i < NumMessagePieces(count, limit); ++i) {
-    const MessagePiece piece = MessagePieceAt(count, limit, i);
-    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, bytes + piece.offset * elem_bytes, piece.count, type,
-                               ToMpi(op), comm.raw()));
-  }
+  ForEachPiece(comm, data, count, elem_bytes, [&](char* at, int n) {
+    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, at, n, type, ToMpi(op), comm.raw()));
+  });
 }
 
 }  // namespace

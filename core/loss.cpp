@@ -4,21 +4,6 @@
 
 namespace shardflow {
 
-int64_t LabelAt(const Tensor& labels, int64_t i) {
-  switch (labels.dtype()) {
-    case DType::kInt32:
-      return labels.data<int32_t>()[i];
-    case DType::kInt64:
-      return labels.data<int64_t>()[i];
-    case DType::kUInt8:
-      return labels.data<uint8_t>()[i];
-    default:
-      throw Error(
-          ErrorCode::kInvalidArgument,
-          std::string("labels must be an integer tensor, got ") + DTypeName(labels.dtype()));
-  }
-}
-
 template <typename T>
 double SoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels, Tensor* dlogits) {
   if (logits.rank() != 2 || labels.rank() != 1 || labels.dim(0) != logits.dim(0)) {

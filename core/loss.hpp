@@ -19,7 +19,4 @@ double SoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels, Tensor* d
 template <typename T>
 double MeanSquaredError(const Tensor& pred, const Tensor& target, Tensor* dpred);
 
-// The label of row i as int64 (labels of any integer dtype). Throws on a float tensor.
-int64_t LabelAt(const Tensor& labels, int64_t i);
-
 }  // namespace shardflow

@@ -127,4 +127,21 @@ class Tensor {
   void* data_ = nullptr;
 };
 
+// Element i of an integer tensor (uint8, int32 or int64; labels) as int64. CPU tensors only;
+// throws Error(kInvalidArgument) naming the dtype for a float tensor.
+inline int64_t LabelAt(const Tensor& labels, int64_t i) {
+  switch (labels.dtype()) {
+    case DType::kInt32:
+      return labels.data<int32_t>()[i];
+    case DType::kInt64:
+      return labels.data<int64_t>()[i];
+    case DType::kUInt8:
+      return labels.data<uint8_t>()[i];
+    default:
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          std::string("labels must be an integer tensor, got ") + DTypeName(labels.dtype()));
+  }
+}
+
 }  // namespace shardflow

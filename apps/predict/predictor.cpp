@@ -54,21 +54,6 @@ int64_t RecordId(const pipeline::Element& record, const std::string& id_feature)
   return v >= 0 ? v : record.id;  // -1: the record has no id (the spec's default)
 }
 
-// Label i of an integer label tensor (ToModelBatch has checked the dtype is integral).
-int64_t LabelAt(const Tensor& labels, int64_t i) {
-  switch (labels.dtype()) {
-    case DType::kInt64:
-      return labels.data<int64_t>()[i];
-    case DType::kInt32:
-      return labels.data<int32_t>()[i];
-    case DType::kUInt8:
-      return labels.data<uint8_t>()[i];
-    default:
-      throw Error(ErrorCode::kInvalidArgument, std::string("labels of dtype ") +
-                                                   DTypeName(labels.dtype()) + " are not integers");
-  }
-}
-
 class BatchPredictor {
  public:
   BatchPredictor(Sequential<float>& model, const PredictorSpec& spec, PredictionRows* rows)

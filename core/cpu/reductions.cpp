@@ -8,25 +8,6 @@
 #include "core/cpu/kernels.hpp"
 
 namespace shardflow::cpu {
-namespace {
-
-int64_t LabelAt(const Tensor& labels, int64_t i) {
-  switch (labels.dtype()) {
-    case DType::kInt32:
-      return labels.data<int32_t>()[i];
-    case DType::kInt64:
-      return labels.data<int64_t>()[i];
-    case DType::kUInt8:
-      return labels.data<uint8_t>()[i];
-    default:
-      throw Error(
-          ErrorCode::kInvalidArgument,
-          std::string("labels must be an integer tensor, got ") + DTypeName(labels.dtype()));
-  }
-}
-
-}  // namespace
-
 // sums (cols) += column sums of x (rows, cols), row by row.
 template <typename T>
 void AddColumnSums(int64_t rows, int64_t cols, const T* x, T* sums) {

@@ -13,6 +13,7 @@
 
 #include "apps/train/replica_strategy.hpp"
 #include "apps/train/trainer.hpp"
+#include "tests/support/mpi_scratch.hpp"
 
 namespace shardflow::train {
 namespace {
@@ -97,16 +98,8 @@ double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
   return m;
 }
 
-int Rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int Ranks() {
-  int n = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
+int Rank() { return shardflow::testing::MpiRank(); }
+int Ranks() { return shardflow::testing::MpiSize(); }
 
 TEST(LocalSgdStrategyTest, KEqualsOneMatchesDataParallel) {
   const Data d = MakeRankData(Rank(), Ranks());

@@ -17,6 +17,7 @@
 #include "apps/train/trainer.hpp"
 #include "core/error.hpp"
 #include "tests/io/poison_checkpoint.hpp"
+#include "tests/support/mpi_scratch.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::train {
@@ -27,16 +28,8 @@ constexpr int64_t kBatch = 4;  // per rank: 8 steps an epoch
 constexpr int64_t kFeatures = 12;
 constexpr const char* kModel = "dense:16, tanh, dense:3";
 
-int Rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int Ranks() {
-  int n = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
+int Rank() { return shardflow::testing::MpiRank(); }
+int Ranks() { return shardflow::testing::MpiSize(); }
 
 // This rank's rows; on the last rank, one feature of one row in each of `nan_batches` is NaN
 // (the other ranks' data is finite).
