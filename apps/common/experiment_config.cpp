@@ -83,7 +83,9 @@ void RegisterDistAndCheckpointSections(ConfigSchema& s, ExperimentConfig* c) {
 
   s.DescribeSection("checkpoint", "checkpoints (HDF5, written by rank 0)");
   s.Add("checkpoint", "dir", &c->checkpoint_dir, "folder ('' : OUTPUT/checkpoints)");
-  s.Add("checkpoint", "every_steps", &c->checkpoint_every_steps, "0: only at the end")
+  s.Add("checkpoint", "every_steps", &c->checkpoint_every_steps, "0: off").NonNegative();
+  s.Add("checkpoint", "every_epochs", &c->checkpoint_every_epochs,
+        "a checkpoint at the end of every Nth epoch (0: off); the last step always has one")
       .NonNegative();
   s.Add("checkpoint", "every_minutes", &c->checkpoint_every_minutes, "0: off").NonNegative();
   s.Add("checkpoint", "keep_last", &c->keep_last, "checkpoints kept (0: all)").NonNegative();

@@ -14,6 +14,18 @@
 namespace shardflow::train {
 namespace {
 
+// --resume without a checkpoint to resume from is a usage error, found before any rank starts
+// (--resume=auto starts fresh instead).
+void CheckResumable(const TrainerOptions& o) {
+  if (!o.resume || o.resume_if_possible) return;
+  if (!std::filesystem::is_directory(o.checkpoint.dir) || ListCheckpoints(o.checkpoint).empty()) {
+    throw Error(ErrorCode::kNotFound, "--resume: no checkpoint to resume from",
+                {.file = o.checkpoint.dir,
+                 .hint = "--resume=auto starts fresh when there is none; without --resume the "
+                         "run starts fresh"});
+  }
+}
+
 int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& options) {
   const bool chief = env.is_chief();
   if (chief) {
@@ -33,7 +45,10 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
   }
   const comm::Communicator job(comm::Group::kWorld, {.discover_topology = false});
   const TrainResult result = RunTraining(job, options, inputs);
-  if (chief) {
+  if (chief && result.already_complete) {
+    std::printf("the run in %s is complete; nothing changed (raise train.epochs to go on)\n",
+                config.output.c_str());
+  } else if (chief) {
     std::ofstream(config.output + "/summary.json") << SummaryToJson(result.summary).dump(2) << "\n";
     std::fputs(FormatReport(result.summary).c_str(), stdout);
     std::printf("outputs in %s (resolved.ini, metrics.jsonl, summary.json, checkpoints/)\n",
@@ -60,13 +75,16 @@ int main(int argc, char** argv) {
                     "or srun");
         app.Flag("output", &config.output, "DIR",
                  "outputs: resolved.ini, metrics.jsonl, summary.json, checkpoints/, traces")
-            .Switch("resume", &config.resume, "continue from the latest checkpoint")
+            .OptionalValue("resume", &config.resume, "latest", {"latest", "auto"},
+                           "continue from the newest checkpoint (an error when there is none); "
+                           "=auto: continue if there is one, else start fresh")
             .Switch("no-progress", &config.no_progress, "no progress bar")
             .RequireConfig(true);
         ParseCommandLine(argc, argv, schema, app);
         options = train::MakeTrainerOptions(&config, env.size(), schema.ResolvedIni());
         // Input patterns that match nothing are a usage error: reported here, once, rather
         // than by every rank's pipeline at once.
+        train::CheckResumable(options);
         pipeline::ListFiles(config.data.data.files);
         if (!config.eval.data.files.empty()) pipeline::ListFiles(config.eval.data.files);
         options.tuning.threads = apps::ResolveThreads(config, env.local_size());

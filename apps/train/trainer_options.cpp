@@ -68,8 +68,10 @@ void SetOutputs(const apps::ExperimentConfig& c, const std::string& config_text,
   o->checkpoint.dir = c.checkpoint_dir.empty() ? c.output + "/checkpoints" : c.checkpoint_dir;
   o->checkpoint.keep_last = c.keep_last;
   o->checkpoint_every_steps = c.checkpoint_every_steps;
+  o->checkpoint_every_epochs = c.checkpoint_every_epochs;
   o->checkpoint_every_minutes = c.checkpoint_every_minutes;
-  o->resume = c.resume;
+  o->resume = !c.resume.empty();
+  o->resume_if_possible = c.resume == "auto";
   o->warm_start = c.warm_start;
   if (o->resume && !o->warm_start.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "--resume and a warm start exclude each other",
