@@ -85,8 +85,10 @@ int main(int argc, char** argv) {
         // Input patterns that match nothing are a usage error: reported here, once, rather
         // than by every rank's pipeline at once.
         train::CheckResumable(options);
-        pipeline::ListFiles(config.data.data.files);
-        if (!config.eval.data.files.empty()) pipeline::ListFiles(config.eval.data.files);
+        pipeline::CheckFilesMatch(config.data.data.files, "data.files");
+        if (!config.eval.data.files.empty()) {
+          pipeline::CheckFilesMatch(config.eval.data.files, "eval.files");
+        }
         options.tuning.threads = apps::ResolveThreads(config, env.local_size());
         cpu::SetIntraOpThreads(options.tuning.threads);
       },
