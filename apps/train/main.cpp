@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "apps/train/trainer.hpp"
 #include "apps/train/trainer_options.hpp"
@@ -90,6 +91,8 @@ int main(int argc, char** argv) {
           pipeline::CheckFilesMatch(config.eval.data.files, "eval.files");
         }
         options.tuning.threads = apps::ResolveThreads(config, env.local_size());
+        options.tuning.local_ranks = env.local_size();
+        options.tuning.cores = static_cast<int>(std::thread::hardware_concurrency());
         cpu::SetIntraOpThreads(options.tuning.threads);
       },
       [&](MpiEnvironment& env) {

@@ -98,7 +98,9 @@ TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* c, int ranks,
               .bucket_mb = c->bucket_mb,
               .overlap = c->overlap,
               .threads = 1,  // set by the caller, who knows the node's ranks
-              .ranks = ranks};
+              .ranks = ranks,
+              // BuildInputPipeline reads with one thread when parallel_reads is auto.
+              .parallel_reads_used = c->data.data.parallel_reads == pipeline::kAutotune ? 1 : 0};
   return o;
 }
 
