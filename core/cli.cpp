@@ -258,7 +258,10 @@ CommandLine ParseCommandLine(int argc, const char* const* argv, ConfigSchema& sc
     throw EarlyExit{0};
   }
   schema.Parse(command_line.config_path, command_line.overrides);
-  if (app.print_resolved() && IsRankZero()) WriteStdout(schema.ResolvedTable());
+  // The table is information: --log.level=warn (or error) hides it; resolved.ini keeps it.
+  if (app.print_resolved() && IsRankZero() && LogEnabled(LogLevel::kInfo)) {
+    WriteStdout(schema.ResolvedTable());
+  }
   return command_line;
 }
 

@@ -116,7 +116,8 @@ std::string CommandLineHelp(const ConfigSchema& schema, const AppSpec& app);
 //  2. SplitCommandLine; registers [log] (RegisterLogOptions with process-wide storage) if the
 //     schema has no log.level key.
 //  3. schema.Parse(config file, overrides); the [log] settings take effect.
-//  4. Rank 0 prints the resolved table to stdout (unless app.PrintResolved(false)).
+//  4. Rank 0 prints the resolved table to stdout (unless app.PrintResolved(false) or the log
+//     level is above info).
 // Errors are thrown for RunMain to print once. Rank is GetLogRank() (set by MpiEnvironment;
 // -1 outside MPI counts as rank 0).
 CommandLine ParseCommandLine(int argc, const char* const* argv, ConfigSchema& schema,
