@@ -15,16 +15,26 @@
 namespace shardflow::train {
 namespace {
 
-// --resume without a checkpoint to resume from is a usage error, found before any rank starts
-// (--resume=auto starts fresh instead).
+// --resume without a checkpoint to resume from, or with one that does not fit the model or the
+// optimizer, is a usage error found in the parse phase, where every rank hits it alike and one
+// line says so (--resume=auto starts fresh when there is none). The newest usable checkpoint is
+// loaded into a scratch model to check it; the strategy loads it again to resume.
 void CheckResumable(const TrainerOptions& o) {
-  if (!o.resume || o.resume_if_possible) return;
-  if (!std::filesystem::is_directory(o.checkpoint.dir) || ListCheckpoints(o.checkpoint).empty()) {
-    throw Error(ErrorCode::kNotFound, "--resume: no checkpoint to resume from",
-                {.file = o.checkpoint.dir,
-                 .hint = "--resume=auto starts fresh when there is none; without --resume the "
-                         "run starts fresh"});
+  if (!o.resume) return;
+  const bool none =
+      !std::filesystem::is_directory(o.checkpoint.dir) || ListCheckpoints(o.checkpoint).empty();
+  if (none && o.resume_if_possible) return;
+  if (!none) {
+    Sequential<float> model(o.model_spec, o.input_shape, o.model);
+    const std::unique_ptr<Optimizer> optimizer = MakeOptimizer(o.optimizer, model.arena().size());
+    TrainingState state;
+    if (!LoadLatestCheckpoint(o.checkpoint, model, optimizer.get(), &state).empty()) return;
+    if (o.resume_if_possible) return;
   }
+  throw Error(ErrorCode::kNotFound, "--resume: no checkpoint to resume from",
+              {.file = o.checkpoint.dir,
+               .hint = "--resume=auto starts fresh when there is none; without --resume the "
+                       "run starts fresh"});
 }
 
 int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& options) {

@@ -8,6 +8,8 @@
 #                epoch, the last one marked final (the last epoch's used to be missing).
 #   resume_done  --resume of a finished run says it is complete, exits 0 and leaves
 #                summary.json and metrics.jsonl as they were.
+#   resume_mismatch  --resume with a checkpoint of another model: one error line, exit 2, no
+#                MPI_ABORT banner (every rank used to print it, then abort).
 #   checkpoints  with the default cadence a checkpoint is written at every epoch end; --resume
 #                with no checkpoint is one error line; --resume=auto starts fresh.
 set -euo pipefail
@@ -82,6 +84,15 @@ checkpoints)
   train 2 c.log --output fresh --resume=auto || { cat c.log; fail "--resume=auto failed"; }
   grep -q -- "--resume=auto: no checkpoint in fresh/checkpoints; starting fresh" c.log ||
     { cat c.log; fail "no 'starting fresh' line"; }
+  ;;
+resume_mismatch)
+  train 2 a.log --output run --train.epochs=1 || { cat a.log; fail "training failed"; }
+  rc=0
+  train 2 b.log --output run --resume --model.spec='flatten, dense:16, relu, dense:10' || rc=$?
+  [ $rc -eq 2 ] || { cat b.log; fail "exit status $rc, wanted 2"; }
+  n=$(grep -c "error: " b.log || true)
+  [ "$n" -eq 1 ] || { cat b.log; fail "$n error lines, wanted 1"; }
+  ! grep -q "MPI_ABORT" b.log || { cat b.log; fail "the job was aborted"; }
   ;;
 *) fail "unknown mode" ;;
 esac
