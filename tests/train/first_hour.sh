@@ -10,6 +10,8 @@
 #                summary.json and metrics.jsonl as they were.
 #   resume_mismatch  --resume with a checkpoint of another model: one error line, exit 2, no
 #                MPI_ABORT banner (every rank used to print it, then abort).
+#   check        --check counts files, records and steps per rank, estimates memory, exits 0 and
+#                writes nothing; a pattern with no files is the usual one-line error.
 #   checkpoints  with the default cadence a checkpoint is written at every epoch end; --resume
 #                with no checkpoint is one error line; --resume=auto starts fresh.
 set -euo pipefail
@@ -93,6 +95,18 @@ resume_mismatch)
   n=$(grep -c "error: " b.log || true)
   [ "$n" -eq 1 ] || { cat b.log; fail "$n error lines, wanted 1"; }
   ! grep -q "MPI_ABORT" b.log || { cat b.log; fail "the job was aborted"; }
+  ;;
+check)
+  train 2 a.log --output run --check || { cat a.log; fail "--check failed"; }
+  grep -q "^check: 2 training files" a.log || { cat a.log; fail "no file line"; }
+  [ "$(grep -c -E '^check: +[01] +[01] +1 +300 +10$' a.log)" -eq 2 ] ||
+    { cat a.log; fail "wanted a line per rank: 300 records, 10 batches"; }
+  grep -q "^check: 10 steps per epoch .* x 2 epochs = 20 steps$" a.log || { cat a.log; fail "no step line"; }
+  grep -q "^check: model 25450 parameters; per rank about" a.log || { cat a.log; fail "no memory line"; }
+  [ ! -e run ] || fail "--check wrote the output folder"
+  rc=0
+  train 2 b.log --output run --check --data.files='data/none-*.tfrecord' || rc=$?
+  [ $rc -eq 2 ] || { cat b.log; fail "--check with no files: exit $rc, wanted 2"; }
   ;;
 *) fail "unknown mode" ;;
 esac
