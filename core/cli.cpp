@@ -258,11 +258,13 @@ CommandLine ParseCommandLine(int argc, const char* const* argv, ConfigSchema& sc
     throw EarlyExit{0};
   }
   schema.Parse(command_line.config_path, command_line.overrides);
-  // The table is information: --log.level=warn (or error) hides it; resolved.ini keeps it.
-  if (app.print_resolved() && IsRankZero() && LogEnabled(LogLevel::kInfo)) {
-    WriteStdout(schema.ResolvedTable());
-  }
+  if (app.print_resolved()) PrintResolvedTable(schema);
   return command_line;
+}
+
+void PrintResolvedTable(const ConfigSchema& schema) {
+  // The table is information: --log.level=warn (or error) hides it; resolved.ini keeps it.
+  if (IsRankZero() && LogEnabled(LogLevel::kInfo)) WriteStdout(schema.ResolvedTable());
 }
 
 }  // namespace shardflow

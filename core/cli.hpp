@@ -123,4 +123,10 @@ std::string CommandLineHelp(const ConfigSchema& schema, const AppSpec& app);
 CommandLine ParseCommandLine(int argc, const char* const* argv, ConfigSchema& schema,
                              const AppSpec& app);
 
+// Step 4 of ParseCommandLine, for an app that turned it off to print the table only once its
+// own parse-phase checks have passed: under mpirun a table on stdout followed at once by an
+// error on stderr can reach a shared log spliced mid-line, since the launcher forwards the two
+// streams in chunks of its own. Rank 0, log level info or below.
+void PrintResolvedTable(const ConfigSchema& schema);
+
 }  // namespace shardflow

@@ -21,7 +21,7 @@ bool UnderLauncher() {
   const char* choice = std::getenv("SHARDFLOW_PROGRESS");
   if (choice != nullptr && std::string_view(choice) == "bar") return false;
   if (choice != nullptr && std::string_view(choice) == "plain") return true;
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_STEP_ID"}) {
+  for (const char* name : {"PMIX_RANK", "PMI_SIZE", "SLURM_STEP_ID"}) {
     if (std::getenv(name) != nullptr) return true;
   }
   return false;

@@ -147,7 +147,8 @@ int main(int argc, char** argv) {
             .Switch("check", &check,
                     "dry run: resolve the config, list the files, count records and steps per "
                     "rank, estimate memory, and exit without training or writing")
-            .RequireConfig(true);
+            .RequireConfig(true)
+            .PrintResolved(false);  // printed below, once the checks have passed
         ParseCommandLine(argc, argv, schema, app);
         options = train::MakeTrainerOptions(&config, env.size(), schema.ResolvedIni());
         // Input patterns that match nothing are a usage error: reported here, once, rather
@@ -161,6 +162,7 @@ int main(int argc, char** argv) {
         options.tuning.local_ranks = env.local_size();
         options.tuning.cores = static_cast<int>(std::thread::hardware_concurrency());
         cpu::SetIntraOpThreads(options.tuning.threads);
+        PrintResolvedTable(schema);
       },
       [&](MpiEnvironment& env) {
         if (check) return train::DryRun(env, config, options);

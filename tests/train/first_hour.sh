@@ -8,8 +8,8 @@
 #                epoch, the last one marked final (the last epoch's used to be missing).
 #   resume_done  --resume of a finished run says it is complete, exits 0 and leaves
 #                summary.json and metrics.jsonl as they were.
-#   resume_mismatch  --resume with a checkpoint of another model: one error line, exit 2, no
-#                MPI_ABORT banner (every rank used to print it, then abort).
+#   resume_mismatch  --resume with a checkpoint of another model: one error line, whole, exit 2,
+#                no MPI_ABORT banner (every rank used to print it, then abort).
 #   check        --check counts files, records and steps per rank, estimates memory, exits 0 and
 #                writes nothing; a pattern with no files is the usual one-line error.
 #   checkpoints  with the default cadence a checkpoint is written at every epoch end; --resume
@@ -94,6 +94,9 @@ resume_mismatch)
   [ $rc -eq 2 ] || { cat b.log; fail "exit status $rc, wanted 2"; }
   n=$(grep -c "error: " b.log || true)
   [ "$n" -eq 1 ] || { cat b.log; fail "$n error lines, wanted 1"; }
+  # Written whole, not spliced into a line of the config table (stdout and stderr share b.log).
+  n=$(grep -c "^\[rank 0\] error: invalid argument: parameter " b.log || true)
+  [ "$n" -eq 1 ] || { cat b.log; fail "the error line does not start a line"; }
   ! grep -q "MPI_ABORT" b.log || { cat b.log; fail "the job was aborted"; }
   ;;
 check)
