@@ -40,7 +40,8 @@ void CheckResumable(const TrainerOptions& o) {
                        "run starts fresh"});
 }
 
-int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& options) {
+int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& options,
+        int64_t local_batches) {
   const bool chief = env.is_chief();
   if (chief) {
     std::filesystem::create_directories(config.output);
@@ -51,9 +52,7 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
   }
   TrainerInputs inputs;
   inputs.train = [&] { return pipeline::BuildInputPipeline(config.data, env.rank(), env.size()); };
-  inputs.local_batches = [&] {
-    return pipeline::CountLocalBatches(config.data, env.rank(), env.size());
-  };
+  inputs.local_batches = [local_batches] { return local_batches; };
   if (!config.eval.data.files.empty()) {
     inputs.eval = [&] { return pipeline::BuildInputPipeline(config.eval, env.rank(), env.size()); };
   }
@@ -131,6 +130,7 @@ int main(int argc, char** argv) {
   train::TrainerOptions options;
   ConfigSchema schema;
   bool check = false;
+  int64_t local_batches = 0;
   return RunMain(
       argc, argv,
       [&](MpiEnvironment& env) {
@@ -158,6 +158,9 @@ int main(int argc, char** argv) {
           pipeline::CheckFilesMatch(config.eval.data.files, "eval.files");
         }
         train::CheckResumable(options);
+        // Counting opens every file of this rank's shard: a file every rank finds wrong alike (a
+        // CSV header without the feature's column) is an error of the parse phase, said once.
+        local_batches = pipeline::CountLocalBatches(config.data, env.rank(), env.size());
         options.tuning.threads = apps::ResolveThreads(config, env.local_size());
         options.tuning.local_ranks = env.local_size();
         options.tuning.cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -170,6 +173,6 @@ int main(int argc, char** argv) {
           std::filesystem::create_directories(config.output);
           schema.SaveResolved(config.output + "/resolved.ini");
         }
-        return train::Run(env, config, options);
+        return train::Run(env, config, options, local_batches);
       });
 }
