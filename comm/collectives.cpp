@@ -52,10 +52,6 @@ void AllreducePieces(Communicator& comm, void* data, size_t count, MPI_Datatype 
   }
 }
 
-const char* OpName(const char* sum, const char* min, const char* max, ReduceOp op) {
-  return op == ReduceOp::kSum ? sum : op == ReduceOp::kMin ? min : max;
-}
-
 }  // namespace
 
 void Broadcast(Communicator& comm, float* data, size_t count, int root) {
@@ -86,12 +82,27 @@ void BroadcastString(Communicator& comm, std::string* text, int root) {
   BroadcastBytes(comm, text->data(), text->size(), root);
 }
 
-void AllreduceInt64(Communicator& comm, int64_t* values, size_t count, ReduceOp op) {
-  const char* name =
-      OpName("allreduce(int64 sum)", "allreduce(int64 min)", "allreduce(int64 max)", op);
+namespace {
+
+// One watched, traced all-reduce of `count` values; names[op] names it ("allreduce(int64 sum)").
+template <typename T>
+void AllreduceValues(Communicator& comm, T* values, size_t count, ReduceOp op,
+                     const char* const (&names)[3], MPI_Datatype type) {
+  const char* name = names[static_cast<int>(op)];
   SF_TRACE_SCOPE(name);
-  CollectiveScope scope(comm.watchdog(), name, count * sizeof(int64_t));
-  AllreducePieces(comm, values, count, MPI_INT64_T, sizeof(int64_t), op);
+  CollectiveScope scope(comm.watchdog(), name, count * sizeof(T));
+  AllreducePieces(comm, values, count, type, sizeof(T), op);
+}
+
+constexpr const char* kInt64Names[3] = {"allreduce(int64 sum)", "allreduce(int64 min)",
+                                        "allreduce(int64 max)"};
+constexpr const char* kDoubleNames[3] = {"allreduce(double sum)", "allreduce(double min)",
+                                         "allreduce(double max)"};
+
+}  // namespace
+
+void AllreduceInt64(Communicator& comm, int64_t* values, size_t count, ReduceOp op) {
+  AllreduceValues(comm, values, count, op, kInt64Names, MPI_INT64_T);
 }
 
 int64_t AllreduceInt64(Communicator& comm, int64_t value, ReduceOp op) {
@@ -100,11 +111,7 @@ int64_t AllreduceInt64(Communicator& comm, int64_t value, ReduceOp op) {
 }
 
 void AllreduceDoubles(Communicator& comm, double* values, size_t count, ReduceOp op) {
-  const char* name =
-      OpName("allreduce(double sum)", "allreduce(double min)", "allreduce(double max)", op);
-  SF_TRACE_SCOPE(name);
-  CollectiveScope scope(comm.watchdog(), name, count * sizeof(double));
-  AllreducePieces(comm, values, count, MPI_DOUBLE, sizeof(double), op);
+  AllreduceValues(comm, values, count, op, kDoubleNames, MPI_DOUBLE);
 }
 
 double AllreduceDouble(Communicator& comm, double value, ReduceOp op) {

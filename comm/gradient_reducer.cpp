@@ -31,10 +31,10 @@ GradientReducer::GradientReducer(Communicator& comm, float* grads,
 
 GradientReducer::~GradientReducer() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  work_cv_.notify_all();
+  work_cv_.NotifyAll();
   thread_.join();
 }
 
@@ -47,11 +47,11 @@ void GradientReducer::BucketReady(int index) {
   marked_[index] = true;
   if (!options_.overlap) return;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     queue_.push_back(index);
     ++outstanding_;
   }
-  work_cv_.notify_one();
+  work_cv_.NotifyOne();
 }
 
 double GradientReducer::Finish() {
@@ -60,14 +60,17 @@ double GradientReducer::Finish() {
     // Nothing to overlap with: reduce on this thread, in index order (the communication thread
     // stays idle, so the communicator is still used by one thread at a time). No hand-off
     // between threads, which on a core shared by both costs two context switches per bucket.
+    double seconds = 0;
     for (size_t i = 0; i < slices_.size(); ++i) {
       const auto bucket_start = std::chrono::steady_clock::now();
       ReduceBucket(static_cast<int>(i));
-      reduce_seconds_ += SecondsSince(bucket_start);
+      seconds += SecondsSince(bucket_start);
     }
+    MutexLock lock(mu_);
+    reduce_seconds_ += seconds;
     stats_.reduce_seconds = reduce_seconds_;
   } else {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     // Buckets never reported go now, in index order, which is the same on every rank.
     for (size_t i = 0; i < slices_.size(); ++i) {
       if (!marked_[i]) {
@@ -75,8 +78,8 @@ double GradientReducer::Finish() {
         ++outstanding_;
       }
     }
-    work_cv_.notify_one();
-    done_cv_.wait(lock, [this] { return outstanding_ == 0 || error_ != nullptr; });
+    work_cv_.NotifyOne();
+    while (outstanding_ != 0 && error_ == nullptr) done_cv_.Wait(mu_);
     if (error_) std::rethrow_exception(error_);
     stats_.reduce_seconds = reduce_seconds_;
   }
@@ -102,8 +105,8 @@ void GradientReducer::CommLoop() {
   for (;;) {
     int index = -1;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      while (!stop_ && queue_.empty()) work_cv_.Wait(mu_);
       if (queue_.empty()) return;  // stop_ and nothing left
       index = queue_.front();
       queue_.pop_front();
@@ -112,16 +115,16 @@ void GradientReducer::CommLoop() {
     try {
       ReduceBucket(index);
     } catch (...) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       error_ = std::current_exception();
-      done_cv_.notify_all();
+      done_cv_.NotifyAll();
       return;
     }
     const double seconds = SecondsSince(start);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       reduce_seconds_ += seconds;
-      if (--outstanding_ == 0) done_cv_.notify_all();
+      if (--outstanding_ == 0) done_cv_.NotifyAll();
     }
   }
 }

@@ -21,16 +21,15 @@
 // `comm` exclusively while it exists (no other thread may use that Communicator).
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <exception>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "comm/allreduce.hpp"
 #include "comm/communicator.hpp"
+#include "core/thread_annotations.hpp"
 
 namespace shardflow::comm {
 
@@ -76,24 +75,24 @@ class GradientReducer {
   size_t num_buckets() const { return slices_.size(); }
 
  private:
-  void CommLoop();
-  void ReduceBucket(int index);
+  void CommLoop() EXCLUDES(mu_);
+  void ReduceBucket(int index) EXCLUDES(mu_);
 
   Communicator& comm_;
   float* grads_;
   std::vector<GradientSlice> slices_;
   ReducerOptions options_;
-  ReducerStats stats_;
+  ReducerStats stats_;        // training thread only
+  std::vector<bool> marked_;  // this step; training thread only
 
-  std::mutex mu_;
-  std::condition_variable work_cv_;  // comm thread waits for buckets
-  std::condition_variable done_cv_;  // Finish waits for completion
-  std::deque<int> queue_;            // buckets ready, in order
-  std::vector<bool> marked_;         // this step
-  int64_t outstanding_ = 0;          // queued or in flight
-  double reduce_seconds_ = 0;        // guarded by mu_
-  std::exception_ptr error_;
-  bool stop_ = false;
+  Mutex mu_;
+  CondVar work_cv_;                          // comm thread waits for buckets
+  CondVar done_cv_;                          // Finish waits for completion
+  std::deque<int> queue_ GUARDED_BY(mu_);    // buckets ready, in order
+  int64_t outstanding_ GUARDED_BY(mu_) = 0;  // queued or in flight
+  double reduce_seconds_ GUARDED_BY(mu_) = 0;
+  std::exception_ptr error_ GUARDED_BY(mu_);
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -49,10 +49,10 @@ Watchdog::Watchdog(MPI_Comm comm, const WatchdogOptions& options) : options_(opt
 
 Watchdog::~Watchdog() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     stop_ = true;
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   thread_.join();
   // Queries sent to this rank in its last poll interval stay unanswered; drain them so the
   // communicator is freed with no pending messages addressed to it.
@@ -89,8 +89,10 @@ void Watchdog::AnswerQueries() {
 void Watchdog::Run() {
   const auto poll = std::chrono::duration<double>(options_.poll_seconds);
   const auto timeout_ns = static_cast<int64_t>(options_.timeout_seconds * 1e9);
-  std::unique_lock<std::mutex> lock(mutex_);
-  while (!wake_.wait_for(lock, poll, [this] { return stop_; })) {
+  MutexLock lock(mutex_);
+  while (!stop_) {
+    wake_.WaitFor(mutex_, poll);  // a spurious wake-up just polls early
+    if (stop_) break;
     if (can_query_) AnswerQueries();
     const uint64_t entered = entered_.load(std::memory_order_acquire);
     if (entered == completed_.load(std::memory_order_acquire)) continue;

@@ -37,13 +37,13 @@
 
 #include <array>
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "core/thread_annotations.hpp"
 
 namespace shardflow::comm {
 
@@ -85,7 +85,7 @@ class Watchdog {
                               const std::vector<std::array<int64_t, 2>>& progress);
 
  private:
-  void Run();
+  void Run() EXCLUDES(mutex_);
   void AnswerQueries();
   [[noreturn]] void ReportTimeout(uint64_t collective);
 
@@ -101,9 +101,9 @@ class Watchdog {
   std::atomic<const char*> op_{""};
   std::atomic<size_t> bytes_{0};
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stop_ = false;
+  Mutex mutex_;
+  CondVar wake_;
+  bool stop_ GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };
 

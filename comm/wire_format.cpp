@@ -7,7 +7,14 @@
 
 namespace shardflow::comm {
 
-static_assert(sizeof(_Float16) == sizeof(uint16_t), "fp16 is 16 bits");
+// IEEE binary16. clang 14 has no _Float16 on x86 (the ThreadSanitizer build uses clang); its
+// __fp16 is the same format as a storage type, converted with the same round-to-nearest-even.
+#if defined(__clang__) && __clang_major__ < 15
+using Half = __fp16;
+#else
+using Half = _Float16;
+#endif
+static_assert(sizeof(Half) == sizeof(uint16_t), "fp16 is 16 bits");
 
 const char* WireFormatName(WireFormat format) {
   switch (format) {
@@ -47,10 +54,12 @@ inline float FromBFloat16Bits(uint16_t bits) {
   return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
 }
 inline uint16_t ToHalfBits(float value) {
-  return std::bit_cast<uint16_t>(static_cast<_Float16>(value));
+  return std::bit_cast<uint16_t>(static_cast<Half>(value));
 }
 inline float FromHalfBits(uint16_t bits) {
-  return static_cast<float>(std::bit_cast<_Float16>(bits));
+  Half half;  // memcpy, not bit_cast: clang's __fp16 cannot be a function's return type
+  std::memcpy(&half, &bits, sizeof(half));
+  return static_cast<float>(half);
 }
 
 }  // namespace

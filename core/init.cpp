@@ -2,8 +2,8 @@
 
 #include <cmath>
 
+#include "core/backend/backend.hpp"
 #include "core/error.hpp"
-#include "core/random.hpp"
 
 namespace shardflow {
 
@@ -16,26 +16,21 @@ InitKind ParseInitKind(const std::string& name) {
 
 const char* InitKindName(InitKind kind) { return kind == InitKind::kHeNormal ? "he" : "glorot"; }
 
+// w is host memory (the parameter arena); its backend is the CPU's.
 template <typename T>
 void InitKernel(InitKind kind, T* w, int64_t n, int64_t fan_in, int64_t fan_out, uint64_t seed,
                 uint64_t stream) {
+  Backend<T>& be = BackendFor<T>(Device::kCpu);
   if (kind == InitKind::kHeNormal) {
-    const double stddev = std::sqrt(2.0 / static_cast<double>(fan_in));
-    for (int64_t i = 0; i < n; ++i) {
-      w[i] = static_cast<T>(stddev * RandomNormal(seed, stream, static_cast<uint64_t>(i)));
-    }
+    be.FillNormal(n, std::sqrt(2.0 / static_cast<double>(fan_in)), seed, stream, w);
   } else {
-    const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
-    for (int64_t i = 0; i < n; ++i) {
-      const double u = RandomUniform(seed, stream, static_cast<uint64_t>(i));
-      w[i] = static_cast<T>((2.0 * u - 1.0) * limit);
-    }
+    be.FillUniform(n, std::sqrt(6.0 / static_cast<double>(fan_in + fan_out)), seed, stream, w);
   }
 }
 
 template <typename T>
 void InitConstant(T* w, int64_t n, T value) {
-  for (int64_t i = 0; i < n; ++i) w[i] = value;
+  BackendFor<T>(Device::kCpu).Fill(n, value, w);
 }
 
 template void InitKernel<float>(InitKind, float*, int64_t, int64_t, int64_t, uint64_t, uint64_t);

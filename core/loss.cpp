@@ -1,8 +1,6 @@
 #include "core/loss.hpp"
 
-#include <algorithm>
-#include <cmath>
-#include <vector>
+#include "core/backend/backend.hpp"
 
 namespace shardflow {
 
@@ -29,40 +27,16 @@ double SoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels, Tensor* d
                     ShapeToString(logits.shape()) + " and " + ShapeToString(labels.shape()));
   }
   const int64_t b = logits.dim(0), k = logits.dim(1);
-  const T* z = logits.data<T>();
   T* d = nullptr;
   if (dlogits != nullptr) {
     if (dlogits->shape() != logits.shape() || dlogits->dtype() != logits.dtype() ||
         !dlogits->owns_storage()) {
       *dlogits = Tensor(logits.dtype(), logits.shape());
     }
-    d = dlogits->data<T>();
+    d = dlogits->device_data<T>();
   }
-  double total = 0.0;
-  std::vector<double> p(static_cast<size_t>(k));
-  for (int64_t i = 0; i < b; ++i) {
-    const int64_t label = LabelAt(labels, i);
-    if (label < 0 || label >= k) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "label " + std::to_string(label) + " of batch row " + std::to_string(i) +
-                      " is outside [0, " + std::to_string(k) + ")",
-                  {.record = i, .hint = "check the number of classes of the model's last layer"});
-    }
-    const T* row = z + i * k;
-    const double mx = *std::max_element(row, row + k);
-    double sum = 0.0;
-    for (int64_t j = 0; j < k; ++j) {
-      p[j] = std::exp(static_cast<double>(row[j]) - mx);
-      sum += p[j];
-    }
-    total += std::log(sum) - (static_cast<double>(row[label]) - mx);
-    if (d != nullptr) {
-      for (int64_t j = 0; j < k; ++j) {
-        d[i * k + j] = static_cast<T>((p[j] / sum - (j == label ? 1.0 : 0.0)) / b);
-      }
-    }
-  }
-  return b == 0 ? 0.0 : total / static_cast<double>(b);
+  return BackendFor<T>(logits.device())
+      .SoftmaxCrossEntropy(b, k, logits.device_data<T>(), labels, d);
 }
 
 template <typename T>
@@ -72,24 +46,16 @@ double MeanSquaredError(const Tensor& pred, const Tensor& target, Tensor* dpred)
                                                  " and target " + ShapeToString(target.shape()) +
                                                  " differ in shape");
   }
-  const int64_t n = pred.num_elements();
-  const T* y = pred.data<T>();
-  const T* t = target.data<T>();
   T* d = nullptr;
   if (dpred != nullptr) {
     if (dpred->shape() != pred.shape() || dpred->dtype() != pred.dtype() ||
         !dpred->owns_storage()) {
       *dpred = Tensor(pred.dtype(), pred.shape());
     }
-    d = dpred->data<T>();
+    d = dpred->device_data<T>();
   }
-  double total = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double e = static_cast<double>(y[i]) - static_cast<double>(t[i]);
-    total += e * e;
-    if (d != nullptr) d[i] = static_cast<T>(2.0 * e / static_cast<double>(n));
-  }
-  return n == 0 ? 0.0 : total / static_cast<double>(n);
+  return BackendFor<T>(pred.device())
+      .MeanSquaredError(pred.num_elements(), pred.device_data<T>(), target.device_data<T>(), d);
 }
 
 template double SoftmaxCrossEntropy<float>(const Tensor&, const Tensor&, Tensor*);

@@ -228,6 +228,13 @@ Sequential<T>::Sequential(const std::string& spec, const Shape& input_shape,
   }
   arena_.Allocate();
   for (auto& layer : layers_) layer->Initialize(options.seed);
+  first_trainable_ = num_layers();
+  for (int i = 0; i < num_layers(); ++i) {
+    if (has_params_[i]) {
+      first_trainable_ = i;
+      break;
+    }
+  }
 }
 
 template <typename T>
@@ -235,27 +242,45 @@ Sequential<T>::~Sequential() = default;
 
 template <typename T>
 Tensor Sequential<T>::Forward(const Tensor& x, bool training) {
-  CheckInput(x, input_shape_, "model input");
-  const ForwardContext ctx{.training = training, .seed = options_.seed, .step = step_};
-  Tensor h = x;
-  for (auto& layer : layers_) h = layer->Forward(h, ctx);
-  return h;
+  return Forward(x, training, own_mb_);
 }
 
 template <typename T>
 void Sequential<T>::Backward(const Tensor& dy) {
+  Backward(dy, own_mb_);
+}
+
+template <typename T>
+Tensor Sequential<T>::Forward(const Tensor& x, bool training, MicroBatch& mb) {
+  CheckInput(x, input_shape_, "model input");
+  if (mb.model_ == nullptr) {
+    mb.states_.clear();
+    for (auto& layer : layers_) mb.states_.push_back(layer->NewState());
+    mb.model_ = this;
+  } else if (mb.model_ != this) {
+    throw Error(ErrorCode::kInternal,
+                "micro-batch " + std::to_string(mb.index()) + " was made for another model");
+  }
+  const ForwardContext ctx{
+      .training = training, .seed = options_.seed, .step = step_, .micro_batch = mb.index()};
+  Tensor h = x;
+  for (size_t i = 0; i < layers_.size(); ++i) h = layers_[i]->Forward(h, ctx, *mb.states_[i]);
+  mb.forward_done_ = true;
+  return h;
+}
+
+template <typename T>
+void Sequential<T>::Backward(const Tensor& dy, MicroBatch& mb) {
   CheckInput(dy, shapes_.back(), "model output gradient");
-  // No layer before the first one with parameters needs an input gradient.
-  int first_trainable = num_layers();
-  for (int i = 0; i < num_layers(); ++i) {
-    if (has_params_[i]) {
-      first_trainable = i;
-      break;
-    }
+  if (mb.model_ != this || !mb.forward_done_) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "backward pass of micro-batch " + std::to_string(mb.index()) +
+                    (mb.model_ != nullptr && mb.model_ != this ? " made for another model"
+                                                               : " before its forward pass"));
   }
   Tensor g = dy;
   for (int i = num_layers() - 1; i >= 0; --i) {
-    g = layers_[i]->Backward(g, i > first_trainable);
+    g = layers_[i]->Backward(g, i > first_trainable_, *mb.states_[i]);
     if (hook_ && has_params_[i]) hook_(i);
   }
 }

@@ -16,6 +16,12 @@
 //
 // Layer i's parameters are named "<ii>_<kind>/<name>" (e.g. "03_dense/kernel"), which is also
 // how checkpoints name them. The arena is allocated and initialised in the constructor.
+//
+// Micro-batches: Forward(x, training, mb) and Backward(dy, mb) keep everything the backward pass
+// needs (inputs, outputs, masks, gates, batch statistics, dx buffers) in the MicroBatch, so a
+// schedule may run several forward passes before their backward passes (F1 F2 B2 B1). The
+// buffers of a MicroBatch are reused by its next pass when the shapes match. Forward(x,
+// training) and Backward(dy) use a MicroBatch owned by the model (index 0).
 // Thread-safety: one thread at a time.
 #pragma once
 
@@ -50,6 +56,29 @@ std::string PresetSpec(const std::string& name, const Shape& input_shape);
 // Splits a spec into layer tokens, trimmed; throws Error(kInvalidArgument) on an empty token.
 std::vector<std::string> SplitModelSpec(const std::string& spec);
 
+// The saved state of one micro-batch in flight through a Sequential model: one LayerState per
+// layer, made by the model on the first Forward that uses it. index() keys the micro-batch's
+// dropout masks together with the model's seed and step, so they do not depend on the order the
+// micro-batches run in; index 0 draws the masks of a whole batch.
+class MicroBatch {
+ public:
+  explicit MicroBatch(uint64_t index = 0) : index_(index) {}
+  MicroBatch(const MicroBatch&) = delete;
+  MicroBatch& operator=(const MicroBatch&) = delete;
+  MicroBatch(MicroBatch&&) = default;
+  MicroBatch& operator=(MicroBatch&&) = default;
+  uint64_t index() const { return index_; }
+  void set_index(uint64_t index) { index_ = index; }
+
+ private:
+  template <typename>
+  friend class Sequential;
+  uint64_t index_;
+  const void* model_ = nullptr;  // the model the states belong to
+  std::vector<std::unique_ptr<LayerState>> states_;
+  bool forward_done_ = false;  // a Forward ran since the states were made
+};
+
 template <typename T>
 class Sequential {
  public:
@@ -67,6 +96,13 @@ class Sequential {
   // parameter gradients into the arena; after each layer with parameters it calls the grads
   // ready hook with the layer's index (the data-parallel reducer starts buckets from there).
   void Backward(const Tensor& dy);
+
+  // The same for one micro-batch: Forward saves into mb (the returned tensor is mb's buffer,
+  // valid until mb's next Forward); Backward uses what mb's last Forward saved and accumulates
+  // into the arena. Throws Error(kInvalidArgument) for a Backward before any Forward of mb, and
+  // Error(kInternal) when mb was used with another model.
+  Tensor Forward(const Tensor& x, bool training, MicroBatch& mb);
+  void Backward(const Tensor& dy, MicroBatch& mb);
 
   // The step used for dropout masks (set by the training loop before Forward).
   void set_step(uint64_t step) { step_ = step; }
@@ -100,6 +136,8 @@ class Sequential {
   std::vector<bool> has_params_;
   uint64_t step_ = 0;
   std::function<void(int)> hook_;
+  MicroBatch own_mb_;        // the micro-batch of Forward(x, training) / Backward(dy)
+  int first_trainable_ = 0;  // no layer before it needs an input gradient
 };
 
 // One layer from one token (see the grammar above). model_input (per sample) resolves

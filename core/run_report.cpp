@@ -93,6 +93,7 @@ nlohmann::json SummaryToJson(const RunSummary& s) {
   j["global_batch"] = s.global_batch;
   j["epochs"] = s.epochs;
   j["steps"] = s.steps;
+  j["skipped_steps"] = s.skipped_steps;
   j["samples"] = s.samples;
   j["samples_per_s"] = s.samples_per_s;
   if (s.test_accuracy) j["test_accuracy"] = *s.test_accuracy;
@@ -115,6 +116,9 @@ std::string FormatReport(const RunSummary& s) {
                 static_cast<long long>(s.per_rank_batch), static_cast<long long>(s.global_batch),
                 static_cast<long long>(s.epochs), static_cast<long long>(s.steps));
   out << line;
+  if (s.skipped_steps > 0) {
+    out << "skipped steps   " << s.skipped_steps << " (non-finite loss or gradients)\n";
+  }
   if (!s.strategy.empty()) out << "strategy        " << s.strategy << "\n";
   if (s.test_accuracy) {
     std::snprintf(line, sizeof(line), "test accuracy   %.4f\n", *s.test_accuracy);

@@ -68,13 +68,14 @@ struct RunSummary {
   double samples_per_s = 0;
   std::optional<double> test_accuracy;
   std::optional<double> test_loss;
+  int64_t skipped_steps = 0;  // non-finite steps whose update was dropped (on_nonfinite)
   StepTimeTotals times;
   Verdict verdict;
 };
 
 // summary.json: ranks, global_batch, per_rank_batch, epochs, steps, samples_per_s,
-// test_accuracy or test_loss, input_wait_fraction, compute_fraction, comm_fraction, verdict,
-// advice, wall_s.
+// test_accuracy or test_loss, skipped_steps, input_wait_fraction, compute_fraction, comm_fraction,
+// verdict, advice, wall_s.
 nlohmann::json SummaryToJson(const RunSummary& s);
 
 // The human-readable end-of-run report (several lines, ending in a newline).

@@ -38,6 +38,16 @@ const char* DTypeName(DType dtype) {
   return "?";
 }
 
+const char* DeviceName(Device device) {
+  switch (device) {
+    case Device::kCpu:
+      return "cpu";
+    case Device::kCuda:
+      return "cuda";
+  }
+  return "?";
+}
+
 DType ParseDType(const std::string& name) {
   for (DType d : {DType::kFloat32, DType::kFloat64, DType::kUInt8, DType::kInt32, DType::kInt64}) {
     if (name == DTypeName(d)) return d;
@@ -112,6 +122,7 @@ Tensor Tensor::Slice(int64_t begin, int64_t end) const {
 }
 
 Tensor Tensor::Clone() const {
+  if (device_ != Device::kCpu) ThrowNotHost();
   Tensor t(dtype_, shape_);
   if (byte_size() > 0) std::memcpy(t.data_, data_, byte_size());
   return t;
@@ -122,6 +133,12 @@ void Tensor::CheckDType(DType want) const {
     throw Error(ErrorCode::kInternal, std::string("tensor of dtype ") + DTypeName(dtype_) +
                                           " accessed as " + DTypeName(want));
   }
+}
+
+void Tensor::ThrowNotHost() const {
+  throw Error(ErrorCode::kInternal, std::string("host pointer asked of a tensor ") +
+                                        ShapeToString(shape_) + " on device " +
+                                        DeviceName(device_) + " (backends use device_data<T>())");
 }
 
 }  // namespace shardflow

@@ -4,7 +4,12 @@
 // buffer, like views) or views memory owned by someone else (the caller keeps that memory alive
 // for as long as the view is used). Element types are the ones data and training need:
 // float32 for compute; uint8, int32, int64 (and float64) for data. Storage is row-major and
-// contiguous. Kernels reach CPU data through data<T>(), which checks the dtype.
+// contiguous. Host code reaches CPU data through data<T>(), which checks the dtype and that the
+// tensor lives on the CPU (a host pointer into device memory is a bug that would otherwise only
+// show as a crash); compute backends (core/backend) reach memory on any device through
+// device_data<T>(), which checks the dtype only.
+// Thread-safety: a Tensor is a value; copies share storage, and concurrent writes to shared
+// storage need outside synchronisation (as for any buffer).
 #pragma once
 
 #include <cstddef>
@@ -21,7 +26,8 @@ enum class DType : uint8_t { kFloat32, kFloat64, kUInt8, kInt32, kInt64 };
 enum class Device : uint8_t { kCpu, kCuda };
 
 size_t DTypeSize(DType dtype);
-const char* DTypeName(DType dtype);  // "float32", "uint8", ...
+const char* DTypeName(DType dtype);     // "float32", "uint8", ...
+const char* DeviceName(Device device);  // "cpu", "cuda"
 // "float32" | "float64" | "uint8" | "int32" | "int64"; throws Error(kInvalidArgument).
 DType ParseDType(const std::string& name);
 
@@ -76,14 +82,29 @@ class Tensor {
 
   void* raw_data() { return data_; }
   const void* raw_data() const { return data_; }
-  // Typed access; throws Error(kInternal) on a dtype mismatch.
+  // Typed host access; throws Error(kInternal) on a dtype mismatch or when the tensor is not
+  // on the CPU (the message names the device).
   template <typename T>
   T* data() {
     CheckDType(DTypeOf<T>());
+    if (device_ != Device::kCpu) ThrowNotHost();
     return static_cast<T*>(data_);
   }
   template <typename T>
   const T* data() const {
+    CheckDType(DTypeOf<T>());
+    if (device_ != Device::kCpu) ThrowNotHost();
+    return static_cast<const T*>(data_);
+  }
+  // Typed access to memory on device(), for backends that run kernels there; throws
+  // Error(kInternal) on a dtype mismatch. The pointer is only valid on that device.
+  template <typename T>
+  T* device_data() {
+    CheckDType(DTypeOf<T>());
+    return static_cast<T*>(data_);
+  }
+  template <typename T>
+  const T* device_data() const {
     CheckDType(DTypeOf<T>());
     return static_cast<const T*>(data_);
   }
@@ -97,6 +118,7 @@ class Tensor {
 
  private:
   void CheckDType(DType want) const;
+  [[noreturn]] void ThrowNotHost() const;
 
   DType dtype_ = DType::kFloat32;
   Device device_ = Device::kCpu;

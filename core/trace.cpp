@@ -8,12 +8,13 @@
 #include <deque>
 #include <fstream>
 #include <memory>
-#include <mutex>
+#include <mutex>  // std::once_flag
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/thread_annotations.hpp"
 
 namespace shardflow {
 
@@ -40,23 +41,28 @@ struct RawEvent {
 // and copying on the hot path), and a chunk is one allocation per 4096 events.
 struct ThreadBuffer {
   static constexpr size_t kChunkEvents = 4096;
-  std::mutex mu;
-  int tid = 0;
-  std::string name;
-  std::vector<std::unique_ptr<RawEvent[]>> chunks;
-  size_t size = 0;
-  std::deque<std::string> names;  // dynamic names; a deque never moves its elements
-  uint64_t dropped = 0;
+  explicit ThreadBuffer(int thread_id)
+      : tid(thread_id), name("thread " + std::to_string(thread_id)) {}
 
-  void Push(const RawEvent& event) {
+  const int tid;
+  Mutex mu;
+  std::string name GUARDED_BY(mu);
+  std::vector<std::unique_ptr<RawEvent[]>> chunks GUARDED_BY(mu);
+  size_t size GUARDED_BY(mu) = 0;
+  std::deque<std::string> names GUARDED_BY(mu);  // dynamic names; a deque never moves them
+  uint64_t dropped GUARDED_BY(mu) = 0;
+
+  void Push(const RawEvent& event) REQUIRES(mu) {
     if (size == chunks.size() * kChunkEvents) {
       chunks.push_back(std::make_unique_for_overwrite<RawEvent[]>(kChunkEvents));
     }
     chunks[size / kChunkEvents][size % kChunkEvents] = event;
     ++size;
   }
-  const RawEvent& At(size_t i) const { return chunks[i / kChunkEvents][i % kChunkEvents]; }
-  void Clear() {
+  const RawEvent& At(size_t i) const REQUIRES(mu) {
+    return chunks[i / kChunkEvents][i % kChunkEvents];
+  }
+  void Clear() REQUIRES(mu) {
     chunks.clear();
     names.clear();
     size = 0;
@@ -65,8 +71,8 @@ struct ThreadBuffer {
 };
 
 struct Registry {
-  std::mutex mu;
-  std::vector<std::shared_ptr<ThreadBuffer>> threads;  // index == tid
+  Mutex mu;  // taken before any ThreadBuffer::mu
+  std::vector<std::shared_ptr<ThreadBuffer>> threads GUARDED_BY(mu);  // index == tid
   std::atomic<size_t> limit{size_t{1} << 20};
   std::once_flag origin_once;
   std::atomic<int64_t> origin_ns{0};  // set once, before g_enabled first becomes true
@@ -82,10 +88,8 @@ Registry& GetRegistry() {
 ThreadBuffer& LocalBuffer() {
   thread_local std::shared_ptr<ThreadBuffer> buffer = [] {
     Registry& registry = GetRegistry();
-    auto created = std::make_shared<ThreadBuffer>();
-    std::lock_guard<std::mutex> lock(registry.mu);
-    created->tid = static_cast<int>(registry.threads.size());
-    created->name = "thread " + std::to_string(created->tid);
+    MutexLock lock(registry.mu);
+    auto created = std::make_shared<ThreadBuffer>(static_cast<int>(registry.threads.size()));
     registry.threads.push_back(created);
     return created;
   }();
@@ -96,7 +100,7 @@ ThreadBuffer& LocalBuffer() {
 void Append(char phase, const char* name, int64_t ts_ns, int64_t dur_ns = 0, double value = 0) {
   ThreadBuffer& buffer = LocalBuffer();
   const size_t limit = GetRegistry().limit.load(std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(buffer.mu);
+  MutexLock lock(buffer.mu);
   if (buffer.size >= limit) {
     ++buffer.dropped;
     return;
@@ -117,7 +121,7 @@ void Append(char phase, const char* name, int64_t ts_ns, int64_t dur_ns = 0, dou
 void AppendDynamic(char phase, std::string name, int64_t ts_ns, int64_t dur_ns = 0) {
   ThreadBuffer& buffer = LocalBuffer();
   const size_t limit = GetRegistry().limit.load(std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(buffer.mu);
+  MutexLock lock(buffer.mu);
   if (buffer.size >= limit) {
     ++buffer.dropped;
     return;
@@ -187,9 +191,9 @@ void StopTracing() { trace_detail::g_enabled.store(false, std::memory_order_rele
 
 void ClearTrace() {
   Registry& registry = GetRegistry();
-  std::lock_guard<std::mutex> lock(registry.mu);
+  MutexLock lock(registry.mu);
   for (const auto& thread : registry.threads) {
-    std::lock_guard<std::mutex> thread_lock(thread->mu);
+    MutexLock thread_lock(thread->mu);
     thread->Clear();
   }
 }
@@ -201,7 +205,7 @@ size_t TraceBufferLimit() { return GetRegistry().limit.load(); }
 
 void SetTraceThreadName(std::string name) {
   ThreadBuffer& buffer = LocalBuffer();
-  std::lock_guard<std::mutex> lock(buffer.mu);
+  MutexLock lock(buffer.mu);
   buffer.name = std::move(name);
 }
 
@@ -243,13 +247,13 @@ std::vector<TraceThread> SnapshotTrace() {
   Registry& registry = GetRegistry();
   std::vector<std::shared_ptr<ThreadBuffer>> threads;
   {
-    std::lock_guard<std::mutex> lock(registry.mu);
+    MutexLock lock(registry.mu);
     threads = registry.threads;
   }
   std::vector<TraceThread> snapshot;
   snapshot.reserve(threads.size());
   for (const auto& thread : threads) {
-    std::lock_guard<std::mutex> lock(thread->mu);
+    MutexLock lock(thread->mu);
     TraceThread copy{thread->tid, thread->name, {}, thread->dropped};
     copy.events.reserve(thread->size);
     for (size_t i = 0; i < thread->size; ++i) {

@@ -5,7 +5,9 @@
 // becomes an error on every rank before the next collective step:
 //   1. agree: all-gather each rank's model summary and owned slices (with their CRCs); every
 //      rank checks the same data (models alike, slices cover the arena once) and so throws the
-//      same error; rank 0 creates the directory and picks the temporary name;
+//      same error; every rank checks that what it writes is finite (a NaN or Inf is an error
+//      naming the tensor, and nothing is written); rank 0 creates the directory and picks the
+//      temporary name;
 //   2. share: rank 0's metadata (state, spec, optimizer name) is broadcast, since HDF5's
 //      metadata calls must be made with equal values on every rank;
 //   3. write: every rank creates every object and writes its own slices; rank 0 writes buffers,
@@ -18,6 +20,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <iomanip>
@@ -156,6 +159,52 @@ Status CheckSummaries(const std::vector<std::vector<int64_t>>& all, std::vector<
 }
 
 std::vector<hsize_t> Dims(const Shape& shape) { return {shape.begin(), shape.end()}; }
+
+// A NaN or Inf in what this rank writes: the tensor named, so a diverged run never replaces a
+// good checkpoint with a useless one. Not a hot path (one read of the arena per checkpoint).
+Status CheckFinite(const std::string& kind, const std::string& name, const float* v, int64_t n,
+                   const std::string& path) {
+  const float* bad = std::find_if(v, v + n, [](float x) { return !std::isfinite(x); });
+  if (bad == v + n) return Status::Ok();
+  return Status(ErrorCode::kDataLoss,
+                "non-finite value (" + std::to_string(*bad) + ") in " + kind + " " + name +
+                    " at element " + std::to_string(bad - v) +
+                    "; checkpoint not written, earlier ones kept",
+                {.file = path,
+                 .key = name,
+                 .hint = "the model diverged: lower train.lr, set train.clip_norm or "
+                         "train.warmup_steps, and resume from the last good checkpoint"});
+}
+
+Status CheckFiniteContents(Sequential<float>& model, Optimizer* optimizer,
+                           const std::vector<ArenaSlice>& owned, const std::string& path) {
+  const Arena<float>& arena = model.arena();
+  for (const ParamSpec& s : arena.specs()) {
+    for (const ArenaSlice& o : owned) {
+      const int64_t begin = std::max(s.offset, o.offset);
+      const int64_t end = std::min(s.offset + s.size, o.offset + o.size);
+      if (begin >= end) continue;
+      Status st = CheckFinite("parameter", s.FullName(), arena.params() + begin, end - begin, path);
+      if (!st.ok()) return st;
+    }
+  }
+  for (const NamedTensor& b : model.Buffers()) {
+    Status st =
+        CheckFinite("buffer", b.name, b.tensor->data<float>(), b.tensor->num_elements(), path);
+    if (!st.ok()) return st;
+  }
+  if (optimizer == nullptr) return Status::Ok();
+  for (const NamedTensor& s : optimizer->Slots()) {
+    for (const ArenaSlice& o : owned) {
+      const int64_t end = std::min(o.offset + o.size, s.tensor->num_elements());
+      if (o.offset >= end) continue;
+      Status st = CheckFinite("optimizer slot", s.name, s.tensor->data<float>() + o.offset,
+                              end - o.offset, path);
+      if (!st.ok()) return st;
+    }
+  }
+  return Status::Ok();
+}
 
 // The part of the owned slices (sorted) that falls in [offset, offset + size), relative to offset.
 std::vector<io::FlatRange> Intersect(const std::vector<ArenaSlice>& owned, int64_t offset,
@@ -308,6 +357,7 @@ std::string SaveCheckpointCollective(const CheckpointOptions& options, io::Commu
   ThrowIfError(
       CheckSummaries(io::AllgatherInt64(comm, LocalSummary(model, optimizer, owned)), &crcs));
   const std::string final_path = fs::path(options.dir) / CheckpointName(options, state.step);
+  io::AgreeOnStatus(comm, CheckFiniteContents(model, optimizer, owned, final_path));
   std::string tmp = final_path + ".tmp." + std::to_string(::getpid());
   io::AgreeOnStatus(comm, rank == 0 ? PrepareDirectory(options) : Status::Ok());
   io::Broadcast(comm, &tmp, 0);

@@ -61,7 +61,9 @@ struct TrainingState {
 };
 
 // Writes a checkpoint of model (+ optimizer when non-null) and state; returns its path.
-// Throws Error(kIo) naming the file when writing fails (the previous files are untouched).
+// Throws Error(kIo) naming the file when writing fails (the previous files are untouched), and
+// Error(kDataLoss) naming the tensor and element, before anything is written, when a parameter,
+// buffer or optimizer slot holds NaN or Inf (a diverged model never replaces a good checkpoint).
 std::string SaveCheckpoint(const CheckpointOptions& options, Sequential<float>& model,
                            Optimizer* optimizer, const TrainingState& state);
 
@@ -78,6 +80,8 @@ std::string SaveCheckpoint(const CheckpointOptions& options, Sequential<float>& 
 // Throws on every rank (no rank is left waiting in a collective):
 //   Error(kInvalidArgument) when the slices leave a gap or overlap (naming the ranks and
 //     offsets), or the ranks' models or optimizers differ;
+//   Error(kDataLoss) naming the tensor when what some rank would write holds NaN or Inf
+//     (nothing is written);
 //   Error(kIo) naming the file when creating, writing, fsync or rename fails (the previous
 //     checkpoints are untouched). An HDF5 failure inside a collective write on some ranks only
 //     cannot be recovered by the others (HDF5 has no cancel); it ends in the trainer's abort.
@@ -90,7 +94,8 @@ std::string SaveCheckpointCollective(const CheckpointOptions& options, io::Commu
 // that optimizer's slots) and returns the training state. Throws
 //   Error(kInvalidArgument) when a parameter is missing or its shape differs (names the
 //     parameter and both shapes), or the optimizer differs;
-//   Error(kDataLoss) when the file is truncated or corrupt;
+//   Error(kDataLoss) when the file is truncated or corrupt, or when a parameter, buffer or
+//     optimizer slot holds NaN or Inf (naming the tensor and element; the model is untouched);
 //   Error(kNotFound) when the file does not exist.
 TrainingState LoadCheckpoint(const std::string& path, Sequential<float>& model,
                              Optimizer* optimizer);
@@ -103,7 +108,8 @@ std::vector<std::string> ListCheckpoints(const CheckpointOptions& options);
 
 // Loads the newest checkpoint that is intact, newest first; a refused one is logged as a
 // warning and skipped. Returns its path, or "" when there is none. Shape mismatches are not
-// skipped (they are configuration errors): they throw.
+// skipped (they are configuration errors): they throw; nor is a file holding NaN or Inf (it is
+// whole, not damaged, and falling back past it would hide a diverged run): it throws.
 std::string LoadLatestCheckpoint(const CheckpointOptions& options, Sequential<float>& model,
                                  Optimizer* optimizer, TrainingState* state);
 

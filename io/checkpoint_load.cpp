@@ -1,6 +1,7 @@
 // Reading checkpoints: everything is read and verified into memory (Contents) before the model
 // or optimizer is touched, so a refused file leaves them as they were.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "core/check_hdf5.hpp"
@@ -113,6 +114,45 @@ void ReadParams(const io::Hdf5File& file, Sequential<float>& model, Contents* c)
   }
 }
 
+// A checkpoint holding NaN or Inf: refused, never skipped for an earlier one by
+// LoadLatestCheckpoint (unlike a damaged file, it was written whole, so it is not corruption).
+class NonfiniteCheckpoint : public Error {
+ public:
+  using Error::Error;
+};
+
+void RefuseNonfinite(const std::string& path, const std::string& kind, const std::string& name,
+                     const float* v, size_t n) {
+  const float* bad = std::find_if(v, v + n, [](float x) { return !std::isfinite(x); });
+  if (bad == v + n) return;
+  throw NonfiniteCheckpoint(
+      ErrorCode::kDataLoss,
+      "checkpoint holds a non-finite value (" + std::to_string(*bad) + ") in " + kind + " " + name +
+          " at element " + std::to_string(bad - v),
+      {.file = path,
+       .key = name,
+       .hint = "it was written after the model diverged; use an earlier checkpoint"});
+}
+
+// Every tensor a load would apply, checked before the model is touched.
+void CheckFinite(const std::string& path, Sequential<float>& model, Optimizer* optimizer,
+                 const Contents& c) {
+  const Arena<float>& arena = model.arena();
+  for (const ParamSpec& s : arena.specs()) {
+    RefuseNonfinite(path, "parameter", s.FullName(), c.params.data() + s.offset,
+                    static_cast<size_t>(s.size));
+  }
+  const std::vector<NamedTensor> buffers = model.Buffers();
+  for (size_t i = 0; i < buffers.size() && i < c.buffers.size(); ++i) {
+    RefuseNonfinite(path, "buffer", buffers[i].name, c.buffers[i].data(), c.buffers[i].size());
+  }
+  if (optimizer == nullptr) return;
+  const std::vector<NamedTensor> slots = optimizer->Slots();
+  for (size_t i = 0; i < slots.size() && i < c.slots.size(); ++i) {
+    RefuseNonfinite(path, "optimizer slot", slots[i].name, c.slots[i].data(), c.slots[i].size());
+  }
+}
+
 void ReadOptimizer(const io::Hdf5File& file, Optimizer& optimizer, Contents* c) {
   const std::string& path = file.path();
   const std::string group = fmt::kOptimizer;
@@ -180,12 +220,14 @@ void Apply(Contents& c, Sequential<float>& model, Optimizer* optimizer) {
 TrainingState LoadCheckpoint(const std::string& path, Sequential<float>& model,
                              Optimizer* optimizer) {
   Contents c = ReadContents(path, model, optimizer, false);
+  CheckFinite(path, model, optimizer, c);
   Apply(c, model, optimizer);
   return c.state;
 }
 
 void LoadWeights(const std::string& path, Sequential<float>& model) {
   Contents c = ReadContents(path, model, nullptr, true);
+  CheckFinite(path, model, nullptr, c);
   Apply(c, model, nullptr);
 }
 
@@ -197,6 +239,8 @@ std::string LoadLatestCheckpoint(const CheckpointOptions& options, Sequential<fl
       TrainingState s = LoadCheckpoint(*it, model, optimizer);
       if (state != nullptr) *state = std::move(s);
       return *it;
+    } catch (const NonfiniteCheckpoint&) {
+      throw;
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kDataLoss) throw;
       SF_LOG(Warn) << "skipping checkpoint " << *it << ": " << e.what();

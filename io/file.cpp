@@ -299,14 +299,14 @@ FileSystem* FileSystem::Default() {
 }
 
 void MemFileSystem::SetContents(const std::string& path, std::string contents) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto entry = std::make_shared<Entry>();
   entry->data = std::move(contents);
   files_[path] = std::move(entry);
 }
 
 std::shared_ptr<MemFileSystem::Entry> MemFileSystem::Find(const std::string& path) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = files_.find(path);
   if (it == files_.end()) {
     throw Error(ErrorCode::kNotFound, "cannot open file: No such file or directory",
@@ -328,14 +328,14 @@ std::unique_ptr<RandomAccessFile> MemFileSystem::NewRandomAccessFile(const std::
   return std::make_unique<MemRandomAccessFile>(path, Find(path));
 }
 std::unique_ptr<WritableFile> MemFileSystem::NewWritableFile(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto entry = std::make_shared<Entry>();
   files_[path] = entry;
   return std::make_unique<MemWritableFile>(path, entry);
 }
 uint64_t MemFileSystem::FileSize(const std::string& path) { return Find(path)->data.size(); }
 bool MemFileSystem::Exists(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return files_.count(path) != 0;
 }
 

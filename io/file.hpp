@@ -14,11 +14,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include "core/error.hpp"
+#include "core/thread_annotations.hpp"
 
 namespace shardflow::io {
 
@@ -107,8 +107,8 @@ class MemFileSystem : public FileSystem {
  private:
   std::shared_ptr<Entry> Find(const std::string& path) const;
 
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Entry>> files_;
+  mutable Mutex mu_;
+  std::map<std::string, std::shared_ptr<Entry>> files_ GUARDED_BY(mu_);
 };
 
 }  // namespace shardflow::io

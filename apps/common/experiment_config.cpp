@@ -63,6 +63,12 @@ void RegisterTrainSection(ConfigSchema& s, ExperimentConfig* c) {
         "spans train.epochs, so a stopped run resumes exactly")
       .NonNegative();
   s.Add("train", "log_every", &c->log_every, "steps between metrics.jsonl lines").Positive();
+  s.AddChoice("train", "on_nonfinite", &c->on_nonfinite, {"fail", "skip_step"},
+              "a NaN/Inf loss or gradient: fail (exit 3 naming step, epoch, quantity and lr) or "
+              "skip_step (drop that update on every rank, counted in the report)");
+  s.Add("train", "max_skipped_steps", &c->max_skipped_steps,
+        "skip_step: non-finite steps skipped in a row before the job fails")
+      .NonNegative();
 }
 
 void RegisterDistAndCheckpointSections(ConfigSchema& s, ExperimentConfig* c) {

@@ -49,6 +49,8 @@ struct ExperimentConfig {
   int threads = 0;
   int64_t max_steps = 0;
   int64_t log_every = 50;
+  std::string on_nonfinite = "fail";
+  int64_t max_skipped_steps = 10;
   // [dist]
   std::string strategy = "data_parallel";
   std::string allreduce = "auto";

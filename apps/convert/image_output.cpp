@@ -2,9 +2,9 @@
 
 #include <bit>
 
+#include "apps/convert/shard_writer.hpp"
 #include "io/example.hpp"
 #include "io/hdf5_writer.hpp"
-#include "io/tfrecord_writer.hpp"
 
 namespace shardflow::convert {
 
@@ -18,27 +18,14 @@ void WriteImageShards(const ShardPlan& plan, const ImageRecords& records,
   const int64_t record_bytes = NumElements(Shape(shape.begin() + 1, shape.end())) *
                                static_cast<int64_t>(DTypeSize(records.images.dtype()));
   const auto* base = static_cast<const char*>(records.images.raw_data());
-  io::ExampleBuilder builder;
-  std::string serialized;
-  for (int64_t s = plan.MyShards().begin; s < plan.MyShards().end; ++s) {
-    const std::string path = ShardFileName(options.out_path, s, plan.shards(), options.compression);
-    io::TFRecordWriter writer(path);
-    const io::RowRange ids = plan.ShardRecords(s);
-    for (int64_t id = ids.begin; id < ids.end; ++id) {
-      const int64_t i = id - records.first;
-      builder.Clear();
-      builder.AddBytes("image_raw",
-                       {std::string(base + i * record_bytes, static_cast<size_t>(record_bytes))});
-      builder.AddInt64("label", {records.labels[static_cast<size_t>(i)]});
-      builder.AddInt64("id", {id});
-      builder.AddInt64("shape", {shape[1], shape[2], shape[3]});
-      serialized.clear();
-      builder.SerializeTo(&serialized);
-      writer.Write(serialized);
-      progress.Advance(1, 1);
-    }
-    writer.Close();
-  }
+  WriteShardRecords(plan, options, progress, [&](int64_t id, io::ExampleBuilder& builder) {
+    const int64_t i = id - records.first;
+    builder.AddBytes("image_raw",
+                     {std::string(base + i * record_bytes, static_cast<size_t>(record_bytes))});
+    builder.AddInt64("label", {records.labels[static_cast<size_t>(i)]});
+    builder.AddInt64("id", {id});
+    builder.AddInt64("shape", {shape[1], shape[2], shape[3]});
+  });
 }
 
 void WriteNormalizationHdf5(io::Hdf5Writer& writer, const Normalization& norm, int rank) {

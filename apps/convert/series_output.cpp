@@ -4,9 +4,9 @@
 #include <cstring>
 
 #include "apps/convert/image_output.hpp"
+#include "apps/convert/shard_writer.hpp"
 #include "io/example.hpp"
 #include "io/hdf5_writer.hpp"
-#include "io/tfrecord_writer.hpp"
 
 namespace shardflow::convert {
 
@@ -49,27 +49,14 @@ void WriteWindowShards(const ShardPlan& plan, const WindowLayout& layout,
                        ProgressReporter& progress) {
   const int64_t channels = loaded.channels;
   std::vector<float> window(static_cast<size_t>(layout.window() * channels));
-  io::ExampleBuilder builder;
-  std::string serialized;
-  for (int64_t s = plan.MyShards().begin; s < plan.MyShards().end; ++s) {
-    const std::string path = ShardFileName(options.out_path, s, plan.shards(), options.compression);
-    io::TFRecordWriter writer(path);
-    const io::RowRange ids = plan.ShardRecords(s);
-    for (int64_t id = ids.begin; id < ids.end; ++id) {
-      CopyWindow(layout, loaded, id, window.data());
-      builder.Clear();
-      builder.AddFloat("window", std::span<const float>(window));
-      builder.AddInt64("shape", {layout.window(), channels});
-      builder.AddInt64("asset_id", {layout.AssetOf(id)});
-      builder.AddInt64("id", {id});
-      builder.AddInt64("start", {layout.StartOf(id)});
-      serialized.clear();
-      builder.SerializeTo(&serialized);
-      writer.Write(serialized);
-      progress.Advance(1, 1);
-    }
-    writer.Close();
-  }
+  WriteShardRecords(plan, options, progress, [&](int64_t id, io::ExampleBuilder& builder) {
+    CopyWindow(layout, loaded, id, window.data());
+    builder.AddFloat("window", std::span<const float>(window));
+    builder.AddInt64("shape", {layout.window(), channels});
+    builder.AddInt64("asset_id", {layout.AssetOf(id)});
+    builder.AddInt64("id", {id});
+    builder.AddInt64("start", {layout.StartOf(id)});
+  });
 }
 
 void WriteWindowsHdf5(const ShardPlan& plan, const WindowLayout& layout, const LoadedAssets& loaded,

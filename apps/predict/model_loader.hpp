@@ -6,7 +6,9 @@
 //   Error(kNotFound) naming the path when it does not exist or the directory holds none;
 //   Error(kInvalidArgument) naming the parameter and both shapes when the checkpoint does not
 //     fit the model spec (LoadWeights);
-//   Error(kDataLoss) for a damaged file.
+//   Error(kDataLoss) for a damaged file;
+//   Error(kDataLoss) naming the tensor for a checkpoint holding NaN or Inf (in a folder it is
+//     refused, not skipped for an earlier one: io/checkpoint.hpp).
 // Thread-safety: none.
 #pragma once
 

@@ -6,13 +6,13 @@
 #include "core/logging.hpp"
 #include "core/loss.hpp"
 #include "core/metrics.hpp"
-#include "core/optim/clip.hpp"
 #include "core/trace.hpp"
 #include "io/checkpoint.hpp"
 
 namespace shardflow::train {
 
-ReplicaStrategy::ReplicaStrategy(const StrategyEnv& env) : env_(env) {
+ReplicaStrategy::ReplicaStrategy(const StrategyEnv& env)
+    : env_(env), guard_(env.options->nonfinite) {
   spec_ = options().batch_spec();
 }
 
@@ -87,6 +87,7 @@ StepOutput ReplicaStrategy::TrainStep(const StepInput& in) {
     const int64_t n = dout_.num_elements();
     for (int64_t i = 0; i < n; ++i) d[i] *= static_cast<float>(weight);
   }
+  NonfiniteGuard::PoisonIfNonfinite(out.loss, &dout_);
   {
     SF_TRACE_SCOPE("backward");
     model_->arena().ZeroGrads();
@@ -100,10 +101,17 @@ StepOutput ReplicaStrategy::TrainStep(const StepInput& in) {
   {
     SF_TRACE_SCOPE("update");
     Arena<float>& arena = model_->arena();
-    if (o.clip_norm > 0) ClipByGlobalNorm(arena.grads(), arena.size(), o.clip_norm);
-    optimizer_->Step(arena, in.learning_rate);
+    const StepPlace at{
+        .step = in.step, .epoch = in.epoch, .learning_rate = in.learning_rate, .loss = out.loss};
+    out.skipped = !guard_.CheckGradients(at, arena, o.clip_norm);
+    if (!out.skipped) optimizer_->Step(arena, in.learning_rate);
   }
   AfterUpdate(in.step);
+  if (out.skipped) {  // a skipped step adds nothing to the metrics (its loss is not finite)
+    out.rows = 0;
+    out.correct = 0;
+    return out;
+  }
   out.loss_sum = out.loss * static_cast<double>(mb.rows);
   return out;
 }

@@ -8,9 +8,12 @@
 //   BeginBackward()     before each backward pass (gradients were just zeroed)
 //   FinishGradients()   after backward: make the gradients the ones to apply; returns the
 //                       seconds blocked on communication
-//   AfterUpdate(step)   after the optimizer step
+//   AfterUpdate(step)   after the optimizer step (also called when a non-finite step's
+//                       update was skipped, so strategies keep their step count)
 // and SyncReplicas(), which makes what evaluation and checkpoints read identical on every rank
 // (by default: average the non-trainable buffers, e.g. batch-norm statistics).
+// After FinishGradients every step is checked for a non-finite loss or gradients
+// (nonfinite_guard.hpp: train.on_nonfinite fails the job or skips the update).
 // Data parallelism (data_parallel.hpp) reduces gradient buckets as backprop finishes them;
 // local SGD (tests/train) does nothing per step and averages parameters every k steps.
 // Thread-safety: as Strategy.
@@ -20,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/train/nonfinite_guard.hpp"
 #include "apps/train/strategy.hpp"
 #include "core/model.hpp"
 #include "core/optim/optimizer.hpp"
@@ -68,6 +72,7 @@ class ReplicaStrategy : public Strategy {
   std::unique_ptr<Sequential<float>> model_;
   std::unique_ptr<Optimizer> optimizer_;
   Tensor dout_, eval_scratch_;
+  NonfiniteGuard guard_;  // train.on_nonfinite, checked after FinishGradients
 };
 
 }  // namespace shardflow::train

@@ -52,6 +52,7 @@ struct StartPoint {
 struct StepInput {
   const ModelBatch* batch = nullptr;
   int64_t step = 0;          // 0-based global step
+  int64_t epoch = 0;         // 0-based
   bool epoch_end = false;    // the last step of an epoch (its batch may be partial)
   double learning_rate = 0;  // from the schedule, for this step
 };
@@ -64,6 +65,7 @@ struct StepOutput {
   int64_t correct = 0;        // classify only
   int64_t rows = 0;           // rows the loss covers
   double comm_blocked_s = 0;  // time blocked on communication that backprop did not hide
+  bool skipped = false;       // non-finite: no update (train.on_nonfinite = skip_step)
 };
 
 // Evaluation over one pass of a dataset: sums over every rank (reduced by the strategy).

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "apps/common/experiment_config.hpp"
+#include "apps/train/nonfinite_guard.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/communicator.hpp"
 #include "core/model.hpp"
@@ -44,7 +45,8 @@ struct TrainerOptions : apps::ModelSetup {
   // Optimisation.
   OptimizerOptions optimizer;
   LrScheduleOptions schedule;
-  double clip_norm = 0;  // 0: no clipping
+  double clip_norm = 0;        // 0: no clipping
+  NonfiniteOptions nonfinite;  // a NaN/Inf loss or gradient: fail or skip the step
   int64_t epochs = 1;
   int64_t per_rank_batch = 32;  // for the report; batches come from the pipeline
   int64_t max_steps = 0;        // stop after this many steps in total (0: no limit)

@@ -47,6 +47,8 @@ void SetModelAndOptimizer(const apps::ExperimentConfig& c, int ranks, TrainerOpt
   o->epochs = c.epochs;
   o->max_steps = c.max_steps;
   o->log_every_steps = c.log_every;
+  o->nonfinite = {.action = ParseOnNonfinite(c.on_nonfinite),
+                  .max_skipped_steps = c.max_skipped_steps};
 }
 
 void SetDistribution(const apps::ExperimentConfig& c, TrainerOptions* o) {

@@ -116,6 +116,7 @@ class TrainingLoop {
   Interval interval_;
   Clock::time_point last_checkpoint_ = Clock::now();
   int64_t samples_seen_ = 0;
+  int64_t skipped_steps_ = 0;  // train.on_nonfinite = skip_step (every rank counts alike)
   pipeline::Element batch_;
   Tensor scratch_;
 };
@@ -181,6 +182,7 @@ void TrainingLoop::RunStep(int64_t step) {
   const ModelBatch mb = ToModelBatch(batch_, spec_, &scratch_);
   const StepOutput out = strategy_.TrainStep({.batch = &mb,
                                               .step = step,
+                                              .epoch = step / plan_.steps_per_epoch,
                                               .epoch_end = (step + 1) % plan_.steps_per_epoch == 0,
                                               .learning_rate = LearningRate(plan_.schedule, step)});
   const double step_seconds = Since(t0);
@@ -193,6 +195,7 @@ void TrainingLoop::RunStep(int64_t step) {
   interval_.correct += static_cast<double>(out.correct);
   interval_.rows += static_cast<double>(out.rows);
   samples_seen_ += mb.rows;
+  skipped_steps_ += out.skipped ? 1 : 0;
   result_.step_losses.push_back(out.loss);
   result_.final_train_loss = out.loss;
   if (progress_) {
@@ -220,7 +223,8 @@ void TrainingLoop::LogInterval(int64_t step) {
                          {"samples_per_s", seconds > 0 ? sums[2] / seconds : 0.0},
                          {"input_wait_fraction", seconds > 0 ? interval_.wait_s / seconds : 0.0},
                          {"allreduce_s", interval_.comm_s},
-                         {"lr", LearningRate(plan_.schedule, step)}};
+                         {"lr", LearningRate(plan_.schedule, step)},
+                         {"skipped_steps", skipped_steps_}};
   if (o_.task == Task::kClassify && sums[2] > 0) line["accuracy"] = sums[1] / sums[2];
   metrics_->Write(line);
   if (progress_) {
@@ -282,6 +286,7 @@ void TrainingLoop::Summarize(int64_t steps) {
   s.per_rank_batch = o_.per_rank_batch;
   s.global_batch = o_.per_rank_batch * strategy_.data_parallel_size();
   s.steps = steps;
+  s.skipped_steps = skipped_steps_;
   s.epochs = (steps + plan_.steps_per_epoch - 1) / plan_.steps_per_epoch;
   s.samples = static_cast<int64_t>(parts[3]);
   s.samples_per_s = wall > 0 ? parts[3] / wall : 0;

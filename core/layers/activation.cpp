@@ -1,7 +1,5 @@
 #include "core/layers/activation.hpp"
 
-#include <cmath>
-
 namespace shardflow {
 
 ActivationKind ParseActivation(const std::string& name) {
@@ -39,73 +37,36 @@ class Activation final : public Layer<T> {
     in_ = in;
     return in;
   }
+  std::unique_ptr<LayerState> NewState() const override { return std::make_unique<State>(); }
 
+ protected:
   // x and y have the same shape (B, ...), treated as n flat elements.
-  Tensor Forward(const Tensor& x, const ForwardContext&) override {
+  Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
     CheckInput(x, in_, kind());
-    x_ = x;
-    Tensor& y = ReuseBuffer(y_, DTypeOf<T>(), x.shape());
-    const T* xp = x.data<T>();
-    T* yp = y.data<T>();
-    const int64_t n = x.num_elements();
-    switch (k_) {
-      case ActivationKind::kRelu:
-        for (int64_t i = 0; i < n; ++i) yp[i] = xp[i] > T(0) ? xp[i] : T(0);
-        break;
-      case ActivationKind::kGelu:
-        for (int64_t i = 0; i < n; ++i) {
-          const T v = xp[i];
-          yp[i] = T(0.5) * v * (T(1) + std::tanh(kGeluScale * (v + kGeluCubic * v * v * v)));
-        }
-        break;
-      case ActivationKind::kTanh:
-        for (int64_t i = 0; i < n; ++i) yp[i] = std::tanh(xp[i]);
-        break;
-      case ActivationKind::kSigmoid:
-        for (int64_t i = 0; i < n; ++i) yp[i] = T(1) / (T(1) + std::exp(-xp[i]));
-        break;
-    }
+    State& s = StateAs<State>(st, kind());
+    s.x = x;
+    Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), x.shape());
+    BackendFor<T>(x.device())
+        .Activation(k_, x.num_elements(), x.device_data<T>(), y.device_data<T>());
     return y;
   }
 
-  Tensor Backward(const Tensor& dy, bool need_dx) override {
+  Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
     if (!need_dx) return Tensor();
-    Tensor& dx = ReuseBuffer(dx_, DTypeOf<T>(), x_.shape());
-    const T* xp = x_.data<T>();
-    const T* yp = y_.data<T>();
-    const T* d = dy.data<T>();
-    T* o = dx.data<T>();
-    const int64_t n = x_.num_elements();
-    switch (k_) {
-      case ActivationKind::kRelu:
-        for (int64_t i = 0; i < n; ++i) o[i] = xp[i] > T(0) ? d[i] : T(0);
-        break;
-      case ActivationKind::kGelu:
-        // d/dv 0.5 v (1 + t), t = tanh(s (v + c v^3)):
-        //   0.5 (1 + t) + 0.5 v (1 - t^2) s (1 + 3 c v^2)
-        for (int64_t i = 0; i < n; ++i) {
-          const T v = xp[i];
-          const T t = std::tanh(kGeluScale * (v + kGeluCubic * v * v * v));
-          o[i] = d[i] * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * kGeluScale *
-                                                   (T(1) + T(3) * kGeluCubic * v * v));
-        }
-        break;
-      case ActivationKind::kTanh:
-        for (int64_t i = 0; i < n; ++i) o[i] = d[i] * (T(1) - yp[i] * yp[i]);
-        break;
-      case ActivationKind::kSigmoid:
-        for (int64_t i = 0; i < n; ++i) o[i] = d[i] * yp[i] * (T(1) - yp[i]);
-        break;
-    }
+    State& s = StateAs<State>(st, kind());
+    Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), s.x.shape());
+    BackendFor<T>(dy.device())
+        .ActivationGrad(k_, s.x.num_elements(), s.x.template device_data<T>(),
+                        s.y.template device_data<T>(), dy.device_data<T>(), dx.device_data<T>());
     return dx;
   }
 
  private:
-  static constexpr T kGeluScale = T(0.7978845608028654);  // sqrt(2 / pi)
-  static constexpr T kGeluCubic = T(0.044715);
+  struct State final : LayerState {
+    Tensor x, y, dx;
+  };
   ActivationKind k_;
   Shape in_;
-  Tensor x_, y_, dx_;
 };
 
 }  // namespace

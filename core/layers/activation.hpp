@@ -8,8 +8,7 @@
 
 namespace shardflow {
 
-enum class ActivationKind { kRelu, kGelu, kTanh, kSigmoid };
-
+// ActivationKind is declared with the backend ops (core/backend/backend.hpp).
 // "relu" | "gelu" | "tanh" | "sigmoid"; throws Error(kInvalidArgument).
 ActivationKind ParseActivation(const std::string& name);
 const char* ActivationName(ActivationKind kind);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "core/cpu/gemm.hpp"
 #include "core/cpu/im2col.hpp"
 
 namespace shardflow {
@@ -48,69 +47,74 @@ class Conv2D final : public Layer<T> {
                seed, static_cast<uint64_t>(kernel_));
   }
 
+  std::unique_ptr<LayerState> NewState() const override { return std::make_unique<State>(); }
+  int64_t FlopsPerSample() const override { return 2 * g_.oh * g_.ow * KKC() * o_.filters; }
+
+ protected:
   // x is (B, H, W, C); per chunk of samples: cols (R, KKC) = im2col(x), y (R, F) = cols W + b,
   // R = chunk * OH * OW, KKC = KH * KW * C.
-  Tensor Forward(const Tensor& x, const ForwardContext&) override {
+  Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
     const int64_t b = CheckInput(x, in_, "conv");
-    x_ = x;
-    Tensor& y = ReuseBuffer(y_, DTypeOf<T>(), {b, g_.oh, g_.ow, o_.filters});
+    State& s = StateAs<State>(st, "conv");
+    s.x = x;
+    Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), {b, g_.oh, g_.ow, o_.filters});
     const int64_t f = o_.filters, kkc = KKC(), pix = g_.oh * g_.ow;
-    T* yp = y.data<T>();
-    const T* xp = x.data<T>();
-    if (o_.use_bias) {
-      const T* bp = arena_->param(bias_);
-      for (int64_t r = 0; r < b * pix; ++r) std::copy(bp, bp + f, yp + r * f);
-    }
+    Backend<T>& be = BackendFor<T>(x.device());
+    T* yp = y.device_data<T>();
+    const T* xp = x.device_data<T>();
+    if (o_.use_bias) be.BroadcastRows(b * pix, f, arena_->param(bias_), yp);
     const int64_t chunk = Chunk(b);
-    T* cols = ReuseBuffer(cols_, DTypeOf<T>(), {chunk * pix, kkc}).template data<T>();
-    for (int64_t s = 0; s < b; s += chunk) {
-      const int64_t n = std::min(chunk, b - s);
-      cpu::Im2Col(g_, n, xp + s * g_.h * g_.w * g_.c, cols);
-      cpu::Gemm<T>(false, false, n * pix, f, kkc, T(1), cols, kkc, arena_->param(kernel_), f,
-                   o_.use_bias ? T(1) : T(0), yp + s * pix * f, f);
+    T* cols = ReuseBuffer(s.cols, DTypeOf<T>(), {chunk * pix, kkc}).template device_data<T>();
+    for (int64_t i = 0; i < b; i += chunk) {
+      const int64_t n = std::min(chunk, b - i);
+      be.Im2Col(g_, n, xp + i * g_.h * g_.w * g_.c, cols);
+      be.Gemm(false, false, n * pix, f, kkc, T(1), cols, kkc, arena_->param(kernel_), f,
+              o_.use_bias ? T(1) : T(0), yp + i * pix * f, f);
     }
     return y;
   }
 
   // dy is (B, OH, OW, F). Per chunk: dW (KKC, F) += cols^T dy; dcols (R, KKC) = dy W^T,
   // dx += col2im(dcols). db += sum of dy over all pixels.
-  Tensor Backward(const Tensor& dy, bool need_dx) override {
-    const int64_t b = x_.dim(0), f = o_.filters, kkc = KKC(), pix = g_.oh * g_.ow;
-    const T* d = dy.data<T>();
-    const T* xp = x_.data<T>();
-    if (o_.use_bias) {
-      T* db = arena_->grad(bias_);
-      for (int64_t r = 0; r < b * pix; ++r)
-        for (int64_t j = 0; j < f; ++j) db[j] += d[r * f + j];
-    }
+  Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
+    State& s = StateAs<State>(st, "conv");
+    const int64_t b = s.x.dim(0), f = o_.filters, kkc = KKC(), pix = g_.oh * g_.ow;
+    Backend<T>& be = BackendFor<T>(dy.device());
+    const T* d = dy.device_data<T>();
+    const T* xp = s.x.template device_data<T>();
+    if (o_.use_bias) be.AddColumnSums(b * pix, f, d, arena_->grad(bias_));
     T* dxp = nullptr;
     if (need_dx) {
-      Tensor& dx = ReuseBuffer(dx_, DTypeOf<T>(), x_.shape());
-      dxp = dx.data<T>();
-      std::fill(dxp, dxp + dx.num_elements(), T(0));
+      Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), s.x.shape());
+      dxp = dx.device_data<T>();
+      be.Fill(dx.num_elements(), T(0), dxp);
     }
     const int64_t chunk = Chunk(b);
-    T* cols = ReuseBuffer(cols_, DTypeOf<T>(), {chunk * pix, kkc}).template data<T>();
-    T* dcols = need_dx ? ReuseBuffer(dcols_, DTypeOf<T>(), {chunk * pix, kkc}).template data<T>()
-                       : nullptr;
-    for (int64_t s = 0; s < b; s += chunk) {
-      const int64_t n = std::min(chunk, b - s);
-      const T* dchunk = d + s * pix * f;
-      cpu::Im2Col(g_, n, xp + s * g_.h * g_.w * g_.c, cols);
-      cpu::Gemm<T>(true, false, kkc, f, n * pix, T(1), cols, kkc, dchunk, f, T(1),
-                   arena_->grad(kernel_), f);
+    T* cols = ReuseBuffer(s.cols, DTypeOf<T>(), {chunk * pix, kkc}).template device_data<T>();
+    T* dcols =
+        need_dx ? ReuseBuffer(s.dcols, DTypeOf<T>(), {chunk * pix, kkc}).template device_data<T>()
+                : nullptr;
+    for (int64_t i = 0; i < b; i += chunk) {
+      const int64_t n = std::min(chunk, b - i);
+      const T* dchunk = d + i * pix * f;
+      be.Im2Col(g_, n, xp + i * g_.h * g_.w * g_.c, cols);
+      be.Gemm(true, false, kkc, f, n * pix, T(1), cols, kkc, dchunk, f, T(1), arena_->grad(kernel_),
+              f);
       if (need_dx) {
-        cpu::Gemm<T>(false, true, n * pix, kkc, f, T(1), dchunk, f, arena_->param(kernel_), f, T(0),
-                     dcols, kkc);
-        cpu::Col2ImAdd(g_, n, dcols, dxp + s * g_.h * g_.w * g_.c);
+        be.Gemm(false, true, n * pix, kkc, f, T(1), dchunk, f, arena_->param(kernel_), f, T(0),
+                dcols, kkc);
+        be.Col2ImAdd(g_, n, dcols, dxp + i * g_.h * g_.w * g_.c);
       }
     }
-    return need_dx ? dx_ : Tensor();
+    return need_dx ? s.dx : Tensor();
   }
 
-  int64_t FlopsPerSample() const override { return 2 * g_.oh * g_.ow * KKC() * o_.filters; }
-
  private:
+  // cols and dcols are scratch, per state only so that two micro-batches never share a buffer
+  // across threads later; they are rebuilt by every pass.
+  struct State final : LayerState {
+    Tensor x, y, dx, cols, dcols;
+  };
   int64_t KKC() const { return o_.kernel_h * o_.kernel_w * g_.c; }
   int64_t Chunk(int64_t b) const {
     const int64_t per_sample = std::max<int64_t>(g_.oh * g_.ow * KKC(), 1);
@@ -122,9 +126,7 @@ class Conv2D final : public Layer<T> {
   cpu::ConvGeometry g_;
   Arena<T>* arena_ = nullptr;
   int kernel_ = -1, bias_ = -1;
-  Tensor x_, y_, dx_, cols_, dcols_;
 };
-
 }  // namespace
 
 template <typename T>

@@ -1,7 +1,5 @@
 #include "core/layers/dense.hpp"
 
-#include "core/cpu/gemm.hpp"
-
 namespace shardflow {
 namespace {
 
@@ -35,52 +33,52 @@ class Dense final : public Layer<T> {
                static_cast<uint64_t>(kernel_));
   }
 
+  std::unique_ptr<LayerState> NewState() const override { return std::make_unique<State>(); }
+  int64_t FlopsPerSample() const override { return 2 * rows_per_sample_ * f_ * o_.units; }
+
+ protected:
   // x is (N, F) with N = B * rows_per_sample; W is (F, U); y is (N, U).
-  Tensor Forward(const Tensor& x, const ForwardContext&) override {
+  Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
     const int64_t b = CheckInput(x, in_, "dense");
-    x_ = x;
+    State& s = StateAs<State>(st, "dense");
+    s.x = x;
     const int64_t n = b * rows_per_sample_, u = o_.units;
     Shape out = x.shape();
     out.back() = u;
-    Tensor& y = ReuseBuffer(y_, DTypeOf<T>(), out);
-    T* yp = y.data<T>();
-    if (o_.use_bias) {
-      const T* bp = arena_->param(bias_);
-      for (int64_t r = 0; r < n; ++r)
-        for (int64_t j = 0; j < u; ++j) yp[r * u + j] = bp[j];
-    }
-    cpu::Gemm<T>(false, false, n, u, f_, T(1), x.data<T>(), f_, arena_->param(kernel_), u,
-                 o_.use_bias ? T(1) : T(0), yp, u);
+    Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), out);
+    Backend<T>& be = BackendFor<T>(x.device());
+    T* yp = y.device_data<T>();
+    if (o_.use_bias) be.BroadcastRows(n, u, arena_->param(bias_), yp);
+    be.Gemm(false, false, n, u, f_, T(1), x.device_data<T>(), f_, arena_->param(kernel_), u,
+            o_.use_bias ? T(1) : T(0), yp, u);
     return y;
   }
 
   // dy is (N, U): dW += x^T dy (F, U); db += sum over rows of dy; dx = dy W^T (N, F).
-  Tensor Backward(const Tensor& dy, bool need_dx) override {
-    const int64_t n = x_.num_elements() / f_, u = o_.units;
-    const T* d = dy.data<T>();
-    cpu::Gemm<T>(true, false, f_, u, n, T(1), x_.data<T>(), f_, d, u, T(1), arena_->grad(kernel_),
-                 u);
-    if (o_.use_bias) {
-      T* db = arena_->grad(bias_);
-      for (int64_t r = 0; r < n; ++r)
-        for (int64_t j = 0; j < u; ++j) db[j] += d[r * u + j];
-    }
+  Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
+    State& s = StateAs<State>(st, "dense");
+    const int64_t n = s.x.num_elements() / f_, u = o_.units;
+    Backend<T>& be = BackendFor<T>(dy.device());
+    const T* d = dy.device_data<T>();
+    be.Gemm(true, false, f_, u, n, T(1), s.x.template device_data<T>(), f_, d, u, T(1),
+            arena_->grad(kernel_), u);
+    if (o_.use_bias) be.AddColumnSums(n, u, d, arena_->grad(bias_));
     if (!need_dx) return Tensor();
-    Tensor& dx = ReuseBuffer(dx_, DTypeOf<T>(), x_.shape());
-    cpu::Gemm<T>(false, true, n, f_, u, T(1), d, u, arena_->param(kernel_), u, T(0), dx.data<T>(),
-                 f_);
+    Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), s.x.shape());
+    be.Gemm(false, true, n, f_, u, T(1), d, u, arena_->param(kernel_), u, T(0), dx.device_data<T>(),
+            f_);
     return dx;
   }
 
-  int64_t FlopsPerSample() const override { return 2 * rows_per_sample_ * f_ * o_.units; }
-
  private:
+  struct State final : LayerState {
+    Tensor x, y, dx;
+  };
   DenseOptions o_;
   Shape in_;
   int64_t f_ = 0, rows_per_sample_ = 1;
   Arena<T>* arena_ = nullptr;
   int kernel_ = -1, bias_ = -1;
-  Tensor x_, y_, dx_;
 };
 
 }  // namespace

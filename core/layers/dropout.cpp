@@ -2,8 +2,6 @@
 
 #include <sstream>
 
-#include "core/random.hpp"
-
 namespace shardflow {
 namespace {
 
@@ -27,46 +25,50 @@ class Dropout final : public Layer<T> {
     layer_ = ctx.layer_index;
     return in;
   }
-  // x and y are (B, ...), n flat elements; mask_ keeps the scale (0 or 1/(1-rate)) per element.
-  Tensor Forward(const Tensor& x, const ForwardContext& ctx) override {
+  std::unique_ptr<LayerState> NewState() const override { return std::make_unique<State>(); }
+
+ protected:
+  // x and y are (B, ...), n flat elements; the mask keeps the scale (0 or 1/(1-rate)) per
+  // element. The mask is a pure function of (seed, step, layer, micro-batch, element): the
+  // stream is (step << 16) ^ layer, plus micro_batch times an odd constant, so micro-batch 0
+  // draws exactly the masks of a whole batch before micro-batches existed (resumed runs stay
+  // bit-identical) and the mask of a micro-batch does not depend on when it runs.
+  Tensor DoForward(const Tensor& x, const ForwardContext& ctx, LayerState& st) override {
     CheckInput(x, in_, "dropout");
-    training_ = ctx.training && rate_ > 0.0;
-    if (!training_) return x;
+    State& s = StateAs<State>(st, "dropout");
+    s.training = ctx.training && rate_ > 0.0;
+    if (!s.training) return x;
     const int64_t n = x.num_elements();
-    Tensor& y = ReuseBuffer(y_, DTypeOf<T>(), x.shape());
-    Tensor& m = ReuseBuffer(mask_, DTypeOf<T>(), x.shape());
-    const uint64_t stream = (ctx.step << 16) ^ static_cast<uint64_t>(layer_);
+    Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), x.shape());
+    Tensor& m = ReuseBuffer(s.mask, DTypeOf<T>(), x.shape());
+    const uint64_t stream = ((ctx.step << 16) ^ static_cast<uint64_t>(layer_)) +
+                            ctx.micro_batch * 0x9e3779b97f4a7c15ULL;
     const T scale = static_cast<T>(1.0 / (1.0 - rate_));
-    const float rate = static_cast<float>(rate_);
-    const T* xp = x.data<T>();
-    T* yp = y.data<T>();
-    T* mp = m.data<T>();
-    for (int64_t i = 0; i < n; ++i) {
-      mp[i] = RandomUniform(ctx.seed, stream, static_cast<uint64_t>(i)) >= rate ? scale : T(0);
-      yp[i] = xp[i] * mp[i];
-    }
+    BackendFor<T>(x.device())
+        .DropoutMask(n, static_cast<float>(rate_), scale, ctx.seed, stream, x.device_data<T>(),
+                     m.device_data<T>(), y.device_data<T>());
     return y;
   }
-  Tensor Backward(const Tensor& dy, bool need_dx) override {
+  Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
     if (!need_dx) return Tensor();
-    if (!training_) return dy;
-    Tensor& dx = ReuseBuffer(dx_, DTypeOf<T>(), dy.shape());
-    const T* d = dy.data<T>();
-    const T* mp = mask_.data<T>();
-    T* o = dx.data<T>();
-    const int64_t n = dy.num_elements();
-    for (int64_t i = 0; i < n; ++i) o[i] = d[i] * mp[i];
+    State& s = StateAs<State>(st, "dropout");
+    if (!s.training) return dy;
+    Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), dy.shape());
+    BackendFor<T>(dy.device())
+        .Mul(dy.num_elements(), dy.device_data<T>(), s.mask.template device_data<T>(),
+             dx.device_data<T>());
     return dx;
   }
 
  private:
+  struct State final : LayerState {
+    bool training = false;
+    Tensor y, mask, dx;
+  };
   double rate_;
   Shape in_;
   int layer_ = 0;
-  bool training_ = false;
-  Tensor y_, mask_, dx_;
 };
-
 }  // namespace
 
 template <typename T>

@@ -8,11 +8,20 @@
 //    are (batch, time, features).
 //  - Build() is called once with the per-sample input shape (no batch dimension). It declares
 //    the layer's parameters in the arena and returns the per-sample output shape.
-//  - Forward() returns y; the layer may keep references to x and y (shared storage) for its
-//    backward pass, so the caller keeps x unchanged until Backward(). The returned tensor is
-//    the layer's own buffer and is overwritten by the next Forward().
-//  - Backward(dy) ACCUMULATES (+=) parameter gradients into the gradient arena (zero it with
-//    Arena::ZeroGrads() once per step) and returns dx, or an empty tensor when !need_dx.
+//  - Forward(x, ctx, state) returns y and keeps in `state` (a LayerState from NewState(), one
+//    per micro-batch in flight) what its backward pass needs: references to x and y (shared
+//    storage, so the caller keeps x unchanged until Backward()), masks, statistics, and the
+//    output and dx buffers, which are reused by the next Forward with the same state. A layer
+//    object itself keeps only its configuration, parameter ids and non-trainable buffers, so
+//    several micro-batches can be in flight: F1 F2 B2 B1 with two states gives each backward
+//    pass exactly what its own forward pass saved.
+//  - Backward(dy, need_dx, state) ACCUMULATES (+=) parameter gradients into the gradient arena
+//    (zero it with Arena::ZeroGrads() once per step) and returns dx, or an empty tensor when
+//    !need_dx. The gradient of two micro-batches is therefore the sum in the order their
+//    backward passes ran (floating-point addition is not associative).
+//  - Forward(x, ctx) and Backward(dy, need_dx) use a state the layer owns (one micro-batch).
+//  - Kernels run on the backend of the input's device (core/backend/backend.hpp), chosen once
+//    per call.
 //  - Layers are templated on the scalar type T: float for training, double for the gradient
 //    checks in the tests. Instantiated for float and double only.
 // Thread-safety: a layer is used by one thread at a time; kernels may use intra-op threads.
@@ -25,6 +34,7 @@
 #include <vector>
 
 #include "core/arena.hpp"
+#include "core/backend/backend.hpp"
 #include "core/tensor.hpp"
 
 namespace shardflow {
@@ -43,10 +53,28 @@ struct BuildContext {
 
 // Per-call settings of a forward pass.
 struct ForwardContext {
-  bool training = false;  // dropout active, batch norm uses batch statistics and updates stats
-  uint64_t seed = 0;      // model seed (dropout masks)
-  uint64_t step = 0;      // training step (dropout masks differ per step)
+  bool training = false;     // dropout active, batch norm uses batch statistics and updates stats
+  uint64_t seed = 0;         // model seed (dropout masks)
+  uint64_t step = 0;         // training step (dropout masks differ per step)
+  uint64_t micro_batch = 0;  // index of the micro-batch within the step (dropout masks)
 };
+
+// What one layer saved during a forward pass for its backward pass, for one micro-batch. Each
+// layer kind derives its own (Layer::NewState); the base holds nothing.
+struct LayerState {
+  virtual ~LayerState() = default;
+};
+
+// The state `s` as the layer's own kind S; throws Error(kInternal) when it was made by another
+// kind of layer (a state passed to the wrong layer).
+template <typename S>
+S& StateAs(LayerState& s, const std::string& layer) {
+  S* p = dynamic_cast<S*>(&s);
+  if (p == nullptr) {
+    throw Error(ErrorCode::kInternal, "layer " + layer + " got a state made by another layer");
+  }
+  return *p;
+}
 
 // A non-trainable tensor a layer keeps (batch norm running statistics); saved in checkpoints.
 struct NamedTensor {
@@ -65,17 +93,40 @@ class Layer {
   virtual Shape Build(const Shape& in, BuildContext<T>& ctx) = 0;
   // Fills parameters deterministically from `seed` (called after the arena is allocated).
   virtual void Initialize(uint64_t /*seed*/) {}
-  // x is (B, in...); returns (B, out...).
-  virtual Tensor Forward(const Tensor& x, const ForwardContext& ctx) = 0;
-  // dy is (B, out...); returns dx (B, in...) or an empty tensor when !need_dx.
-  virtual Tensor Backward(const Tensor& dy, bool need_dx) = 0;
+  // A fresh, empty state for one micro-batch in flight.
+  virtual std::unique_ptr<LayerState> NewState() const { return std::make_unique<LayerState>(); }
+  // x is (B, in...); returns (B, out...), valid until the next Forward with this state.
+  Tensor Forward(const Tensor& x, const ForwardContext& ctx, LayerState& state) {
+    return DoForward(x, ctx, state);
+  }
+  // dy is (B, out...); returns dx (B, in...) or an empty tensor when !need_dx. REQUIRES: state
+  // holds this layer's forward pass of the micro-batch dy belongs to.
+  Tensor Backward(const Tensor& dy, bool need_dx, LayerState& state) {
+    return DoBackward(dy, need_dx, state);
+  }
+  // The same with a state the layer owns (one micro-batch in flight).
+  Tensor Forward(const Tensor& x, const ForwardContext& ctx) { return DoForward(x, ctx, Own()); }
+  Tensor Backward(const Tensor& dy, bool need_dx) { return DoBackward(dy, need_dx, Own()); }
   // Forward floating-point operations per sample (a multiply-add counts 2).
   virtual int64_t FlopsPerSample() const { return 0; }
   virtual std::vector<NamedTensor> Buffers() { return {}; }
+
+ protected:
+  virtual Tensor DoForward(const Tensor& x, const ForwardContext& ctx, LayerState& state) = 0;
+  virtual Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& state) = 0;
+
+ private:
+  LayerState& Own() {
+    if (!own_) own_ = NewState();
+    return *own_;
+  }
+  std::unique_ptr<LayerState> own_;
 };
 
 // Returns `buf` if it already has this dtype and shape (and owns its storage), else a fresh
-// zero-filled tensor stored into `buf`. Layers use it to keep output buffers across steps.
+// zero-filled CPU tensor stored into `buf`. Layers use it to keep the buffers of a LayerState
+// across steps (no allocation per step once the shapes settle). A device backend will need its
+// allocator here.
 inline Tensor& ReuseBuffer(Tensor& buf, DType dtype, const Shape& shape) {
   if (!buf.owns_storage() || buf.dtype() != dtype || buf.shape() != shape) {
     buf = Tensor(dtype, shape);

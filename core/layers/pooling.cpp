@@ -1,8 +1,6 @@
 #include "core/layers/pooling.hpp"
 
-#include <algorithm>
 #include <sstream>
-#include <vector>
 
 namespace shardflow {
 namespace {
@@ -43,96 +41,48 @@ class Pool2D final : public Layer<T> {
                                                    " is larger than its input " +
                                                    ShapeToString(in));
     }
-    oh_ = (in[0] - o_.size) / o_.stride + 1;
-    ow_ = (in[1] - o_.size) / o_.stride + 1;
-    return {oh_, ow_, in[2]};
+    g_ = {.h = in[0],
+          .w = in[1],
+          .c = in[2],
+          .k = o_.size,
+          .stride = o_.stride,
+          .oh = (in[0] - o_.size) / o_.stride + 1,
+          .ow = (in[1] - o_.size) / o_.stride + 1};
+    return {g_.oh, g_.ow, in[2]};
   }
 
-  // x is (B, H, W, C); y is (B, OH, OW, C). Max pooling keeps no argmax array: the backward
-  // pass finds the first window element equal to the output again (cheaper than writing an
-  // index per output in the forward pass, which the benchmark showed dominating the layer).
-  Tensor Forward(const Tensor& x, const ForwardContext&) override {
+  std::unique_ptr<LayerState> NewState() const override { return std::make_unique<State>(); }
+
+ protected:
+  // x is (B, H, W, C); y is (B, OH, OW, C); see cpu::Pool2D for the loop order.
+  Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
     const int64_t b = CheckInput(x, in_, kind());
-    const int64_t h = in_[0], w = in_[1], c = in_[2], k = o_.size, s = o_.stride;
-    Tensor& y = ReuseBuffer(y_, DTypeOf<T>(), {b, oh_, ow_, c});
-    x_ = x;
-    const T* xp = x.data<T>();
-    T* yp = y.data<T>();
-    // Channels innermost: each window position contributes a contiguous run of C values, so
-    // the compare/accumulate loops vectorise. For max pooling the first maximum wins (strict >).
-    const T inv = T(1) / static_cast<T>(k * k);
-    for (int64_t n = 0; n < b; ++n)
-      for (int64_t i = 0; i < oh_; ++i)
-        for (int64_t j = 0; j < ow_; ++j) {
-          const int64_t o = ((n * oh_ + i) * ow_ + j) * c;
-          T* yo = yp + o;
-          for (int64_t di = 0; di < k; ++di)
-            for (int64_t dj = 0; dj < k; ++dj) {
-              const int64_t base = ((n * h + i * s + di) * w + j * s + dj) * c;
-              const T* xi = xp + base;
-              const bool first = di == 0 && dj == 0;
-              if (o_.max) {
-                for (int64_t ch = 0; ch < c; ++ch)
-                  yo[ch] = first ? xi[ch] : std::max(yo[ch], xi[ch]);
-              } else {
-                for (int64_t ch = 0; ch < c; ++ch) yo[ch] = (first ? T(0) : yo[ch]) + xi[ch];
-              }
-            }
-          if (!o_.max) {
-            for (int64_t ch = 0; ch < c; ++ch) yo[ch] *= inv;
-          }
-        }
+    State& s = StateAs<State>(st, kind());
+    Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), {b, g_.oh, g_.ow, g_.c});
+    s.x = x;
+    BackendFor<T>(x.device()).Pool2D(g_, o_.max, b, x.device_data<T>(), y.device_data<T>());
     return y;
   }
 
-  Tensor Backward(const Tensor& dy, bool need_dx) override {
+  // Max pooling finds each window's maximum again in the saved x and y.
+  Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
     if (!need_dx) return Tensor();
-    const int64_t b = dy.dim(0), h = in_[0], w = in_[1], c = in_[2], k = o_.size, s = o_.stride;
-    Tensor& dx = ReuseBuffer(dx_, DTypeOf<T>(), WithBatch(b, in_));
-    T* o = dx.data<T>();
-    std::fill(o, o + dx.num_elements(), T(0));
-    const T* d = dy.data<T>();
-    if (o_.max) {
-      // Route each output's gradient to the first window element equal to the maximum.
-      const T* xp = x_.data<T>();
-      const T* yp = y_.data<T>();
-      for (int64_t n = 0; n < b; ++n)
-        for (int64_t i = 0; i < oh_; ++i)
-          for (int64_t j = 0; j < ow_; ++j) {
-            const int64_t out = ((n * oh_ + i) * ow_ + j) * c;
-            for (int64_t ch = 0; ch < c; ++ch) {
-              const T m = yp[out + ch];
-              bool found = false;
-              for (int64_t di = 0; di < k && !found; ++di)
-                for (int64_t dj = 0; dj < k && !found; ++dj) {
-                  const int64_t idx = ((n * h + i * s + di) * w + j * s + dj) * c + ch;
-                  if (xp[idx] == m) {
-                    o[idx] += d[out + ch];
-                    found = true;
-                  }
-                }
-            }
-          }
-      return dx;
-    }
-    const T inv = T(1) / static_cast<T>(k * k);
-    for (int64_t n = 0; n < b; ++n)
-      for (int64_t i = 0; i < oh_; ++i)
-        for (int64_t j = 0; j < ow_; ++j)
-          for (int64_t ch = 0; ch < c; ++ch) {
-            const T g = d[((n * oh_ + i) * ow_ + j) * c + ch] * inv;
-            for (int64_t di = 0; di < k; ++di)
-              for (int64_t dj = 0; dj < k; ++dj)
-                o[((n * h + i * s + di) * w + j * s + dj) * c + ch] += g;
-          }
+    State& s = StateAs<State>(st, kind());
+    const int64_t b = dy.dim(0);
+    Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), WithBatch(b, in_));
+    BackendFor<T>(dy.device())
+        .Pool2DGrad(g_, o_.max, b, s.x.template device_data<T>(), s.y.template device_data<T>(),
+                    dy.device_data<T>(), dx.device_data<T>());
     return dx;
   }
 
  private:
+  struct State final : LayerState {
+    Tensor x, y, dx;
+  };
   Pool2DOptions o_;
   Shape in_;
-  int64_t oh_ = 0, ow_ = 0;
-  Tensor x_, y_, dx_;
+  PoolGeometry g_;
 };
 
 template <typename T>
@@ -144,40 +94,34 @@ class GlobalAvgPool final : public Layer<T> {
     in_ = ImageInput(in, "gap");
     return {in[2]};
   }
+  std::unique_ptr<LayerState> NewState() const override { return std::make_unique<State>(); }
+
+ protected:
   // x is (B, H*W, C) flat; y is (B, C).
-  Tensor Forward(const Tensor& x, const ForwardContext&) override {
+  Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
     const int64_t b = CheckInput(x, in_, "gap");
-    const int64_t p = in_[0] * in_[1], c = in_[2];
-    Tensor& y = ReuseBuffer(y_, DTypeOf<T>(), {b, c});
-    const T* xp = x.data<T>();
-    T* yp = y.data<T>();
-    const T inv = T(1) / static_cast<T>(p);
-    for (int64_t n = 0; n < b; ++n) {
-      for (int64_t ch = 0; ch < c; ++ch) yp[n * c + ch] = T(0);
-      for (int64_t q = 0; q < p; ++q)
-        for (int64_t ch = 0; ch < c; ++ch) yp[n * c + ch] += xp[(n * p + q) * c + ch];
-      for (int64_t ch = 0; ch < c; ++ch) yp[n * c + ch] *= inv;
-    }
+    State& s = StateAs<State>(st, "gap");
+    Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), {b, in_[2]});
+    BackendFor<T>(x.device())
+        .GlobalAvgPool(b, in_[0] * in_[1], in_[2], x.device_data<T>(), y.device_data<T>());
     return y;
   }
-  Tensor Backward(const Tensor& dy, bool need_dx) override {
+  Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
     if (!need_dx) return Tensor();
-    const int64_t b = dy.dim(0), p = in_[0] * in_[1], c = in_[2];
-    Tensor& dx = ReuseBuffer(dx_, DTypeOf<T>(), WithBatch(b, in_));
-    const T* d = dy.data<T>();
-    T* o = dx.data<T>();
-    const T inv = T(1) / static_cast<T>(p);
-    for (int64_t n = 0; n < b; ++n)
-      for (int64_t q = 0; q < p; ++q)
-        for (int64_t ch = 0; ch < c; ++ch) o[(n * p + q) * c + ch] = d[n * c + ch] * inv;
+    State& s = StateAs<State>(st, "gap");
+    const int64_t b = dy.dim(0);
+    Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), WithBatch(b, in_));
+    BackendFor<T>(dy.device())
+        .GlobalAvgPoolGrad(b, in_[0] * in_[1], in_[2], dy.device_data<T>(), dx.device_data<T>());
     return dx;
   }
 
  private:
+  struct State final : LayerState {
+    Tensor y, dx;
+  };
   Shape in_;
-  Tensor y_, dx_;
 };
-
 }  // namespace
 
 template <typename T>

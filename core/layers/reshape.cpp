@@ -1,7 +1,5 @@
 #include "core/layers/reshape.hpp"
 
-#include <cstring>
-
 namespace shardflow {
 namespace {
 
@@ -14,11 +12,14 @@ class Flatten final : public Layer<T> {
     in_ = in;
     return {NumElements(in)};
   }
-  Tensor Forward(const Tensor& x, const ForwardContext&) override {
+
+ protected:
+  // Flatten saves nothing: both passes are views.
+  Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState&) override {
     const int64_t b = CheckInput(x, in_, "flatten");
     return x.Reshaped({b, NumElements(in_)});
   }
-  Tensor Backward(const Tensor& dy, bool need_dx) override {
+  Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState&) override {
     if (!need_dx) return Tensor();
     return dy.Reshaped(WithBatch(dy.dim(0), in_));
   }
@@ -46,37 +47,33 @@ class RepeatVector final : public Layer<T> {
     h_ = in[0];
     return {times_, h_};
   }
+  std::unique_ptr<LayerState> NewState() const override { return std::make_unique<State>(); }
+
+ protected:
   // x is (B, H); y is (B, T, H).
-  Tensor Forward(const Tensor& x, const ForwardContext&) override {
+  Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
     const int64_t b = CheckInput(x, {h_}, "repeat");
-    Tensor& y = ReuseBuffer(y_, DTypeOf<T>(), {b, times_, h_});
-    const T* xp = x.data<T>();
-    T* yp = y.data<T>();
-    for (int64_t i = 0; i < b; ++i)
-      for (int64_t t = 0; t < times_; ++t)
-        std::memcpy(yp + (i * times_ + t) * h_, xp + i * h_, static_cast<size_t>(h_) * sizeof(T));
+    State& s = StateAs<State>(st, "repeat");
+    Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), {b, times_, h_});
+    BackendFor<T>(x.device()).Repeat(b, times_, h_, x.device_data<T>(), y.device_data<T>());
     return y;
   }
   // dy is (B, T, H); dx (B, H) sums dy over T.
-  Tensor Backward(const Tensor& dy, bool need_dx) override {
+  Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
     if (!need_dx) return Tensor();
+    State& s = StateAs<State>(st, "repeat");
     const int64_t b = dy.dim(0);
-    Tensor& dx = ReuseBuffer(dx_, DTypeOf<T>(), {b, h_});
-    const T* d = dy.data<T>();
-    T* o = dx.data<T>();
-    for (int64_t i = 0; i < b; ++i) {
-      for (int64_t j = 0; j < h_; ++j) o[i * h_ + j] = T(0);
-      for (int64_t t = 0; t < times_; ++t)
-        for (int64_t j = 0; j < h_; ++j) o[i * h_ + j] += d[(i * times_ + t) * h_ + j];
-    }
+    Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), {b, h_});
+    BackendFor<T>(dy.device()).RepeatGrad(b, times_, h_, dy.device_data<T>(), dx.device_data<T>());
     return dx;
   }
 
  private:
+  struct State final : LayerState {
+    Tensor y, dx;
+  };
   int64_t times_, h_ = 0;
-  Tensor y_, dx_;
 };
-
 }  // namespace
 
 template <typename T>

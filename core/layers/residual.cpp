@@ -74,45 +74,12 @@ class Residual final : public Layer<T> {
     return out;
   }
 
-  // x is (B, H, W, C); sum_ is (B, OH, OW, F) = main(x) + shortcut(x).
-  Tensor Forward(const Tensor& x, const ForwardContext& ctx) override {
-    const int64_t b = CheckInput(x, in_, "residual");
-    Tensor h = x;
-    for (auto& [name, layer] : main_) h = layer->Forward(h, ctx);
-    const Tensor s = shortcut_ ? shortcut_->Forward(x, ctx) : x;
-    Tensor& sum = ReuseBuffer(sum_, DTypeOf<T>(), WithBatch(b, out_));
-    const T* hp = h.data<T>();
-    const T* sp = s.data<T>();
-    T* o = sum.data<T>();
-    const int64_t n = sum.num_elements();
-    for (int64_t i = 0; i < n; ++i) o[i] = hp[i] + sp[i];
-    return out_relu_->Forward(sum, ctx);
-  }
-
-  // dsum = relu'(dy); dx = main'(dsum) + shortcut'(dsum) (identity: dsum itself).
-  Tensor Backward(const Tensor& dy, bool need_dx) override {
-    const Tensor dsum = out_relu_->Backward(dy, true);
-    Tensor g = dsum;
-    for (size_t i = main_.size(); i-- > 0;) g = main_[i].second->Backward(g, need_dx || i > 0);
-    if (shortcut_) {
-      const Tensor ds = shortcut_->Backward(dsum, need_dx);
-      if (!need_dx) return Tensor();
-      Tensor& dx = ReuseBuffer(dx_, DTypeOf<T>(), g.shape());
-      const T* a = g.data<T>();
-      const T* c = ds.data<T>();
-      T* o = dx.data<T>();
-      const int64_t n = dx.num_elements();
-      for (int64_t i = 0; i < n; ++i) o[i] = a[i] + c[i];
-      return dx;
-    }
-    if (!need_dx) return Tensor();
-    Tensor& dx = ReuseBuffer(dx_, DTypeOf<T>(), g.shape());
-    const T* a = g.data<T>();
-    const T* c = dsum.data<T>();
-    T* o = dx.data<T>();
-    const int64_t n = dx.num_elements();
-    for (int64_t i = 0; i < n; ++i) o[i] = a[i] + c[i];
-    return dx;
+  std::unique_ptr<LayerState> NewState() const override {
+    auto s = std::make_unique<State>();
+    for (auto& [name, layer] : main_) s->main.push_back(layer->NewState());
+    if (shortcut_) s->shortcut = shortcut_->NewState();
+    s->out_relu = out_relu_->NewState();
+    return s;
   }
 
   int64_t FlopsPerSample() const override {
@@ -121,13 +88,48 @@ class Residual final : public Layer<T> {
     return f + (shortcut_ ? shortcut_->FlopsPerSample() : 0);
   }
 
+ protected:
+  // x is (B, H, W, C); sum (B, OH, OW, F) = main(x) + shortcut(x); y = relu(sum). The state
+  // holds one sub-state per inner layer.
+  Tensor DoForward(const Tensor& x, const ForwardContext& ctx, LayerState& st) override {
+    const int64_t b = CheckInput(x, in_, "residual");
+    State& s = StateAs<State>(st, "residual");
+    Tensor h = x;
+    for (size_t i = 0; i < main_.size(); ++i) h = main_[i].second->Forward(h, ctx, *s.main[i]);
+    const Tensor sc = shortcut_ ? shortcut_->Forward(x, ctx, *s.shortcut) : x;
+    Tensor& sum = ReuseBuffer(s.sum, DTypeOf<T>(), WithBatch(b, out_));
+    BackendFor<T>(x.device())
+        .Add(sum.num_elements(), h.device_data<T>(), sc.device_data<T>(), sum.device_data<T>());
+    return out_relu_->Forward(sum, ctx, *s.out_relu);
+  }
+
+  // dsum = relu'(dy); dx = main'(dsum) + shortcut'(dsum) (identity: dsum itself).
+  Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
+    State& s = StateAs<State>(st, "residual");
+    const Tensor dsum = out_relu_->Backward(dy, true, *s.out_relu);
+    Tensor g = dsum;
+    for (size_t i = main_.size(); i-- > 0;) {
+      g = main_[i].second->Backward(g, need_dx || i > 0, *s.main[i]);
+    }
+    const Tensor ds = shortcut_ ? shortcut_->Backward(dsum, need_dx, *s.shortcut) : dsum;
+    if (!need_dx) return Tensor();
+    Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), g.shape());
+    BackendFor<T>(dy.device())
+        .Add(dx.num_elements(), g.device_data<T>(), ds.device_data<T>(), dx.device_data<T>());
+    return dx;
+  }
+
  private:
+  struct State final : LayerState {
+    std::vector<std::unique_ptr<LayerState>> main;
+    std::unique_ptr<LayerState> shortcut, out_relu;
+    Tensor sum, dx;
+  };
   ResidualOptions o_;
   Shape in_, out_;
   std::vector<std::pair<std::string, std::unique_ptr<Layer<T>>>> main_;
   std::unique_ptr<Layer<T>> shortcut_;
   std::unique_ptr<Layer<T>> out_relu_;
-  Tensor sum_, dx_;
 };
 
 }  // namespace

@@ -2,19 +2,19 @@
 
 #include <cmath>
 
+#include "core/backend/backend.hpp"
+
 namespace shardflow {
 
+// g is host memory (the gradient arena); its backend is the CPU's.
 double GlobalNorm(const float* g, int64_t n) {
-  double s = 0.0;
-  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(g[i]) * g[i];
-  return std::sqrt(s);
+  return std::sqrt(BackendFor<float>(Device::kCpu).SumSquares(n, g));
 }
 
 double ClipByGlobalNorm(float* g, int64_t n, double max_norm) {
   const double norm = GlobalNorm(g, n);
   if (max_norm > 0.0 && norm > max_norm) {
-    const float scale = static_cast<float>(max_norm / norm);
-    for (int64_t i = 0; i < n; ++i) g[i] *= scale;
+    BackendFor<float>(Device::kCpu).Scale(n, static_cast<float>(max_norm / norm), g);
   }
   return norm;
 }

@@ -60,10 +60,10 @@ Autotuner::Autotuner(const Options& options) : options_(options) {
 
 Autotuner::~Autotuner() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   thread_.join();
 }
 
@@ -79,38 +79,38 @@ std::unique_ptr<Iterator> Autotuner::Manage(std::unique_ptr<ParallelMapIterator>
   managed->last_output_wait = stats.output_wait_ns.load();
   managed->last_ns = NowNs();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     managed_.push_back(managed);
   }
   return std::make_unique<ManagedIterator>(this, std::move(stage), managed);
 }
 
 void Autotuner::Unregister(const Managed* managed) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   managed_.erase(std::remove_if(managed_.begin(), managed_.end(),
                                 [&](const auto& m) { return m.get() == managed; }),
                  managed_.end());
 }
 
 std::vector<std::string> Autotuner::Decisions() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return decisions_;
 }
 
 void Autotuner::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  ReleasableMutexLock lock(mu_);
   while (!stop_) {
-    cv_.wait_for(lock, std::chrono::duration<double>(options_.interval_s));
+    cv_.WaitFor(mu_, std::chrono::duration<double>(options_.interval_s));
     if (stop_) break;
-    lock.unlock();
+    lock.Unlock();
     Step();
-    lock.lock();
+    lock.Lock();
   }
 }
 
 void Autotuner::Step() {
   // Holding mu_ for the whole step keeps managed stages alive (Unregister waits for it).
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   int threads_in_use = 0;
   int buffer_knobs = 0;
   for (const auto& m : managed_) {

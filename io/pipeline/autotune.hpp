@@ -17,14 +17,13 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/thread_annotations.hpp"
 #include "io/pipeline/iterator.hpp"
 
 namespace shardflow::pipeline {
@@ -54,20 +53,22 @@ class Autotuner {
   // "map(decode): 1 -> 2 workers (starved 35%, util 96%)" ..., oldest first.
   std::vector<std::string> Decisions() const;
   // One tuning step now (tests and the background thread).
-  void Step();
+  void Step() EXCLUDES(mu_);
 
  private:
   struct Managed;
   class ManagedIterator;
-  void Unregister(const Managed* managed);
-  void Loop();
+  void Unregister(const Managed* managed) EXCLUDES(mu_);
+  void Loop() EXCLUDES(mu_);
 
-  Options options_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::vector<std::shared_ptr<Managed>> managed_;
-  std::vector<std::string> decisions_;
+  Options options_;  // set at construction, then read-only
+  // Taken before any managed stage's own lock (Step asks stages for their knobs under it).
+  mutable Mutex mu_;
+  CondVar cv_;
+  bool stop_ GUARDED_BY(mu_) = false;
+  // A Managed's fields are read and written only by Step, under mu_.
+  std::vector<std::shared_ptr<Managed>> managed_ GUARDED_BY(mu_);
+  std::vector<std::string> decisions_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 

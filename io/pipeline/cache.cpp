@@ -16,9 +16,9 @@
 // state and, when restored, finishes the pass without writing (the cache fills next pass).
 #include <cstdio>
 #include <fstream>
-#include <mutex>
 
 #include "core/logging.hpp"
+#include "core/thread_annotations.hpp"
 #include "io/pipeline/nodes.hpp"
 #include "io/pipeline/stage_error.hpp"
 
@@ -37,9 +37,9 @@ Element DeepCopy(const Element& e) {
 }
 
 struct MemoryCache {
-  std::mutex mu;
-  bool complete = false;
-  std::vector<Element> elements;
+  Mutex mu;
+  bool complete GUARDED_BY(mu) = false;
+  std::vector<Element> elements GUARDED_BY(mu);
 };
 
 class CacheNode : public DatasetNode {
@@ -86,7 +86,7 @@ class CacheIterator : public SequentialIterator {
   CacheIterator(const IteratorContext& ctx, const CacheNode* node)
       : SequentialIterator(ctx, "cache"), node_(node), ctx_(ctx) {
     if (node_->path_.empty()) {
-      std::lock_guard<std::mutex> lock(node_->memory_->mu);
+      MutexLock lock(node_->memory_->mu);
       replay_ = node_->memory_->complete;
     } else {
       std::string why;
@@ -157,7 +157,7 @@ class CacheIterator : public SequentialIterator {
 
   bool Replay(Element* out) {
     if (node_->path_.empty()) {
-      std::lock_guard<std::mutex> lock(node_->memory_->mu);
+      MutexLock lock(node_->memory_->mu);
       if (index_ >= static_cast<int64_t>(node_->memory_->elements.size())) return false;
       *out = node_->memory_->elements[index_++];
       return true;
@@ -222,7 +222,7 @@ class CacheIterator : public SequentialIterator {
   void Commit() {
     writing_ = false;
     if (node_->path_.empty()) {
-      std::lock_guard<std::mutex> lock(node_->memory_->mu);
+      MutexLock lock(node_->memory_->mu);
       if (!node_->memory_->complete) {
         node_->memory_->elements = std::move(memory_fill_);
         node_->memory_->complete = true;

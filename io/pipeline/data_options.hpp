@@ -49,6 +49,10 @@ struct DataOptions {
   bool deterministic = true;
   // Seed for file order, shuffle and random augmentations.
   uint64_t seed = 0;
+  // A NaN or Inf in a float input feature (TFRecord features of kind float) is a bad record,
+  // handled like a damaged one by on_corrupt: fail naming file, record and feature, or skip
+  // it and count it. false lets such values through to the model.
+  bool check_finite = true;
   // Applied after decode, in order: "random_flip", "random_crop:HxW", "resize:HxW",
   // "scale:F" (cast to float32 and multiply), "normalize:M1,M2,../S1,S2,..", "one_hot:KEY:DEPTH".
   std::vector<std::string> augmentations;

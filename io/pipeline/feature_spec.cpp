@@ -133,6 +133,15 @@ std::vector<std::string> ImageFeatureNames(const std::vector<std::string>& texts
   return names;
 }
 
+std::vector<std::string> FloatFeatureNames(const std::vector<std::string>& texts) {
+  std::vector<std::string> names;
+  for (const auto& t : texts) {
+    std::vector<std::string> f = Split(t, ':');
+    if (f.size() >= 2 && Trim(f[1]) == "float") names.push_back(Trim(f[0]));
+  }
+  return names;
+}
+
 MapFn MakeExampleDecoder(io::Schema all, std::vector<std::string> image_features,
                          std::string record_feature, uint64_t header_bytes) {
   // Image features are decoded from an ExampleView; the rest go through the batch parser.

@@ -32,6 +32,9 @@ io::Schema ParseFeatureSpecs(const std::vector<std::string>& texts,
                              const std::string& key = "features");
 // Names of the specs of kind image.
 std::vector<std::string> ImageFeatureNames(const std::vector<std::string>& texts);
+// Names of the specs of kind float (checked for NaN/Inf by the TFRecord source when
+// data.check_finite is on).
+std::vector<std::string> FloatFeatureNames(const std::vector<std::string>& texts);
 
 // Decode step for Example records: reads the uint8 feature `record_feature` (one serialized
 // tf.train.Example, as the TFRecord source yields it), parses it by `schema` with an

@@ -38,6 +38,7 @@ SourceOptions SourceOptionsFor(const InputSpec& spec) {
   o.compression = io::ParseCompression(spec.compression);
   o.on_corrupt = io::ParseOnCorrupt(spec.on_corrupt);
   o.features = spec.features;
+  if (spec.data.check_finite) o.finite_features = FloatFeatureNames(spec.features);
   if (IsExtraFormat(spec.data.format)) {
     const FormatOptions& f = spec.format;
     const std::string& sec = spec.section;
@@ -96,6 +97,9 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
               "TFRecord compression; auto picks by suffix (.gz, .zlib)");
   s.AddChoice(sec, "on_corrupt", &spec->on_corrupt, {"fail", "skip"},
               "damaged TFRecord records: fail (error naming file and record) or skip (logged)");
+  s.Add(sec, "check_finite", &d.check_finite,
+        "a NaN/Inf in a float feature is a bad record (on_corrupt: fail names file, record and "
+        "feature; skip drops and counts it); false lets it through");
   s.Add(sec, "features", &spec->features,
         "feature specs name:kind:dtype:shape[:default] (tfrecord; kind bytes|int64|float) or "
         "name:dtype:shape (hdf5 datasets, csv columns), e.g. image_raw:bytes:uint8:28x28x1")

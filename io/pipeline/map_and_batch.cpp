@@ -9,12 +9,13 @@
 // when it reaches that batch, after all earlier batches. State save/restore pauses the workers
 // until none is in flight; then every pulled element is in its batch, so open batches are
 // saved as their filled prefix.
+// Locks: input_mu_ (input pulls) is taken before mu_ (batches and control state) where both
+// are held.
 #include <algorithm>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <thread>
 
+#include "core/thread_annotations.hpp"
 #include "io/pipeline/batch_buffer.hpp"
 #include "io/pipeline/nodes.hpp"
 #include "io/pipeline/stage_error.hpp"
@@ -63,15 +64,15 @@ class MapAndBatchIterator : public Iterator {
   }
   ~MapAndBatchIterator() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stop_ = true;
     }
-    cv_space_.notify_all();
+    cv_space_.NotifyAll();
     for (auto& t : workers_) t.join();
   }
 
   bool Next(Element* out) override {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!started_) {
       started_ = true;
       for (int i = 0; i < workers_wanted_; ++i) workers_.emplace_back([this] { Work(); });
@@ -96,26 +97,34 @@ class MapAndBatchIterator : public Iterator {
         *out = it->second.buffer.Finish(rows);
         open_.erase(it);
         ++next_batch_;
-        cv_space_.notify_all();
+        cv_space_.NotifyAll();
         stats_->elements.fetch_add(1, std::memory_order_relaxed);
         stats_->bytes.fetch_add(static_cast<int64_t>(out->ByteSize()), std::memory_order_relaxed);
         return true;
       }
       const int64_t start = NowNs();
-      cv_ready_.wait(lock);
+      cv_ready_.Wait(mu_);
       stats_->output_wait_ns.fetch_add(NowNs() - start, std::memory_order_relaxed);
     }
   }
 
   void Save(StateWriter* w) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    paused_ = true;
-    cv_ready_.wait(lock, [&] { return in_flight_ == 0; });
+    {
+      MutexLock lock(mu_);
+      paused_ = true;
+      while (in_flight_ != 0) cv_ready_.Wait(mu_);
+    }
+    // Paused with nothing in flight: no worker holds input_mu_ or can claim a run until the
+    // pause ends, so both locks are free; they are taken in the workers' order.
+    MutexLock input_lock(input_mu_);
+    MutexLock lock(mu_);
     struct Unpause {
       MapAndBatchIterator* self;
-      ~Unpause() {
+      // Runs before `lock` is released (declared after it), so mu_ is held; the analysis
+      // cannot follow a lock into a local class's destructor.
+      ~Unpause() NO_THREAD_SAFETY_ANALYSIS {
         self->paused_ = false;
-        self->cv_space_.notify_all();
+        self->cv_space_.NotifyAll();
       }
     } unpause{this};
     bool failed = error_ != nullptr;
@@ -137,7 +146,8 @@ class MapAndBatchIterator : public Iterator {
     input_->Save(w);
   }
   void Restore(StateReader* r) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock input_lock(input_mu_);
+    MutexLock lock(mu_);
     if (started_) {
       throw Error(ErrorCode::kInternal, "map_and_batch: Restore() after Next() is not supported");
     }
@@ -164,136 +174,154 @@ class MapAndBatchIterator : public Iterator {
     std::exception_ptr error;
   };
 
+  // What one worker pass pulled: run[0, pulled) are elements first, first + 1, ...
+  struct Claim {
+    int64_t first = -1;  // sequence number of run[0]; -1: nothing claimed
+    int64_t pulled = 0;  // elements pulled
+    bool end = false;    // the pull after them saw the end of the input
+    std::exception_ptr error;
+  };
+
   // One worker pass: claim a run of consecutive elements of one batch (numbered under the
   // input lock, so element k is still the k-th pull), map each, place it in its row, then
   // publish the run with one lock and one wake-up. Per-run rather than per-element hand-offs
   // are what make small records cheap (bench tfdata: 784-byte Examples).
-  void Work() {
+  void Work() EXCLUDES(input_mu_, mu_) {
     std::vector<Element> run;  // reused between runs
     while (true) {
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_space_.wait(lock, [&] { return stop_ || input_done_ || CanClaimLocked(); });
+        MutexLock lock(mu_);
+        while (!(stop_ || input_done_ || CanClaimLocked())) cv_space_.Wait(mu_);
         if (stop_ || input_done_) return;
         ++in_flight_;
       }
-      std::exception_ptr error;
-      int64_t first = -1;  // sequence number of run[0]
-      int64_t pulled = 0;  // elements pulled (run[0, pulled))
-      bool end = false;    // the pull after them saw the end of the input
+      Claim claim = PullRun(&run);
+      const int64_t placed = claim.pulled > 0 ? PlaceRun(&run, &claim) : 0;
       {
-        std::lock_guard<std::mutex> input_lock(input_mu_);
-        int64_t want = 0;
-        {
-          // Re-checked here: another worker may have claimed since the wait above.
-          std::lock_guard<std::mutex> lock(mu_);
-          if (!stop_ && !input_done_ && CanClaimLocked()) {
-            first = next_in_;
-            want = std::min(run_length_, node_->size_ - first % node_->size_);
-          }
-        }
-        if (first >= 0) {
-          if (run.size() < static_cast<size_t>(want)) run.resize(static_cast<size_t>(want));
-          const int64_t start = NowNs();
-          try {
-            while (pulled < want && !end) {
-              if (input_->Next(&run[static_cast<size_t>(pulled)])) {
-                ++pulled;
-              } else {
-                end = true;
-              }
-            }
-          } catch (...) {
-            error = std::current_exception();
-          }
-          stats_->input_wait_ns.fetch_add(NowNs() - start, std::memory_order_relaxed);
-          std::lock_guard<std::mutex> lock(mu_);  // next_in_ is read by waiters under mu_
-          // A pull that ended or failed takes a number too (the end or the error's position).
-          next_in_ = first + pulled + (end || error ? 1 : 0);
-        }
-      }
-      int64_t placed = 0;
-      if (first >= 0 && pulled > 0) {
-        const int64_t start = NowNs();
-        const int64_t b = first / node_->size_;
-        BatchBuffer* buffer = nullptr;
-        for (; placed < pulled; ++placed) {
-          Element& e = run[static_cast<size_t>(placed)];
-          try {
-            try {
-              node_->fn_(e, map_ctx_);
-            } catch (...) {
-              RethrowInStage(node_->options_.name, &e.where);
-            }
-            if (buffer == nullptr) {
-              std::lock_guard<std::mutex> lock(mu_);
-              Open& open = open_[b];
-              if (!open.buffer.allocated()) open.buffer.Allocate(e, node_->size_);
-              buffer = &open.buffer;  // std::map nodes are stable; erased only when complete
-            }
-            try {
-              buffer->Place((first + placed) % node_->size_, e);
-            } catch (...) {
-              RethrowInStage(node_->options_.name + "+batch", &e.where);
-            }
-          } catch (...) {
-            // This element's error is its batch's; the rest of the run is in the same batch.
-            error = std::current_exception();
-            break;
-          }
-          e = Element();  // drop the record's storage now, not at the next run
-        }
-        for (int64_t i = placed; i < pulled; ++i) run[static_cast<size_t>(i)] = Element();
-        stats_->busy_ns.fetch_add(NowNs() - start, std::memory_order_relaxed);
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         --in_flight_;
-        if (first >= 0) {
-          if (placed > 0) open_[first / node_->size_].filled += placed;
-          if (error) {
+        if (claim.first >= 0) {
+          const int64_t b = claim.first / node_->size_;
+          if (placed > 0) open_[b].filled += placed;
+          if (claim.error) {
             // An input error belongs to position first + pulled, a map error to first + placed;
             // both lie in this run's batch.
-            Open& open = open_[first / node_->size_];
-            if (!open.error) open.error = error;
+            Open& open = open_[b];
+            if (!open.error) open.error = claim.error;
             input_done_ = true;
-          } else if (end) {
+          } else if (claim.end) {
             // Pulls are numbered in order, so the first end seen has the smallest number.
-            const int64_t end_seq = first + pulled;
+            const int64_t end_seq = claim.first + claim.pulled;
             if (end_seq_ < 0 || end_seq < end_seq_) end_seq_ = end_seq;
             input_done_ = true;
           }
         }
       }
-      cv_ready_.notify_all();
-      cv_space_.notify_all();
+      cv_ready_.NotifyAll();
+      cv_space_.NotifyAll();
     }
   }
 
-  // REQUIRES: mu_ held.
-  bool CanClaimLocked() const {
+  // Claims the next run (re-checked under the input lock: another worker may have claimed
+  // since the caller's wait) and pulls its elements into run[0, pulled).
+  Claim PullRun(std::vector<Element>* run) EXCLUDES(input_mu_, mu_) {
+    Claim claim;
+    MutexLock input_lock(input_mu_);
+    int64_t want = 0;
+    {
+      MutexLock lock(mu_);
+      if (!stop_ && !input_done_ && CanClaimLocked()) {
+        claim.first = next_in_;
+        want = std::min(run_length_, node_->size_ - claim.first % node_->size_);
+      }
+    }
+    if (claim.first < 0) return claim;
+    if (run->size() < static_cast<size_t>(want)) run->resize(static_cast<size_t>(want));
+    const int64_t start = NowNs();
+    try {
+      while (claim.pulled < want && !claim.end) {
+        if (input_->Next(&(*run)[static_cast<size_t>(claim.pulled)])) {
+          ++claim.pulled;
+        } else {
+          claim.end = true;
+        }
+      }
+    } catch (...) {
+      claim.error = std::current_exception();
+    }
+    stats_->input_wait_ns.fetch_add(NowNs() - start, std::memory_order_relaxed);
+    MutexLock lock(mu_);  // next_in_ is read by waiters under mu_
+    // A pull that ended or failed takes a number too (the end or the error's position).
+    next_in_ = claim.first + claim.pulled + (claim.end || claim.error ? 1 : 0);
+    return claim;
+  }
+
+  // Maps run[0, pulled) and copies each into its row; returns how many were placed (all, or
+  // up to the first failure, whose error goes to claim->error). Rows are disjoint between
+  // workers, so the copies run outside the lock.
+  int64_t PlaceRun(std::vector<Element>* run, Claim* claim) EXCLUDES(mu_) {
+    const int64_t start = NowNs();
+    const int64_t b = claim->first / node_->size_;
+    BatchBuffer* buffer = nullptr;
+    int64_t placed = 0;
+    for (; placed < claim->pulled; ++placed) {
+      Element& e = (*run)[static_cast<size_t>(placed)];
+      try {
+        try {
+          node_->fn_(e, map_ctx_);
+        } catch (...) {
+          RethrowInStage(node_->options_.name, &e.where);
+        }
+        if (buffer == nullptr) {
+          MutexLock lock(mu_);
+          Open& open = open_[b];
+          if (!open.buffer.allocated()) open.buffer.Allocate(e, node_->size_);
+          buffer = &open.buffer;  // std::map nodes are stable; erased only when complete
+        }
+        try {
+          buffer->Place((claim->first + placed) % node_->size_, e);
+        } catch (...) {
+          RethrowInStage(node_->options_.name + "+batch", &e.where);
+        }
+      } catch (...) {
+        // This element's error is its batch's; the rest of the run is in the same batch.
+        claim->error = std::current_exception();
+        break;
+      }
+      e = Element();  // drop the record's storage now, not at the next run
+    }
+    for (int64_t i = placed; i < claim->pulled; ++i) (*run)[static_cast<size_t>(i)] = Element();
+    stats_->busy_ns.fetch_add(NowNs() - start, std::memory_order_relaxed);
+    return placed;
+  }
+
+  bool CanClaimLocked() const REQUIRES(mu_) {
     return !paused_ && next_in_ / node_->size_ < next_batch_ + max_batches_;
   }
 
+  // Set at construction, then read-only.
   const MapAndBatchNode* node_;
-  std::shared_ptr<StageStats> stats_;
-  std::unique_ptr<Iterator> input_;
+  std::shared_ptr<StageStats> stats_;  // counters are atomics
   MapContext map_ctx_;
   int workers_wanted_ = 1;
   int64_t max_batches_ = 2;
   int64_t run_length_ = 1;  // elements a worker claims at once (within one batch)
 
-  std::mutex input_mu_;
-  std::mutex mu_;
-  std::condition_variable cv_ready_, cv_space_;
-  std::map<int64_t, Open> open_;
-  int64_t next_in_ = 0;     // sequence number of the next pull
-  int64_t next_batch_ = 0;  // next batch to hand out
-  int64_t end_seq_ = -1;    // elements in the stream, once the end was seen
-  int64_t in_flight_ = 0;
-  bool input_done_ = false, paused_ = false, stop_ = false, started_ = false;
-  std::exception_ptr error_;
-  std::vector<std::thread> workers_;
+  Mutex input_mu_ ACQUIRED_BEFORE(mu_);  // serialises input pulls
+  Mutex mu_;
+  std::unique_ptr<Iterator> input_ PT_GUARDED_BY(input_mu_);
+  CondVar cv_ready_, cv_space_;
+  std::map<int64_t, Open> open_ GUARDED_BY(mu_);
+  int64_t next_in_ GUARDED_BY(mu_) = 0;     // sequence number of the next pull
+  int64_t next_batch_ GUARDED_BY(mu_) = 0;  // next batch to hand out
+  int64_t end_seq_ GUARDED_BY(mu_) = -1;    // elements in the stream, once the end was seen
+  int64_t in_flight_ GUARDED_BY(mu_) = 0;
+  bool input_done_ GUARDED_BY(mu_) = false;
+  bool paused_ GUARDED_BY(mu_) = false;
+  bool stop_ GUARDED_BY(mu_) = false;
+  bool started_ GUARDED_BY(mu_) = false;
+  std::exception_ptr error_ GUARDED_BY(mu_);
+  std::vector<std::thread> workers_ GUARDED_BY(mu_);  // started under mu_, joined by ~
 };
 
 std::unique_ptr<Iterator> MapAndBatchNode::MakeIterator(const IteratorContext& ctx) const {

@@ -10,9 +10,9 @@ ParallelMapIterator::ParallelMapIterator(const IteratorContext& ctx,
                                          std::unique_ptr<Iterator> input, MapFn fn,
                                          const ParallelConfig& config)
     : stats_(ctx.stats->Add(config.stage_name)),
-      input_(std::move(input)),
       fn_(std::move(fn)),
       config_(config),
+      input_(std::move(input)),
       active_workers_(std::clamp(config.initial_workers, 1, std::max(1, config.max_workers))),
       capacity_(std::max<int64_t>(1, config.capacity)) {
   config_.max_workers = std::max(1, config_.max_workers);
@@ -22,10 +22,10 @@ ParallelMapIterator::ParallelMapIterator(const IteratorContext& ctx,
 
 ParallelMapIterator::~ParallelMapIterator() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_space_.notify_all();
+  cv_space_.NotifyAll();
   for (auto& t : workers_) t.join();
   stats_->AddBuffered(-static_cast<int64_t>(ready_.size()), -ready_bytes_);
 }
@@ -49,39 +49,20 @@ void ParallelMapIterator::WorkerLoop(int index) {
   while (true) {
     int64_t reserved = 0;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_space_.wait(lock, [&] {
-        return stop_ || input_done_ ||
+      MutexLock lock(mu_);
+      while (!(stop_ || input_done_ ||
                (!paused_ && index < active_workers_ &&
                 in_flight_ + static_cast<int64_t>(ready_.size()) < capacity_ &&
-                (ready_bytes_ < config_.max_bytes || ready_.empty()));
-      });
+                (ready_bytes_ < config_.max_bytes || ready_.empty())))) {
+        cv_space_.Wait(mu_);
+      }
       if (stop_ || input_done_) return;
       const int64_t room = capacity_ - in_flight_ - static_cast<int64_t>(ready_.size());
       const int64_t micro = std::max<int64_t>(1, capacity_ / (2 * int64_t{active_workers_}));
       reserved = std::clamp<int64_t>(room, 1, micro);
       in_flight_ += reserved;
     }
-    round.clear();
-    {
-      std::lock_guard<std::mutex> input_lock(input_mu_);
-      const int64_t start = NowNs();
-      for (int64_t k = 0; k < reserved && !input_ended_; ++k) {
-        Result r;
-        const int64_t seq = next_in_++;
-        try {
-          if (!input_->Next(&r.element)) {
-            r.end = true;
-            input_ended_ = true;
-          }
-        } catch (...) {
-          r.error = std::current_exception();
-          input_ended_ = true;
-        }
-        round.emplace_back(seq, std::move(r));
-      }
-      stats_->input_wait_ns.fetch_add(NowNs() - start, std::memory_order_relaxed);
-    }
+    PullRound(reserved, &round);
     if (fn_) {
       const int64_t start = NowNs();
       for (auto& [seq, r] : round) {
@@ -100,7 +81,7 @@ void ParallelMapIterator::WorkerLoop(int index) {
     }
     bool terminal = round.empty();  // empty: another worker saw the end first
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       for (auto& [seq, r] : round) {
         r.bytes = static_cast<int64_t>(r.element.ByteSize());
         terminal = terminal || r.end || r.error;
@@ -111,9 +92,31 @@ void ParallelMapIterator::WorkerLoop(int index) {
       in_flight_ -= reserved;
       if (terminal) input_done_ = true;
     }
-    cv_ready_.notify_all();
-    if (terminal) cv_space_.notify_all();
+    cv_ready_.NotifyAll();
+    if (terminal) cv_space_.NotifyAll();
   }
+}
+
+void ParallelMapIterator::PullRound(int64_t reserved,
+                                    std::vector<std::pair<int64_t, Result>>* round) {
+  round->clear();
+  MutexLock input_lock(input_mu_);
+  const int64_t start = NowNs();
+  for (int64_t k = 0; k < reserved && !input_ended_; ++k) {
+    Result r;
+    const int64_t seq = next_in_++;
+    try {
+      if (!input_->Next(&r.element)) {
+        r.end = true;
+        input_ended_ = true;
+      }
+    } catch (...) {
+      r.error = std::current_exception();
+      input_ended_ = true;
+    }
+    round->emplace_back(seq, std::move(r));
+  }
+  stats_->input_wait_ns.fetch_add(NowNs() - start, std::memory_order_relaxed);
 }
 
 ParallelMapIterator::Poll ParallelMapIterator::TakeLocked(Element* out) {
@@ -146,7 +149,7 @@ ParallelMapIterator::Poll ParallelMapIterator::TakeLocked(Element* out) {
   ++next_out_;
   ready_bytes_ -= r.bytes;
   stats_->AddBuffered(-1, -r.bytes);
-  cv_space_.notify_all();
+  cv_space_.NotifyAll();
   if (r.error) {
     error_ = r.error;
     std::rethrow_exception(error_);
@@ -162,33 +165,37 @@ ParallelMapIterator::Poll ParallelMapIterator::TakeLocked(Element* out) {
 }
 
 bool ParallelMapIterator::Next(Element* out) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   StartLocked();
   while (true) {
     const Poll p = TakeLocked(out);
     if (p != Poll::kNotReady) return p == Poll::kReady;
     const int64_t start = NowNs();
-    cv_ready_.wait(lock);
+    cv_ready_.Wait(mu_);
     stats_->output_wait_ns.fetch_add(NowNs() - start, std::memory_order_relaxed);
   }
 }
 
 ParallelMapIterator::Poll ParallelMapIterator::TryNext(Element* out) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   StartLocked();
   return TakeLocked(out);
 }
 
 void ParallelMapIterator::Save(StateWriter* w) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   paused_ = true;
-  cv_ready_.wait(lock, [&] { return in_flight_ == 0; });
-  // Workers are parked (paused or exited): the input and the buffer are quiescent.
+  while (in_flight_ != 0) cv_ready_.Wait(mu_);
+  // Workers are parked (paused or exited): the input and the buffer are quiescent. input_mu_
+  // is free then and taking it costs nothing; it makes the input's state visibly ours.
+  MutexLock input_lock(input_mu_);
   struct Unpause {
     ParallelMapIterator* self;
-    ~Unpause() {
+    // Runs before `lock` is released (declared after it), so mu_ is held; the analysis
+    // cannot follow a lock into a local class's destructor.
+    ~Unpause() NO_THREAD_SAFETY_ANALYSIS {
       self->paused_ = false;
-      self->cv_space_.notify_all();
+      self->cv_space_.NotifyAll();
     }
   } unpause{this};
   bool failed = error_ != nullptr;
@@ -212,7 +219,8 @@ void ParallelMapIterator::Save(StateWriter* w) {
 }
 
 void ParallelMapIterator::Restore(StateReader* r) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
+  MutexLock input_lock(input_mu_);
   if (started_) {
     throw Error(ErrorCode::kInternal,
                 "stage '" + config_.stage_name + "': Restore() after Next() is not supported");
@@ -242,28 +250,28 @@ void ParallelMapIterator::Restore(StateReader* r) {
 
 void ParallelMapIterator::SetParallelism(int workers) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     active_workers_ = std::clamp(workers, 1, config_.max_workers);
     stats_->parallelism.store(active_workers_);
   }
-  cv_space_.notify_all();
+  cv_space_.NotifyAll();
 }
 
 void ParallelMapIterator::SetCapacity(int64_t elements) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     capacity_ = std::max<int64_t>(1, elements);
   }
-  cv_space_.notify_all();
+  cv_space_.NotifyAll();
 }
 
 int ParallelMapIterator::parallelism() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return active_workers_;
 }
 
 int64_t ParallelMapIterator::capacity() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return capacity_;
 }
 

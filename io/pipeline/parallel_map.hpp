@@ -19,16 +19,18 @@
 // state and the ready results; Restore() REQUIRES that Next() has not been called.
 // Autotune: SetParallelism/SetCapacity may be called from any thread while running; workers
 // with index >= parallelism idle.
+// Thread-safety: Next/TryNext/Save/Restore from one consumer thread at a time; the setters and
+// getters from any thread. Locks: mu_ (buffer and control state) is taken before input_mu_
+// (input pulls) where both are held; a worker never takes mu_ while it holds input_mu_.
 #pragma once
 
-#include <condition_variable>
 #include <exception>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/thread_annotations.hpp"
 #include "io/pipeline/iterator.hpp"
 #include "io/pipeline/nodes.hpp"
 
@@ -71,36 +73,39 @@ class ParallelMapIterator : public Iterator {
     bool end = false;
     int64_t bytes = 0;
   };
-  void StartLocked();
-  void WorkerLoop(int index);
-  Poll TakeLocked(Element* out);  // REQUIRES: mu_ held
+  void StartLocked() REQUIRES(mu_);
+  void WorkerLoop(int index) EXCLUDES(mu_, input_mu_);
+  // Pulls up to `reserved` elements from the input, numbered in pull order.
+  void PullRound(int64_t reserved, std::vector<std::pair<int64_t, Result>>* round)
+      EXCLUDES(mu_, input_mu_);
+  Poll TakeLocked(Element* out) REQUIRES(mu_);
 
-  std::shared_ptr<StageStats> stats_;
-  std::unique_ptr<Iterator> input_;
-  MapFn fn_;
-  ParallelConfig config_;
-  MapContext map_ctx_;
+  std::shared_ptr<StageStats> stats_;  // counters are atomics
+  MapFn fn_;                           // set at construction, then only called
+  ParallelConfig config_;              // set at construction, then read-only
+  MapContext map_ctx_;                 // set at construction, then read-only
 
-  std::mutex input_mu_;  // serialises input pulls; guards next_in_, input_ended_
-  int64_t next_in_ = 0;
-  bool input_ended_ = false;
+  mutable Mutex mu_ ACQUIRED_BEFORE(input_mu_);
+  Mutex input_mu_;  // serialises input pulls
+  std::unique_ptr<Iterator> input_ PT_GUARDED_BY(input_mu_);
+  int64_t next_in_ GUARDED_BY(input_mu_) = 0;
+  bool input_ended_ GUARDED_BY(input_mu_) = false;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_ready_;  // consumer: a result arrived; Save: in-flight drained
-  std::condition_variable cv_space_;  // workers: room in the buffer, unpaused, or stop
-  std::map<int64_t, Result> ready_;
-  int64_t next_out_ = 0;
-  int64_t in_flight_ = 0;
-  int64_t ready_bytes_ = 0;
-  int active_workers_;
-  int64_t capacity_;
-  bool input_done_ = false;  // a worker saw the end or an error: no more pulls
-  bool paused_ = false;
-  bool stop_ = false;
-  bool started_ = false;
-  bool finished_ = false;
-  std::exception_ptr error_;  // once delivered, rethrown on every later Next()
-  std::vector<std::thread> workers_;
+  CondVar cv_ready_;  // consumer: a result arrived; Save: in-flight drained
+  CondVar cv_space_;  // workers: room in the buffer, unpaused, or stop
+  std::map<int64_t, Result> ready_ GUARDED_BY(mu_);
+  int64_t next_out_ GUARDED_BY(mu_) = 0;
+  int64_t in_flight_ GUARDED_BY(mu_) = 0;
+  int64_t ready_bytes_ GUARDED_BY(mu_) = 0;
+  int active_workers_ GUARDED_BY(mu_);
+  int64_t capacity_ GUARDED_BY(mu_);
+  bool input_done_ GUARDED_BY(mu_) = false;  // a worker saw the end or an error: no more pulls
+  bool paused_ GUARDED_BY(mu_) = false;
+  bool stop_ GUARDED_BY(mu_) = false;
+  bool started_ GUARDED_BY(mu_) = false;
+  bool finished_ GUARDED_BY(mu_) = false;
+  std::exception_ptr error_ GUARDED_BY(mu_);  // once delivered, rethrown on every later Next()
+  std::vector<std::thread> workers_ GUARDED_BY(mu_);  // started under mu_, joined by ~
 };
 
 }  // namespace shardflow::pipeline

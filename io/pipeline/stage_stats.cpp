@@ -13,7 +13,7 @@ void StageStats::AddBuffered(int64_t elements_delta, int64_t bytes_delta) {
 }
 
 std::shared_ptr<StageStats> PipelineStats::Add(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // Stages of the same name aggregate (e.g. the reader of every file an interleave opens).
   for (const auto& s : stages_) {
     if (s->name == name) return s;
@@ -23,7 +23,7 @@ std::shared_ptr<StageStats> PipelineStats::Add(const std::string& name) {
 }
 
 std::vector<StageSnapshot> PipelineStats::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<StageSnapshot> out;
   for (const auto& s : stages_) {
     StageSnapshot snap;

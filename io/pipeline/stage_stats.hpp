@@ -13,9 +13,10 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "core/thread_annotations.hpp"
 
 namespace shardflow::pipeline {
 
@@ -55,8 +56,8 @@ class PipelineStats {
   std::string Summary() const;
 
  private:
-  mutable std::mutex mu_;
-  std::vector<std::shared_ptr<StageStats>> stages_;
+  mutable Mutex mu_;
+  std::vector<std::shared_ptr<StageStats>> stages_ GUARDED_BY(mu_);
 };
 
 // Nanoseconds on a monotonic clock.

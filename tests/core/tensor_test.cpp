@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace shardflow {
 namespace {
 
@@ -41,6 +43,23 @@ TEST(TensorTest, EmptyAndScalarShapes) {
   EXPECT_EQ(ParseDType("uint8"), DType::kUInt8);
   EXPECT_THROW(ParseDType("bfloat16"), Error);
   EXPECT_THROW(Tensor(DType::kFloat32, {-1}), Error);
+}
+
+TEST(TensorTest, HostAccessToADeviceTensorIsAnError) {
+  float storage[4] = {1, 2, 3, 4};
+  Tensor t = Tensor::View(storage, DType::kFloat32, {4}, Device::kCuda);
+  try {
+    t.data<float>();
+    FAIL() << "host pointer handed out for a cuda tensor";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInternal);
+    EXPECT_NE(std::string(e.what()).find("on device cuda"), std::string::npos) << e.what();
+  }
+  const Tensor& ct = t;
+  EXPECT_THROW(ct.data<float>(), Error);
+  EXPECT_THROW(t.Clone(), Error);
+  EXPECT_EQ(t.device_data<float>(), storage);
+  EXPECT_THROW(t.device_data<int32_t>(), Error);  // the dtype is still checked
 }
 
 }  // namespace

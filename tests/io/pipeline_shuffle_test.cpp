@@ -121,17 +121,18 @@ TEST(PipelineShuffle, FusedShuffleAndRepeatSeesEveryElementEachPass) {
   return -1;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SHARDFLOW_UNDER_ASAN 1
+// AddressSanitizer and ThreadSanitizer both add shadow memory to every allocation.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SHARDFLOW_UNDER_SANITIZER 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SHARDFLOW_UNDER_ASAN 1
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SHARDFLOW_UNDER_SANITIZER 1
 #endif
 #endif
 
 TEST(PipelineShuffle, PeakRssWithinOneAndAHalfTimesThePayload) {
-#ifdef SHARDFLOW_UNDER_ASAN
-  GTEST_SKIP() << "RSS is not meaningful under AddressSanitizer";
+#ifdef SHARDFLOW_UNDER_SANITIZER
+  GTEST_SKIP() << "RSS is not meaningful under AddressSanitizer or ThreadSanitizer";
 #else
   // Runs in a forked child so the measurement is this pipeline's alone: the child resets its
   // peak RSS (clear_refs 5), shuffles 20000 elements of 3 KB through a 10000-element buffer

@@ -304,7 +304,11 @@ TEST(RegisterDataOptions, BadValuesNameTheKey) {
       {"shard_policy = rows", "data.shard_policy"},
       {"on_corrupt = ignore", "data.on_corrupt"},
   };
-  for (const auto& [line, key] : cases) {
+  // Named references, not a structured binding: clang 14 (the ThreadSanitizer build) cannot
+  // capture a structured binding in a lambda.
+  for (const auto& c : cases) {
+    const std::string& line = c.first;
+    const std::string& key = c.second;
     ConfigSchema schema;
     InputSpec spec;
     RegisterDataOptions(schema, "data", &spec);

@@ -11,6 +11,11 @@
 #   kill    SHARDFLOW_TEST_FAULT=kill:1:S: rank 1 dies at step S; the job must end non-zero.
 #   hang    SHARDFLOW_TEST_FAULT=hang:1:S: rank 1 stops (SIGSTOP) at step S; the others' watchdog
 #           (dist.watchdog_seconds=3) must end the job non-zero, naming rank 1, once.
+#   nonfinite  the 784-512-256-10 MLP trains 4 steps (checkpoints at 2 and 4), then resumes with
+#           train.lr=1e6 and a checkpoint every step: exit 3 at the first non-finite step with one
+#           line naming the step, epoch, quantity, learning rate and a hint; ckpt 4 unchanged
+#           byte for byte and still loads (a warm start from it trains). Under skip_step the
+#           diverged run fails after max_skipped_steps in a row.
 #   uneven  7 shards over 2 and 4 ranks with a partial last batch: exit 0, the ranks agree on
 #           a step count (logged), and the steps run are epochs x that count.
 # Each mode must finish well within the CTest timeout; every mpiexec runs under `timeout`.
@@ -96,6 +101,34 @@ hang)
     { cat hang.log; fail "the watchdog line does not name rank 1"; }
   echo "rank 1 stopped at step 5: job ended with status $rc after ${took}s"
   [ $took -le 30 ] || fail "the job took ${took}s to end"
+  ;;
+nonfinite)
+  convert 3 1200 data/fm
+  common=(--data.files='data/fm-*.tfrecord' --model.spec=mlp --train.batch_size=32
+          --train.warmup_steps=0 --train.schedule=constant --checkpoint.keep_last=0 --output run)
+  train 2 good.log "${common[@]}" --train.max_steps=4 --checkpoint.every_steps=2 ||
+    { cat good.log; fail "the sane run failed"; }
+  sum=$(md5sum run/checkpoints/ckpt-000000004.h5)
+  rc=0
+  train 2 bad.log "${common[@]}" --resume --train.lr=1e6 --checkpoint.every_steps=1 || rc=$?
+  [ $rc -eq 3 ] || { cat bad.log; fail "lr=1e6: exit status $rc, wanted 3 (data error)"; }
+  re="error: data loss: non-finite (loss \\(-?nan\\)|gradient of [0-9a-z_]+/[a-z]+) at step [0-9]+ \\(epoch 0, learning rate 1e\\+06\\) \\[key=train.on_nonfinite\\] hint: lower train.lr"
+  grep -E -q "$re" bad.log || { cat bad.log; fail "no line naming the non-finite step"; }
+  grep -E "$re" bad.log | head -1
+  [ "$(md5sum run/checkpoints/ckpt-000000004.h5)" = "$sum" ] || fail "ckpt 4 changed"
+  # The checkpoints of the diverged run are finite (else they would have been refused) but
+  # useless; the one from before it still loads.
+  train 2 again.log "${common[@]}" --train.max_steps=4 --output again \
+    --checkpoint.warm_start=run/checkpoints/ckpt-000000004.h5 ||
+    { cat again.log; fail "a warm start from ckpt 4 failed"; }
+  grep -q "warm start: weights from run/checkpoints/ckpt-000000004.h5" again.log ||
+    { cat again.log; fail "no warm-start line"; }
+  rc=0
+  train 2 skip.log "${common[@]}" --train.lr=1e6 --train.max_steps=40 --output skip \
+    --train.on_nonfinite=skip_step --train.max_skipped_steps=3 || rc=$?
+  [ $rc -eq 3 ] || { cat skip.log; fail "skip_step at lr=1e6: exit status $rc, wanted 3"; }
+  grep -q "4 steps in a row skipped (train.max_skipped_steps = 3)" skip.log ||
+    { cat skip.log; fail "skip_step did not stop after 3 skips in a row"; }
   ;;
 uneven)
   # 1000 records in 7 shards (142 or 143 each). Per-rank batch 48, 2 epochs.

@@ -1,7 +1,7 @@
 // HDF5 as a row source: the datasets named by the feature specs, aligned by row.
 #include <map>
-#include <mutex>
 
+#include "core/thread_annotations.hpp"
 #include "io/hdf5_reader.hpp"
 #include "io/pipeline/feature_spec.hpp"
 #include "io/pipeline/sources/open_source.hpp"
@@ -11,10 +11,8 @@ namespace shardflow::pipeline {
 namespace {
 
 // Debian's HDF5 is not thread-safe: every HDF5 call of the pipeline goes through this lock.
-std::mutex& Hdf5Mutex() {
-  static std::mutex mu;
-  return mu;
-}
+// Constant-initialised (Mutex has a constexpr constructor), so usable from any static init.
+Mutex g_hdf5_mu;
 
 io::Hdf5Options IndependentOptions() {
   io::Hdf5Options o;
@@ -26,7 +24,7 @@ io::Hdf5Options IndependentOptions() {
 struct Hdf5State {
   std::vector<std::string> paths;
   std::vector<std::string> datasets;
-  std::map<size_t, std::unique_ptr<io::Hdf5Reader>> readers;  // guarded by Hdf5Mutex()
+  std::map<size_t, std::unique_ptr<io::Hdf5Reader>> readers GUARDED_BY(g_hdf5_mu);
 };
 
 }  // namespace
@@ -44,7 +42,7 @@ std::shared_ptr<const RecordSource> OpenHdf5Source(const std::vector<std::string
   std::vector<FileInfo> infos;
   std::vector<uint64_t> row_bytes;
   {
-    std::lock_guard<std::mutex> lock(Hdf5Mutex());
+    MutexLock lock(g_hdf5_mu);
     for (const auto& path : files) {
       FileInfo info = StatFile(path);
       io::Hdf5Reader reader(path, io::SelfCommunicator(), IndependentOptions());
@@ -66,7 +64,7 @@ std::shared_ptr<const RecordSource> OpenHdf5Source(const std::vector<std::string
     }
   }
   RowSource::Loader loader = [state](size_t file, int64_t begin, int64_t end) {
-    std::lock_guard<std::mutex> lock(Hdf5Mutex());
+    MutexLock lock(g_hdf5_mu);
     auto& reader = state->readers[file];
     if (!reader) {
       reader = std::make_unique<io::Hdf5Reader>(state->paths.at(file), io::SelfCommunicator(),

@@ -1,7 +1,7 @@
 // IDX image+label pairs as a row source.
 #include <map>
-#include <mutex>
 
+#include "core/thread_annotations.hpp"
 #include "io/idx.hpp"
 #include "io/pipeline/sources/open_source.hpp"
 #include "io/pipeline/sources/row_source.hpp"
@@ -11,8 +11,9 @@ namespace {
 
 struct IdxState {
   std::vector<std::string> images, labels;
-  std::mutex mu;
-  std::map<size_t, std::shared_ptr<const RowBlock>> loaded;  // whole files, loaded on first use
+  Mutex mu;
+  // Whole files, loaded on first use.
+  std::map<size_t, std::shared_ptr<const RowBlock>> loaded GUARDED_BY(mu);
 };
 
 std::string LabelsFor(const std::string& images) {
@@ -60,7 +61,7 @@ std::shared_ptr<const RecordSource> OpenIdxSource(const std::vector<std::string>
   RowSource::Loader loader = [state](size_t file, int64_t begin, int64_t end) {
     std::shared_ptr<const RowBlock> all;
     {
-      std::lock_guard<std::mutex> lock(state->mu);
+      MutexLock lock(state->mu);
       auto& slot = state->loaded[file];
       if (!slot) {
         io::IdxImagesLabels data =

@@ -11,7 +11,8 @@ std::shared_ptr<const RecordSource> OpenRecordSource(const std::string& format,
   if (format == "tfrecord") {
     return std::make_shared<TFRecordSource>(
         files, TFRecordSourceOptions{.compression = options.compression,
-                                     .on_corrupt = options.on_corrupt});
+                                     .on_corrupt = options.on_corrupt,
+                                     .finite_features = options.finite_features});
   }
   if (format == "hdf5") return OpenHdf5Source(files, options);
   if (format == "idx") return OpenIdxSource(files, options);

@@ -36,6 +36,7 @@ namespace shardflow::pipeline {
 struct SourceOptions {
   io::Compression compression = io::Compression::kAuto;  // tfrecord
   io::OnCorrupt on_corrupt = io::OnCorrupt::kFail;       // tfrecord
+  std::vector<std::string> finite_features;              // tfrecord: floats checked for NaN/Inf
   std::vector<std::string> features;                     // hdf5 datasets, csv columns (specs)
   int64_t block_rows = 256;                              // row formats: rows per read
   int64_t header_lines = 0;                              // text, jsonl

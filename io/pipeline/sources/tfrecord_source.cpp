@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include "core/logging.hpp"
+#include "io/example.hpp"
 
 namespace shardflow::pipeline {
 namespace {
@@ -29,10 +31,47 @@ LogReporter& Reporter() {
   return reporter;
 }
 
+// data.check_finite: the float features a record's values must be finite in.
+struct FiniteCheck {
+  std::vector<std::string> features;  // empty: no check
+  bool skip = false;                  // on_corrupt = skip
+  std::shared_ptr<std::atomic<int64_t>> skipped;
+};
+
+// OK, or Error(kDataLoss) naming the feature and where, when a float feature of `data` holds
+// a NaN or Inf. A malformed Example is left to the decoder, which names what is wrong with it.
+Status CheckFinite(std::string_view data, const std::vector<std::string>& features,
+                   const io::RecordLocation& where) {
+  thread_local io::ExampleView view;
+  thread_local std::vector<float> values;
+  if (!io::ParseExample(data, &view, &where).ok()) return Status::Ok();
+  for (const std::string& name : features) {
+    const io::FeatureView* f = view.Find(name);
+    if (f == nullptr || f->kind != io::FeatureKind::kFloat) continue;
+    values.resize(static_cast<size_t>(f->num_values));
+    f->CopyFloats(values.data());
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (std::isfinite(values[i])) continue;
+      return Status(
+          ErrorCode::kDataLoss,
+          "non-finite value (" + std::to_string(values[i]) + ") at index " + std::to_string(i) +
+              " of float feature '" + name + "'",
+          {.file = std::string(where.file),
+           .offset = where.data_offset,
+           .record = where.record >= 0 ? std::optional<int64_t>(where.record) : std::nullopt,
+           .key = name,
+           .hint = "data.on_corrupt = skip drops such records (counted); "
+                   "data.check_finite = false lets them through"});
+    }
+  }
+  return Status::Ok();
+}
+
 class TFRecordSourceReader : public RecordReader {
  public:
-  TFRecordSourceReader(std::string path, io::TFRecordReaderOptions options, const ByteRange& range)
-      : path_(std::move(path)), options_(options), range_(range) {
+  TFRecordSourceReader(std::string path, io::TFRecordReaderOptions options, const ByteRange& range,
+                       FiniteCheck finite)
+      : path_(std::move(path)), options_(options), range_(range), finite_(std::move(finite)) {
     if (!range.whole_file()) {
       options_.begin = range.begin;
       options_.end = range.end;
@@ -43,7 +82,10 @@ class TFRecordSourceReader : public RecordReader {
 
   bool Next(Element* out) override {
     io::TFRecordReader::Record r;
-    if (!reader_->Next(&r)) return false;
+    for (;;) {
+      if (!reader_->Next(&r)) return false;
+      if (Acceptable(r)) break;
+    }
     Tensor t(DType::kUInt8, {static_cast<int64_t>(r.data.size())});
     if (!r.data.empty()) std::memcpy(t.raw_data(), r.data.data(), r.data.size());
     out->features.clear();
@@ -57,6 +99,21 @@ class TFRecordSourceReader : public RecordReader {
   }
 
   ReaderPosition Position() const override { return {next_offset_, read_}; }
+
+  // Whether `r` passes the finite check; a skipped record still counts as read (Position).
+  bool Acceptable(const io::TFRecordReader::Record& r) {
+    if (finite_.features.empty()) return true;
+    const int64_t index = options_.begin == 0 ? r.index + index_base_ : -1;
+    Status st = CheckFinite(r.data, finite_.features,
+                            {.file = path_, .data_offset = r.offset + 12, .record = index});
+    if (st.ok()) return true;
+    if (!finite_.skip) throw Error(std::move(st));
+    const int64_t n = finite_.skipped->fetch_add(1) + 1;
+    if (n <= 10) SF_LOG(Warn) << "skipped record: " << st.ToString();
+    next_offset_ = r.offset + 16 + r.data.size();
+    ++read_;
+    return false;
+  }
 
   void Seek(const ReaderPosition& p) override {
     io::TFRecordReaderOptions o = options_;
@@ -85,6 +142,7 @@ class TFRecordSourceReader : public RecordReader {
   uint64_t next_offset_ = 0;
   int64_t read_ = 0;
   int64_t index_base_ = 0;  // added to the reader's indices after a Seek in a whole file
+  FiniteCheck finite_;
 };
 
 // Offsets of the records of an uncompressed file from its headers alone.
@@ -154,7 +212,11 @@ std::unique_ptr<RecordReader> TFRecordSource::Open(size_t file_index,
   o.on_corrupt = options_.on_corrupt;
   o.buffer_size = options_.buffer_size;
   o.reporter = &Reporter();
-  return std::make_unique<TFRecordSourceReader>(files_[file_index].name, o, range);
+  FiniteCheck finite{.features = options_.finite_features,
+                     .skip = options_.on_corrupt == io::OnCorrupt::kSkip,
+                     .skipped = nonfinite_skipped_};
+  return std::make_unique<TFRecordSourceReader>(files_[file_index].name, o, range,
+                                                std::move(finite));
 }
 
 std::string TFRecordSource::FormatDescription() const {
@@ -167,7 +229,7 @@ std::vector<uint64_t> TFRecordSource::RecordOffsets(size_t file_index) const {
   const std::string key =
       info.name + "|" + std::to_string(info.size_bytes) + "|" + std::to_string(info.mtime_ns);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = offsets_cache_.find(key);
     if (it != offsets_cache_.end()) return *it->second;
   }
@@ -183,7 +245,7 @@ std::vector<uint64_t> TFRecordSource::RecordOffsets(size_t file_index) const {
     while (reader.Next(&r)) offsets.push_back(r.offset);
   }
   auto shared = std::make_shared<const std::vector<uint64_t>>(std::move(offsets));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   offsets_cache_[key] = shared;
   return *shared;
 }

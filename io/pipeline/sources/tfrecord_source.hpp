@@ -9,7 +9,8 @@
 // entered mid-way); the reader starts at the first valid record boundary at or after the
 // range's start (io/tfrecord_reader.hpp).
 // on_corrupt: kFail raises Error(kDataLoss) naming file, offset and record; kSkip drops the
-// damaged region (logged once per event with its size) and goes on.
+// damaged region (logged once per event with its size) and goes on. The same holds for a record
+// whose float features (finite_features) hold a NaN or Inf: a bad record, failed or skipped.
 // Resume: Position() is (offset of the next record, records read in this range); Seek()
 // reopens the file at that offset (uncompressed) or re-reads and discards records (compressed).
 // RecordOffsets (RecordIndex) scans the 12-byte headers of uncompressed files with pread (no
@@ -17,12 +18,13 @@
 // by (path, size, mtime). Thread-safety: Open and RecordOffsets may run concurrently.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/thread_annotations.hpp"
 #include "io/compression.hpp"
 #include "io/pipeline/record_source.hpp"
 #include "io/pipeline/sources/record_index.hpp"
@@ -33,6 +35,10 @@ namespace shardflow::pipeline {
 struct TFRecordSourceOptions {
   io::Compression compression = io::Compression::kAuto;
   io::OnCorrupt on_corrupt = io::OnCorrupt::kFail;
+  // Float features whose values must be finite (data.check_finite): a record holding a NaN or
+  // Inf in one is, under on_corrupt kFail, Error(kDataLoss) naming file, offset, record and
+  // feature; under kSkip it is dropped, logged (the first 10) and counted.
+  std::vector<std::string> finite_features;
   size_t buffer_size = 1 << 20;
 };
 
@@ -47,15 +53,22 @@ class TFRecordSource : public RecordSource, public RecordIndex {
   std::string FormatDescription() const override;
   std::vector<uint64_t> RecordOffsets(size_t file_index) const override;
 
+  // Records dropped so far for a non-finite float feature (on_corrupt kSkip), by every reader.
+  int64_t nonfinite_skipped() const { return nonfinite_skipped_->load(); }
+
   // The compression used for `path` under `option` (kAuto: by suffix).
   static io::Compression CompressionFor(const std::string& path, io::Compression option);
 
  private:
+  // Shared with the readers (they may outlive a pass); atomic: readers run on several threads.
+  std::shared_ptr<std::atomic<int64_t>> nonfinite_skipped_ =
+      std::make_shared<std::atomic<int64_t>>(0);
   std::vector<FileInfo> files_;
   TFRecordSourceOptions options_;
   bool all_uncompressed_ = true;
-  mutable std::mutex mu_;
-  mutable std::map<std::string, std::shared_ptr<const std::vector<uint64_t>>> offsets_cache_;
+  mutable Mutex mu_;
+  mutable std::map<std::string, std::shared_ptr<const std::vector<uint64_t>>> offsets_cache_
+      GUARDED_BY(mu_);
 };
 
 }  // namespace shardflow::pipeline

@@ -1,0 +1,148 @@
+// Compute backend: the kernels that layers, losses and optimizers run, one implementation per
+// device (design decision 3). Callers hold tensors that carry their device; they ask
+// BackendFor<T>(tensor.device()) for the backend once per kernel call and pass it pointers from
+// Tensor::device_data<T>() (and the arena). The CPU backend is core/cpu; a CUDA backend is a new
+// file set in core/cuda that implements this class and calls RegisterBackend at start-up.
+//
+// Why a virtual class and not device-dispatching free functions (switch (device) in each op):
+//  - A new device is one new subclass in its own folder; nothing here or in the layers changes,
+//    and the compiler refuses a backend that forgets an op (pure virtuals). With free functions
+//    every op's switch would have to learn the device, and a forgotten case fails at run time.
+//  - The cost is one indirect call per kernel call (a GEMM, a whole activation pass), never per
+//    element: the loops stay inside the backend, where the compiler vectorises them, so the CPU
+//    path runs the same machine code as before the seam. No std::function, no per-element
+//    dispatch.
+//  - Per-element math that a CPU loop and a CUDA kernel must agree on lives in
+//    core/backend/pointwise.hpp (SF_HOST_DEVICE functions), so two backends share it.
+// Pointers are device pointers: valid on device() only. Shapes are written above each op; all
+// arrays are row-major and contiguous unless a leading dimension (ld*) says otherwise.
+// Ops that accumulate say "+="; all others overwrite their outputs.
+// Thread-safety: backends are stateless apart from their intra-op thread pool; one kernel call
+// at a time per thread, any number of threads.
+#pragma once
+
+#include <cstdint>
+
+#include "core/cpu/im2col.hpp"
+#include "core/tensor.hpp"
+
+namespace shardflow {
+
+enum class ActivationKind { kRelu, kGelu, kTanh, kSigmoid };
+
+// A pooling window geometry over NHWC images: input (H, W, C), window K x K, stride S, valid
+// padding, output (OH, OW, C).
+struct PoolGeometry {
+  int64_t h = 0, w = 0, c = 0, k = 1, stride = 1, oh = 0, ow = 0;
+};
+
+// Settings of one batch-normalisation pass over x (N, C); statistics are computed in double.
+struct BatchNormParams {
+  int64_t n = 0, c = 0;
+  bool training = false;  // batch statistics (and update the moving ones) vs moving statistics
+  double momentum = 0.99, epsilon = 1e-3;
+};
+
+// Constants of one SGD or Adam update of a parameter slice (see core/optim/optimizer.hpp).
+struct SgdParams {
+  float lr = 0, momentum = 0, weight_decay = 0;
+  bool nesterov = false;
+};
+struct AdamParams {
+  float b1, b2, l2, shrink, step, eps;  // as pointwise::AdamConstants
+};
+
+template <typename T>
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+
+  // --- dense algebra: C (M, N) = alpha op(A) op(B) + beta C, as cpu::Gemm.
+  virtual void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
+                    const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c,
+                    int64_t ldc) = 0;
+  // --- convolution data movement, as cpu::Im2Col / cpu::Col2ImAdd.
+  virtual void Im2Col(const cpu::ConvGeometry& g, int64_t batch, const T* x, T* cols) = 0;
+  virtual void Col2ImAdd(const cpu::ConvGeometry& g, int64_t batch, const T* cols, T* dx) = 0;
+
+  // --- element-wise
+  virtual void Fill(int64_t n, T value, T* y) = 0;
+  // y (rows, cols): every row = row (cols).
+  virtual void BroadcastRows(int64_t rows, int64_t cols, const T* row, T* y) = 0;
+  // y (rows, cols) += x (rows, cols) with x's row stride ldx.
+  virtual void AddRows(int64_t rows, int64_t cols, const T* x, int64_t ldx, T* y) = 0;
+  virtual void Add(int64_t n, const T* a, const T* b, T* y) = 0;  // y = a + b
+  virtual void Mul(int64_t n, const T* a, const T* b, T* y) = 0;  // y = a * b
+  virtual void Scale(int64_t n, T s, T* y) = 0;                   // y *= s
+  virtual void Activation(ActivationKind kind, int64_t n, const T* x, T* y) = 0;
+  // dx from the saved input x, output y and dy (each kind reads what it needs).
+  virtual void ActivationGrad(ActivationKind kind, int64_t n, const T* x, const T* y, const T* dy,
+                              T* dx) = 0;
+  // x (B, H) -> y (B, times, H); adjoint dx (B, H) = sum over times of dy (B, times, H).
+  virtual void Repeat(int64_t b, int64_t times, int64_t h, const T* x, T* y) = 0;
+  virtual void RepeatGrad(int64_t b, int64_t times, int64_t h, const T* dy, T* dx) = 0;
+
+  // --- reductions
+  // sums (cols) += column sums of x (rows, cols).
+  virtual void AddColumnSums(int64_t rows, int64_t cols, const T* x, T* sums) = 0;
+  virtual double SumSquares(int64_t n, const T* x) = 0;  // in double
+
+  // --- pooling. x (B, H, W, C), y (B, OH, OW, C). Max: the first maximum of a window wins and
+  // gets the gradient. dx is overwritten.
+  virtual void Pool2D(const PoolGeometry& g, bool max, int64_t batch, const T* x, T* y) = 0;
+  virtual void Pool2DGrad(const PoolGeometry& g, bool max, int64_t batch, const T* x, const T* y,
+                          const T* dy, T* dx) = 0;
+  // x (B, P, C) -> y (B, C), the mean over P; and its adjoint.
+  virtual void GlobalAvgPool(int64_t b, int64_t p, int64_t c, const T* x, T* y) = 0;
+  virtual void GlobalAvgPoolGrad(int64_t b, int64_t p, int64_t c, const T* dy, T* dx) = 0;
+
+  // --- batch normalisation over x (N, C). Forward writes inv_std (C, double), xhat and
+  // y = gamma xhat + beta; in training it also updates moving_mean/moving_var (C).
+  virtual void BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
+                         T* moving_mean, T* moving_var, double* inv_std, T* xhat, T* y) = 0;
+  // dgamma, dbeta (C) +=; dx (N, C) written unless null.
+  virtual void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* xhat, const T* gamma,
+                             const double* inv_std, T* dgamma, T* dbeta, T* dx) = 0;
+
+  // --- recurrent: one LSTM time step over a batch (pointwise::LstmCell per unit). z holds the
+  // pre-activations [i f g o] (4H per row, row stride ldz), turned into the gates in place; c and
+  // h (H per row, row stride ldc) get the step's cell and output; when has_prev, the previous
+  // step's cell is at c - H.
+  virtual void LstmCell(int64_t batch, int64_t h, T* z, int64_t ldz, T* c, T* hs, int64_t ldc,
+                        bool has_prev) = 0;
+  // Its adjoint: reads the gates z and cells c as saved, dh (B, H); dc (B, H) carries in the
+  // step t+1 cell gradient and out the one for t-1; writes dz (row stride ldz).
+  virtual void LstmCellGrad(int64_t batch, int64_t h, const T* z, int64_t ldz, const T* c,
+                            int64_t ldc, bool has_prev, const T* dh, T* dc, T* dz) = 0;
+
+  // --- random fills, counter-based (core/random.hpp): element i draws (seed, stream, i).
+  // Inverted dropout: mask[i] = uniform >= rate ? scale : 0, y = x mask.
+  virtual void DropoutMask(int64_t n, float rate, T scale, uint64_t seed, uint64_t stream,
+                           const T* x, T* mask, T* y) = 0;
+  virtual void FillNormal(int64_t n, double stddev, uint64_t seed, uint64_t stream, T* w) = 0;
+  // Uniform in [-limit, limit).
+  virtual void FillUniform(int64_t n, double limit, uint64_t seed, uint64_t stream, T* w) = 0;
+
+  // --- optimizer updates of one slice: w, g, state (n).
+  virtual void SgdUpdate(const SgdParams& p, int64_t n, T* w, const T* g, T* v) = 0;
+  virtual void AdamUpdate(const AdamParams& p, int64_t n, T* w, const T* g, T* m, T* v) = 0;
+
+  // --- losses, returning the mean loss (double); d (same shape as the prediction) is written
+  // unless null. Cross-entropy: logits z (B, K), labels an integer tensor (B,) on this device;
+  // throws Error(kInvalidArgument) for a label outside [0, K).
+  virtual double SoftmaxCrossEntropy(int64_t b, int64_t k, const T* z, const Tensor& labels,
+                                     T* d) = 0;
+  virtual double MeanSquaredError(int64_t n, const T* y, const T* target, T* d) = 0;
+};
+
+// The backend for a device. Throws Error(kInternal) naming the device when this build has none
+// for it (a CUDA tensor in a CPU-only build).
+template <typename T>
+Backend<T>& BackendFor(Device device);
+// Installs the backend for a device (a device library at start-up); not thread-safe against
+// concurrent BackendFor calls. The CPU backend is installed from the start.
+template <typename T>
+void RegisterBackend(Device device, Backend<T>* backend);
+
+}  // namespace shardflow

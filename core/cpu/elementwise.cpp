@@ -1,0 +1,116 @@
+// Element-wise CPU kernels: fills, broadcasts, sums, activations, repeat. Flat loops over
+// contiguous arrays that the compiler vectorises; one switch per call, outside the loop.
+#include <cmath>
+#include <cstring>
+
+#include "core/backend/pointwise.hpp"
+#include "core/cpu/kernels.hpp"
+
+namespace shardflow::cpu {
+
+template <typename T>
+void Fill(int64_t n, T value, T* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = value;
+}
+
+// y (rows, cols): y[r, j] = row[j].
+template <typename T>
+void BroadcastRows(int64_t rows, int64_t cols, const T* row, T* y) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) y[r * cols + j] = row[j];
+}
+
+// y (rows, cols) += x (rows, cols; row stride ldx).
+template <typename T>
+void AddRows(int64_t rows, int64_t cols, const T* x, int64_t ldx, T* y) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) y[r * cols + j] += x[r * ldx + j];
+}
+
+template <typename T>
+void Add(int64_t n, const T* a, const T* b, T* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
+
+template <typename T>
+void Mul(int64_t n, const T* a, const T* b, T* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
+}
+
+template <typename T>
+void Scale(int64_t n, T s, T* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] *= s;
+}
+
+// x and y (n) flat.
+template <typename T>
+void Activation(ActivationKind kind, int64_t n, const T* x, T* y) {
+  switch (kind) {
+    case ActivationKind::kRelu:
+      for (int64_t i = 0; i < n; ++i) y[i] = pointwise::Relu(x[i]);
+      break;
+    case ActivationKind::kGelu:
+      for (int64_t i = 0; i < n; ++i) y[i] = pointwise::Gelu(x[i]);
+      break;
+    case ActivationKind::kTanh:
+      for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+      break;
+    case ActivationKind::kSigmoid:
+      for (int64_t i = 0; i < n; ++i) y[i] = pointwise::Sigmoid(x[i]);
+      break;
+  }
+}
+
+// ReLU and GELU differentiate through x, tanh and sigmoid through y.
+template <typename T>
+void ActivationGrad(ActivationKind kind, int64_t n, const T* x, const T* y, const T* dy, T* dx) {
+  switch (kind) {
+    case ActivationKind::kRelu:
+      for (int64_t i = 0; i < n; ++i) dx[i] = pointwise::ReluGrad(x[i], dy[i]);
+      break;
+    case ActivationKind::kGelu:
+      for (int64_t i = 0; i < n; ++i) dx[i] = pointwise::GeluGrad(x[i], dy[i]);
+      break;
+    case ActivationKind::kTanh:
+      for (int64_t i = 0; i < n; ++i) dx[i] = pointwise::TanhGradFromY(y[i], dy[i]);
+      break;
+    case ActivationKind::kSigmoid:
+      for (int64_t i = 0; i < n; ++i) dx[i] = pointwise::SigmoidGradFromY(y[i], dy[i]);
+      break;
+  }
+}
+
+// x (B, H) -> y (B, times, H).
+template <typename T>
+void Repeat(int64_t b, int64_t times, int64_t h, const T* x, T* y) {
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t t = 0; t < times; ++t)
+      std::memcpy(y + (i * times + t) * h, x + i * h, static_cast<size_t>(h) * sizeof(T));
+}
+
+// dy (B, times, H) -> dx (B, H), summed over times.
+template <typename T>
+void RepeatGrad(int64_t b, int64_t times, int64_t h, const T* dy, T* dx) {
+  for (int64_t i = 0; i < b; ++i) {
+    for (int64_t j = 0; j < h; ++j) dx[i * h + j] = T(0);
+    for (int64_t t = 0; t < times; ++t)
+      for (int64_t j = 0; j < h; ++j) dx[i * h + j] += dy[(i * times + t) * h + j];
+  }
+}
+
+#define SF_INSTANTIATE(T)                                                                     \
+  template void Fill<T>(int64_t, T, T*);                                                      \
+  template void BroadcastRows<T>(int64_t, int64_t, const T*, T*);                             \
+  template void AddRows<T>(int64_t, int64_t, const T*, int64_t, T*);                          \
+  template void Add<T>(int64_t, const T*, const T*, T*);                                      \
+  template void Mul<T>(int64_t, const T*, const T*, T*);                                      \
+  template void Scale<T>(int64_t, T, T*);                                                     \
+  template void Activation<T>(ActivationKind, int64_t, const T*, T*);                         \
+  template void ActivationGrad<T>(ActivationKind, int64_t, const T*, const T*, const T*, T*); \
+  template void Repeat<T>(int64_t, int64_t, int64_t, const T*, T*);                           \
+  template void RepeatGrad<T>(int64_t, int64_t, int64_t, const T*, T*);
+SF_INSTANTIATE(float)
+SF_INSTANTIATE(double)
+#undef SF_INSTANTIATE
+
+}  // namespace shardflow::cpu
