@@ -1,5 +1,6 @@
 // shardflow-train: synchronous data-parallel training, one process per rank.
-//   mpirun -np N shardflow-train --config FILE [--section.key=value ...] [--output DIR] [--resume]
+//   mpirun -np N shardflow-train --config FILE [--section.key=value ...] [--output DIR]
+//       [--resume[=auto]] [--check] [--no-progress]
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
