@@ -31,6 +31,12 @@ void WriteStdout(const std::string& text) {
   }
 }
 
+std::string JoinChoices(const std::vector<std::string>& choices, const std::string& separator) {
+  std::string out;
+  for (const std::string& choice : choices) out += (out.empty() ? "" : separator) + choice;
+  return out;
+}
+
 bool IsRankZero() { return GetLogRank() <= 0; }
 
 [[noreturn]] void Fail(const std::string& what, const std::string& key = "",
@@ -71,6 +77,13 @@ AppSpec& AppSpec::Flag(std::string name, std::string* value, std::string value_n
 
 AppSpec& AppSpec::Switch(std::string name, bool* value, std::string description) {
   flags_.push_back({std::move(name), "", std::move(description), nullptr, value});
+  return *this;
+}
+
+AppSpec& AppSpec::OptionalValue(std::string name, std::string* value, std::string bare_value,
+                                std::vector<std::string> choices, std::string description) {
+  flags_.push_back({std::move(name), "", std::move(description), value, nullptr,
+                    std::move(bare_value), std::move(choices)});
   return *this;
 }
 
@@ -161,6 +174,14 @@ CommandLine SplitCommandLine(int argc, const char* const* argv, const ConfigSche
           Fail("bad value '" + arg.substr(eq + 1) + "' for --" + name + ": expected bool", name);
         }
         *flag->enabled = on;
+      } else if (!flag->bare_value.empty()) {
+        *flag->value = has_inline ? arg.substr(eq + 1) : flag->bare_value;
+        const auto& choices = flag->choices;
+        if (std::find(choices.begin(), choices.end(), *flag->value) == choices.end()) {
+          Fail("bad value '" + *flag->value + "' for --" + name + ": expected one of " +
+                   JoinChoices(choices, ", "),
+               name);
+        }
       } else {
         *flag->value = take_value();
       }
@@ -185,11 +206,17 @@ CommandLine SplitCommandLine(int argc, const char* const* argv, const ConfigSche
 }
 
 std::string CommandLineHelp(const ConfigSchema& schema, const AppSpec& app) {
+  // "--name VALUE", "--name" or "--name[=a|b]".
+  auto usage = [](const AppSpec::FlagSpec& flag) {
+    if (!flag.bare_value.empty())
+      return "--" + flag.name + "[=" + JoinChoices(flag.choices, "|") + "]";
+    return "--" + flag.name + (flag.value_name.empty() ? "" : " " + flag.value_name);
+  };
   std::ostringstream out;
   out << "usage: " << app.program_ << (app.require_config_ ? " --config FILE" : " [--config FILE]")
       << " [--section.key=value ...]";
   for (const AppSpec::FlagSpec& flag : app.flags_) {
-    out << " [--" << flag.name << (flag.value_name.empty() ? "" : " " + flag.value_name) << "]";
+    out << " [" << usage(flag) << "]";
   }
   if (app.positionals_ != nullptr) out << " " << app.positional_name_ << "...";
   out << "\n";
@@ -201,11 +228,10 @@ std::string CommandLineHelp(const ConfigSchema& schema, const AppSpec& app) {
       {"--help", "print this help and exit"}};
   for (const AppSpec::FlagSpec& flag : app.flags_) {
     std::string description = flag.description;
-    if (flag.value != nullptr && !flag.value->empty()) {
+    if (flag.value != nullptr && !flag.value->empty() && flag.bare_value.empty()) {
       description += " (default: " + *flag.value + ")";
     }
-    rows.emplace_back("--" + flag.name + (flag.value_name.empty() ? "" : " " + flag.value_name),
-                      description);
+    rows.emplace_back(usage(flag), description);
   }
   if (app.positionals_ != nullptr) {
     rows.emplace_back(app.positional_name_ + "...", app.positional_description_);
@@ -232,8 +258,13 @@ CommandLine ParseCommandLine(int argc, const char* const* argv, ConfigSchema& sc
     throw EarlyExit{0};
   }
   schema.Parse(command_line.config_path, command_line.overrides);
-  if (app.print_resolved() && IsRankZero()) WriteStdout(schema.ResolvedTable());
+  if (app.print_resolved()) PrintResolvedTable(schema);
   return command_line;
+}
+
+void PrintResolvedTable(const ConfigSchema& schema) {
+  // The table is information: --log.level=warn (or error) hides it; resolved.ini keeps it.
+  if (IsRankZero() && LogEnabled(LogLevel::kInfo)) WriteStdout(schema.ResolvedTable());
 }
 
 }  // namespace shardflow

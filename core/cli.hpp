@@ -13,9 +13,10 @@
 //
 // Accepted arguments: --help / -h; --config FILE (or --config=FILE); --section.key=value or
 // --section.key value (a bare --section.key sets a bool key to true); the app's --name VALUE
-// flags and --name switches (--name=false also works); plain arguments when the app takes
-// positionals; "--" ends the flags. An unknown flag is an error naming it (and the nearest
-// known flag or key). Overrides win over the file, later ones over earlier ones.
+// flags, --name switches (--name=false also works) and --name[=choice] optional values; plain
+// arguments when the app takes positionals; "--" ends the flags. An unknown flag is an error naming
+// it (and the nearest known flag or key). Overrides win over the file, later ones over earlier
+// ones.
 //
 // Thread-safety: call from the main thread during the parse phase.
 #pragma once
@@ -53,6 +54,11 @@ class AppSpec {
                 std::string description);
   // --name sets *value to true; --name=false (any bool spelling) sets it explicitly.
   AppSpec& Switch(std::string name, bool* value, std::string description);
+  // --name alone sets *value to bare_value; --name=V sets it to V, which must be one of
+  // `choices` (the help shows "--name[=a|b]"). For a switch with a second mode
+  // (--resume, --resume=auto).
+  AppSpec& OptionalValue(std::string name, std::string* value, std::string bare_value,
+                         std::vector<std::string> choices, std::string description);
   // Plain arguments are appended to *values; at least min_count are required.
   AppSpec& Positionals(std::vector<std::string>* values, std::string value_name,
                        std::string description, size_t min_count = 0);
@@ -74,6 +80,8 @@ class AppSpec {
     std::string description;
     std::string* value = nullptr;
     bool* enabled = nullptr;
+    std::string bare_value;            // OptionalValue: the value of a bare --name
+    std::vector<std::string> choices;  // OptionalValue: the values --name=V accepts
   };
   const FlagSpec* FindFlag(const std::string& name) const;
 
@@ -108,10 +116,17 @@ std::string CommandLineHelp(const ConfigSchema& schema, const AppSpec& app);
 //  2. SplitCommandLine; registers [log] (RegisterLogOptions with process-wide storage) if the
 //     schema has no log.level key.
 //  3. schema.Parse(config file, overrides); the [log] settings take effect.
-//  4. Rank 0 prints the resolved table to stdout (unless app.PrintResolved(false)).
+//  4. Rank 0 prints the resolved table to stdout (unless app.PrintResolved(false) or the log
+//     level is above info).
 // Errors are thrown for RunMain to print once. Rank is GetLogRank() (set by MpiEnvironment;
 // -1 outside MPI counts as rank 0).
 CommandLine ParseCommandLine(int argc, const char* const* argv, ConfigSchema& schema,
                              const AppSpec& app);
+
+// Step 4 of ParseCommandLine, for an app that turned it off to print the table only once its
+// own parse-phase checks have passed: under mpirun a table on stdout followed at once by an
+// error on stderr can reach a shared log spliced mid-line, since the launcher forwards the two
+// streams in chunks of its own. Rank 0, log level info or below.
+void PrintResolvedTable(const ConfigSchema& schema);
 
 }  // namespace shardflow

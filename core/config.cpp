@@ -393,11 +393,28 @@ std::string ConfigSchema::HelpText() const {
   return out.str();
 }
 
+void ConfigSchema::ActsWhen(std::string_view full_key, std::function<bool()> acts) {
+  Option* option = Find(full_key);
+  if (option == nullptr) {
+    throw Error(ErrorCode::kNotFound, "unknown config key '" + std::string(full_key) + "'",
+                {.key = std::string(full_key)});
+  }
+  option->acts = std::move(acts);
+}
+
 std::string ConfigSchema::ResolvedTable() const {
   constexpr size_t kValueWidth = 60;
   size_t key_width = 3;
   size_t value_width = 5;
-  const auto ordered = OrderedOptions();
+  std::vector<const Option*> ordered;
+  size_t left_out = 0;
+  for (const Option* option : OrderedOptions()) {
+    if (!option->acts || option->acts()) {
+      ordered.push_back(option);
+    } else {
+      ++left_out;
+    }
+  }
   for (const Option* option : ordered) {
     key_width = std::max(key_width, option->FullKey().size());
     value_width = std::max(value_width, std::min(kValueWidth, option->render().size()));
@@ -409,6 +426,10 @@ std::string ConfigSchema::ResolvedTable() const {
     out << "  " << Pad(option->FullKey(), key_width) << "  "
         << Pad(Shorten(option->render(), kValueWidth), value_width) << "  "
         << option->source.ToString() << "\n";
+  }
+  if (left_out > 0) {
+    out << "  (" << left_out << " keys with no effect on this run left out; resolved.ini has "
+        << "every key)\n";
   }
   return out.str();
 }

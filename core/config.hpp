@@ -71,6 +71,9 @@ struct Option {
   // Checks on the member's current value: (passes, requirement such as "must be > 0").
   std::vector<std::pair<std::function<bool()>, std::string>> checks;
   ConfigSource source;
+  // Whether the key has any effect on this run (e.g. a CSV key when the format is tfrecord does
+  // not); unset: it does. Only ResolvedTable looks at it.
+  std::function<bool()> acts;
   std::string FullKey() const { return section + "." + key; }
 };
 
@@ -200,7 +203,11 @@ class ConfigSchema {
 
   // Every key by section: "  key = default   description [type, checks]".
   std::string HelpText() const;
-  // "key  value  source" for every key, aligned; long values are shortened.
+  // Marks a key as acting only while `acts` returns true (called after Parse, when the values
+  // it looks at are set). Throws Error(kNotFound) for an unknown key.
+  void ActsWhen(std::string_view full_key, std::function<bool()> acts);
+  // "key  value  source" for every key that acts for this run (ActsWhen), aligned; long values
+  // are shortened; a last line counts the keys left out (ResolvedIni has them all).
   std::string ResolvedTable() const;
   // INI text with every key, its description as a comment, that re-parses to the same values.
   std::string ResolvedIni() const;

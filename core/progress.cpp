@@ -6,11 +6,26 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "core/logging.hpp"
 
 namespace shardflow {
 namespace {
+
+// Under mpirun (and srun --pty) a rank's stdout is a pseudo-terminal the launcher made, even
+// when the launcher's own output goes to a file: isatty() says yes either way. So a rank started
+// by a launcher draws the bar only when SHARDFLOW_PROGRESS=bar asks for it, and prints plain
+// lines otherwise; SHARDFLOW_PROGRESS=plain forces plain lines everywhere.
+bool UnderLauncher() {
+  const char* choice = std::getenv("SHARDFLOW_PROGRESS");
+  if (choice != nullptr && std::string_view(choice) == "bar") return false;
+  if (choice != nullptr && std::string_view(choice) == "plain") return true;
+  for (const char* name : {"PMIX_RANK", "PMI_SIZE", "SLURM_STEP_ID"}) {
+    if (std::getenv(name) != nullptr) return true;
+  }
+  return false;
+}
 
 double SteadySeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -67,7 +82,7 @@ ProgressReporter::ProgressReporter(int64_t total_steps, ProgressOptions options)
       terminal_ = false;
       break;
     case ProgressOptions::Mode::kAuto:
-      terminal_ = options_.stream == nullptr && ::isatty(options_.fd) == 1;
+      terminal_ = options_.stream == nullptr && ::isatty(options_.fd) == 1 && !UnderLauncher();
       break;
   }
   if (terminal_ && options_.stream == nullptr) {

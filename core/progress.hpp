@@ -9,7 +9,8 @@
 //   progress.Finish();
 //
 // Output (stdout by default):
-//  - on a terminal: one line redrawn in place (carriage return) at most every
+//  - on a terminal (not under mpirun or srun unless SHARDFLOW_PROGRESS=bar; see Mode):
+//    one line redrawn in place (carriage return) at most every
 //    redraw_interval_seconds, with a bar:
 //      train [=========>          ]  45.0% 450/1000 | 8.51 steps/s | 1089 samples/s | ETA 1m04s |
 //      loss=0.4512
@@ -47,7 +48,10 @@ struct ProgressOptions {
   double redraw_interval_seconds = 0.2;  // terminal mode: at most one redraw per interval
   double rate_window_seconds = 5;        // terminal mode: rates cover the last 1-2 windows
   int bar_width = 30;
-  Mode mode = Mode::kAuto;  // kAuto: terminal when there is no stream and isatty(fd)
+  // kAuto: terminal when there is no stream, isatty(fd), and the process was not started by an
+  // MPI or Slurm launcher (whose pseudo-terminal says nothing about where the output goes);
+  // SHARDFLOW_PROGRESS=bar or =plain overrides that last part.
+  Mode mode = Mode::kAuto;
   int fd = STDOUT_FILENO;
   std::ostream* stream = nullptr;  // when set, output goes here instead of fd
   std::function<double()> clock;   // monotonic seconds; default steady_clock

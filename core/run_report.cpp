@@ -15,6 +15,30 @@ double Fraction(double part, double whole) {
 // Knob values as a user writes them: autotuned ones (negative) are "auto".
 std::string Knob(int value) { return value < 0 ? std::string("auto") : std::to_string(value); }
 
+// "auto = 1" when the value auto resolved to is known.
+std::string Knob(int value, int used) {
+  return value < 0 && used > 0 ? "auto = " + std::to_string(used) : Knob(value);
+}
+
+// The compute-bound advice: more threads only while the node has idle cores.
+std::string ComputeAdvice(const TuningContext& ctx) {
+  const int busy = ctx.threads * std::max(1, ctx.local_ranks);
+  std::ostringstream advice;
+  if (ctx.cores > 0 && busy >= ctx.cores) {
+    advice << "input and communication keep up and every core is busy (" << ctx.local_ranks
+           << " ranks x " << ctx.threads << " threads on " << ctx.cores
+           << " cores): to go faster, run on more nodes or faster cores";
+  } else if (ctx.cores > 0) {
+    advice << "input and communication keep up: to go faster, raise train.threads (now "
+           << ctx.threads << "; " << ctx.local_ranks << " ranks x " << ctx.threads
+           << " threads use " << busy << " of " << ctx.cores << " cores) or add ranks";
+  } else {
+    advice << "input and communication keep up: to go faster, raise train.threads (now "
+           << ctx.threads << ") or add ranks";
+  }
+  return advice.str();
+}
+
 std::string Percent(double fraction) {
   char buf[16];
   std::snprintf(buf, sizeof(buf), "%.0f%%", fraction * 100);
@@ -36,7 +60,8 @@ Verdict Diagnose(const StepTimeTotals& t, const TuningContext& ctx, double thres
     if (ctx.parallel_calls >= 0 && ctx.parallel_calls < ctx.threads * 2) {
       advice << "raise data.parallel_calls (now " << Knob(ctx.parallel_calls) << ")";
     } else {
-      advice << "raise data.parallel_reads (now " << Knob(ctx.parallel_reads)
+      advice << "raise data.parallel_reads (now "
+             << Knob(ctx.parallel_reads, ctx.parallel_reads_used)
              << ") or data.parallel_calls (now " << Knob(ctx.parallel_calls) << ")";
     }
     if (!ctx.cache_enabled) advice << ", or set data.cache = memory if the data fits";
@@ -56,8 +81,7 @@ Verdict Diagnose(const StepTimeTotals& t, const TuningContext& ctx, double thres
     return {"communication-bound", advice.str()};
   }
   advice << Percent(t.ComputeFraction()) << " of step time computing; ";
-  advice << "input and communication keep up: to go faster, raise train.threads (now "
-         << ctx.threads << ") or add ranks";
+  advice << ComputeAdvice(ctx);
   return {"compute-bound", advice.str()};
 }
 

@@ -40,6 +40,12 @@ struct TuningContext {
   bool overlap = true;
   int threads = 1;
   int ranks = 1;
+  // What "auto" resolved to, shown beside it ("auto = 1"); 0: not known, shown as "auto".
+  int parallel_reads_used = 0;
+  // The cores of this node and the ranks placed on it: when ranks x threads already fill the
+  // cores, the advice is to add nodes, not threads. 0 cores: not known.
+  int cores = 0;
+  int local_ranks = 1;
 };
 
 struct Verdict {

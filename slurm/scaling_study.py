@@ -3,6 +3,9 @@
 
     slurm/scaling_study.py SPEC.ini --mode mpirun|sbatch --out DIR [options]
 
+--ranks 1,2 (and --nodes, --scaling, --batch, --config, --overrides) replace the spec's
+[study] values for this run, so a study on fewer ranks needs no copy of the spec.
+
 SPEC.ini (see configs/studies/):
 
     [study]
@@ -63,8 +66,13 @@ def parse_int_list(text, what, spec_path):
     return values
 
 
-def load_spec(path):
-    """Returns a dict: config, points [(ranks, nodes)], scaling, batch, overrides, trainer, name."""
+# [study] keys that the command line may set (--ranks 1,2 ...), replacing the spec's value.
+AXES = ("config", "ranks", "nodes", "scaling", "batch", "overrides")
+
+
+def load_spec(path, replace=None):
+    """Returns a dict: config, points [(ranks, nodes)], scaling, batch, overrides, trainer, name.
+    `replace` maps [study] keys to values given on the command line; they win over the file."""
     parser = configparser.ConfigParser(inline_comment_prefixes=("#", ";"))
     try:
         with open(path) as f:
@@ -74,6 +82,9 @@ def load_spec(path):
     if not parser.has_section("study"):
         raise SpecError(f"{path}: no [study] section")
     s = parser["study"]
+    for key, value in (replace or {}).items():
+        if value is not None:
+            s[key] = value
     known = {"name", "config", "ranks", "nodes", "scaling", "batch", "overrides", "trainer"}
     for key in s:
         if key not in known:
@@ -452,6 +463,12 @@ def main(argv):
     ap.add_argument("--mode", choices=["mpirun", "sbatch"], required=True)
     ap.add_argument("--out", required=True, help="output folder (created)")
     ap.add_argument("--trainer", help="trainer program (overrides the spec's trainer)")
+    ap.add_argument("--ranks", help="rank counts, e.g. 1,2,4 (replaces the spec's ranks)")
+    ap.add_argument("--nodes", help="node counts: one, or one per rank count (replaces the spec's)")
+    ap.add_argument("--scaling", choices=["weak", "strong"], help="replaces the spec's scaling")
+    ap.add_argument("--batch", help="per-rank (weak) or global (strong) batch (replaces the spec's)")
+    ap.add_argument("--config", help="training config (replaces the spec's config)")
+    ap.add_argument("--overrides", help="flags for every run, one string (replaces the spec's)")
     ap.add_argument("--mpirun", default="mpirun", help="mpirun command (default: mpirun)")
     ap.add_argument("--mpirun-args", default="", help="extra mpirun flags, one string")
     ap.add_argument("--sbatch-args", default="", help="extra sbatch flags, one string")
@@ -471,7 +488,7 @@ def main(argv):
     args = ap.parse_args(argv)
 
     try:
-        spec = load_spec(args.spec)
+        spec = load_spec(args.spec, {key: getattr(args, key) for key in AXES})
     except SpecError as e:
         print(f"scaling_study: error: {e}", file=sys.stderr)
         return 2

@@ -1,5 +1,6 @@
 #include "apps/common/experiment_config.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
 
@@ -89,11 +90,48 @@ void RegisterDistAndCheckpointSections(ConfigSchema& s, ExperimentConfig* c) {
 
   s.DescribeSection("checkpoint", "checkpoints (HDF5, written by rank 0)");
   s.Add("checkpoint", "dir", &c->checkpoint_dir, "folder ('' : OUTPUT/checkpoints)");
-  s.Add("checkpoint", "every_steps", &c->checkpoint_every_steps, "0: only at the end")
+  s.Add("checkpoint", "every_steps", &c->checkpoint_every_steps, "0: off").NonNegative();
+  s.Add("checkpoint", "every_epochs", &c->checkpoint_every_epochs,
+        "a checkpoint at the end of every Nth epoch (0: off); the last step always has one")
       .NonNegative();
   s.Add("checkpoint", "every_minutes", &c->checkpoint_every_minutes, "0: off").NonNegative();
   s.Add("checkpoint", "keep_last", &c->keep_last, "checkpoints kept (0: all)").NonNegative();
   s.Add("checkpoint", "warm_start", &c->warm_start, "take the weights of this checkpoint first");
+}
+
+// Which [data]/[eval] keys act for this run, for the resolved table: a format's own keys only
+// for that format (io/pipeline/sources/format_options.cpp says which format each is for), and
+// no [eval] key when eval.files is empty. resolved.ini keeps every key.
+void MarkActingInputKeys(ConfigSchema& s, const std::string& section,
+                         const pipeline::InputSpec* spec, const pipeline::InputSpec* eval) {
+  const std::vector<std::pair<const char*, std::vector<std::string>>> format_keys = {
+      {"header_lines", {"text", "jsonl"}},
+      {"line_bytes", {"text"}},
+      {"json_schema", {"jsonl"}},
+      {"record_bytes", {"fixed"}},
+      {"header_bytes", {"fixed"}},
+      {"footer_bytes", {"fixed"}},
+      {"tail", {"fixed"}},
+      {"on_error", {"jsonl", "images"}},
+      {"root", {"images"}},
+      {"list", {"images"}},
+      {"channels", {"images"}},
+      {"label_map", {"images"}},
+      {"compression", {"tfrecord"}},
+      {"on_corrupt", {"tfrecord"}}};
+  for (const std::string& key : s.Keys()) {
+    if (key.rfind(section + ".", 0) != 0) continue;
+    const std::string name = key.substr(section.size() + 1);
+    std::vector<std::string> formats;
+    for (const auto& [format_key, its_formats] : format_keys) {
+      if (name == format_key) formats = its_formats;
+    }
+    s.ActsWhen(key, [spec, eval, formats] {
+      if (eval != nullptr && eval->data.files.empty()) return false;
+      return formats.empty() ||
+             std::find(formats.begin(), formats.end(), spec->data.format) != formats.end();
+    });
+  }
 }
 
 }  // namespace
@@ -101,6 +139,8 @@ void RegisterDistAndCheckpointSections(ConfigSchema& s, ExperimentConfig* c) {
 void RegisterExperimentConfig(ConfigSchema& s, ExperimentConfig* c) {
   pipeline::RegisterDataOptions(s, "data", &c->data);
   pipeline::RegisterDataOptions(s, "eval", &c->eval);
+  MarkActingInputKeys(s, "data", &c->data, nullptr);
+  MarkActingInputKeys(s, "eval", &c->eval, &c->eval);
   s.DescribeSection("eval", "evaluation input (every record once per evaluation); no files: none");
   RegisterModelSection(s, c);
   RegisterTrainSection(s, c);

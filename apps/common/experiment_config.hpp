@@ -61,6 +61,7 @@ struct ExperimentConfig {
   // [checkpoint]
   std::string checkpoint_dir;
   int64_t checkpoint_every_steps = 0;
+  int64_t checkpoint_every_epochs = 1;
   double checkpoint_every_minutes = 0;
   int keep_last = 3;
   std::string warm_start;
@@ -69,7 +70,7 @@ struct ExperimentConfig {
   bool trace = false;
   // Flags.
   std::string output = "runs/latest";
-  bool resume = false;
+  std::string resume;  // "" (start fresh), "latest" (--resume) or "auto" (--resume=auto)
   bool no_progress = false;
 };
 

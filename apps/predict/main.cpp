@@ -15,6 +15,7 @@
 #include "core/mpi_env.hpp"
 #include "core/timer.hpp"
 #include "io/pipeline/input_pipeline.hpp"
+#include "io/pipeline/list_files.hpp"
 
 namespace shardflow::predict {
 namespace {
@@ -100,6 +101,8 @@ int main(int argc, char** argv) {
         app.RequireConfig(true).PrintResolved(false);
         ParseCommandLine(argc, argv, schema, app);
         predict::PrepareInputSpec(&config);
+        pipeline::CheckFilesMatch(config.train.data.data.files,
+                                  config.input.empty() ? "data.files" : "--input");
         prepared.options = apps::MakeModelSetup(config.train);
         cpu::SetIntraOpThreads(apps::ResolveThreads(config.train, env.local_size()));
         // Errors found here (missing checkpoint or input, a checkpoint that does not fit the

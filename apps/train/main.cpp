@@ -1,20 +1,48 @@
 // shardflow-train: synchronous data-parallel training, one process per rank.
-//   mpirun -np N shardflow-train --config FILE [--section.key=value ...] [--output DIR] [--resume]
+//   mpirun -np N shardflow-train --config FILE [--section.key=value ...] [--output DIR]
+//       [--resume[=auto]] [--check] [--no-progress]
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "apps/train/trainer.hpp"
 #include "apps/train/trainer_options.hpp"
+#include "comm/collectives.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/logging.hpp"
 #include "core/mpi_env.hpp"
+#include "io/pipeline/input_pipeline.hpp"
 #include "io/pipeline/list_files.hpp"
 
 namespace shardflow::train {
 namespace {
 
-int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& options) {
+// --resume without a checkpoint to resume from, or with one that does not fit the model or the
+// optimizer, is a usage error found in the parse phase, where every rank hits it alike and one
+// line says so (--resume=auto starts fresh when there is none). The newest usable checkpoint is
+// loaded into a scratch model to check it; the strategy loads it again to resume.
+void CheckResumable(const TrainerOptions& o) {
+  if (!o.resume) return;
+  const bool none =
+      !std::filesystem::is_directory(o.checkpoint.dir) || ListCheckpoints(o.checkpoint).empty();
+  if (none && o.resume_if_possible) return;
+  if (!none) {
+    Sequential<float> model(o.model_spec, o.input_shape, o.model);
+    const std::unique_ptr<Optimizer> optimizer = MakeOptimizer(o.optimizer, model.arena().size());
+    TrainingState state;
+    if (!LoadLatestCheckpoint(o.checkpoint, model, optimizer.get(), &state).empty()) return;
+    if (o.resume_if_possible) return;
+  }
+  throw Error(ErrorCode::kNotFound, "--resume: no checkpoint to resume from",
+              {.file = o.checkpoint.dir,
+               .hint = "--resume=auto starts fresh when there is none; without --resume the "
+                       "run starts fresh"});
+}
+
+int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& options,
+        int64_t local_batches) {
   const bool chief = env.is_chief();
   if (chief) {
     std::filesystem::create_directories(config.output);
@@ -25,21 +53,72 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
   }
   TrainerInputs inputs;
   inputs.train = [&] { return pipeline::BuildInputPipeline(config.data, env.rank(), env.size()); };
-  inputs.local_batches = [&] {
-    return pipeline::CountLocalBatches(config.data, env.rank(), env.size());
-  };
+  inputs.local_batches = [local_batches] { return local_batches; };
   if (!config.eval.data.files.empty()) {
     inputs.eval = [&] { return pipeline::BuildInputPipeline(config.eval, env.rank(), env.size()); };
   }
   const comm::Communicator job(comm::Group::kWorld, {.discover_topology = false});
   const TrainResult result = RunTraining(job, options, inputs);
-  if (chief) {
+  if (chief && result.already_complete) {
+    std::printf("the run in %s is complete; nothing changed (raise train.epochs to go on)\n",
+                config.output.c_str());
+  } else if (chief) {
     std::ofstream(config.output + "/summary.json") << SummaryToJson(result.summary).dump(2) << "\n";
     std::fputs(FormatReport(result.summary).c_str(), stdout);
     std::printf("outputs in %s (resolved.ini, metrics.jsonl, summary.json, checkpoints/)\n",
                 config.output.c_str());
     std::fflush(stdout);
   }
+  return 0;
+}
+
+// --check: what a run would do, from every rank's counts, printed by rank 0; nothing trained or
+// written. Memory is the model's share per rank: parameters, gradients and optimizer slots in
+// float32, plus one input batch (activations come on top and depend on the layers).
+int DryRun(MpiEnvironment& env, const apps::ExperimentConfig& config, const TrainerOptions& o) {
+  comm::Communicator job(comm::Group::kWorld, {.discover_topology = false});
+  const int64_t records = pipeline::CountLocalRecords(config.data, env.rank(), env.size());
+  const int64_t batches = pipeline::CountLocalBatches(config.data, env.rank(), env.size());
+  const std::vector<int64_t> all_records = comm::AllgatherInt64(job, records);
+  const std::vector<int64_t> all_batches = comm::AllgatherInt64(job, batches);
+  const std::vector<int64_t> local_ranks = comm::AllgatherInt64(job, env.local_rank());
+  if (!env.is_chief()) return 0;
+  const auto train_files = pipeline::ListFiles(config.data.data.files);
+  std::printf("check: %zu training files (%s ... %s)", train_files.size(),
+              train_files.front().c_str(), train_files.back().c_str());
+  if (!config.eval.data.files.empty()) {
+    std::printf(", %zu evaluation files", pipeline::ListFiles(config.eval.data.files).size());
+  }
+  std::printf("\ncheck: rank  local rank  threads  records  batches\n");
+  for (int r = 0; r < env.size(); ++r) {
+    std::printf("check: %4d  %10lld  %7d  %7lld  %7lld\n", r,
+                static_cast<long long>(local_ranks[r]), o.tuning.threads,
+                static_cast<long long>(all_records[r]), static_cast<long long>(all_batches[r]));
+  }
+  const int64_t per_epoch = *std::min_element(all_batches.begin(), all_batches.end());
+  const int64_t planned = per_epoch * o.epochs;
+  const int64_t steps = o.max_steps > 0 ? std::min(planned, o.max_steps) : planned;
+  std::printf(
+      "check: %lld steps per epoch (the fewest batches of any rank) x %lld epochs = %lld "
+      "steps\n",
+      static_cast<long long>(per_epoch), static_cast<long long>(o.epochs),
+      static_cast<long long>(steps));
+  Sequential<float> model(o.model_spec, o.input_shape, o.model);
+  const int64_t params = model.arena().size();
+  int64_t slots = 0;
+  const std::unique_ptr<Optimizer> optimizer = MakeOptimizer(o.optimizer, params);
+  for (const NamedTensor& slot : optimizer->Slots()) {
+    slots += slot.tensor->num_elements();
+  }
+  const int64_t sample = NumElements(o.input_shape);
+  const double mib =
+      4.0 * static_cast<double>(2 * params + slots + o.per_rank_batch * sample) / (1024.0 * 1024.0);
+  std::printf(
+      "check: model %lld parameters; per rank about %.1f MiB for parameters, gradients, "
+      "optimizer state and one batch (activations extra)\n",
+      static_cast<long long>(params), mib);
+  std::printf("check: ok, nothing trained or written\n");
+  std::fflush(stdout);
   return 0;
 }
 
@@ -51,6 +130,8 @@ int main(int argc, char** argv) {
   apps::ExperimentConfig config;
   train::TrainerOptions options;
   ConfigSchema schema;
+  bool check = false;
+  int64_t local_batches = 0;
   return RunMain(
       argc, argv,
       [&](MpiEnvironment& env) {
@@ -60,23 +141,39 @@ int main(int argc, char** argv) {
                     "or srun");
         app.Flag("output", &config.output, "DIR",
                  "outputs: resolved.ini, metrics.jsonl, summary.json, checkpoints/, traces")
-            .Switch("resume", &config.resume, "continue from the latest checkpoint")
+            .OptionalValue("resume", &config.resume, "latest", {"latest", "auto"},
+                           "continue from the newest checkpoint (an error when there is none); "
+                           "=auto: continue if there is one, else start fresh")
             .Switch("no-progress", &config.no_progress, "no progress bar")
-            .RequireConfig(true);
+            .Switch("check", &check,
+                    "dry run: resolve the config, list the files, count records and steps per "
+                    "rank, estimate memory, and exit without training or writing")
+            .RequireConfig(true)
+            .PrintResolved(false);  // printed below, once the checks have passed
         ParseCommandLine(argc, argv, schema, app);
         options = train::MakeTrainerOptions(&config, env.size(), schema.ResolvedIni());
         // Input patterns that match nothing are a usage error: reported here, once, rather
         // than by every rank's pipeline at once.
-        pipeline::ListFiles(config.data.data.files);
-        if (!config.eval.data.files.empty()) pipeline::ListFiles(config.eval.data.files);
+        pipeline::CheckFilesMatch(config.data.data.files, "data.files");
+        if (!config.eval.data.files.empty()) {
+          pipeline::CheckFilesMatch(config.eval.data.files, "eval.files");
+        }
+        train::CheckResumable(options);
+        // Counting opens every file of this rank's shard: a file every rank finds wrong alike (a
+        // CSV header without the feature's column) is an error of the parse phase, said once.
+        local_batches = pipeline::CountLocalBatches(config.data, env.rank(), env.size());
         options.tuning.threads = apps::ResolveThreads(config, env.local_size());
+        options.tuning.local_ranks = env.local_size();
+        options.tuning.cores = static_cast<int>(std::thread::hardware_concurrency());
         cpu::SetIntraOpThreads(options.tuning.threads);
+        PrintResolvedTable(schema);
       },
       [&](MpiEnvironment& env) {
+        if (check) return train::DryRun(env, config, options);
         if (env.is_chief()) {
           std::filesystem::create_directories(config.output);
           schema.SaveResolved(config.output + "/resolved.ini");
         }
-        return train::Run(env, config, options);
+        return train::Run(env, config, options, local_batches);
       });
 }

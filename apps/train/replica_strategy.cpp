@@ -34,9 +34,16 @@ StartPoint ReplicaStrategy::Setup() {
     TrainingState state;
     state.seed = o.model.seed;
     const std::string from = LoadLatestCheckpoint(o.checkpoint, *model_, optimizer_.get(), &state);
+    if (from.empty() && !o.resume_if_possible) {
+      throw Error(
+          ErrorCode::kNotFound, "--resume: no usable checkpoint",
+          {.file = o.checkpoint.dir, .hint = "--resume=auto starts fresh when there is none"});
+    }
     if (from.empty()) {
-      if (chief)
-        SF_LOG(Warn) << "--resume: no checkpoint in " << o.checkpoint.dir << "; starting fresh";
+      if (chief) {
+        SF_LOG(Info) << "--resume=auto: no checkpoint in " << o.checkpoint.dir
+                     << "; starting fresh";
+      }
     } else {
       if (chief) SF_LOG(Info) << "resuming from " << from << " at step " << state.step;
       start.step = state.step;

@@ -59,16 +59,18 @@ struct TrainerOptions : apps::ModelSetup {
   double watchdog_seconds = 300;
 
   // Output and checkpoints (rank 0 writes).
-  std::string output_dir;        // "" : no files
-  CheckpointOptions checkpoint;  // dir "" : no checkpoints
-  int64_t checkpoint_every_steps = 0;
-  double checkpoint_every_minutes = 0;
-  bool resume = false;           // continue from the latest checkpoint in checkpoint.dir
-  std::string warm_start;        // a checkpoint to take weights from (not with resume)
-  std::string config_text;       // the resolved config, stored in checkpoints
-  int64_t log_every_steps = 50;  // metrics.jsonl and progress metrics
-  bool progress = true;          // rank 0 progress bar
-  bool trace = false;            // Chrome trace per rank in output_dir
+  std::string output_dir;               // "" : no files
+  CheckpointOptions checkpoint;         // dir "" : no checkpoints
+  int64_t checkpoint_every_steps = 0;   // 0: off
+  int64_t checkpoint_every_epochs = 1;  // 0: off; the last step always has one
+  double checkpoint_every_minutes = 0;  // 0: off
+  bool resume = false;                  // continue from the latest checkpoint in checkpoint.dir
+  bool resume_if_possible = false;      // with resume: no checkpoint starts fresh (else an error)
+  std::string warm_start;               // a checkpoint to take weights from (not with resume)
+  std::string config_text;              // the resolved config, stored in checkpoints
+  int64_t log_every_steps = 50;         // metrics.jsonl and progress metrics
+  bool progress = true;                 // rank 0 progress bar
+  bool trace = false;                   // Chrome trace per rank in output_dir
 
   // For the report's advice: the current values of the knobs it may name.
   TuningContext tuning;
@@ -88,6 +90,9 @@ struct TrainResult {
   std::vector<float> params;  // the final parameters (every rank holds the same)
   double final_train_loss = 0;
   std::vector<double> step_losses;  // global mean loss per step (rank 0; all ranks hold it)
+  // Resumed from a checkpoint at or past the last planned step: nothing ran, and `summary` and
+  // `params` are empty; the caller leaves the run's outputs as they are.
+  bool already_complete = false;
 };
 
 class Strategy;

@@ -70,8 +70,10 @@ void SetOutputs(const apps::ExperimentConfig& c, const std::string& config_text,
   o->checkpoint.dir = c.checkpoint_dir.empty() ? c.output + "/checkpoints" : c.checkpoint_dir;
   o->checkpoint.keep_last = c.keep_last;
   o->checkpoint_every_steps = c.checkpoint_every_steps;
+  o->checkpoint_every_epochs = c.checkpoint_every_epochs;
   o->checkpoint_every_minutes = c.checkpoint_every_minutes;
-  o->resume = c.resume;
+  o->resume = !c.resume.empty();
+  o->resume_if_possible = c.resume == "auto";
   o->warm_start = c.warm_start;
   if (o->resume && !o->warm_start.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "--resume and a warm start exclude each other",
@@ -98,7 +100,9 @@ TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* c, int ranks,
               .bucket_mb = c->bucket_mb,
               .overlap = c->overlap,
               .threads = 1,  // set by the caller, who knows the node's ranks
-              .ranks = ranks};
+              .ranks = ranks,
+              // BuildInputPipeline reads with one thread when parallel_reads is auto.
+              .parallel_reads_used = c->data.data.parallel_reads == pipeline::kAutotune ? 1 : 0};
   return o;
 }
 

@@ -96,7 +96,7 @@ class TrainingLoop {
   void AfterStep(int64_t step);
   void LogInterval(int64_t step);
   void MaybeCheckpoint(int64_t step, bool interval_end);
-  void EvaluateEpoch(int64_t step);
+  EvalResult Evaluate(int64_t step, bool final);
   void Summarize(int64_t steps);
   bool chief() const { return ctl_.rank() == 0; }
 
@@ -132,6 +132,15 @@ TrainResult TrainingLoop::Run() {
           .Repeat(o_.epochs)
           .MakeIterator());
   if (!start.iterator_state.empty()) it_->RestoreState(start.iterator_state);
+  if (start.step > 0 && start.step >= plan_.total_steps) {
+    // A finished run resumed: nothing to train, and its outputs stay as they are.
+    if (chief()) {
+      SF_LOG(Info) << "--resume: the run is complete (step " << start.step << " of "
+                   << plan_.total_steps << "); nothing to do, outputs unchanged";
+    }
+    result_.already_complete = true;
+    return result_;
+  }
   metrics_ = std::make_unique<MetricsLog>(
       chief() && !o_.output_dir.empty() ? o_.output_dir + "/metrics.jsonl" : "");
   if (chief() && o_.progress) {
@@ -150,7 +159,7 @@ TrainResult TrainingLoop::Run() {
   times_.wall_s = Since(loop_start);
   if (progress_) progress_->Finish();
   if (inputs_.eval) {
-    const EvalResult e = strategy_.Evaluate(inputs_.eval());
+    const EvalResult e = Evaluate(step - 1, /*final=*/true);
     if (o_.task == Task::kClassify) result_.summary.test_accuracy = e.accuracy;
     result_.summary.test_loss = e.loss;
   }
@@ -201,7 +210,7 @@ void TrainingLoop::AfterStep(int64_t step) {
       (o_.log_every_steps > 0 && (step + 1) % o_.log_every_steps == 0) || epoch_end || last;
   if (interval_end) LogInterval(step);
   if (!last) MaybeCheckpoint(step, interval_end);
-  if (epoch_end && !last && inputs_.eval) EvaluateEpoch(step);
+  if (epoch_end && !last && inputs_.eval) Evaluate(step, /*final=*/false);
 }
 
 void TrainingLoop::LogInterval(int64_t step) {
@@ -225,10 +234,13 @@ void TrainingLoop::LogInterval(int64_t step) {
   interval_ = Interval{};
 }
 
-// Step-based checkpoints every checkpoint_every_steps; time-based ones are checked at the end
-// of each metrics interval: rank 0 decides, everyone follows (the save is collective).
+// Step-based checkpoints every checkpoint_every_steps, epoch-based ones at the end of every
+// checkpoint_every_epochs-th epoch; time-based ones are checked at the end of each metrics
+// interval: rank 0 decides, everyone follows (the save is collective).
 void TrainingLoop::MaybeCheckpoint(int64_t step, bool interval_end) {
   bool due = o_.checkpoint_every_steps > 0 && (step + 1) % o_.checkpoint_every_steps == 0;
+  const int64_t epoch_steps = o_.checkpoint_every_epochs * plan_.steps_per_epoch;
+  due = due || (epoch_steps > 0 && (step + 1) % epoch_steps == 0);
   if (interval_end && o_.checkpoint_every_minutes > 0) {
     const int64_t late = chief() && Since(last_checkpoint_) >= 60 * o_.checkpoint_every_minutes;
     due = due || comm::AllreduceInt64(ctl_, late, comm::ReduceOp::kMax) != 0;
@@ -238,17 +250,24 @@ void TrainingLoop::MaybeCheckpoint(int64_t step, bool interval_end) {
   last_checkpoint_ = Clock::now();
 }
 
-void TrainingLoop::EvaluateEpoch(int64_t step) {
+// Evaluation after `step` (0-based): at an epoch end, and once more after the last step (a
+// line in metrics.jsonl either way, the last one marked "final").
+EvalResult TrainingLoop::Evaluate(int64_t step, bool final) {
   const EvalResult e = strategy_.Evaluate(inputs_.eval());
   if (chief()) {
-    SF_LOG(Info) << "epoch " << (step + 1) / plan_.steps_per_epoch << ": eval loss " << e.loss
+    SF_LOG(Info) << (final ? "final"
+                           : "epoch " + std::to_string((step + 1) / plan_.steps_per_epoch))
+                 << ": eval loss " << e.loss
                  << (o_.task == Task::kClassify ? ", accuracy " + std::to_string(e.accuracy)
                                                 : std::string());
   }
-  metrics_->Write({{"step", step + 1},
-                   {"epoch", step / plan_.steps_per_epoch},
-                   {"eval_loss", e.loss},
-                   {"eval_accuracy", e.accuracy}});
+  nlohmann::json line = {{"step", step + 1},
+                         {"epoch", step / plan_.steps_per_epoch},
+                         {"eval_loss", e.loss},
+                         {"eval_accuracy", e.accuracy}};
+  if (final) line["final"] = true;
+  metrics_->Write(line);
+  return e;
 }
 
 // Where the time went: the slowest rank's wall time, the mean of the parts.

@@ -4,11 +4,25 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <mutex>
+#include <set>
+#include <string>
 
 #include "core/logging.hpp"
 #include "io/pipeline/parallel_map.hpp"
 
 namespace shardflow::pipeline {
+namespace {
+
+// Whether this process has not logged `change` ("map: 1 -> 2 workers") before.
+bool FirstTimeInProcess(const std::string& change) {
+  static std::mutex mutex;
+  static std::set<std::string> logged;
+  const std::lock_guard<std::mutex> lock(mutex);
+  return logged.insert(change).second;
+}
+
+}  // namespace
 
 int DefaultCpuBudget() {
   cpu_set_t set;
@@ -149,8 +163,9 @@ void Autotuner::Step() {
     }
     if (!decision.empty()) {
       if (options_.log) {
-        // Every rank tunes its own pipeline; rank 0 speaks for them at info level.
-        if (GetLogRank() <= 0) {
+        // Every rank tunes its own pipeline; rank 0 speaks for them at info level, once per
+        // change: each epoch's pipeline starts from the same settings and makes the same moves.
+        if (GetLogRank() <= 0 && FirstTimeInProcess(decision.substr(0, decision.find(" (")))) {
           SF_LOG(Info) << "autotune: " << decision;
         } else {
           SF_LOG(Debug) << "autotune: " << decision;

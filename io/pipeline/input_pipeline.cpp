@@ -90,7 +90,8 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
   }
   s.AddChoice(sec, "format", &d.format,
               {"tfrecord", "hdf5", "idx", "csv", "text", "jsonl", "fixed", "images"},
-              "record format of the files (text, jsonl, fixed, images: see format_options.hpp)");
+              "record format of the files; the keys that act for one format only say which "
+              "(e.g. 'fixed: bytes per record')");
   RegisterFormatOptions(s, sec, &spec->format);
   s.AddChoice(sec, "compression", &spec->compression, {"auto", "none", "gzip", "zlib"},
               "TFRecord compression; auto picks by suffix (.gz, .zlib)");
@@ -117,7 +118,9 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
                {"file", ShardPolicy::kFile},
                {"record", ShardPolicy::kRecord},
                {"byte_range", ShardPolicy::kByteRange}},
-              "how ranks split the data: file, record, byte_range or auto (see shard_policy.hpp)");
+              "how ranks split the data: file (whole files per rank), record (every rank reads "
+              "every file, keeps every Nth record), byte_range (each file cut in N byte ranges), "
+              "auto (file when the files balance over the ranks, else byte_range or record)");
   s.Add(sec, "shuffle_files", &d.shuffle_files, "list files in a seeded random order");
   s.Add(sec, "shuffle_buffer", &d.shuffle_buffer, "shuffle window in elements (0: no shuffle)")
       .NonNegative();

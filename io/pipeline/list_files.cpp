@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <set>
 
 #include "core/error.hpp"
@@ -33,6 +34,19 @@ int RecordGlobError(const char* path, int error) {
   return 1;  // stop: with GLOB_ERR glob returns GLOB_ABORTED
 }
 
+// "in /abs/folder" (and, for a relative pattern, that it resolved against the working
+// directory), or "(no folder /abs/folder)" when the folder is missing.
+std::string WhereLooked(const std::string& pattern) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path given(pattern);
+  const fs::path folder = fs::absolute(given, ec).parent_path().lexically_normal();
+  std::string where = fs::is_directory(folder, ec) ? "in " + folder.string()
+                                                   : "(no folder " + folder.string() + ")";
+  if (given.is_relative()) where += ", relative to the working directory";
+  return where;
+}
+
 std::vector<std::string> Expand(const std::string& pattern) {
   glob_t g{};
   t_glob_errno = 0;
@@ -47,8 +61,8 @@ std::vector<std::string> Expand(const std::string& pattern) {
   }
   globfree(&g);
   if (rc == GLOB_NOMATCH || (rc == 0 && out.empty())) {
-    throw Error(ErrorCode::kNotFound, "no files match '" + pattern + "'",
-                {.file = pattern, .hint = "check [data] files"});
+    throw Error(ErrorCode::kNotFound, "no files match '" + pattern + "' " + WhereLooked(pattern),
+                {.file = pattern, .hint = "check the file pattern"});
   }
   if (rc != 0) {
     throw Error(ErrorCode::kIo,
@@ -65,6 +79,17 @@ std::vector<std::string> Expand(const std::string& pattern) {
 
 std::vector<std::string> ListFiles(const std::string& pattern, bool shuffle, uint64_t seed) {
   return ListFiles(std::vector<std::string>{pattern}, shuffle, seed);
+}
+
+void CheckFilesMatch(const std::vector<std::string>& patterns, const std::string& given_as) {
+  try {
+    ListFiles(patterns);
+  } catch (const Error& e) {
+    Status status = e.status();
+    status.mutable_context().key = given_as;
+    status.mutable_context().hint = "check " + given_as;
+    throw Error(std::move(status));
+  }
 }
 
 std::vector<std::string> ListFiles(const std::vector<std::string>& patterns, bool shuffle,

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Runs every ```sh block of README.md, in order, in one shell, as a reader would (issue 24,
+item 1), against data made the way ./run.sh makes it but smaller. Prints each command with its
+README line, SKIPPED (with the reason) for the few that cannot run here, and
+"readme_commands.py: ok" last when every other command exited 0.
+    readme_commands.py SOURCE_DIR BIN_DIR WORK_DIR -- MPIEXEC ARGS...
+The work folder looks like a checkout after ./run.sh: build/bin, configs/, scripts/ and slurm/
+link to the real ones, data/ holds 2,000 training and 1,000 test images as TFRecord shards
+named as ./run.sh names them. The commands run without the OpenMPI root and oversubscription
+settings of the environment: the README must say them itself.
+"""
+import os
+import pathlib
+import re
+import shlex
+import subprocess
+import sys
+
+# Commands that cannot run inside a test, by their first word(s), with the reason printed.
+SKIP = [
+    (r"^\./run\.sh\b", "the main job itself (15 epochs of the full data); this test's data is made the way it makes it"),
+    (r"^\./test\.sh\b", "the whole test suite, this test among them"),
+    (r"^(\S+=\S+ )*sbatch\b", "needs Slurm"),
+    (r"^slurm/scaling_study\.py .*--mode sbatch", "needs Slurm"),
+    (r"^slurm/scaling_study\.py .*--mode mpirun", "takes minutes (4 rank counts, full data)"),
+    (r"^scripts/setup\.sh\b", "installs Debian packages (network)"),
+    (r"^cmake\b", "the build itself, which this test runs inside"),
+    (r"^ctest\b", "the test suite, this test among them"),
+]
+
+
+def commands(readme):
+    """(line number, command) for every command of every ```sh block, continuations joined."""
+    out, block, pending, start = [], False, "", 0
+    for number, line in enumerate(readme.read_text().splitlines(), 1):
+        if line.startswith("```"):
+            block = line.strip() == "```sh"
+            continue
+        if not block or not line.strip():
+            continue
+        if not pending:
+            start = number
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        out.append((start, (pending + line).strip()))
+        pending = ""
+    return out
+
+
+def make_data(work, bin_dir, mpi):
+    (work / "data").mkdir()
+    for split, limit, shards in (("train", 2000, 8), ("test", 1000, 2)):
+        subprocess.run(
+            mpi + ["-np", "2", str(bin_dir / "shardflow-convert"), "--input.format=idx",
+                   f"--input.split={split}", f"--input.limit={limit}",
+                   f"--output.path=data/fmnist-{split}", f"--output.shards={shards}",
+                   "--log.level=warn"],
+            cwd=work, check=True, timeout=60)
+
+
+def main():
+    src, bin_dir, work = (pathlib.Path(a).resolve() for a in sys.argv[1:4])
+    mpi = sys.argv[5:] if sys.argv[4] == "--" else sys.argv[4:]
+    subprocess.run(["rm", "-rf", str(work)], check=True)
+    (work / "build").mkdir(parents=True)
+    (work / "build" / "bin").symlink_to(bin_dir)
+    for name in ("configs", "scripts", "slurm"):
+        (work / name).symlink_to(src / name)
+    make_data(work, bin_dir, mpi)
+
+    script = ["set -euo pipefail"]
+    ran = 0
+    for line, command in commands(src / "README.md"):
+        reason = next((why for pattern, why in SKIP if re.search(pattern, command)), None)
+        shown = shlex.quote(f"README.md:{line}: {command}")
+        if reason:
+            script.append(f"echo {shown}; echo {shlex.quote('  SKIPPED: ' + reason)}")
+            continue
+        ran += 1
+        script.append(f"echo {shown}")
+        script.append(f"timeout -k 5 60 bash -c {shlex.quote(command)} >cmd{line}.log 2>&1 || "
+                      f"{{ rc=$?; tail -20 cmd{line}.log; echo 'FAILED with status '$rc; exit 1; }}")
+    script.append(f"echo 'ran {ran} README commands'")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_MCA_rmaps_base_oversubscribe"))}
+    env["OMPI_MCA_mpi_yield_when_idle"] = "1"
+    # export lines run in this shell, so they hold for the commands after them: run them here,
+    # not under `bash -c`.
+    text = "\n".join(script)
+    text = re.sub(r"timeout -k 5 60 bash -c '(export [^']*)' >cmd\d+\.log 2>&1 \|\|[^\n]*",
+                  r"\1", text)
+    result = subprocess.run(["bash", "-c", text], cwd=work, env=env)
+    if result.returncode != 0 or ran == 0:
+        print("readme_commands.py: FAILED")
+        sys.exit(1)
+    print("readme_commands.py: ok")
+
+
+if __name__ == "__main__":
+    main()
