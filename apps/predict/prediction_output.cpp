@@ -55,8 +55,7 @@ Tensor RowsView(const std::vector<T>& values, Shape shape) {
 
 }  // namespace
 
-PredictionRows GatherSorted(comm::Communicator& comm, const PredictionRows& mine,
-                            apps::Task task) {
+PredictionRows GatherSorted(comm::Communicator& comm, const PredictionRows& mine, apps::Task task) {
   const int64_t k = mine.num_classes;
   PredictionRows gathered;
   gathered.num_classes = k;

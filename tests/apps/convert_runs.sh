@@ -4,18 +4,9 @@
 #   convert_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
 # MODE: idx | idx-h5 | csv | h5-input   (see each case below)
 set -euo pipefail
-mode=$1 bin=$2 work=$3
-shift 3
-[ "$1" = "--" ] && shift
-mpi=("$@")
-here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/../.." && pwd)
-py=/usr/bin/python3
+source "$(dirname "$0")/../support/process_test.sh" "$@"
 check="$py $here/convert_check.py"
 fm=/usr/share/datasets/fashion-mnist
-rm -rf "$work"
-mkdir -p "$work"
-cd "$work"
 
 convert() {  # convert NP ARGS...
   local np=$1

@@ -4,15 +4,8 @@
 # what convert_sources_data.py says the inputs hold.
 #   convert_sources_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
 set -euo pipefail
-mode=$1 bin=$2 work=$3
-shift 3
-[ "$1" = "--" ] && shift
-mpi=("$@")
-here=$(cd "$(dirname "$0")" && pwd)
-data="/usr/bin/python3 $here/convert_sources_data.py"
-rm -rf "$work"
-mkdir -p "$work"
-cd "$work"
+source "$(dirname "$0")/../support/process_test.sh" "$@"
+data="$py $here/convert_sources_data.py"
 $data make "$mode" in
 
 convert() {  # convert NP ARGS...

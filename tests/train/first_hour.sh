@@ -15,24 +15,7 @@
 #   checkpoints  with the default cadence a checkpoint is written at every epoch end; --resume
 #                with no checkpoint is one error line; --resume=auto starts fresh.
 set -euo pipefail
-mode=$1 bin=$2 work=$3
-shift 3
-[ "$1" = "--" ] && shift
-mpi=("$@")
-here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/../.." && pwd)
-py=/usr/bin/python3
-rm -rf "$work"
-mkdir -p "$work"
-cd "$work"
-
-fail() { echo "first_hour.sh $mode: FAILED: $*"; exit 1; }
-
-convert() {  # convert SHARDS LIMIT PREFIX
-  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-convert" --input.format=idx \
-    --input.split=test --input.limit="$2" --output.shards="$1" --output.path="$3" \
-    >convert.log 2>&1 || { cat convert.log; fail "shardflow-convert failed"; }
-}
+source "$(dirname "$0")/../support/process_test.sh" "$@"
 
 # train NP LOG ARGS...: 2 epochs of a small model on 600 records (600 / 2 ranks / 32 = 10 steps
 # per epoch), evaluated on the same records; its exit status is returned.

@@ -20,24 +20,7 @@
 #           a step count (logged), and the steps run are epochs x that count.
 # Each mode must finish well within the CTest timeout; every mpiexec runs under `timeout`.
 set -euo pipefail
-mode=$1 bin=$2 work=$3
-shift 3
-[ "$1" = "--" ] && shift
-mpi=("$@")
-here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "$here/../.." && pwd)
-py=/usr/bin/python3
-rm -rf "$work"
-mkdir -p "$work"
-cd "$work"
-
-fail() { echo "train_runs.sh $mode: FAILED: $*"; exit 1; }
-
-convert() {  # convert SHARDS LIMIT PREFIX
-  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-convert" --input.format=idx \
-    --input.split=test --input.limit="$2" --output.shards="$1" --output.path="$3" \
-    >convert.log 2>&1 || { cat convert.log; fail "shardflow-convert failed"; }
-}
+source "$(dirname "$0")/../support/process_test.sh" "$@"
 
 # train NP LOG ARGS...: shardflow-train on the small model; its exit status is returned.
 train() {
