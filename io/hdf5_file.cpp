@@ -59,28 +59,29 @@ int CommSize(Communicator comm) {
   return size;
 }
 
+namespace {
+
+// In place over values[0..count) when `comm` has peers; nothing on a lone rank.
+void AllreduceInPlace(Communicator comm, void* values, int count, MPI_Datatype type, MPI_Op op) {
+  if (Shared(comm)) SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values, count, type, op, comm));
+}
+
+}  // namespace
+
 void AllreduceSum(Communicator comm, int64_t* values, int count) {
-  if (Shared(comm)) {
-    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_INT64_T, MPI_SUM, comm));
-  }
+  AllreduceInPlace(comm, values, count, MPI_INT64_T, MPI_SUM);
 }
 
 void AllreduceSum(Communicator comm, uint64_t* values, int count) {
-  if (Shared(comm)) {
-    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_UINT64_T, MPI_SUM, comm));
-  }
+  AllreduceInPlace(comm, values, count, MPI_UINT64_T, MPI_SUM);
 }
 
 void AllreduceSum(Communicator comm, double* values, int count) {
-  if (Shared(comm)) {
-    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_SUM, comm));
-  }
+  AllreduceInPlace(comm, values, count, MPI_DOUBLE, MPI_SUM);
 }
 
 void AllreduceMax(Communicator comm, int64_t* values, int count) {
-  if (Shared(comm)) {
-    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_INT64_T, MPI_MAX, comm));
-  }
+  AllreduceInPlace(comm, values, count, MPI_INT64_T, MPI_MAX);
 }
 
 void Broadcast(Communicator comm, std::string* bytes, int root) {

@@ -1,10 +1,15 @@
-// DataOptions + BuildPipeline over a source factory; autotune decisions.
+// DataOptions + BuildPipeline over a source factory; autotune decisions and their log.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <thread>
 
+#include "core/logging.hpp"
+#include "io/pipeline/autotune.hpp"
 #include "io/pipeline/data_options.hpp"
 #include "io/pipeline/fixed_length_source.hpp"
 #include "io/pipeline/ops/tensor_ops.hpp"
@@ -79,13 +84,13 @@ TEST(PipelineOptions, AugmentationSpecsParse) {
   }
 }
 
-TEST(PipelineAutotune, RaisesParallelismOfAStarvedCpuBoundStage) {
-  // A map that spins ~2 ms per element feeding a consumer that never waits: the stage is the
-  // bottleneck, so the tuner adds workers (up to the 2-thread budget) and logs why.
+// A fresh tuner over a map that spins ~2 ms per element feeding a consumer that never waits,
+// stepped by hand until it decides (4 steps at most); returns its decisions.
+std::vector<std::string> TuneSpinningMap(const std::string& name, bool log) {
   Autotuner::Options topt;
   topt.cpu_budget = 2;
   topt.interval_s = 3600;  // steps driven by hand below
-  topt.log = false;
+  topt.log = log;
   auto tuner = std::make_shared<Autotuner>(topt);
   IteratorContext ctx;
   ctx.autotuner = tuner;
@@ -95,18 +100,53 @@ TEST(PipelineAutotune, RaisesParallelismOfAStarvedCpuBoundStage) {
     }
   };
   NodePtr node = MakeMapNode(testing::Range(1000).Repeat().node(), spin,
-                             {.name = "spin", .num_parallel_calls = kAutotune});
+                             {.name = name, .num_parallel_calls = kAutotune});
   auto it = node->MakeIterator(ctx);
   Element e;
   for (int step = 0; step < 4 && tuner->Decisions().empty(); ++step) {
-    for (int i = 0; i < 40; ++i) ASSERT_TRUE(it->Next(&e));
+    for (int i = 0; i < 40; ++i) EXPECT_TRUE(it->Next(&e));
     tuner->Step();
   }
-  const auto decisions = tuner->Decisions();
+  it.reset();
+  return tuner->Decisions();
+}
+
+TEST(PipelineAutotune, RaisesParallelismOfAStarvedCpuBoundStage) {
+  // The stage is the bottleneck, so the tuner adds workers (up to the 2-thread budget) and
+  // says why.
+  const auto decisions = TuneSpinningMap("spin", /*log=*/false);
   ASSERT_FALSE(decisions.empty());
   EXPECT_NE(decisions[0].find("spin: 1 -> 2 workers"), std::string::npos) << decisions[0];
   EXPECT_NE(decisions[0].find("starved"), std::string::npos) << decisions[0];
-  it.reset();
+}
+
+int CountLines(const std::string& path, const std::string& text) {
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line.find(text) != std::string::npos;
+  return n;
+}
+
+// The autotuner logs a change once (issue 24, item 2): every epoch's pipeline starts from the
+// same settings and makes the same moves, which used to repeat the same info line each epoch.
+TEST(PipelineAutotuneLog, TheSameChangeIsLoggedOnce) {
+  char path[] = "/tmp/autotune_log_XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const LogLevel level = GetLogLevel();
+  SetLogLevel(LogLevel::kInfo);
+  SetLogFileDescriptor(fd);
+  const auto first = TuneSpinningMap("spin_log", /*log=*/true);
+  const auto second = TuneSpinningMap("spin_log", /*log=*/true);
+  SetLogFileDescriptor(STDERR_FILENO);
+  SetLogLevel(level);
+  ::close(fd);
+  ASSERT_FALSE(first.empty());
+  ASSERT_FALSE(second.empty());
+  ASSERT_NE(first[0].find("spin_log: 1 -> 2 workers"), std::string::npos) << first[0];
+  ASSERT_NE(second[0].find("spin_log: 1 -> 2 workers"), std::string::npos) << second[0];
+  EXPECT_EQ(CountLines(path, "autotune: spin_log: 1 -> 2 workers"), 1);
+  std::remove(path);
 }
 
 }  // namespace
