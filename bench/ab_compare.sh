@@ -2,10 +2,11 @@
 # Two builds of shardflow side by side on this machine: A and B interleaved (A B A B ...),
 # medians and the B/A ratio of each pair. For "no regression" checks of a change: build the
 # old tree into one folder and the new into another, then
-#   bench/ab_compare.sh OLD/build/bin NEW/build/bin [--reps 7] [--data DIR]
+#   bench/ab_compare.sh OLD/build/bin NEW/build/bin [--reps 7] [--data DIR] [--epochs 3]
+#                       [--only step-mlp,step-cnn,train-2r]
 # Figures (samples/s, higher is better):
 #   step-mlp, step-cnn   shardflow-bench step --model mlp|cnn (one core, batch 128)
-#   train-2r             the main job's training (configs/fmnist_mlp.ini, 2 ranks, 3 epochs) on
+#   train-2r             the main job's training (configs/fmnist_mlp.ini, 2 ranks, --epochs) on
 #                        TFRecord shards in DIR/data (made by ./run.sh's convert step; DIR
 #                        defaults to the checkout)
 # Prints one line per figure: name, median A, median B, median of B/A over pairs, min..max.
@@ -13,12 +14,16 @@ set -euo pipefail
 a=$1 b=$2
 shift 2
 reps=7
+epochs=3
+only=step-mlp,step-cnn,train-2r
 data=$(cd "$(dirname "$0")/.." && pwd)
 config=$data/configs/fmnist_mlp.ini  # this checkout's, whatever --data says
 while [ $# -gt 0 ]; do
   case $1 in
     --reps) reps=$2; shift 2 ;;
     --data) data=$2; shift 2 ;;
+    --epochs) epochs=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
     *) echo "ab_compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -33,7 +38,7 @@ step() {  # BIN MODEL STEPS -> samples/s
 }
 train() {  # BIN -> samples/s from summary.json
   (cd "$data" && "${mpi[@]}" "$1/shardflow-train" --config "$config" --output "$work/run" \
-    --train.epochs=3 --eval.files= --no-progress --log.level=warn >/dev/null)
+    --train.epochs="$epochs" --eval.files= --no-progress --log.level=warn >/dev/null)
   /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples_per_s"])' \
     "$work/run/summary.json"
   rm -rf "$work/run"
@@ -51,7 +56,7 @@ print(f"{name:10s} A {statistics.median(a):10.0f}  B {statistics.median(b):10.0f
 PY
 }
 
-for figure in step-mlp step-cnn train-2r; do
+for figure in ${only//,/ }; do
   : >"$work/a" ; : >"$work/b"
   for ((i = 0; i < reps; ++i)); do
     for side in a b; do
