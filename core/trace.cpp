@@ -96,14 +96,20 @@ ThreadBuffer& LocalBuffer() {
   return *buffer;
 }
 
-// Appends an event named by a static string.
-void Append(char phase, const char* name, int64_t ts_ns, int64_t dur_ns = 0, double value = 0) {
+// Appends an event named by `name`, a static string, or, when `copy` is non-null, by a name
+// the buffer keeps a copy of.
+void AppendEvent(char phase, const char* name, std::string* copy, int64_t ts_ns, int64_t dur_ns,
+                 double value) {
   ThreadBuffer& buffer = LocalBuffer();
   const size_t limit = GetRegistry().limit.load(std::memory_order_relaxed);
   MutexLock lock(buffer.mu);
   if (buffer.size >= limit) {
     ++buffer.dropped;
     return;
+  }
+  if (copy != nullptr) {
+    buffer.names.push_back(std::move(*copy));
+    name = buffer.names.back().c_str();
   }
   RawEvent event;
   event.name = name;
@@ -117,22 +123,12 @@ void Append(char phase, const char* name, int64_t ts_ns, int64_t dur_ns = 0, dou
   buffer.Push(event);
 }
 
-// Appends an event whose name the buffer keeps a copy of.
+void Append(char phase, const char* name, int64_t ts_ns, int64_t dur_ns = 0, double value = 0) {
+  AppendEvent(phase, name, nullptr, ts_ns, dur_ns, value);
+}
+
 void AppendDynamic(char phase, std::string name, int64_t ts_ns, int64_t dur_ns = 0) {
-  ThreadBuffer& buffer = LocalBuffer();
-  const size_t limit = GetRegistry().limit.load(std::memory_order_relaxed);
-  MutexLock lock(buffer.mu);
-  if (buffer.size >= limit) {
-    ++buffer.dropped;
-    return;
-  }
-  buffer.names.push_back(std::move(name));
-  RawEvent event;
-  event.name = buffer.names.back().c_str();
-  event.ts_ns = ts_ns;
-  event.dur_ns = dur_ns;
-  event.phase = phase;
-  buffer.Push(event);
+  AppendEvent(phase, nullptr, &name, ts_ns, dur_ns, 0);
 }
 
 void AppendJsonString(std::string* out, std::string_view text) {

@@ -22,13 +22,9 @@ source "$(dirname "$0")/../support/process_test.sh" "$@"
 train() {
   local np=$1 log=$2
   shift 2
-  local rc=0
-  timeout -k 5 60 "${mpi[@]}" -np "$np" "$bin/shardflow-train" \
-    --config "$src/configs/fmnist_mlp.ini" --data.files='data/fm-*.tfrecord' \
-    --eval.files='data/fm-*.tfrecord' --no-progress --train.threads=1 --train.epochs=2 \
-    --train.batch_size=32 --train.warmup_steps=2 --model.spec='flatten, dense:32, relu, dense:10' \
-    "$@" >"$log" 2>&1 || rc=$?
-  return $rc
+  run_train "$np" "$log" --data.files='data/fm-*.tfrecord' --eval.files='data/fm-*.tfrecord' \
+    --train.epochs=2 --train.batch_size=32 --train.warmup_steps=2 \
+    --model.spec='flatten, dense:32, relu, dense:10' "$@"
 }
 
 evals() {  # evals RUN: the metrics.jsonl evaluation lines as "epoch:step[:final]"

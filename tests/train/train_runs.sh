@@ -26,11 +26,8 @@ source "$(dirname "$0")/../support/process_test.sh" "$@"
 train() {
   local np=$1 log=$2
   shift 2
-  local rc=0
-  timeout -k 5 60 "${mpi[@]}" -np "$np" "$bin/shardflow-train" \
-    --config "$src/configs/fmnist_mlp.ini" --eval.files= --no-progress --train.threads=1 \
-    --model.spec='flatten, dense:64, relu, dropout:0.2, dense:10' "$@" >"$log" 2>&1 || rc=$?
-  return $rc
+  run_train "$np" "$log" --eval.files= \
+    --model.spec='flatten, dense:64, relu, dropout:0.2, dense:10' "$@"
 }
 
 case "$mode" in
