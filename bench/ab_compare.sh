@@ -3,7 +3,9 @@
 # medians and the B/A ratio of each pair. For "no regression" checks of a change: build the
 # old tree into one folder and the new into another, then
 #   bench/ab_compare.sh OLD/build/bin NEW/build/bin [--reps 7] [--data DIR] [--epochs 3]
-#                       [--only step-mlp,step-cnn,train-2r]
+#                       [--only step-mlp,step-cnn,train-2r] [--b-train-args "--key=value ..."]
+# --b-train-args: extra shardflow-train arguments for B only (a key A does not know, e.g. turning
+# off a new default to see what it costs).
 # Figures (samples/s, higher is better):
 #   step-mlp, step-cnn   shardflow-bench step --model mlp|cnn (one core, batch 128)
 #   train-2r             the main job's training (configs/fmnist_mlp.ini, 2 ranks, --epochs) on
@@ -16,6 +18,7 @@ shift 2
 reps=7
 epochs=3
 only=step-mlp,step-cnn,train-2r
+b_train_args=""
 data=$(cd "$(dirname "$0")/.." && pwd)
 config=$data/configs/fmnist_mlp.ini  # this checkout's, whatever --data says
 while [ $# -gt 0 ]; do
@@ -24,6 +27,7 @@ while [ $# -gt 0 ]; do
     --data) data=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
+    --b-train-args) b_train_args=$2; shift 2 ;;
     *) echo "ab_compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -36,9 +40,10 @@ trap 'rm -rf "$work"' EXIT
 step() {  # BIN MODEL STEPS -> samples/s
   "$1/shardflow-bench" step --model "$2" --steps "$3" | sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' | head -1
 }
-train() {  # BIN -> samples/s from summary.json
+train() {  # BIN [EXTRA ARGS (one word-split string)] -> samples/s from summary.json
+  # shellcheck disable=SC2086
   (cd "$data" && "${mpi[@]}" "$1/shardflow-train" --config "$config" --output "$work/run" \
-    --train.epochs="$epochs" --eval.files= --no-progress --log.level=warn >/dev/null)
+    --train.epochs="$epochs" --eval.files= --no-progress --log.level=warn ${2:-} >/dev/null)
   /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples_per_s"])' \
     "$work/run/summary.json"
   rm -rf "$work/run"
@@ -64,7 +69,11 @@ for figure in ${only//,/ }; do
       case $figure in
         step-mlp) step "$bin" mlp 300 >>"$work/$side" ;;
         step-cnn) step "$bin" cnn 15 >>"$work/$side" ;;
-        train-2r) train "$bin" >>"$work/$side" ;;
+        train-2r)
+          extra=""
+          [ $side = b ] && extra=$b_train_args
+          train "$bin" "$extra" >>"$work/$side"
+          ;;
       esac
     done
   done
