@@ -39,7 +39,14 @@ struct ParamSpec {
   bool decay = true;   // weight decay applies (kernels yes, biases and norms no)
   int64_t offset = 0;  // element offset in the arena (valid after Allocate)
   int64_t size = 0;    // NumElements(shape)
+  // A tensor-parallel slice of a larger parameter: this rank holds [split_begin, split_begin +
+  // shape[split_axis]) along split_axis of full_shape. split_axis < 0: the whole parameter
+  // (full_shape is then empty; use FullShape()).
+  int split_axis = -1;
+  int64_t split_begin = 0;
+  Shape full_shape;
   std::string FullName() const { return layer_name + "/" + name; }
+  const Shape& FullShape() const { return split_axis < 0 ? shape : full_shape; }
 };
 
 // A contiguous slice of the gradient arena made of whole parameters.
@@ -106,6 +113,13 @@ class Arena {
     grads_ = Tensor::View(storage, DTypeOf<T>(), {size_});
   }
 
+  // Initialisation streams: a parameter's initial values are drawn from stream
+  // init_stream(id) = id + base, so a model built from a range of a spec's layers (one pipeline
+  // stage: Sequential with a LayerRange) sets base to the number of parameters the layers
+  // before the range declare, and initialises exactly as the whole model does.
+  void set_init_stream_base(int base) { stream_base_ = base; }
+  uint64_t init_stream(int id) const { return static_cast<uint64_t>(id + stream_base_); }
+
   bool allocated() const { return allocated_; }
   int64_t size() const { return size_; }  // elements in each arena
   int num_params() const { return static_cast<int>(specs_.size()); }
@@ -168,6 +182,7 @@ class Arena {
   std::vector<int> order_;
   int64_t size_ = 0;
   bool allocated_ = false;
+  int stream_base_ = 0;
   Tensor params_;
   Tensor grads_;
 };

@@ -198,6 +198,11 @@ std::unique_ptr<Layer<T>> MakeLayerFromSpec(const std::string& token, const Shap
 template <typename T>
 Sequential<T>::Sequential(const std::string& spec, const Shape& input_shape,
                           const ModelOptions& options)
+    : Sequential(spec, input_shape, options, LayerRange{}) {}
+
+template <typename T>
+Sequential<T>::Sequential(const std::string& spec, const Shape& input_shape,
+                          const ModelOptions& options, LayerRange range)
     : input_shape_(input_shape), options_(options) {
   for (int64_t d : input_shape) {
     if (d <= 0) {
@@ -206,23 +211,45 @@ Sequential<T>::Sequential(const std::string& spec, const Shape& input_shape,
     }
   }
   const std::vector<std::string> tokens = SplitModelSpec(PresetSpec(Trim(spec), input_shape));
-  shapes_.push_back(input_shape);
-  for (size_t i = 0; i < tokens.size(); ++i) {
+  const int n = static_cast<int>(tokens.size());
+  const int end = range.end < 0 ? n : range.end;
+  if (range.begin < 0 || range.begin >= end || end > n) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "layer range [" + std::to_string(range.begin) + ", " + std::to_string(end) +
+                    ") is not a non-empty part of a model with " + std::to_string(n) + " layers",
+                {.key = "model"});
+  }
+  first_layer_ = range.begin;
+  spec_layers_ = n;
+  // The layers before the range are built for their shapes only: their parameters are declared
+  // in an arena that is never allocated, and counted so the range initialises as in the whole
+  // model. The layers after the range are not needed at all.
+  Arena<T> before_range;
+  Shape shape = input_shape;
+  for (int i = 0; i < end; ++i) {
     auto layer = MakeLayerFromSpec<T>(tokens[i], input_shape, options);
     std::ostringstream name;
     name << std::setw(2) << std::setfill('0') << i << '_' << layer->kind();
-    BuildContext<T> ctx{
-        .arena = &arena_, .layer_index = static_cast<int>(i), .layer_name = name.str()};
-    const int before = arena_.num_params();
+    const bool inside = i >= range.begin;
+    if (i == range.begin) {
+      arena_.set_init_stream_base(before_range.num_params());
+      input_shape_ = shape;
+      shapes_.push_back(shape);
+    }
+    Arena<T>& arena = inside ? arena_ : before_range;
+    BuildContext<T> ctx{.arena = &arena, .layer_index = i, .layer_name = name.str()};
+    const int declared = arena.num_params();
     try {
-      shapes_.push_back(layer->Build(shapes_.back(), ctx));
+      shape = layer->Build(shape, ctx);
     } catch (const Error& e) {
       throw Error(ErrorCode::kInvalidArgument,
                   "layer " + name.str() + " ('" + tokens[i] + "') on input " +
-                      ShapeToString(shapes_.back()) + ": " + e.what(),
+                      ShapeToString(shape) + ": " + e.what(),
                   {.key = "model"});
     }
-    has_params_.push_back(arena_.num_params() > before);
+    if (!inside) continue;
+    shapes_.push_back(shape);
+    has_params_.push_back(arena.num_params() > declared);
     names_.push_back(name.str());
     layers_.push_back(std::move(layer));
   }
@@ -271,6 +298,16 @@ Tensor Sequential<T>::Forward(const Tensor& x, bool training, MicroBatch& mb) {
 
 template <typename T>
 void Sequential<T>::Backward(const Tensor& dy, MicroBatch& mb) {
+  RunBackward(dy, mb, /*input_grad=*/false);
+}
+
+template <typename T>
+Tensor Sequential<T>::BackwardWithInputGrad(const Tensor& dy, MicroBatch& mb) {
+  return RunBackward(dy, mb, /*input_grad=*/true);
+}
+
+template <typename T>
+Tensor Sequential<T>::RunBackward(const Tensor& dy, MicroBatch& mb, bool input_grad) {
   CheckInput(dy, shapes_.back(), "model output gradient");
   if (mb.model_ != this || !mb.forward_done_) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -280,9 +317,10 @@ void Sequential<T>::Backward(const Tensor& dy, MicroBatch& mb) {
   }
   Tensor g = dy;
   for (int i = num_layers() - 1; i >= 0; --i) {
-    g = layers_[i]->Backward(g, i > first_trainable_, *mb.states_[i]);
-    if (hook_ && has_params_[i]) hook_(i);
+    g = layers_[i]->Backward(g, input_grad || i > first_trainable_, *mb.states_[i]);
+    if (hook_ && has_params_[i]) hook_(first_layer_ + i);
   }
+  return input_grad ? g : Tensor();
 }
 
 template <typename T>

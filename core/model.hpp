@@ -41,6 +41,13 @@ struct ModelOptions {
   InitKind init = InitKind::kHeNormal;  // dense and conv kernels (LSTM kernels: glorot)
 };
 
+// A contiguous range [begin, end) of a spec's layers: the part of a model one pipeline stage
+// holds. end < 0 means "to the last layer".
+struct LayerRange {
+  int begin = 0;
+  int end = -1;
+};
+
 // The spec of a preset for a per-sample input shape, or `spec` unchanged when it is not a
 // preset name. Presets:
 //   linear            flatten, dense:10
@@ -85,6 +92,14 @@ class Sequential {
   // input_shape is per sample (e.g. {28, 28, 1}). Throws Error(kInvalidArgument) naming the
   // offending token for a bad spec.
   Sequential(const std::string& spec, const Shape& input_shape, const ModelOptions& options = {});
+  // Layers [range.begin, range.end) of the spec only (a pipeline stage): input_shape is still
+  // the whole model's input; this model's input is the output of layer range.begin - 1. Layer
+  // names, parameter names, ParamSpec::layer, the grads-ready hook's layer index, dropout masks
+  // and initial values are those of the whole model, so stage s holds exactly the whole
+  // model's layers of its range. Only the range's parameters are allocated. Throws
+  // Error(kInvalidArgument) for a range outside [0, number of layers] or an empty one.
+  Sequential(const std::string& spec, const Shape& input_shape, const ModelOptions& options,
+             LayerRange range);
   Sequential(const Sequential&) = delete;
   Sequential& operator=(const Sequential&) = delete;
   ~Sequential();
@@ -103,6 +118,9 @@ class Sequential {
   // Error(kInternal) when mb was used with another model.
   Tensor Forward(const Tensor& x, bool training, MicroBatch& mb);
   void Backward(const Tensor& dy, MicroBatch& mb);
+  // The same, returning the gradient of the model's input (a later pipeline stage sends it to
+  // the stage before); the returned tensor is mb's buffer, valid until mb's next Backward.
+  Tensor BackwardWithInputGrad(const Tensor& dy, MicroBatch& mb);
 
   // The step used for dropout masks (set by the training loop before Forward).
   void set_step(uint64_t step) { step_ = step; }
@@ -112,12 +130,17 @@ class Sequential {
   Arena<T>& arena() { return arena_; }
   const Arena<T>& arena() const { return arena_; }
   int num_layers() const { return static_cast<int>(layers_.size()); }
+  // The index in the whole spec of this model's layer 0 (0 unless built from a LayerRange),
+  // and how many layers the whole spec has.
+  int first_layer() const { return first_layer_; }
+  int spec_layers() const { return spec_layers_; }
   Layer<T>& layer(int i) { return *layers_.at(i); }
   const std::string& layer_name(int i) const { return names_.at(i); }
+  // This model's input per sample (a stage's: the output of the layer before its range).
   const Shape& input_shape() const { return input_shape_; }
   const Shape& output_shape() const { return shapes_.back(); }
   const Shape& layer_output_shape(int i) const { return shapes_.at(i + 1); }
-  // The layer specs joined by ", " (presets expanded).
+  // The layer specs joined by ", " (presets expanded; a stage's layers only).
   std::string spec() const;
   int64_t FlopsPerSample() const;
   // Non-trainable buffers of every layer, named "<layer_name>/<buffer>".
@@ -127,6 +150,8 @@ class Sequential {
   std::string Summary() const;
 
  private:
+  Tensor RunBackward(const Tensor& dy, MicroBatch& mb, bool input_grad);
+
   Shape input_shape_;
   ModelOptions options_;
   Arena<T> arena_;
@@ -138,6 +163,8 @@ class Sequential {
   std::function<void(int)> hook_;
   MicroBatch own_mb_;        // the micro-batch of Forward(x, training) / Backward(dy)
   int first_trainable_ = 0;  // no layer before it needs an input gradient
+  int first_layer_ = 0;      // index in the whole spec of layers_[0]
+  int spec_layers_ = 0;      // layers in the whole spec
 };
 
 // One layer from one token (see the grammar above). model_input (per sample) resolves

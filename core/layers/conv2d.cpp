@@ -44,7 +44,7 @@ class Conv2D final : public Layer<T> {
   void Initialize(uint64_t seed) override {
     const int64_t k = o_.kernel_h * o_.kernel_w;
     InitKernel(o_.init, arena_->param(kernel_), k * g_.c * o_.filters, k * g_.c, k * o_.filters,
-               seed, static_cast<uint64_t>(kernel_));
+               seed, arena_->init_stream(kernel_));
   }
 
   std::unique_ptr<LayerState> NewState() const override { return std::make_unique<State>(); }

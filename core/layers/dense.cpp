@@ -30,7 +30,7 @@ class Dense final : public Layer<T> {
 
   void Initialize(uint64_t seed) override {
     InitKernel(o_.init, arena_->param(kernel_), f_ * o_.units, f_, o_.units, seed,
-               static_cast<uint64_t>(kernel_));
+               arena_->init_stream(kernel_));
   }
 
   std::unique_ptr<LayerState> NewState() const override { return std::make_unique<State>(); }

@@ -37,9 +37,9 @@ class Lstm final : public Layer<T> {
   void Initialize(uint64_t seed) override {
     const int64_t h = o_.units;
     InitKernel(InitKind::kGlorotUniform, arena_->param(w_), f_ * 4 * h, f_, 4 * h, seed,
-               static_cast<uint64_t>(w_));
+               arena_->init_stream(w_));
     InitKernel(InitKind::kGlorotUniform, arena_->param(u_), h * 4 * h, h, 4 * h, seed,
-               static_cast<uint64_t>(u_));
+               arena_->init_stream(u_));
     T* b = arena_->param(b_);
     InitConstant(b, 4 * h, T(0));
     InitConstant(b + h, h, T(1));  // forget gate
