@@ -139,6 +139,25 @@ void Communicator::WaitAll(RequestList& requests) const {
   requests.Clear();
 }
 
+void Communicator::PostSendFloats(const float* data, size_t count, int dest, int tag,
+                                  RequestList& requests) const {
+  PostSend(data, count, MPI_FLOAT, sizeof(float), dest, tag, requests);
+}
+
+void Communicator::PostRecvFloats(float* data, size_t count, int source, int tag,
+                                  RequestList& requests) const {
+  PostRecv(data, count, MPI_FLOAT, sizeof(float), source, tag, requests);
+}
+
+bool Communicator::TestAll(RequestList& requests) const {
+  if (requests.empty()) return true;
+  int done = 0;
+  SF_CHECK_MPI(MPI_Testall(static_cast<int>(requests.requests_.size()), requests.requests_.data(),
+                           &done, MPI_STATUSES_IGNORE));
+  if (done != 0) requests.Clear();
+  return done != 0;
+}
+
 void Communicator::SendRecv(const void* send, size_t send_count, int dest, void* recv,
                             size_t recv_count, int source, MPI_Datatype type, size_t elem_bytes,
                             int tag) const {

@@ -114,11 +114,19 @@ class Communicator {
                 int tag, RequestList& requests) const;
   void PostRecv(void* data, size_t count, MPI_Datatype type, size_t elem_bytes, int source, int tag,
                 RequestList& requests) const;
+  // The same for float32, so that callers outside comm/ never name an MPI datatype (the
+  // pipeline's activations and gradients).
+  void PostSendFloats(const float* data, size_t count, int dest, int tag,
+                      RequestList& requests) const;
+  void PostRecvFloats(float* data, size_t count, int source, int tag, RequestList& requests) const;
   // Completes and clears `requests`. Outside a collective, with a watchdog, the wait is
   // guarded: not complete within the watchdog timeout, it cancels what it can and throws
   // Error(kCommunication) naming the operation, the peer rank and the seconds waited
   // (WaitPointToPoint). Inside a collective the collective watchdog covers it.
   void WaitAll(RequestList& requests) const;
+  // Never blocks: true when every request of `requests` has completed (the list is then
+  // cleared), false when some is still pending (the list is kept; test again or WaitAll).
+  bool TestAll(RequestList& requests) const;
   // Sends to dest and receives from source at once (both may be the same rank); guarded as
   // WaitAll.
   void SendRecv(const void* send, size_t send_count, int dest, void* recv, size_t recv_count,

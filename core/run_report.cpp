@@ -104,6 +104,9 @@ nlohmann::json SummaryToJson(const RunSummary& s) {
   j["comm_fraction"] = s.times.CommFraction();
   j["verdict"] = s.verdict.bound;
   j["advice"] = s.verdict.advice;
+  if (!s.peak_rss_mib.empty()) j["peak_rss_mib"] = s.peak_rss_mib;
+  if (!s.grid.empty()) j["grid"] = s.grid;
+  for (const auto& [name, value] : s.strategy_figures) j["strategy_figures"][name] = value;
   return j;
 }
 
@@ -119,7 +122,20 @@ std::string FormatReport(const RunSummary& s) {
   if (s.skipped_steps > 0) {
     out << "skipped steps   " << s.skipped_steps << " (non-finite loss or gradients)\n";
   }
-  if (!s.strategy.empty()) out << "strategy        " << s.strategy << "\n";
+  if (!s.strategy.empty()) {
+    out << "strategy        " << s.strategy << (s.grid.empty() ? "" : " (" + s.grid + ")");
+    for (const auto& [name, value] : s.strategy_figures) {
+      std::snprintf(line, sizeof(line), ", %s %.3g", name.c_str(), value);
+      out << line;
+    }
+    out << "\n";
+  }
+  if (!s.peak_rss_mib.empty()) {
+    double most = 0;
+    for (double m : s.peak_rss_mib) most = std::max(most, m);
+    std::snprintf(line, sizeof(line), "peak memory     %.0f MiB on the largest rank\n", most);
+    out << line;
+  }
   if (s.test_accuracy) {
     std::snprintf(line, sizeof(line), "test accuracy   %.4f\n", *s.test_accuracy);
     out << line;

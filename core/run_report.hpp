@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -71,11 +73,17 @@ struct RunSummary {
   int64_t skipped_steps = 0;  // non-finite steps whose update was dropped (on_nonfinite)
   StepTimeTotals times;
   Verdict verdict;
+  // What the strategy adds: its grid ("" for plain data parallelism) and its own figures
+  // (model parallelism: measured bubble fraction, point-to-point and collective seconds), in
+  // summary.json ("grid", "strategy_figures") and one report line.
+  std::string grid;
+  std::vector<std::pair<std::string, double>> strategy_figures;
+  std::vector<double> peak_rss_mib;  // per rank: the process's peak resident memory
 };
 
 // summary.json: ranks, global_batch, per_rank_batch, epochs, steps, samples_per_s,
 // test_accuracy or test_loss, skipped_steps, input_wait_fraction, compute_fraction, comm_fraction,
-// verdict, advice, wall_s.
+// verdict, advice, wall_s, peak_rss_mib (per rank); grid and strategy_figures when set.
 nlohmann::json SummaryToJson(const RunSummary& s);
 
 // The human-readable end-of-run report (several lines, ending in a newline).

@@ -87,6 +87,24 @@ void RegisterDistAndCheckpointSections(ConfigSchema& s, ExperimentConfig* c) {
   s.Add("dist", "watchdog_seconds", &c->watchdog_seconds,
         "a collective not done within this ends the job, naming the ranks that did not join")
       .Positive();
+  s.Add("dist", "pipeline_stages", &c->pipeline_stages,
+        "S: the model's layers split into S pipeline stages on S ranks; ranks = data "
+        "replicas x S x tensor_parallel")
+      .Positive();
+  s.Add("dist", "tensor_parallel", &c->tensor_parallel,
+        "T: the layers a preset marks split over T ranks (dense column/row pairs, conv "
+        "channels); one all-reduce per pair forward and backward")
+      .Positive();
+  s.Add("dist", "stage_boundaries", &c->stage_boundaries,
+        "first layer index of stages 1..S-1, e.g. 3,6 (empty: balanced by FLOPs; the split "
+        "is logged)");
+  s.Add("dist", "micro_batches", &c->micro_batches,
+        "micro-batches per step through the pipeline (0: 2 x pipeline_stages); the batch "
+        "per replica is split into them and their gradients summed")
+      .NonNegative();
+  s.AddChoice("dist", "schedule", &c->pipeline_schedule, {"gpipe", "1f1b"},
+              "pipeline schedule: gpipe (all forwards, then all backwards) or 1f1b (one "
+              "forward, one backward: at most S micro-batches of activations in flight)");
 
   s.DescribeSection("checkpoint", "checkpoints (HDF5, written by rank 0)");
   s.Add("checkpoint", "dir", &c->checkpoint_dir, "folder ('' : OUTPUT/checkpoints)");

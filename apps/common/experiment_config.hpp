@@ -58,6 +58,11 @@ struct ExperimentConfig {
   bool overlap = true;
   std::string wire = "float32";
   double watchdog_seconds = 300;
+  int pipeline_stages = 1;                 // S
+  int tensor_parallel = 1;                 // T
+  std::vector<int64_t> stage_boundaries;   // first layer of stages 1..S-1; empty: balanced
+  int64_t micro_batches = 0;               // M per step; 0: 2 x S
+  std::string pipeline_schedule = "1f1b";  // [dist] schedule: gpipe | 1f1b
   // [checkpoint]
   std::string checkpoint_dir;
   int64_t checkpoint_every_steps = 0;

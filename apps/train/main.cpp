@@ -24,7 +24,7 @@ namespace {
 // line says so (--resume=auto starts fresh when there is none). The newest usable checkpoint is
 // loaded into a scratch model to check it; the strategy loads it again to resume.
 void CheckResumable(const TrainerOptions& o) {
-  if (!o.resume) return;
+  if (!o.resume || o.model_parallel.grid.model_parallel()) return;
   const bool none =
       !std::filesystem::is_directory(o.checkpoint.dir) || ListCheckpoints(o.checkpoint).empty();
   if (none && o.resume_if_possible) return;
@@ -41,21 +41,40 @@ void CheckResumable(const TrainerOptions& o) {
                        "run starts fresh"});
 }
 
+// The shard of the data this rank reads: its data-parallel replica's (every rank of a
+// model-parallel replica reads the same batches).
+struct DataShard {
+  int index = 0;
+  int count = 1;
+};
+DataShard ShardOf(const TrainerOptions& o, int rank) {
+  const apps::GridShape& grid = o.model_parallel.grid;
+  return {.index = apps::PlaceOf(grid, rank).replica, .count = grid.replicas};
+}
+
 int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& options,
         int64_t local_batches) {
   const bool chief = env.is_chief();
+  const DataShard shard = ShardOf(options, env.rank());
   if (chief) {
     std::filesystem::create_directories(config.output);
-    SF_LOG(Info) << "batch: " << options.per_rank_batch << " per rank x " << env.size()
-                 << " ranks = " << options.per_rank_batch * env.size() << " global ("
-                 << config.batch_semantics << " semantics); intra-op threads "
-                 << options.tuning.threads << " per rank";
+    const bool replicas = options.model_parallel.grid.model_parallel();
+    SF_LOG(Info) << "batch: " << options.per_rank_batch
+                 << (replicas ? " per replica x " : " per rank x ") << shard.count
+                 << (replicas ? " replicas = " : " ranks = ")
+                 << options.per_rank_batch * shard.count << " global (" << config.batch_semantics
+                 << " semantics); intra-op threads " << options.tuning.threads << " per rank";
   }
+  options.final_params = false;
   TrainerInputs inputs;
-  inputs.train = [&] { return pipeline::BuildInputPipeline(config.data, env.rank(), env.size()); };
+  inputs.train = [&config, shard] {
+    return pipeline::BuildInputPipeline(config.data, shard.index, shard.count);
+  };
   inputs.local_batches = [local_batches] { return local_batches; };
   if (!config.eval.data.files.empty()) {
-    inputs.eval = [&] { return pipeline::BuildInputPipeline(config.eval, env.rank(), env.size()); };
+    inputs.eval = [&config, shard] {
+      return pipeline::BuildInputPipeline(config.eval, shard.index, shard.count);
+    };
   }
   const comm::Communicator job(comm::Group::kWorld, {.discover_topology = false});
   const TrainResult result = RunTraining(job, options, inputs);
@@ -77,8 +96,9 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
 // float32, plus one input batch (activations come on top and depend on the layers).
 int DryRun(MpiEnvironment& env, const apps::ExperimentConfig& config, const TrainerOptions& o) {
   comm::Communicator job(comm::Group::kWorld, {.discover_topology = false});
-  const int64_t records = pipeline::CountLocalRecords(config.data, env.rank(), env.size());
-  const int64_t batches = pipeline::CountLocalBatches(config.data, env.rank(), env.size());
+  const DataShard shard = ShardOf(o, env.rank());
+  const int64_t records = pipeline::CountLocalRecords(config.data, shard.index, shard.count);
+  const int64_t batches = pipeline::CountLocalBatches(config.data, shard.index, shard.count);
   const std::vector<int64_t> all_records = comm::AllgatherInt64(job, records);
   const std::vector<int64_t> all_batches = comm::AllgatherInt64(job, batches);
   const std::vector<int64_t> local_ranks = comm::AllgatherInt64(job, env.local_rank());
@@ -161,7 +181,8 @@ int main(int argc, char** argv) {
         train::CheckResumable(options);
         // Counting opens every file of this rank's shard: a file every rank finds wrong alike (a
         // CSV header without the feature's column) is an error of the parse phase, said once.
-        local_batches = pipeline::CountLocalBatches(config.data, env.rank(), env.size());
+        const train::DataShard shard = train::ShardOf(options, env.rank());
+        local_batches = pipeline::CountLocalBatches(config.data, shard.index, shard.count);
         options.tuning.threads = apps::ResolveThreads(config, env.local_size());
         options.tuning.local_ranks = env.local_size();
         options.tuning.cores = static_cast<int>(std::thread::hardware_concurrency());

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "apps/train/data_parallel.hpp"
+#include "apps/train/model_parallel.hpp"
 #include "core/error.hpp"
 
 namespace shardflow::train {
@@ -21,6 +22,7 @@ Registry& TheRegistry() {
   static Registry* registry = [] {
     auto* r = new Registry;
     r->factories["data_parallel"] = MakeDataParallel;
+    r->factories["model_parallel"] = MakeModelParallel;
     return r;
   }();
   return *registry;

@@ -92,9 +92,13 @@ class Strategy {
                               const std::string& iterator_state) = 0;
   // How many model replicas process distinct samples in a step (samples = rows x this).
   virtual int data_parallel_size() const = 0;
+  // Whether this rank's batches count in the samples trained (true for a replica on every
+  // rank; a model-parallel replica counts its samples on one rank).
+  virtual bool counts_samples() const { return true; }
   // Adds the strategy's own fields to the report (its name, what communication cost, ...).
   virtual void FinishReport(RunSummary* summary) = 0;
-  // The trained parameters as one flat arena (every rank returns the same).
+  // The trained parameters as the whole model's flat arena (every rank returns the same;
+  // called only when TrainerOptions::final_params is on).
   virtual std::vector<float> FinalParams() = 0;
 };
 

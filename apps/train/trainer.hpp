@@ -24,7 +24,9 @@
 #include <vector>
 
 #include "apps/common/experiment_config.hpp"
+#include "apps/common/rank_grid.hpp"
 #include "apps/train/nonfinite_guard.hpp"
+#include "apps/train/pipeline_schedule.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/communicator.hpp"
 #include "core/model.hpp"
@@ -39,6 +41,16 @@ namespace shardflow::train {
 using apps::BatchSpec;
 using apps::ModelBatch;
 using apps::Task;
+
+// Model parallelism ([dist] pipeline_stages, tensor_parallel, stage_boundaries, micro_batches,
+// schedule): run by the strategy "model_parallel" (model_parallel.hpp) whenever the grid has
+// more than one stage or tensor way.
+struct ModelParallelOptions {
+  apps::GridShape grid;               // replicas x stages x ways; plain data parallel: N x 1 x 1
+  std::vector<int> stage_boundaries;  // first layer of stages 1..S-1; empty: balanced by FLOPs
+  int micro_batches = 1;              // per step, through the pipeline
+  PipelineSchedule schedule = PipelineSchedule::k1F1B;
+};
 
 // The model (apps::ModelSetup: spec, input shape, task, features) and how to train it.
 struct TrainerOptions : apps::ModelSetup {
@@ -57,6 +69,7 @@ struct TrainerOptions : apps::ModelSetup {
   double bucket_mb = 4;
   bool overlap = true;
   double watchdog_seconds = 300;
+  ModelParallelOptions model_parallel;
 
   // Output and checkpoints (rank 0 writes).
   std::string output_dir;               // "" : no files
@@ -71,6 +84,7 @@ struct TrainerOptions : apps::ModelSetup {
   int64_t log_every_steps = 50;         // metrics.jsonl and progress metrics
   bool progress = true;                 // rank 0 progress bar
   bool trace = false;                   // Chrome trace per rank in output_dir
+  bool final_params = true;             // TrainResult::params (tests); the app turns it off
 
   // For the report's advice: the current values of the knobs it may name.
   TuningContext tuning;
@@ -87,7 +101,8 @@ struct TrainerInputs {
 
 struct TrainResult {
   RunSummary summary;
-  std::vector<float> params;  // the final parameters (every rank holds the same)
+  std::vector<float> params;  // the final parameters, whole-model arena order (every rank the
+                              // same; empty when TrainerOptions::final_params is off)
   double final_train_loss = 0;
   std::vector<double> step_losses;  // global mean loss per step (rank 0; all ranks hold it)
   // Resumed from a checkpoint at or past the last planned step: nothing ran, and `summary` and

@@ -59,6 +59,16 @@ void SetDistribution(const apps::ExperimentConfig& c, TrainerOptions* o) {
                           : c.wire == "fp16" ? comm::WireFormat::kFloat16
                                              : comm::WireFormat::kFloat32};
   o->strategy = c.strategy;
+  if (o->model_parallel.grid.model_parallel()) {
+    if (c.strategy != "data_parallel") {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "dist.strategy " + c.strategy +
+                      " does not combine with pipeline stages or "
+                      "tensor-parallel ways",
+                  {.key = "dist.strategy"});
+    }
+    o->strategy = "model_parallel";
+  }
   o->bucket_mb = c.bucket_mb;
   o->overlap = c.overlap;
   o->watchdog_seconds = c.watchdog_seconds;
@@ -86,11 +96,38 @@ void SetOutputs(const apps::ExperimentConfig& c, const std::string& config_text,
 
 }  // namespace
 
+// The grid, and the pipeline's micro-batches and schedule.
+void SetModelParallel(const apps::ExperimentConfig& c, int ranks, TrainerOptions* o) {
+  ModelParallelOptions& mp = o->model_parallel;
+  mp.grid = apps::MakeGridShape(ranks, c.pipeline_stages, c.tensor_parallel);
+  mp.stage_boundaries.assign(c.stage_boundaries.begin(), c.stage_boundaries.end());
+  mp.schedule = ParsePipelineSchedule(c.pipeline_schedule);
+  const int stages = mp.grid.stages;
+  if (!mp.stage_boundaries.empty() && stages == 1) {
+    throw Error(ErrorCode::kInvalidArgument, "stage boundaries given for a single stage",
+                {.key = "dist.stage_boundaries", .hint = "set dist.pipeline_stages"});
+  }
+  mp.micro_batches = c.micro_batches > 0 ? static_cast<int>(c.micro_batches)
+                     : stages > 1        ? 2 * stages
+                                         : 1;
+  if (mp.schedule == PipelineSchedule::k1F1B && stages > 1 && mp.micro_batches < stages) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "1f1b needs at least as many micro-batches as stages: micro_batches " +
+                    std::to_string(mp.micro_batches) + " < pipeline_stages " +
+                    std::to_string(stages),
+                {.key = "dist.micro_batches", .hint = "raise micro_batches or use gpipe"});
+  }
+}
+
 TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* c, int ranks,
                                   const std::string& config_text) {
   TrainerOptions o;
-  o.per_rank_batch = SetBatchSizes(c, ranks);
-  SetModelAndOptimizer(*c, ranks, &o);
+  SetModelParallel(*c, ranks, &o);
+  // Batch sizes and learning-rate scaling count data replicas: every rank of a model-parallel
+  // replica works on the same samples.
+  const int replicas = o.model_parallel.grid.replicas;
+  o.per_rank_batch = SetBatchSizes(c, replicas);
+  SetModelAndOptimizer(*c, replicas, &o);
   SetDistribution(*c, &o);
   SetOutputs(*c, config_text, &o);
   o.tuning = {.parallel_calls = static_cast<int>(c->data.data.parallel_calls),

@@ -1,6 +1,8 @@
 // The training loop: input, steps, metrics, checkpoints, evaluation and the report, for any
 // Strategy (strategy.hpp). Read TrainingLoop::Run first; each step is RunStep, and what
 // happens between steps (metrics lines, checkpoints, evaluation at epoch ends) is AfterStep.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -165,7 +167,7 @@ TrainResult TrainingLoop::Run() {
   }
   strategy_.SaveCheckpoint(step, plan_.steps_per_epoch, it_->SaveState());
   Summarize(step);
-  result_.params = strategy_.FinalParams();
+  if (o_.final_params) result_.params = strategy_.FinalParams();
   return result_;
 }
 
@@ -194,7 +196,7 @@ void TrainingLoop::RunStep(int64_t step) {
   interval_.loss_sum += out.loss_sum;
   interval_.correct += static_cast<double>(out.correct);
   interval_.rows += static_cast<double>(out.rows);
-  samples_seen_ += mb.rows;
+  samples_seen_ += strategy_.counts_samples() ? mb.rows : 0;
   skipped_steps_ += out.skipped ? 1 : 0;
   result_.step_losses.push_back(out.loss);
   result_.final_train_loss = out.loss;
@@ -291,6 +293,11 @@ void TrainingLoop::Summarize(int64_t steps) {
   s.samples = static_cast<int64_t>(parts[3]);
   s.samples_per_s = wall > 0 ? parts[3] / wall : 0;
   s.verdict = Diagnose(s.times, o_.tuning);
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);  // ru_maxrss in KiB on Linux
+  for (int64_t kib : comm::AllgatherInt64(ctl_, static_cast<int64_t>(usage.ru_maxrss))) {
+    s.peak_rss_mib.push_back(static_cast<double>(kib) / 1024.0);
+  }
   strategy_.FinishReport(&s);
   if (left_out_->batches_left_out > 0) {
     SF_LOG(Info) << "equal steps left out " << left_out_->batches_left_out.load() << " batches ("

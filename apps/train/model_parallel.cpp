@@ -1,0 +1,360 @@
+#include "apps/train/model_parallel.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "apps/train/nonfinite_guard.hpp"
+#include "apps/train/pipeline_stage.hpp"
+#include "comm/allreduce.hpp"
+#include "comm/collectives.hpp"
+#include "core/logging.hpp"
+#include "core/loss.hpp"
+#include "core/metrics.hpp"
+#include "core/optim/clip.hpp"
+#include "core/trace.hpp"
+
+namespace shardflow::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Drops the empty micro-batches of a small (partial) batch.
+std::vector<int64_t> NonEmptyParts(int64_t rows, int micro_batches) {
+  std::vector<int64_t> parts = MicroBatchRows(rows, micro_batches);
+  parts.erase(std::remove(parts.begin(), parts.end(), int64_t{0}), parts.end());
+  return parts;
+}
+
+class ModelParallelStrategy final : public Strategy {
+ public:
+  explicit ModelParallelStrategy(const StrategyEnv& env)
+      : env_(env),
+        o_(*env.options),
+        mp_(o_.model_parallel),
+        grid_(mp_.grid),
+        place_(apps::PlaceOf(grid_, env.job->rank())),
+        guard_(o_.nonfinite) {}
+
+  std::string name() const override { return "model_parallel"; }
+  StartPoint Setup() override;
+  StepOutput TrainStep(const StepInput& in) override;
+  EvalResult Evaluate(const pipeline::Dataset& eval) override;
+  void SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch,
+                      const std::string& iterator_state) override;
+  int data_parallel_size() const override { return grid_.replicas; }
+  bool counts_samples() const override { return place_.stage == 0 && place_.way == 0; }
+  void FinishReport(RunSummary* summary) override;
+  std::vector<float> FinalParams() override;
+
+ private:
+  // The rank that reports a replica's loss and metrics (the loop sums over all ranks).
+  bool reporter() const { return place_.stage == grid_.stages - 1 && place_.way == 0; }
+  void MakeCommunicators();
+  void LogGrid(const std::vector<LayerCost>& layers) const;
+  // The last stage's loss of rows [begin, end) of the batch into `dy`; adds to the step sums.
+  void Loss(const ModelBatch& mb, double scale, const Tensor& y, int64_t begin, int64_t end,
+            Tensor* dy);
+  // After the passes: the replicas' gradient average, the replica's agreement on loss and norm,
+  // the update. Returns the seconds spent in collectives.
+  double FinishStep(const StepInput& in, StepOutput* out);
+  void AverageBuffers();
+
+  StrategyEnv env_;
+  const TrainerOptions& o_;
+  const ModelParallelOptions& mp_;
+  const apps::GridShape grid_;
+  const apps::GridPlace place_;
+  std::vector<int> bounds_;
+  std::unique_ptr<comm::Communicator> pipe_, model_comm_, replicas_;
+  std::unique_ptr<Sequential<float>> model_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<PipelineStage> stage_;
+  NonfiniteGuard guard_;
+  BatchSpec spec_ = o_.batch_spec();
+  Tensor eval_scratch_;
+  // This step's sums on the last stage.
+  double loss_sum_ = 0;
+  int64_t correct_ = 0;
+  bool loss_finite_ = true;
+  // Totals for the report.
+  StageTimes times_;
+  double collective_s_ = 0;
+};
+
+StartPoint ModelParallelStrategy::Setup() {
+  if (o_.resume || !o_.warm_start.empty()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "resuming or warm-starting a model-parallel run is not built yet",
+                {.key = "dist.pipeline_stages"});
+  }
+  const std::vector<LayerCost> layers = WholeModelLayerCosts(o_);
+  bounds_ = ResolveStageBoundaries(o_, layers);
+  MakeCommunicators();
+  const int s = place_.stage;
+  const LayerRange range{s == 0 ? 0 : bounds_[static_cast<size_t>(s - 1)],
+                         s + 1 == grid_.stages ? -1 : bounds_[static_cast<size_t>(s)]};
+  model_ = std::make_unique<Sequential<float>>(o_.model_spec, o_.input_shape, o_.model, range);
+  optimizer_ = MakeOptimizer(o_.optimizer, model_->arena().size());
+  stage_ = std::make_unique<PipelineStage>(*pipe_, *model_);
+  LogGrid(layers);
+  return {};
+}
+
+void ModelParallelStrategy::MakeCommunicators() {
+  const comm::Communicator& job = *env_.job;
+  comm::CommunicatorOptions with_watchdog;
+  with_watchdog.discover_topology = false;
+  with_watchdog.watchdog = comm::WatchdogOptions{.timeout_seconds = o_.watchdog_seconds};
+  const int d = place_.replica, s = place_.stage, t = place_.way, ways = grid_.ways;
+  pipe_ = job.Split(d * ways + t, s, with_watchdog);
+  model_comm_ = job.Split(d, s * ways + t, with_watchdog);
+  comm::CommunicatorOptions replica_options = with_watchdog;
+  replica_options.discover_topology = true;  // the gradient all-reduce picks shm on a node
+  replicas_ = job.Split(s * ways + t, d, replica_options);
+}
+
+void ModelParallelStrategy::LogGrid(const std::vector<LayerCost>& layers) const {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  const std::string mine = "rank " + std::to_string(env_.job->rank()) + ": replica " +
+                           std::to_string(place_.replica) + ", stage " +
+                           std::to_string(place_.stage) + ", way " + std::to_string(place_.way) +
+                           " on " + host + ", layers " + std::to_string(model_->first_layer()) +
+                           "-" + std::to_string(model_->first_layer() + model_->num_layers() - 1) +
+                           ", " + std::to_string(model_->arena().size()) + " parameters";
+  const std::vector<std::vector<uint8_t>> all =
+      comm::GatherBytes(*env_.ctl, mine.data(), mine.size());
+  if (env_.ctl->rank() != 0) return;
+  SF_LOG(Info) << "grid: " << grid_.ToString() << " = " << grid_.ranks() << " ranks; schedule "
+               << PipelineScheduleName(mp_.schedule) << ", " << mp_.micro_batches
+               << " micro-batches per step";
+  if (grid_.stages > 1) {
+    SF_LOG(Info) << "stages" << (mp_.stage_boundaries.empty() ? " (balanced by FLOPs)" : "") << ": "
+                 << DescribeStages(bounds_, layers);
+  }
+  for (const std::vector<uint8_t>& line : all) {
+    SF_LOG(Info) << "grid: " << std::string(line.begin(), line.end());
+  }
+}
+
+void ModelParallelStrategy::Loss(const ModelBatch& mb, double scale, const Tensor& y, int64_t begin,
+                                 int64_t end, Tensor* dy) {
+  double loss = 0;
+  if (o_.task == Task::kClassify) {
+    const Tensor labels = mb.labels.Slice(begin, end);
+    loss = SoftmaxCrossEntropy<float>(y, labels, dy);
+    correct_ += CountCorrect<float>(y, labels);
+  } else {
+    loss = MeanSquaredError<float>(y, mb.x.Slice(begin, end), dy);
+  }
+  const int64_t rows = end - begin;
+  loss_sum_ += loss * static_cast<double>(rows);
+  // dL/dy of the batch's mean loss: this micro-batch's mean-loss gradient times its share.
+  const float share = static_cast<float>(scale * static_cast<double>(rows));
+  float* d = dy->data<float>();
+  for (int64_t i = 0; i < dy->num_elements(); ++i) d[i] *= share;
+  if (!std::isfinite(loss)) {
+    loss_finite_ = false;
+    NonfiniteGuard::PoisonIfNonfinite(loss, dy);
+  }
+}
+
+StepOutput ModelParallelStrategy::TrainStep(const StepInput& in) {
+  const ModelBatch& mb = *in.batch;
+  double weight = 1.0;  // a partial last batch weighs by its size over the replicas
+  if (in.epoch_end && grid_.replicas > 1) {
+    const int64_t global = comm::AllreduceInt64(*replicas_, mb.rows, comm::ReduceOp::kSum);
+    weight = global > 0 ? static_cast<double>(mb.rows) * grid_.replicas / global : 0;
+  }
+  loss_sum_ = 0;
+  correct_ = 0;
+  loss_finite_ = true;
+  model_->arena().ZeroGrads();
+  const double scale = mb.rows > 0 ? weight / static_cast<double>(mb.rows) : 0;
+  const StageTimes t = stage_->Train(mp_.schedule, NonEmptyParts(mb.rows, mp_.micro_batches), mb.x,
+                                     static_cast<uint64_t>(in.step),
+                                     [&](const Tensor& y, int64_t begin, int64_t end, Tensor* dy) {
+                                       Loss(mb, scale, y, begin, end, dy);
+                                     });
+  times_.compute_s += t.compute_s;
+  times_.p2p_wait_s += t.p2p_wait_s;
+  times_.total_s += t.total_s;
+  StepOutput out;
+  const double collective = FinishStep(in, &out);
+  out.comm_blocked_s = t.p2p_wait_s + collective;
+  return out;
+}
+
+double ModelParallelStrategy::FinishStep(const StepInput& in, StepOutput* out) {
+  const auto t0 = Clock::now();
+  Arena<float>& arena = model_->arena();
+  if (grid_.replicas > 1) {
+    SF_TRACE_SCOPE("allreduce_wait");
+    comm::Allreduce(*replicas_, arena.grads(), static_cast<size_t>(arena.size()),
+                    {.algorithm = o_.allreduce.algorithm,
+                     .mode = comm::ReduceMode::kAverage,
+                     .wire = o_.allreduce.wire});
+  }
+  const bool reports = reporter();
+  double sums[4] = {GlobalNorm(arena.grads(), arena.size()), reports ? loss_sum_ : 0.0,
+                    reports ? static_cast<double>(correct_) : 0.0,
+                    reports ? static_cast<double>(in.batch->rows) : 0.0};
+  sums[0] *= sums[0];
+  comm::AllreduceDoubles(*model_comm_, sums, 4, comm::ReduceOp::kSum);
+  const double collective = Since(t0);
+  collective_s_ += collective;
+  const double norm = std::sqrt(sums[0]);
+  // The whole model's gradients are finite exactly when the sum of squares is: a stage whose
+  // own gradients are finite marks them so the guard sees the replica's verdict.
+  if (!std::isfinite(norm) && AllFinite(arena.grads(), arena.size()) && arena.size() > 0) {
+    arena.grads()[0] = std::numeric_limits<float>::quiet_NaN();
+  }
+  if (o_.clip_norm > 0 && std::isfinite(norm) && norm > o_.clip_norm) {
+    const float factor = static_cast<float>(o_.clip_norm / norm);
+    float* g = arena.grads();
+    for (int64_t i = 0; i < arena.size(); ++i) g[i] *= factor;
+  }
+  out->loss = sums[3] > 0 ? sums[1] / sums[3] : 0.0;
+  const StepPlace at{
+      .step = in.step, .epoch = in.epoch, .learning_rate = in.learning_rate, .loss = out->loss};
+  {
+    SF_TRACE_SCOPE("update");
+    out->skipped = !guard_.CheckGradients(at, arena, 0);
+    if (!out->skipped) optimizer_->Step(arena, in.learning_rate);
+  }
+  if (reports && !out->skipped) {
+    out->rows = in.batch->rows;
+    out->loss_sum = loss_sum_;
+    out->correct = correct_;
+  }
+  return collective;
+}
+
+EvalResult ModelParallelStrategy::Evaluate(const pipeline::Dataset& eval) {
+  SF_TRACE_SCOPE("evaluate");
+  AverageBuffers();
+  const bool classify = o_.task == Task::kClassify;
+  double sums[3] = {0, 0, 0};  // loss sum, correct, samples (the reporters' only)
+  auto it = eval.MakeIterator();
+  pipeline::Element batch;
+  while (it.Next(&batch)) {
+    const ModelBatch mb = ToModelBatch(batch, spec_, &eval_scratch_);
+    if (mb.rows == 0) continue;
+    stage_->Infer(NonEmptyParts(mb.rows, mp_.micro_batches), mb.x,
+                  [&](const Tensor& y, int64_t begin, int64_t end) {
+                    if (!reporter()) return;
+                    if (classify) {
+                      const Tensor labels = mb.labels.Slice(begin, end);
+                      sums[0] += SoftmaxCrossEntropy<float>(y, labels, nullptr) *
+                                 static_cast<double>(end - begin);
+                      sums[1] += static_cast<double>(CountCorrect<float>(y, labels));
+                    } else {
+                      sums[0] += SumReconstructionError<float>(y, mb.x.Slice(begin, end));
+                    }
+                    sums[2] += static_cast<double>(end - begin);
+                  });
+  }
+  comm::AllreduceDoubles(*env_.ctl, sums, 3, comm::ReduceOp::kSum);
+  EvalResult r;
+  r.samples = static_cast<int64_t>(sums[2]);
+  if (r.samples > 0) {
+    r.loss = sums[0] / sums[2];
+    r.accuracy = sums[1] / sums[2];
+  }
+  return r;
+}
+
+void ModelParallelStrategy::AverageBuffers() {
+  if (grid_.replicas == 1) return;
+  for (const NamedTensor& b : model_->Buffers()) {
+    comm::Allreduce(
+        *replicas_, b.tensor->data<float>(), static_cast<size_t>(b.tensor->num_elements()),
+        {.algorithm = comm::AllreduceAlgorithm::kMpi, .mode = comm::ReduceMode::kAverage});
+  }
+}
+
+void ModelParallelStrategy::SaveCheckpoint(int64_t, int64_t, const std::string&) {
+  if (o_.checkpoint.dir.empty()) return;
+  throw Error(ErrorCode::kInvalidArgument, "checkpoints of a model-parallel run are not built yet",
+              {.key = "checkpoint.dir", .hint = "set checkpoint.dir = '' for now"});
+}
+
+void ModelParallelStrategy::FinishReport(RunSummary* summary) {
+  summary->strategy = name();
+  summary->grid = grid_.ToString() + ", " + PipelineScheduleName(mp_.schedule) + ", " +
+                  std::to_string(mp_.micro_batches) + " micro-batches";
+  const double bubble = times_.total_s > 0 ? 1.0 - times_.compute_s / times_.total_s : 0.0;
+  double sums[3] = {bubble, times_.p2p_wait_s, collective_s_};
+  comm::AllreduceDoubles(*env_.ctl, sums, 3, comm::ReduceOp::kSum);
+  double most[2] = {static_cast<double>(stage_->max_in_flight()),
+                    static_cast<double>(stage_->slots_made())};
+  comm::AllreduceDoubles(*env_.ctl, most, 2, comm::ReduceOp::kMax);
+  const double n = static_cast<double>(env_.ctl->size());
+  summary->strategy_figures = {
+      {"bubble_fraction", sums[0] / n},
+      {"ideal_bubble_fraction", IdealBubbleFraction(grid_.stages, mp_.micro_batches)},
+      {"p2p_wait_s", sums[1] / n},
+      {"collective_s", sums[2] / n},
+      {"max_micro_batches_in_flight", most[0]},
+      {"max_micro_batch_slots", most[1]}};
+}
+
+// The whole arena, from replica 0's stages: stage s's arena is one contiguous range of the
+// whole model's (parameters lie in reverse layer order), the last stage's first.
+std::vector<float> ModelParallelStrategy::FinalParams() {
+  if (grid_.ways > 1) {
+    throw Error(ErrorCode::kInvalidArgument, "final parameters of a tensor-parallel run");
+  }
+  const Arena<float>& arena = model_->arena();
+  const std::vector<int64_t> sizes = comm::AllgatherInt64(*pipe_, arena.size());
+  const std::vector<float> by_stage =
+      comm::GatherConcat(*pipe_, arena.params(), static_cast<size_t>(arena.size()));
+  int64_t total = 0;
+  for (int64_t size : sizes) total += size;
+  std::vector<float> whole(static_cast<size_t>(total));
+  if (pipe_->rank() == 0) {
+    int64_t from = 0, to = total;
+    for (int64_t size : sizes) {  // stage order in, reverse stage order out
+      to -= size;
+      std::copy(by_stage.begin() + from, by_stage.begin() + from + size, whole.begin() + to);
+      from += size;
+    }
+  }
+  comm::Broadcast(*env_.ctl, whole.data(), whole.size(), 0);
+  return whole;
+}
+
+}  // namespace
+
+std::vector<LayerCost> WholeModelLayerCosts(const TrainerOptions& o) {
+  std::vector<LayerCost> out;
+  const int n = static_cast<int>(SplitModelSpec(PresetSpec(o.model_spec, o.input_shape)).size());
+  for (int i = 0; i < n; ++i) {
+    const Sequential<float> layer(o.model_spec, o.input_shape, o.model, LayerRange{i, i + 1});
+    out.push_back({.name = layer.layer_name(0),
+                   .flops = static_cast<double>(layer.FlopsPerSample()),
+                   .parameters = layer.arena().size()});
+  }
+  return out;
+}
+
+std::vector<int> ResolveStageBoundaries(const TrainerOptions& o,
+                                        const std::vector<LayerCost>& layers) {
+  const ModelParallelOptions& mp = o.model_parallel;
+  if (mp.grid.stages == 1) return {};
+  if (mp.stage_boundaries.empty()) return BalanceStages(layers, mp.grid.stages);
+  CheckStageBoundaries(mp.stage_boundaries, layers, mp.grid.stages);
+  return mp.stage_boundaries;
+}
+
+std::unique_ptr<Strategy> MakeModelParallel(const StrategyEnv& env) {
+  return std::make_unique<ModelParallelStrategy>(env);
+}
+
+}  // namespace shardflow::train
