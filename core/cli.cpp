@@ -31,6 +31,24 @@ void WriteStdout(const std::string& text) {
   }
 }
 
+// Each line in one write(2) to stderr, the stream log lines and errors use: a line is never
+// split (a pipe write of at most PIPE_BUF bytes is atomic) and, in one stream, never overtaken
+// by an error printed after it, however mpirun forwards and merges the ranks' streams.
+void WriteStderrLines(const std::string& text) {
+  size_t begin = 0;
+  while (begin < text.size()) {
+    size_t end = text.find('\n', begin);
+    end = end == std::string::npos ? text.size() : end + 1;
+    size_t done = begin;
+    while (done < end) {
+      const ssize_t n = ::write(STDERR_FILENO, text.data() + done, end - done);
+      if (n <= 0) return;
+      done += static_cast<size_t>(n);
+    }
+    begin = end;
+  }
+}
+
 std::string JoinChoices(const std::vector<std::string>& choices, const std::string& separator) {
   std::string out;
   for (const std::string& choice : choices) out += (out.empty() ? "" : separator) + choice;
@@ -264,7 +282,7 @@ CommandLine ParseCommandLine(int argc, const char* const* argv, ConfigSchema& sc
 
 void PrintResolvedTable(const ConfigSchema& schema) {
   // The table is information: --log.level=warn (or error) hides it; resolved.ini keeps it.
-  if (IsRankZero() && LogEnabled(LogLevel::kInfo)) WriteStdout(schema.ResolvedTable());
+  if (IsRankZero() && LogEnabled(LogLevel::kInfo)) WriteStderrLines(schema.ResolvedTable());
 }
 
 }  // namespace shardflow

@@ -116,17 +116,18 @@ std::string CommandLineHelp(const ConfigSchema& schema, const AppSpec& app);
 //  2. SplitCommandLine; registers [log] (RegisterLogOptions with process-wide storage) if the
 //     schema has no log.level key.
 //  3. schema.Parse(config file, overrides); the [log] settings take effect.
-//  4. Rank 0 prints the resolved table to stdout (unless app.PrintResolved(false) or the log
-//     level is above info).
+//  4. Rank 0 prints the resolved table to stderr, the stream of log lines and errors, one
+//     write per line (unless app.PrintResolved(false) or the log level is above info).
 // Errors are thrown for RunMain to print once. Rank is GetLogRank() (set by MpiEnvironment;
 // -1 outside MPI counts as rank 0).
 CommandLine ParseCommandLine(int argc, const char* const* argv, ConfigSchema& schema,
                              const AppSpec& app);
 
 // Step 4 of ParseCommandLine, for an app that turned it off to print the table only once its
-// own parse-phase checks have passed: under mpirun a table on stdout followed at once by an
-// error on stderr can reach a shared log spliced mid-line, since the launcher forwards the two
-// streams in chunks of its own. Rank 0, log level info or below.
+// own parse-phase checks have passed. The table goes to stderr, one write(2) per line: on
+// stdout, followed at once by an error on stderr, it reached shared logs spliced mid-row, since
+// mpirun forwards the two streams in chunks of its own (issue 24, item 3); in one stream the
+// error can only come after the table's last line. Rank 0, log level info or below.
 void PrintResolvedTable(const ConfigSchema& schema);
 
 }  // namespace shardflow

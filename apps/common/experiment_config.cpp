@@ -62,6 +62,10 @@ void RegisterTrainSection(ConfigSchema& s, ExperimentConfig* c) {
         "stop after this many steps in all (0: no limit); the learning-rate schedule still "
         "spans train.epochs, so a stopped run resumes exactly")
       .NonNegative();
+  s.Add("train", "max_memory_mb", &c->max_memory_mb,
+        "per-rank cap on the model state (parameters, gradients, optimizer slots) in MiB, "
+        "checked before anything is allocated (0: none)")
+      .NonNegative();
   s.Add("train", "log_every", &c->log_every, "steps between metrics.jsonl lines").Positive();
   s.AddChoice("train", "on_nonfinite", &c->on_nonfinite, {"fail", "skip_step"},
               "a NaN/Inf loss or gradient: fail (exit 3 naming step, epoch, quantity and lr) or "

@@ -48,6 +48,7 @@ struct ExperimentConfig {
   double clip_norm = 0;
   int threads = 0;
   int64_t max_steps = 0;
+  double max_memory_mb = 0;
   int64_t log_every = 50;
   std::string on_nonfinite = "fail";
   int64_t max_skipped_steps = 10;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "apps/train/model_parallel.hpp"
 #include "apps/train/trainer.hpp"
 #include "apps/train/trainer_options.hpp"
 #include "comm/collectives.hpp"
@@ -179,6 +180,7 @@ int main(int argc, char** argv) {
           pipeline::CheckFilesMatch(config.eval.data.files, "eval.files");
         }
         train::CheckResumable(options);
+        train::CheckModelPlan(options, env.rank());
         // Counting opens every file of this rank's shard: a file every rank finds wrong alike (a
         // CSV header without the feature's column) is an error of the parse phase, said once.
         const train::DataShard shard = train::ShardOf(options, env.rank());

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "apps/train/memory_guard.hpp"
 #include "apps/train/nonfinite_guard.hpp"
 #include "apps/train/pipeline_stage.hpp"
 #include "comm/allreduce.hpp"
@@ -97,8 +98,14 @@ StartPoint ModelParallelStrategy::Setup() {
   bounds_ = ResolveStageBoundaries(o_, layers);
   MakeCommunicators();
   const int s = place_.stage;
-  const LayerRange range{s == 0 ? 0 : bounds_[static_cast<size_t>(s - 1)],
-                         s + 1 == grid_.stages ? -1 : bounds_[static_cast<size_t>(s)]};
+  const LayerRange range = StageRange(bounds_, s, static_cast<int>(layers.size()));
+  int64_t parameters = 0;
+  for (int i = range.begin; i < range.end; ++i) {
+    parameters += layers[static_cast<size_t>(i)].parameters;
+  }
+  CheckMemoryCap(o_, parameters,
+                 "stage " + std::to_string(s) + " (layers " + std::to_string(range.begin) + "-" +
+                     std::to_string(range.end - 1) + ")");
   model_ = std::make_unique<Sequential<float>>(o_.model_spec, o_.input_shape, o_.model, range);
   optimizer_ = MakeOptimizer(o_.optimizer, model_->arena().size());
   stage_ = std::make_unique<PipelineStage>(*pipe_, *model_);
@@ -351,6 +358,28 @@ std::vector<int> ResolveStageBoundaries(const TrainerOptions& o,
   if (mp.stage_boundaries.empty()) return BalanceStages(layers, mp.grid.stages);
   CheckStageBoundaries(mp.stage_boundaries, layers, mp.grid.stages);
   return mp.stage_boundaries;
+}
+
+LayerRange StageRange(const std::vector<int>& boundaries, int stage, int layers) {
+  const size_t s = static_cast<size_t>(stage);
+  return {stage == 0 ? 0 : boundaries[s - 1], s == boundaries.size() ? layers : boundaries[s]};
+}
+
+void CheckModelPlan(const TrainerOptions& o, int rank) {
+  const bool split = o.model_parallel.grid.model_parallel();
+  if (!split && o.max_memory_mb <= 0) return;
+  const std::vector<LayerCost> layers = WholeModelLayerCosts(o);
+  const std::vector<int> bounds = ResolveStageBoundaries(o, layers);
+  const int stage = apps::PlaceOf(o.model_parallel.grid, rank).stage;
+  const LayerRange range = StageRange(bounds, stage, static_cast<int>(layers.size()));
+  int64_t parameters = 0;
+  for (int i = range.begin; i < range.end; ++i) {
+    parameters += layers[static_cast<size_t>(i)].parameters;
+  }
+  CheckMemoryCap(o, parameters,
+                 split ? "stage " + std::to_string(stage) + " (layers " +
+                             std::to_string(range.begin) + "-" + std::to_string(range.end - 1) + ")"
+                       : std::string("the whole model (a replica on every rank)"));
 }
 
 std::unique_ptr<Strategy> MakeModelParallel(const StrategyEnv& env) {

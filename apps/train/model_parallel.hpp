@@ -38,4 +38,12 @@ std::vector<LayerCost> WholeModelLayerCosts(const TrainerOptions& o);
 std::vector<int> ResolveStageBoundaries(const TrainerOptions& o,
                                         const std::vector<LayerCost>& layers);
 
+// The checks of a run's model plan that every rank finds alike, for the parse phase (one line
+// says what is wrong, exit 2): the stage boundaries (given or balanced) and, with
+// train.max_memory_mb, this rank's share of the model state (its stage, or the whole model).
+void CheckModelPlan(const TrainerOptions& o, int rank);
+
+// The range of layers stage `stage` holds.
+LayerRange StageRange(const std::vector<int>& boundaries, int stage, int layers);
+
 }  // namespace shardflow::train

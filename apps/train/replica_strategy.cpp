@@ -1,5 +1,7 @@
 #include "apps/train/replica_strategy.hpp"
 
+#include "apps/train/memory_guard.hpp"
+#include "apps/train/model_parallel.hpp"
 #include "apps/train/rank_states.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/collectives.hpp"
@@ -21,6 +23,11 @@ ReplicaStrategy::~ReplicaStrategy() = default;
 StartPoint ReplicaStrategy::Setup() {
   const TrainerOptions& o = options();
   const bool chief = ctl().rank() == 0;
+  if (o.max_memory_mb > 0) {
+    int64_t parameters = 0;
+    for (const LayerCost& layer : WholeModelLayerCosts(o)) parameters += layer.parameters;
+    CheckMemoryCap(o, parameters, "the whole model (a replica on every rank)");
+  }
   model_ = std::make_unique<Sequential<float>>(o.model_spec, o.input_shape, o.model);
   optimizer_ = MakeOptimizer(o.optimizer, model_->arena().size());
   if (chief) SF_LOG(Info) << "model:\n" << model_->Summary();

@@ -62,6 +62,7 @@ struct TrainerOptions : apps::ModelSetup {
   int64_t epochs = 1;
   int64_t per_rank_batch = 32;  // for the report; batches come from the pipeline
   int64_t max_steps = 0;        // stop after this many steps in total (0: no limit)
+  double max_memory_mb = 0;     // per-rank cap on the model state (memory_guard.hpp); 0: none
 
   // Distribution.
   std::string strategy = "data_parallel";  // a registered name (strategy.hpp)

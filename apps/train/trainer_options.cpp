@@ -46,6 +46,7 @@ void SetModelAndOptimizer(const apps::ExperimentConfig& c, int ranks, TrainerOpt
   o->clip_norm = c.clip_norm;
   o->epochs = c.epochs;
   o->max_steps = c.max_steps;
+  o->max_memory_mb = c.max_memory_mb;
   o->log_every_steps = c.log_every;
   o->nonfinite = {.action = ParseOnNonfinite(c.on_nonfinite),
                   .max_skipped_steps = c.max_skipped_steps};

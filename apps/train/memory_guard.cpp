@@ -1,0 +1,28 @@
+#include "apps/train/memory_guard.hpp"
+
+#include <cstdio>
+
+namespace shardflow::train {
+
+int64_t ModelStateBytes(int64_t parameters, const OptimizerOptions& optimizer) {
+  const int64_t slots = static_cast<int64_t>(MakeOptimizer(optimizer, 1)->Slots().size());
+  return parameters * static_cast<int64_t>(sizeof(float)) * (2 + slots);
+}
+
+void CheckMemoryCap(const TrainerOptions& o, int64_t parameters, const std::string& holder) {
+  if (o.max_memory_mb <= 0) return;
+  const double need = static_cast<double>(ModelStateBytes(parameters, o.optimizer)) / (1 << 20);
+  if (need <= o.max_memory_mb) return;
+  char text[512];
+  std::snprintf(text, sizeof(text),
+                "%s needs %.0f MiB per rank for %lld parameters, their gradients and %s state, "
+                "over train.max_memory_mb = %.0f",
+                holder.c_str(), need, static_cast<long long>(parameters), o.optimizer.name.c_str(),
+                o.max_memory_mb);
+  throw Error(ErrorCode::kInvalidArgument, text,
+              {.key = "train.max_memory_mb",
+               .hint = "split the model over more ranks: dist.pipeline_stages or "
+                       "dist.tensor_parallel"});
+}
+
+}  // namespace shardflow::train

@@ -1,0 +1,25 @@
+// train.max_memory_mb: a per-rank cap on the model state a rank holds, checked before anything
+// is allocated, so a model that does not fit fails at once with one line saying what it needs
+// and how to split it, instead of being killed by the out-of-memory killer mid-run.
+// The state counted is this rank's parameters, their gradients and the optimizer's slots
+// (float32); activations, input buffers and the runtime come on top and are measured instead
+// (summary.json peak_rss_mib, per rank).
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "apps/train/trainer.hpp"
+
+namespace shardflow::train {
+
+// Bytes of parameters + gradients + optimizer slots for `parameters` floats.
+int64_t ModelStateBytes(int64_t parameters, const OptimizerOptions& optimizer);
+
+// Throws Error(kInvalidArgument), key train.max_memory_mb, when o.max_memory_mb > 0 and the
+// state of `parameters` floats exceeds it; `holder` says whose state it is ("the whole model",
+// "stage 2 (layers 4-5)").
+void CheckMemoryCap(const TrainerOptions& o, int64_t parameters, const std::string& holder);
+
+}  // namespace shardflow::train
