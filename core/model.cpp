@@ -365,6 +365,33 @@ std::string Sequential<T>::Summary() const {
   return out.str();
 }
 
+std::vector<LayerInfo> DescribeLayers(const std::string& spec, const Shape& input_shape,
+                                      const ModelOptions& options) {
+  const std::vector<std::string> tokens = SplitModelSpec(PresetSpec(Trim(spec), input_shape));
+  std::vector<LayerInfo> out;
+  Arena<float> arena;  // declared into, never allocated
+  Shape shape = input_shape;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    auto layer = MakeLayerFromSpec<float>(tokens[i], input_shape, options);
+    std::ostringstream name;
+    name << std::setw(2) << std::setfill('0') << i << '_' << layer->kind();
+    BuildContext<float> ctx{
+        .arena = &arena, .layer_index = static_cast<int>(i), .layer_name = name.str()};
+    const int declared = arena.num_params();
+    try {
+      shape = layer->Build(shape, ctx);
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "layer " + name.str() + " ('" + tokens[i] + "'): " + e.what(), {.key = "model"});
+    }
+    LayerInfo info{.name = name.str(), .output_shape = shape};
+    for (int id = declared; id < arena.num_params(); ++id) info.parameters += arena.spec(id).size;
+    info.flops_per_sample = layer->FlopsPerSample();
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
 template class Sequential<float>;
 template class Sequential<double>;
 template std::unique_ptr<Layer<float>> MakeLayerFromSpec<float>(const std::string&, const Shape&,

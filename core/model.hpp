@@ -167,6 +167,17 @@ class Sequential {
   int spec_layers_ = 0;      // layers in the whole spec
 };
 
+// What each layer of a spec is, without allocating or initialising any parameter (the
+// whole model may not fit this process): name, output shape, parameters, forward FLOPs.
+struct LayerInfo {
+  std::string name;  // "03_dense"
+  Shape output_shape;
+  int64_t parameters = 0;
+  int64_t flops_per_sample = 0;
+};
+std::vector<LayerInfo> DescribeLayers(const std::string& spec, const Shape& input_shape,
+                                      const ModelOptions& options = {});
+
 // One layer from one token (see the grammar above). model_input (per sample) resolves
 // defaults: repeat's length is model_input[0].
 template <typename T>

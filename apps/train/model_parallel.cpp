@@ -341,12 +341,10 @@ std::vector<float> ModelParallelStrategy::FinalParams() {
 
 std::vector<LayerCost> WholeModelLayerCosts(const TrainerOptions& o) {
   std::vector<LayerCost> out;
-  const int n = static_cast<int>(SplitModelSpec(PresetSpec(o.model_spec, o.input_shape)).size());
-  for (int i = 0; i < n; ++i) {
-    const Sequential<float> layer(o.model_spec, o.input_shape, o.model, LayerRange{i, i + 1});
-    out.push_back({.name = layer.layer_name(0),
-                   .flops = static_cast<double>(layer.FlopsPerSample()),
-                   .parameters = layer.arena().size()});
+  for (const LayerInfo& layer : DescribeLayers(o.model_spec, o.input_shape, o.model)) {
+    out.push_back({.name = layer.name,
+                   .flops = static_cast<double>(layer.flops_per_sample),
+                   .parameters = layer.parameters});
   }
   return out;
 }

@@ -30,8 +30,8 @@ namespace shardflow::train {
 
 std::unique_ptr<Strategy> MakeModelParallel(const StrategyEnv& env);
 
-// Per-layer FLOPs and parameter counts of the whole model, built one layer at a time (never the
-// whole model at once, which may not fit a rank).
+// Per-layer FLOPs and parameter counts of the whole model, with nothing allocated (the whole
+// model may not fit a rank).
 std::vector<LayerCost> WholeModelLayerCosts(const TrainerOptions& o);
 
 // Stage boundaries for these options: dist.stage_boundaries checked, or balanced by FLOPs.
