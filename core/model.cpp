@@ -385,7 +385,10 @@ std::vector<LayerInfo> DescribeLayers(const std::string& spec, const Shape& inpu
                   "layer " + name.str() + " ('" + tokens[i] + "'): " + e.what(), {.key = "model"});
     }
     LayerInfo info{.name = name.str(), .output_shape = shape};
-    for (int id = declared; id < arena.num_params(); ++id) info.parameters += arena.spec(id).size;
+    for (int id = declared; id < arena.num_params(); ++id) {
+      info.parameters += arena.spec(id).size;
+      info.params.emplace_back(arena.spec(id).FullName(), arena.spec(id).FullShape());
+    }
     info.flops_per_sample = layer->FlopsPerSample();
     out.push_back(std::move(info));
   }

@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/arena.hpp"
@@ -174,6 +175,7 @@ struct LayerInfo {
   Shape output_shape;
   int64_t parameters = 0;
   int64_t flops_per_sample = 0;
+  std::vector<std::pair<std::string, Shape>> params;  // full names ("03_dense/kernel"), shapes
 };
 std::vector<LayerInfo> DescribeLayers(const std::string& spec, const Shape& input_shape,
                                       const ModelOptions& options = {});
