@@ -6,9 +6,9 @@
 #include <chrono>
 #include <cmath>
 
+#include "apps/common/pipeline_stage.hpp"
 #include "apps/train/memory_guard.hpp"
 #include "apps/train/nonfinite_guard.hpp"
-#include "apps/train/pipeline_stage.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/collectives.hpp"
 #include "core/logging.hpp"
@@ -19,6 +19,14 @@
 
 namespace shardflow::train {
 namespace {
+
+using apps::BalanceStages;
+using apps::CheckStageBoundaries;
+using apps::DescribeStages;
+using apps::IdealBubbleFraction;
+using apps::MicroBatchRows;
+using apps::PipelineStage;
+using apps::StageTimes;
 
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) {

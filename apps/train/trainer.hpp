@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "apps/common/experiment_config.hpp"
+#include "apps/common/pipeline_schedule.hpp"
 #include "apps/common/rank_grid.hpp"
 #include "apps/train/nonfinite_guard.hpp"
-#include "apps/train/pipeline_schedule.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/communicator.hpp"
 #include "core/model.hpp"
@@ -39,7 +39,10 @@
 namespace shardflow::train {
 
 using apps::BatchSpec;
+using apps::LayerCost;
 using apps::ModelBatch;
+using apps::PipelineSchedule;
+using apps::PipelineScheduleName;
 using apps::Task;
 
 // Model parallelism ([dist] pipeline_stages, tensor_parallel, stage_boundaries, micro_batches,

@@ -102,7 +102,7 @@ void SetModelParallel(const apps::ExperimentConfig& c, int ranks, TrainerOptions
   ModelParallelOptions& mp = o->model_parallel;
   mp.grid = apps::MakeGridShape(ranks, c.pipeline_stages, c.tensor_parallel);
   mp.stage_boundaries.assign(c.stage_boundaries.begin(), c.stage_boundaries.end());
-  mp.schedule = ParsePipelineSchedule(c.pipeline_schedule);
+  mp.schedule = apps::ParsePipelineSchedule(c.pipeline_schedule);
   const int stages = mp.grid.stages;
   if (!mp.stage_boundaries.empty() && stages == 1) {
     throw Error(ErrorCode::kInvalidArgument, "stage boundaries given for a single stage",

@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <map>
 
+#include "apps/common/pipeline_schedule.hpp"
 #include "apps/common/rank_grid.hpp"
-#include "apps/train/pipeline_schedule.hpp"
 #include "core/error.hpp"
 
-namespace shardflow::train {
+namespace shardflow::apps {
 namespace {
 
 template <typename F>
@@ -29,12 +29,12 @@ TEST(RankGrid, FactorsRanksAndPlacesEveryRankOnce) {
     for (int s = 1; s <= n; ++s) {
       for (int t = 1; s * t <= n; ++t) {
         if (n % (s * t) != 0) continue;
-        const apps::GridShape g = apps::MakeGridShape(n, s, t);
+        const GridShape g = MakeGridShape(n, s, t);
         EXPECT_EQ(g.ranks(), n);
         std::map<std::tuple<int, int, int>, int> seen;
         for (int r = 0; r < n; ++r) {
-          const apps::GridPlace p = apps::PlaceOf(g, r);
-          EXPECT_EQ(apps::RankAt(g, p), r);
+          const GridPlace p = PlaceOf(g, r);
+          EXPECT_EQ(RankAt(g, p), r);
           ++seen[{p.replica, p.stage, p.way}];
         }
         EXPECT_EQ(seen.size(), static_cast<size_t>(n));
@@ -42,21 +42,21 @@ TEST(RankGrid, FactorsRanksAndPlacesEveryRankOnce) {
     }
   }
   // Tensor ways are neighbours, then the replicas of a stage, then stages.
-  const apps::GridShape g = apps::MakeGridShape(8, 2, 2);
-  EXPECT_EQ(apps::RankAt(g, {.replica = 0, .stage = 0, .way = 1}), 1);
-  EXPECT_EQ(apps::RankAt(g, {.replica = 1, .stage = 0, .way = 0}), 2);
-  EXPECT_EQ(apps::RankAt(g, {.replica = 0, .stage = 1, .way = 0}), 4);
+  const GridShape g = MakeGridShape(8, 2, 2);
+  EXPECT_EQ(RankAt(g, {.replica = 0, .stage = 0, .way = 1}), 1);
+  EXPECT_EQ(RankAt(g, {.replica = 1, .stage = 0, .way = 0}), 2);
+  EXPECT_EQ(RankAt(g, {.replica = 0, .stage = 1, .way = 0}), 4);
   EXPECT_EQ(g.ToString(), "2 replicas x 2 stages x 2 tensor ways");
 }
 
 TEST(RankGrid, ARankCountThatDoesNotFactorNamesTheThreeNumbers) {
-  const std::string e = ErrorOf([] { apps::MakeGridShape(6, 4, 1); });
+  const std::string e = ErrorOf([] { MakeGridShape(6, 4, 1); });
   EXPECT_NE(e.find("6 ranks do not factor into data replicas x pipeline_stages 4 x "
                    "tensor_parallel 1"),
             std::string::npos)
       << e;
-  EXPECT_NE(ErrorOf([] { apps::MakeGridShape(4, 2, 0); }), "");
-  EXPECT_NE(ErrorOf([] { apps::MakeGridShape(2, 2, 2); }), "");
+  EXPECT_NE(ErrorOf([] { MakeGridShape(4, 2, 0); }), "");
+  EXPECT_NE(ErrorOf([] { MakeGridShape(2, 2, 2); }), "");
 }
 
 // Runs the stages' op lists as a message-passing simulation: an op may run once its input
@@ -73,9 +73,9 @@ void ExpectSchedulable(PipelineSchedule schedule, int stages, int m, int* max_in
     for (int s = 0; s < stages; ++s) {
       if (next[s] == ops[s].size()) continue;
       const PipelineOp op = ops[s][next[s]];
-      const bool ready = op.forward ? (s == 0 || fwd[s - 1][op.micro_batch])
-                                    : (fwd[s][op.micro_batch] &&
-                                       (s == stages - 1 || bwd[s + 1][op.micro_batch]));
+      const bool ready =
+          op.forward ? (s == 0 || fwd[s - 1][op.micro_batch])
+                     : (fwd[s][op.micro_batch] && (s == stages - 1 || bwd[s + 1][op.micro_batch]));
       if (!ready) continue;
       (op.forward ? fwd : bwd)[s][op.micro_batch] = true;
       in_flight[s] += op.forward ? 1 : -1;
@@ -109,9 +109,14 @@ TEST(PipelineSchedule, EveryScheduleRunsEveryMicroBatchOnceWithoutDeadlock) {
       }
     }
   }
-  EXPECT_EQ(StageOps(PipelineSchedule::k1F1B, 3, 0, 4),
-            (std::vector<PipelineOp>{{true, 0}, {true, 1}, {true, 2}, {false, 0}, {true, 3},
-                                     {false, 1}, {false, 2}, {false, 3}}));
+  EXPECT_EQ(StageOps(PipelineSchedule::k1F1B, 3, 0, 4), (std::vector<PipelineOp>{{true, 0},
+                                                                                 {true, 1},
+                                                                                 {true, 2},
+                                                                                 {false, 0},
+                                                                                 {true, 3},
+                                                                                 {false, 1},
+                                                                                 {false, 2},
+                                                                                 {false, 3}}));
   EXPECT_DOUBLE_EQ(IdealBubbleFraction(4, 8), 3.0 / 11.0);
 }
 
@@ -127,9 +132,7 @@ std::vector<LayerCost> Layers(const std::vector<std::pair<double, int64_t>>& cos
   for (size_t i = 0; i < costs.size(); ++i) {
     std::string name = std::to_string(i);
     name.append("_x");
-    out.push_back({.name = name,
-                   .flops = costs[i].first,
-                   .parameters = costs[i].second});
+    out.push_back({.name = name, .flops = costs[i].first, .parameters = costs[i].second});
   }
   return out;
 }
@@ -168,4 +171,4 @@ TEST(StageSplit, BadBoundariesAreOneClearLine) {
 }
 
 }  // namespace
-}  // namespace shardflow::train
+}  // namespace shardflow::apps

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace shardflow::train {
+namespace shardflow::apps {
 
 enum class PipelineSchedule { kGPipe, k1F1B };
 
@@ -64,4 +64,4 @@ void CheckStageBoundaries(const std::vector<int>& boundaries, const std::vector<
 std::string DescribeStages(const std::vector<int>& boundaries,
                            const std::vector<LayerCost>& layers);
 
-}  // namespace shardflow::train
+}  // namespace shardflow::apps

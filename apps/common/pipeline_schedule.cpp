@@ -1,4 +1,4 @@
-#include "apps/train/pipeline_schedule.hpp"
+#include "apps/common/pipeline_schedule.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,7 +6,7 @@
 
 #include "core/error.hpp"
 
-namespace shardflow::train {
+namespace shardflow::apps {
 
 PipelineSchedule ParsePipelineSchedule(const std::string& name) {
   if (name == "gpipe") return PipelineSchedule::kGPipe;
@@ -156,4 +156,4 @@ std::string DescribeStages(const std::vector<int>& boundaries,
   return out;
 }
 
-}  // namespace shardflow::train
+}  // namespace shardflow::apps

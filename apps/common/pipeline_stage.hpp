@@ -21,11 +21,11 @@
 #include <memory>
 #include <vector>
 
-#include "apps/train/pipeline_schedule.hpp"
+#include "apps/common/pipeline_schedule.hpp"
 #include "comm/communicator.hpp"
 #include "core/model.hpp"
 
-namespace shardflow::train {
+namespace shardflow::apps {
 
 // Seconds of one step on one stage, by kind.
 struct StageTimes {
@@ -88,4 +88,4 @@ class PipelineStage {
   int in_flight_ = 0, max_in_flight_ = 0;
 };
 
-}  // namespace shardflow::train
+}  // namespace shardflow::apps

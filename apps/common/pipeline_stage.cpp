@@ -1,11 +1,11 @@
-#include "apps/train/pipeline_stage.hpp"
+#include "apps/common/pipeline_stage.hpp"
 
 #include <algorithm>
 #include <chrono>
 
 #include "core/trace.hpp"
 
-namespace shardflow::train {
+namespace shardflow::apps {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -173,4 +173,4 @@ void PipelineStage::Infer(const std::vector<int64_t>& rows, const Tensor& x, con
   FinishStep(&t);
 }
 
-}  // namespace shardflow::train
+}  // namespace shardflow::apps
