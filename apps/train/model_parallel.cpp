@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "apps/common/pipeline_stage.hpp"
+#include "apps/common/stage_plan.hpp"
 #include "apps/train/memory_guard.hpp"
 #include "apps/train/nonfinite_guard.hpp"
 #include "comm/allreduce.hpp"
@@ -20,13 +21,15 @@
 namespace shardflow::train {
 namespace {
 
-using apps::BalanceStages;
-using apps::CheckStageBoundaries;
 using apps::DescribeStages;
 using apps::IdealBubbleFraction;
 using apps::MicroBatchRows;
 using apps::PipelineStage;
+using apps::RangeParameters;
+using apps::ResolveStageBoundaries;
+using apps::StageRange;
 using apps::StageTimes;
+using apps::WholeModelLayerCosts;
 
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) {
@@ -103,14 +106,11 @@ StartPoint ModelParallelStrategy::Setup() {
                 {.key = "dist.pipeline_stages"});
   }
   const std::vector<LayerCost> layers = WholeModelLayerCosts(o_);
-  bounds_ = ResolveStageBoundaries(o_, layers);
+  bounds_ = ResolveStageBoundaries(layers, grid_.stages, mp_.stage_boundaries);
   MakeCommunicators();
   const int s = place_.stage;
   const LayerRange range = StageRange(bounds_, s, static_cast<int>(layers.size()));
-  int64_t parameters = 0;
-  for (int i = range.begin; i < range.end; ++i) {
-    parameters += layers[static_cast<size_t>(i)].parameters;
-  }
+  const int64_t parameters = RangeParameters(layers, range);
   CheckMemoryCap(o_, parameters,
                  "stage " + std::to_string(s) + " (layers " + std::to_string(range.begin) + "-" +
                      std::to_string(range.end - 1) + ")");
@@ -347,41 +347,15 @@ std::vector<float> ModelParallelStrategy::FinalParams() {
 
 }  // namespace
 
-std::vector<LayerCost> WholeModelLayerCosts(const TrainerOptions& o) {
-  std::vector<LayerCost> out;
-  for (const LayerInfo& layer : DescribeLayers(o.model_spec, o.input_shape, o.model)) {
-    out.push_back({.name = layer.name,
-                   .flops = static_cast<double>(layer.flops_per_sample),
-                   .parameters = layer.parameters});
-  }
-  return out;
-}
-
-std::vector<int> ResolveStageBoundaries(const TrainerOptions& o,
-                                        const std::vector<LayerCost>& layers) {
-  const ModelParallelOptions& mp = o.model_parallel;
-  if (mp.grid.stages == 1) return {};
-  if (mp.stage_boundaries.empty()) return BalanceStages(layers, mp.grid.stages);
-  CheckStageBoundaries(mp.stage_boundaries, layers, mp.grid.stages);
-  return mp.stage_boundaries;
-}
-
-LayerRange StageRange(const std::vector<int>& boundaries, int stage, int layers) {
-  const size_t s = static_cast<size_t>(stage);
-  return {stage == 0 ? 0 : boundaries[s - 1], s == boundaries.size() ? layers : boundaries[s]};
-}
-
 void CheckModelPlan(const TrainerOptions& o, int rank) {
   const bool split = o.model_parallel.grid.model_parallel();
   if (!split && o.max_memory_mb <= 0) return;
   const std::vector<LayerCost> layers = WholeModelLayerCosts(o);
-  const std::vector<int> bounds = ResolveStageBoundaries(o, layers);
+  const std::vector<int> bounds = ResolveStageBoundaries(layers, o.model_parallel.grid.stages,
+                                                         o.model_parallel.stage_boundaries);
   const int stage = apps::PlaceOf(o.model_parallel.grid, rank).stage;
   const LayerRange range = StageRange(bounds, stage, static_cast<int>(layers.size()));
-  int64_t parameters = 0;
-  for (int i = range.begin; i < range.end; ++i) {
-    parameters += layers[static_cast<size_t>(i)].parameters;
-  }
+  const int64_t parameters = RangeParameters(layers, range);
   CheckMemoryCap(o, parameters,
                  split ? "stage " + std::to_string(stage) + " (layers " +
                              std::to_string(range.begin) + "-" + std::to_string(range.end - 1) + ")"

@@ -30,20 +30,9 @@ namespace shardflow::train {
 
 std::unique_ptr<Strategy> MakeModelParallel(const StrategyEnv& env);
 
-// Per-layer FLOPs and parameter counts of the whole model, with nothing allocated (the whole
-// model may not fit a rank).
-std::vector<LayerCost> WholeModelLayerCosts(const TrainerOptions& o);
-
-// Stage boundaries for these options: dist.stage_boundaries checked, or balanced by FLOPs.
-std::vector<int> ResolveStageBoundaries(const TrainerOptions& o,
-                                        const std::vector<LayerCost>& layers);
-
 // The checks of a run's model plan that every rank finds alike, for the parse phase (one line
 // says what is wrong, exit 2): the stage boundaries (given or balanced) and, with
 // train.max_memory_mb, this rank's share of the model state (its stage, or the whole model).
 void CheckModelPlan(const TrainerOptions& o, int rank);
-
-// The range of layers stage `stage` holds.
-LayerRange StageRange(const std::vector<int>& boundaries, int stage, int layers);
 
 }  // namespace shardflow::train

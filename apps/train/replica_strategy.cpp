@@ -1,7 +1,7 @@
 #include "apps/train/replica_strategy.hpp"
 
+#include "apps/common/stage_plan.hpp"
 #include "apps/train/memory_guard.hpp"
-#include "apps/train/model_parallel.hpp"
 #include "apps/train/rank_states.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/collectives.hpp"
@@ -25,7 +25,7 @@ StartPoint ReplicaStrategy::Setup() {
   const bool chief = ctl().rank() == 0;
   if (o.max_memory_mb > 0) {
     int64_t parameters = 0;
-    for (const LayerCost& layer : WholeModelLayerCosts(o)) parameters += layer.parameters;
+    for (const LayerCost& layer : apps::WholeModelLayerCosts(o)) parameters += layer.parameters;
     CheckMemoryCap(o, parameters, "the whole model (a replica on every rank)");
   }
   model_ = std::make_unique<Sequential<float>>(o.model_spec, o.input_shape, o.model);
