@@ -84,6 +84,23 @@ class Arena {
     return static_cast<int>(specs_.size()) - 1;
   }
 
+  // Records that parameter `id` is a tensor-parallel slice: [begin, begin + shape[axis]) along
+  // `axis` of full_shape. REQUIRES: !allocated(), full_shape equal to the parameter's shape
+  // except along axis.
+  void SetSplit(int id, int axis, int64_t begin, Shape full_shape) {
+    ParamSpec& s = specs_.at(id);
+    if (allocated() || axis < 0 || axis >= static_cast<int>(s.shape.size()) ||
+        full_shape.size() != s.shape.size() || begin < 0 ||
+        begin + s.shape[axis] > full_shape[axis]) {
+      throw Error(ErrorCode::kInternal, "bad tensor-parallel split of " + s.FullName() + " " +
+                                            ShapeToString(s.shape) + " in " +
+                                            ShapeToString(full_shape));
+    }
+    s.split_axis = axis;
+    s.split_begin = begin;
+    s.full_shape = std::move(full_shape);
+  }
+
   // Lays out every declared parameter (reverse layer order) and allocates both arenas,
   // zero-filled, 64-byte aligned.
   void Allocate() {

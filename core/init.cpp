@@ -29,12 +29,28 @@ void InitKernel(InitKind kind, T* w, int64_t n, int64_t fan_in, int64_t fan_out,
 }
 
 template <typename T>
+void InitKernelSlice(InitKind kind, T* w, const SliceIndex& slice, int64_t fan_in, int64_t fan_out,
+                     uint64_t seed, uint64_t stream) {
+  Backend<T>& be = BackendFor<T>(Device::kCpu);
+  if (kind == InitKind::kHeNormal) {
+    be.FillNormalSlice(slice, std::sqrt(2.0 / static_cast<double>(fan_in)), seed, stream, w);
+  } else {
+    be.FillUniformSlice(slice, std::sqrt(6.0 / static_cast<double>(fan_in + fan_out)), seed, stream,
+                        w);
+  }
+}
+
+template <typename T>
 void InitConstant(T* w, int64_t n, T value) {
   BackendFor<T>(Device::kCpu).Fill(n, value, w);
 }
 
 template void InitKernel<float>(InitKind, float*, int64_t, int64_t, int64_t, uint64_t, uint64_t);
 template void InitKernel<double>(InitKind, double*, int64_t, int64_t, int64_t, uint64_t, uint64_t);
+template void InitKernelSlice<float>(InitKind, float*, const SliceIndex&, int64_t, int64_t,
+                                     uint64_t, uint64_t);
+template void InitKernelSlice<double>(InitKind, double*, const SliceIndex&, int64_t, int64_t,
+                                      uint64_t, uint64_t);
 template void InitConstant<float>(float*, int64_t, float);
 template void InitConstant<double>(double*, int64_t, double);
 

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/backend/backend.hpp"
+
 namespace shardflow {
 
 enum class InitKind {
@@ -23,6 +25,13 @@ const char* InitKindName(InitKind kind);
 template <typename T>
 void InitKernel(InitKind kind, T* w, int64_t n, int64_t fan_in, int64_t fan_out, uint64_t seed,
                 uint64_t stream);
+
+// Fills a slice (core/backend/backend.hpp SliceIndex) of a kernel with the given fans (those of
+// the whole kernel): exactly the values InitKernel gives the whole kernel at the slice's indices,
+// without materialising the whole kernel (tensor parallelism).
+template <typename T>
+void InitKernelSlice(InitKind kind, T* w, const SliceIndex& slice, int64_t fan_in, int64_t fan_out,
+                     uint64_t seed, uint64_t stream);
 
 // Fills w[0, n) with `value`.
 template <typename T>

@@ -66,14 +66,21 @@ void ExpectArgs(const std::string& token, const std::vector<std::string>& parts,
   }
 }
 
+// The tensor-parallel marker of a dense or conv token.
+TpSplit ParseSplit(const std::string& token, const std::string& text) {
+  if (text == "col") return TpSplit::kColumn;
+  if (text == "row") return TpSplit::kRow;
+  BadToken(token, "expected the tensor-parallel marker col or row, got '" + text + "'");
+}
+
 }  // namespace
 
 std::string PresetSpec(const std::string& name, const Shape& input_shape) {
   if (name == "linear") return "flatten, dense:10";
-  if (name == "mlp") return "flatten, dense:512, relu, dense:256, relu, dense:10";
+  if (name == "mlp") return "flatten, dense:512:col, relu, dense:256:row, relu, dense:10";
   if (name == "cnn") {
-    return "conv:32:5x5:same, relu, maxpool:2, conv:64:5x5:same, relu, maxpool:2, flatten, "
-           "dense:1024, relu, dense:10";
+    return "conv:32:5x5:same:col, relu, maxpool:2, conv:64:5x5:same:row, relu, maxpool:2, "
+           "flatten, dense:1024:col, relu, dense:10:row";
   }
   if (name == "resnet") {
     return "conv:16:3x3:same, batchnorm, relu, residual:16, residual:32:2, residual:64:2, gap, "
@@ -110,11 +117,13 @@ std::unique_ptr<Layer<T>> MakeLayerFromSpec(const std::string& token, const Shap
   const std::vector<std::string> p = Split(token, ':');
   const std::string& kind = p[0];
   if (kind == "dense") {
-    ExpectArgs(token, p, 1, 1);
-    return MakeDense<T>({.units = ParsePositive(token, p[1], "units"), .init = options.init});
+    ExpectArgs(token, p, 1, 2);
+    const TpSplit split = p.size() == 3 ? ParseSplit(token, p[2]) : TpSplit::kNone;
+    return MakeDense<T>(
+        {.units = ParsePositive(token, p[1], "units"), .init = options.init, .split = split});
   }
   if (kind == "conv") {
-    ExpectArgs(token, p, 2, 4);
+    ExpectArgs(token, p, 2, 5);
     Conv2DOptions o{.filters = ParsePositive(token, p[1], "filters"), .init = options.init};
     const auto x = p[2].find('x');
     if (x == std::string::npos) BadToken(token, "kernel size must look like 5x5");
@@ -127,8 +136,10 @@ std::unique_ptr<Layer<T>> MakeLayerFromSpec(const std::string& token, const Shap
         o.same_padding = false;
       } else if (p[i].size() > 1 && p[i][0] == 's') {
         o.stride = ParsePositive(token, p[i].substr(1), "stride");
+      } else if (i + 1 == p.size() && (p[i] == "col" || p[i] == "row")) {
+        o.split = ParseSplit(token, p[i]);
       } else {
-        BadToken(token, "expected same, valid or sN (stride), got '" + p[i] + "'");
+        BadToken(token, "expected same, valid, sN (stride) or a last col|row, got '" + p[i] + "'");
       }
     }
     return MakeConv2D<T>(o);
@@ -195,6 +206,29 @@ std::unique_ptr<Layer<T>> MakeLayerFromSpec(const std::string& token, const Shap
   BadToken(token, "unknown layer kind '" + kind + "'");
 }
 
+namespace {
+
+// Throws Error(kInvalidArgument, key dist.tensor_parallel) for a way outside [0, ways) or
+// ways > 1 without the sum callback for T.
+template <typename T>
+void CheckTensorParallelOptions(const TensorParallel& tp) {
+  const bool has_sum =
+      std::is_same_v<T, float> ? static_cast<bool>(tp.sum_float) : static_cast<bool>(tp.sum_double);
+  std::string why;
+  if (tp.ways < 1 || tp.way < 0 || tp.way >= tp.ways) {
+    why = "way " + std::to_string(tp.way) + " is not one of T = " + std::to_string(tp.ways);
+  } else if (tp.ways > 1 && !has_sum) {
+    why = std::string("T = ") + std::to_string(tp.ways) + " needs the " +
+          (std::is_same_v<T, float> ? "sum_float" : "sum_double") + " callback";
+  }
+  if (!why.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "tensor-parallel model: " + why,
+                {.key = kTensorParallelKey});
+  }
+}
+
+}  // namespace
+
 template <typename T>
 Sequential<T>::Sequential(const std::string& spec, const Shape& input_shape,
                           const ModelOptions& options)
@@ -221,11 +255,15 @@ Sequential<T>::Sequential(const std::string& spec, const Shape& input_shape,
   }
   first_layer_ = range.begin;
   spec_layers_ = n;
+  const TensorParallel& tp = options_.tensor_parallel;
+  CheckTensorParallelOptions<T>(tp);
   // The layers before the range are built for their shapes only: their parameters are declared
   // in an arena that is never allocated, and counted so the range initialises as in the whole
-  // model. The layers after the range are not needed at all.
+  // model. The layers after the range are not needed at all. `split`: the activation is a
+  // tensor-parallel way's slice of its last dimension.
   Arena<T> before_range;
   Shape shape = input_shape;
+  bool split = false;
   for (int i = 0; i < end; ++i) {
     auto layer = MakeLayerFromSpec<T>(tokens[i], input_shape, options);
     std::ostringstream name;
@@ -236,22 +274,34 @@ Sequential<T>::Sequential(const std::string& spec, const Shape& input_shape,
       input_shape_ = shape;
       shapes_.push_back(shape);
     }
+    const TpRole role = layer->tp_role();
+    CheckTensorSplit(role, split, name.str(), tokens[i], ShapeToString(shape), tp.ways);
     Arena<T>& arena = inside ? arena_ : before_range;
-    BuildContext<T> ctx{.arena = &arena, .layer_index = i, .layer_name = name.str()};
+    BuildContext<T> ctx{.arena = &arena,
+                        .layer_index = i,
+                        .layer_name = name.str(),
+                        .tp = &options_.tensor_parallel,
+                        .input_split = split};
     const int declared = arena.num_params();
     try {
       shape = layer->Build(shape, ctx);
     } catch (const Error& e) {
+      const bool tp_error = e.context().key == kTensorParallelKey;
       throw Error(ErrorCode::kInvalidArgument,
                   "layer " + name.str() + " ('" + tokens[i] + "') on input " +
                       ShapeToString(shape) + ": " + e.what(),
-                  {.key = "model"});
+                  {.key = tp_error ? kTensorParallelKey : "model"});
     }
+    split = role == TpRole::kColumn || (role == TpRole::kSliceWise && split);
     if (!inside) continue;
     shapes_.push_back(shape);
     has_params_.push_back(arena.num_params() > declared);
     names_.push_back(name.str());
     layers_.push_back(std::move(layer));
+  }
+  if (split && end == n) {
+    CheckTensorSplit(TpRole::kReplicated, split, "output", "the model's output",
+                     ShapeToString(shape), tp.ways);
   }
   arena_.Allocate();
   for (auto& layer : layers_) layer->Initialize(options.seed);

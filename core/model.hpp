@@ -1,8 +1,9 @@
 // Sequential model: layers built from a spec string, parameters in one flat arena.
 //
 // A spec is a comma-separated list of layers (whitespace ignored):
-//   dense:U                 fully connected, U units (time-distributed on sequences)
-//   conv:F:KHxKW[:same|valid][:sS]   2-D convolution, F filters, optional stride S (default 1)
+//   dense:U[:col|:row]      fully connected, U units (time-distributed on sequences)
+//   conv:F:KHxKW[:same|valid][:sS][:col|:row]
+//                           2-D convolution, F filters, optional stride S (default 1)
 //   maxpool:K[:S]  avgpool:K[:S]     pooling window K, stride S (default K), valid padding
 //   gap                     global average pooling
 //   relu  gelu  tanh  sigmoid
@@ -13,6 +14,17 @@
 //   lstm:H[:seq]            LSTM, H units; ":seq" returns the whole sequence
 //   repeat[:T]              (B, H) -> (B, T, H); T defaults to the model input's length
 // or one of the presets (PresetSpec): linear, mlp, cnn, resnet, lstm_autoencoder.
+//
+// Tensor parallelism (core/layers/tensor_parallel.hpp): ":col" marks a column-parallel layer
+// (split over output units / channels), ":row" a row-parallel one (split over input features /
+// channels). A model built with ModelOptions::tensor_parallel = {way, ways T, sums} holds way
+// `way` of T: the marked layers' slices of their parameters (ParamSpec split_axis, split_begin,
+// full_shape) and a slice of the activations between a :col and its :row; every other layer
+// is replicated. A spec must close every :col with a :row before any layer that needs its whole
+// input (flatten, unmarked dense/conv, lstm, batchnorm, residual, repeat, the model's output);
+// only activations, dropout and pooling may sit between them. With T = 1 (the default) marked
+// layers are exactly the unmarked ones. Layer specs (Describe(), spec()) carry no markers, so a
+// checkpoint's model_spec is the whole model's and a split model loads the unsplit one's.
 //
 // Layer i's parameters are named "<ii>_<kind>/<name>" (e.g. "03_dense/kernel"), which is also
 // how checkpoints name them. The arena is allocated and initialised in the constructor.
@@ -40,6 +52,8 @@ namespace shardflow {
 struct ModelOptions {
   uint64_t seed = 42;                   // initial weights and dropout masks; same on every rank
   InitKind init = InitKind::kHeNormal;  // dense and conv kernels (LSTM kernels: glorot)
+  // Which way of a tensor-parallel group this model is (default: the whole model, T = 1).
+  TensorParallel tensor_parallel;
 };
 
 // A contiguous range [begin, end) of a spec's layers: the part of a model one pipeline stage
@@ -52,13 +66,15 @@ struct LayerRange {
 // The spec of a preset for a per-sample input shape, or `spec` unchanged when it is not a
 // preset name. Presets:
 //   linear            flatten, dense:10
-//   mlp               flatten, dense:512, relu, dense:256, relu, dense:10   (784-512-256-10)
-//   cnn               conv:32:5x5:same, relu, maxpool:2, conv:64:5x5:same, relu, maxpool:2,
-//                     flatten, dense:1024, relu, dense:10
+//   mlp               flatten, dense:512:col, relu, dense:256:row, relu, dense:10
+//                     (784-512-256-10)
+//   cnn               conv:32:5x5:same:col, relu, maxpool:2, conv:64:5x5:same:row, relu,
+//                     maxpool:2, flatten, dense:1024:col, relu, dense:10:row
 //   resnet            conv:16:3x3:same, batchnorm, relu, residual:16, residual:32:2,
 //                     residual:64:2, gap, dense:10     (for 28x28 images)
 //   lstm_autoencoder  lstm:64, repeat:T, lstm:64:seq, dense:F   for input (T, F)
-// The classification presets end in 10 classes.
+// The classification presets end in 10 classes. The tensor-parallel markers (:col, :row) say
+// which layers a T-way model splits; linear, resnet and lstm_autoencoder split nothing.
 std::string PresetSpec(const std::string& name, const Shape& input_shape);
 
 // Splits a spec into layer tokens, trimmed; throws Error(kInvalidArgument) on an empty token.
@@ -91,14 +107,19 @@ template <typename T>
 class Sequential {
  public:
   // input_shape is per sample (e.g. {28, 28, 1}). Throws Error(kInvalidArgument) naming the
-  // offending token for a bad spec.
+  // offending token for a bad spec, and Error(kInvalidArgument, key dist.tensor_parallel) naming
+  // the layer, its size and T for a spec options.tensor_parallel cannot split: a marked layer
+  // whose units / filters / input channels T does not divide, a :row whose input is not a
+  // :col's slice, a :col on a slice, a slice reaching a layer that needs its whole input or the
+  // model's output, a way outside [0, T), or T > 1 without the sum for T.
   Sequential(const std::string& spec, const Shape& input_shape, const ModelOptions& options = {});
-  // Layers [range.begin, range.end) of the spec only (a pipeline stage): input_shape is still
-  // the whole model's input; this model's input is the output of layer range.begin - 1. Layer
-  // names, parameter names, ParamSpec::layer, the grads-ready hook's layer index, dropout masks
-  // and initial values are those of the whole model, so stage s holds exactly the whole
-  // model's layers of its range. Only the range's parameters are allocated. Throws
-  // Error(kInvalidArgument) for a range outside [0, number of layers] or an empty one.
+  // Layers [range.begin, range.end) of the spec only (a pipeline stage; with tensor parallelism
+  // its input and output may be a way's slice when the range cuts between a :col and its :row):
+  // input_shape is still the whole model's input; this model's input is the output of layer
+  // range.begin - 1. Layer names, parameter names, ParamSpec::layer, the grads-ready hook's
+  // layer index, dropout masks and initial values are those of the whole model, so stage s
+  // holds exactly the whole model's layers of its range. Only the range's parameters are allocated.
+  // Throws Error(kInvalidArgument) for a range outside [0, number of layers] or an empty one.
   Sequential(const std::string& spec, const Shape& input_shape, const ModelOptions& options,
              LayerRange range);
   Sequential(const Sequential&) = delete;
@@ -143,6 +164,7 @@ class Sequential {
   const Shape& layer_output_shape(int i) const { return shapes_.at(i + 1); }
   // The layer specs joined by ", " (presets expanded; a stage's layers only).
   std::string spec() const;
+  // Forward FLOPs per sample of this model (one way's share of a tensor-split model).
   int64_t FlopsPerSample() const;
   // Non-trainable buffers of every layer, named "<layer_name>/<buffer>".
   std::vector<NamedTensor> Buffers();

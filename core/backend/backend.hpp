@@ -43,6 +43,17 @@ struct BatchNormParams {
   double momentum = 0.99, epsilon = 1e-3;
 };
 
+// A slice of a tensor seen as (outer, full, inner): the elements [begin, begin + size) along the
+// middle dimension, stored contiguously as (outer, size, inner). Element (o, j, k) of the slice
+// is element (o * full + begin + j) * inner + k of the whole tensor.
+struct SliceIndex {
+  int64_t outer = 1;
+  int64_t full = 0;
+  int64_t begin = 0;
+  int64_t size = 0;
+  int64_t inner = 1;
+};
+
 // Constants of one SGD or Adam update of a parameter slice (see core/optim/optimizer.hpp).
 struct SgdParams {
   float lr = 0, momentum = 0, weight_decay = 0;
@@ -123,6 +134,14 @@ class Backend {
   virtual void FillNormal(int64_t n, double stddev, uint64_t seed, uint64_t stream, T* w) = 0;
   // Uniform in [-limit, limit).
   virtual void FillUniform(int64_t n, double limit, uint64_t seed, uint64_t stream, T* w) = 0;
+  // The same three on a slice of a tensor (tensor parallelism): each element draws the counter
+  // of its index in the whole tensor, so a slice gets exactly the whole tensor's values there.
+  virtual void DropoutMaskSlice(const SliceIndex& s, float rate, T scale, uint64_t seed,
+                                uint64_t stream, const T* x, T* mask, T* y) = 0;
+  virtual void FillNormalSlice(const SliceIndex& s, double stddev, uint64_t seed, uint64_t stream,
+                               T* w) = 0;
+  virtual void FillUniformSlice(const SliceIndex& s, double limit, uint64_t seed, uint64_t stream,
+                                T* w) = 0;
 
   // --- optimizer updates of one slice: w, g, state (n).
   virtual void SgdUpdate(const SgdParams& p, int64_t n, T* w, const T* g, T* v) = 0;

@@ -86,6 +86,18 @@ class Cpu final : public Backend<T> {
   void FillUniform(int64_t n, double limit, uint64_t seed, uint64_t stream, T* w) override {
     cpu::FillUniform(n, limit, seed, stream, w);
   }
+  void DropoutMaskSlice(const SliceIndex& s, float rate, T scale, uint64_t seed, uint64_t stream,
+                        const T* x, T* mask, T* y) override {
+    cpu::DropoutMaskSlice(s, rate, scale, seed, stream, x, mask, y);
+  }
+  void FillNormalSlice(const SliceIndex& s, double stddev, uint64_t seed, uint64_t stream,
+                       T* w) override {
+    cpu::FillNormalSlice(s, stddev, seed, stream, w);
+  }
+  void FillUniformSlice(const SliceIndex& s, double limit, uint64_t seed, uint64_t stream,
+                        T* w) override {
+    cpu::FillUniformSlice(s, limit, seed, stream, w);
+  }
   void SgdUpdate(const SgdParams& p, int64_t n, T* w, const T* g, T* v) override {
     cpu::SgdUpdate(p, n, w, g, v);
   }

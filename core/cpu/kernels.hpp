@@ -74,6 +74,16 @@ template <typename T>
 void FillNormal(int64_t n, double stddev, uint64_t seed, uint64_t stream, T* w);
 template <typename T>
 void FillUniform(int64_t n, double limit, uint64_t seed, uint64_t stream, T* w);
+// The same for a slice (SliceIndex, core/backend/backend.hpp) of a tensor: each element draws
+// the counter of its index in the whole tensor, so a slice holds exactly the whole tensor's
+// values at its indices.
+template <typename T>
+void DropoutMaskSlice(const SliceIndex& s, float rate, T scale, uint64_t seed, uint64_t stream,
+                      const T* x, T* mask, T* y);
+template <typename T>
+void FillNormalSlice(const SliceIndex& s, double stddev, uint64_t seed, uint64_t stream, T* w);
+template <typename T>
+void FillUniformSlice(const SliceIndex& s, double limit, uint64_t seed, uint64_t stream, T* w);
 
 template <typename T>
 void SgdUpdate(const SgdParams& p, int64_t n, T* w, const T* g, T* v);

@@ -32,6 +32,7 @@ class Activation final : public Layer<T> {
  public:
   explicit Activation(ActivationKind k) : k_(k) {}
   std::string kind() const override { return ActivationName(k_); }
+  TpRole tp_role() const override { return TpRole::kSliceWise; }  // per element / channel
   std::string Describe() const override { return ActivationName(k_); }
   Shape Build(const Shape& in, BuildContext<T>&) override {
     in_ = in;

@@ -36,49 +36,93 @@ class Conv2D final : public Layer<T> {
     g_ = cpu::MakeConvGeometry(in[0], in[1], in[2], o_.kernel_h, o_.kernel_w, o_.stride,
                                o_.same_padding);
     arena_ = ctx.arena;
-    kernel_ = ctx.Declare("kernel", {o_.kernel_h, o_.kernel_w, g_.c, o_.filters}, true);
-    if (o_.use_bias) bias_ = ctx.Declare("bias", {o_.filters}, false);
-    return {g_.oh, g_.ow, o_.filters};
+    tp_ = ctx.tp;
+    const int64_t kh = o_.kernel_h, kw = o_.kernel_w;
+    filters_ = o_.filters;
+    if (o_.split == TpSplit::kColumn) {
+      slice_ = TpSliceOf(tp_, o_.filters, ctx.layer_name, "filters");
+      filters_ = slice_.size;
+      kernel_ = ctx.DeclareSlice("kernel", {kh, kw, g_.c, o_.filters}, 3, slice_, true);
+      if (o_.use_bias) bias_ = ctx.DeclareSlice("bias", {o_.filters}, 0, slice_, false);
+    } else {
+      const int ways = o_.split == TpSplit::kRow ? TpWays(tp_) : 1;
+      slice_ = TpSliceOf(o_.split == TpSplit::kRow ? tp_ : nullptr, g_.c * ways, ctx.layer_name,
+                         "input channels");
+      kernel_ = ctx.DeclareSlice("kernel", {kh, kw, g_.c * ways, o_.filters}, 2, slice_, true);
+      if (o_.use_bias) bias_ = ctx.Declare("bias", {o_.filters}, false);
+    }
+    return {g_.oh, g_.ow, filters_};
   }
 
+  TpRole tp_role() const override {
+    if (o_.split == TpSplit::kColumn) return TpRole::kColumn;
+    return o_.split == TpSplit::kRow ? TpRole::kRow : TpRole::kReplicated;
+  }
+
+  // Fans are those of the whole kernel (KH, KW, C, F); a slice draws the whole kernel's values.
   void Initialize(uint64_t seed) override {
     const int64_t k = o_.kernel_h * o_.kernel_w;
-    InitKernel(o_.init, arena_->param(kernel_), k * g_.c * o_.filters, k * g_.c, k * o_.filters,
-               seed, arena_->init_stream(kernel_));
+    T* w = arena_->param(kernel_);
+    const uint64_t stream = arena_->init_stream(kernel_);
+    if (o_.split == TpSplit::kNone || slice_.size == slice_.full) {
+      InitKernel(o_.init, w, k * g_.c * filters_, k * g_.c, k * filters_, seed, stream);
+    } else if (o_.split == TpSplit::kColumn) {
+      InitKernelSlice(o_.init, w,
+                      {.outer = k * g_.c,
+                       .full = o_.filters,
+                       .begin = slice_.begin,
+                       .size = slice_.size,
+                       .inner = 1},
+                      k * g_.c, k * o_.filters, seed, stream);
+    } else {
+      InitKernelSlice(o_.init, w,
+                      {.outer = k,
+                       .full = slice_.full,
+                       .begin = slice_.begin,
+                       .size = slice_.size,
+                       .inner = o_.filters},
+                      k * slice_.full, k * o_.filters, seed, stream);
+    }
   }
 
   std::unique_ptr<LayerState> NewState() const override { return std::make_unique<State>(); }
-  int64_t FlopsPerSample() const override { return 2 * g_.oh * g_.ow * KKC() * o_.filters; }
+  // Per way: a split layer does 1/T of the whole layer's work.
+  int64_t FlopsPerSample() const override { return 2 * g_.oh * g_.ow * KKC() * filters_; }
 
  protected:
   // x is (B, H, W, C); per chunk of samples: cols (R, KKC) = im2col(x), y (R, F) = cols W + b,
-  // R = chunk * OH * OW, KKC = KH * KW * C.
+  // R = chunk * OH * OW, KKC = KH * KW * C (this way's C and F). A row layer with T > 1 sums y
+  // over the ways; only way 0 adds the bias.
   Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
     const int64_t b = CheckInput(x, in_, "conv");
     State& s = StateAs<State>(st, "conv");
     s.x = x;
-    Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), {b, g_.oh, g_.ow, o_.filters});
-    const int64_t f = o_.filters, kkc = KKC(), pix = g_.oh * g_.ow;
+    Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), {b, g_.oh, g_.ow, filters_});
+    const int64_t f = filters_, kkc = KKC(), pix = g_.oh * g_.ow;
+    const bool row_sum = o_.split == TpSplit::kRow && slice_.size != slice_.full;
+    const bool add_bias = o_.use_bias && (!row_sum || tp_->way == 0);
     Backend<T>& be = BackendFor<T>(x.device());
     T* yp = y.device_data<T>();
     const T* xp = x.device_data<T>();
-    if (o_.use_bias) be.BroadcastRows(b * pix, f, arena_->param(bias_), yp);
+    if (add_bias) be.BroadcastRows(b * pix, f, arena_->param(bias_), yp);
     const int64_t chunk = Chunk(b);
     T* cols = ReuseBuffer(s.cols, DTypeOf<T>(), {chunk * pix, kkc}).template device_data<T>();
     for (int64_t i = 0; i < b; i += chunk) {
       const int64_t n = std::min(chunk, b - i);
       be.Im2Col(g_, n, xp + i * g_.h * g_.w * g_.c, cols);
       be.Gemm(false, false, n * pix, f, kkc, T(1), cols, kkc, arena_->param(kernel_), f,
-              o_.use_bias ? T(1) : T(0), yp + i * pix * f, f);
+              add_bias ? T(1) : T(0), yp + i * pix * f, f);
     }
+    if (row_sum) TpSum(tp_, yp, y.num_elements());
     return y;
   }
 
   // dy is (B, OH, OW, F). Per chunk: dW (KKC, F) += cols^T dy; dcols (R, KKC) = dy W^T,
-  // dx += col2im(dcols). db += sum of dy over all pixels.
+  // dx += col2im(dcols). db += sum of dy over all pixels. A column layer with T > 1 sums dx over
+  // the ways.
   Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
     State& s = StateAs<State>(st, "conv");
-    const int64_t b = s.x.dim(0), f = o_.filters, kkc = KKC(), pix = g_.oh * g_.ow;
+    const int64_t b = s.x.dim(0), f = filters_, kkc = KKC(), pix = g_.oh * g_.ow;
     Backend<T>& be = BackendFor<T>(dy.device());
     const T* d = dy.device_data<T>();
     const T* xp = s.x.template device_data<T>();
@@ -106,7 +150,11 @@ class Conv2D final : public Layer<T> {
         be.Col2ImAdd(g_, n, dcols, dxp + i * g_.h * g_.w * g_.c);
       }
     }
-    return need_dx ? s.dx : Tensor();
+    if (!need_dx) return Tensor();
+    if (o_.split == TpSplit::kColumn && slice_.size != slice_.full) {
+      TpSum(tp_, dxp, s.dx.num_elements());
+    }
+    return s.dx;
   }
 
  private:
@@ -123,7 +171,10 @@ class Conv2D final : public Layer<T> {
 
   Conv2DOptions o_;
   Shape in_;
-  cpu::ConvGeometry g_;
+  cpu::ConvGeometry g_;  // this way's input channels
+  int64_t filters_ = 0;  // this way's filters
+  TpSlice slice_;        // column: of the filters; otherwise of the input channels
+  const TensorParallel* tp_ = nullptr;
   Arena<T>* arena_ = nullptr;
   int kernel_ = -1, bias_ = -1;
 };

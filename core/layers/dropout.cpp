@@ -20,11 +20,18 @@ class Dropout final : public Layer<T> {
     s << "dropout:" << rate_;
     return s.str();
   }
+  // On a way's slice of a tensor-split activation the masks are the whole activation's at the
+  // slice's elements.
   Shape Build(const Shape& in, BuildContext<T>& ctx) override {
     in_ = in;
     layer_ = ctx.layer_index;
+    const int ways = TpWays(ctx.tp);
+    if (ctx.input_split && ways > 1 && !in.empty()) {
+      slice_ = {.begin = ctx.tp->way * in.back(), .size = in.back(), .full = in.back() * ways};
+    }
     return in;
   }
+  TpRole tp_role() const override { return TpRole::kSliceWise; }
   std::unique_ptr<LayerState> NewState() const override { return std::make_unique<State>(); }
 
  protected:
@@ -44,9 +51,18 @@ class Dropout final : public Layer<T> {
     const uint64_t stream = ((ctx.step << 16) ^ static_cast<uint64_t>(layer_)) +
                             ctx.micro_batch * 0x9e3779b97f4a7c15ULL;
     const T scale = static_cast<T>(1.0 / (1.0 - rate_));
-    BackendFor<T>(x.device())
-        .DropoutMask(n, static_cast<float>(rate_), scale, ctx.seed, stream, x.device_data<T>(),
+    Backend<T>& be = BackendFor<T>(x.device());
+    if (slice_.size == slice_.full) {
+      be.DropoutMask(n, static_cast<float>(rate_), scale, ctx.seed, stream, x.device_data<T>(),
                      m.device_data<T>(), y.device_data<T>());
+    } else {
+      const SliceIndex si{.outer = n / slice_.size,
+                          .full = slice_.full,
+                          .begin = slice_.begin,
+                          .size = slice_.size};
+      be.DropoutMaskSlice(si, static_cast<float>(rate_), scale, ctx.seed, stream,
+                          x.device_data<T>(), m.device_data<T>(), y.device_data<T>());
+    }
     return y;
   }
   Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
@@ -68,6 +84,7 @@ class Dropout final : public Layer<T> {
   double rate_;
   Shape in_;
   int layer_ = 0;
+  TpSlice slice_;  // of the last dimension, when the input is a way's slice
 };
 }  // namespace
 

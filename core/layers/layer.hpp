@@ -35,6 +35,7 @@
 
 #include "core/arena.hpp"
 #include "core/backend/backend.hpp"
+#include "core/layers/tensor_parallel.hpp"
 #include "core/tensor.hpp"
 
 namespace shardflow {
@@ -46,8 +47,24 @@ struct BuildContext {
   int layer_index = 0;     // position in the model; names buckets and checkpoint groups
   std::string layer_name;  // "03_dense"
   std::string prefix;      // prepended to parameter names ("conv1/" inside a residual block)
+  // Tensor parallelism (core/layers/tensor_parallel.hpp): the model's way and sums (null: not
+  // split), and whether the layer's input is a way's slice of its last dimension (T times
+  // shorter than in the whole model).
+  const TensorParallel* tp = nullptr;
+  bool input_split = false;
   int Declare(const std::string& name, Shape shape, bool decay) {
     return arena->Declare(layer_index, layer_name, prefix + name, std::move(shape), decay);
+  }
+  // Declares a way's slice `slice` of a parameter of shape `full`, cut along `axis`; with one
+  // way (slice.size == slice.full) a plain Declare of the whole parameter.
+  int DeclareSlice(const std::string& name, Shape full, int axis, const TpSlice& slice,
+                   bool decay) {
+    if (slice.size == slice.full) return Declare(name, std::move(full), decay);
+    Shape shape = full;
+    shape[axis] = slice.size;
+    const int id = Declare(name, std::move(shape), decay);
+    arena->SetSplit(id, axis, slice.begin, std::move(full));
+    return id;
   }
 };
 
@@ -110,6 +127,8 @@ class Layer {
   // Forward floating-point operations per sample (a multiply-add counts 2).
   virtual int64_t FlopsPerSample() const { return 0; }
   virtual std::vector<NamedTensor> Buffers() { return {}; }
+  // How the layer treats tensor-split activations (core/layers/tensor_parallel.hpp).
+  virtual TpRole tp_role() const { return TpRole::kReplicated; }
 
  protected:
   virtual Tensor DoForward(const Tensor& x, const ForwardContext& ctx, LayerState& state) = 0;

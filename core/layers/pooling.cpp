@@ -27,6 +27,7 @@ class Pool2D final : public Layer<T> {
     }
   }
   std::string kind() const override { return o_.max ? "maxpool" : "avgpool"; }
+  TpRole tp_role() const override { return TpRole::kSliceWise; }  // per element / channel
   std::string Describe() const override {
     // (ostringstream: GCC 12 emits a false -Wrestrict on chained std::string concatenation)
     std::ostringstream s;
@@ -89,6 +90,7 @@ template <typename T>
 class GlobalAvgPool final : public Layer<T> {
  public:
   std::string kind() const override { return "gap"; }
+  TpRole tp_role() const override { return TpRole::kSliceWise; }  // per channel
   std::string Describe() const override { return "gap"; }
   Shape Build(const Shape& in, BuildContext<T>&) override {
     in_ = ImageInput(in, "gap");
