@@ -10,6 +10,7 @@
 #include "apps/common/stage_plan.hpp"
 #include "apps/train/memory_guard.hpp"
 #include "apps/train/nonfinite_guard.hpp"
+#include "apps/train/whole_params.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/collectives.hpp"
 #include "core/logging.hpp"
@@ -41,6 +42,41 @@ std::vector<int64_t> NonEmptyParts(int64_t rows, int micro_batches) {
   std::vector<int64_t> parts = MicroBatchRows(rows, micro_batches);
   parts.erase(std::remove(parts.begin(), parts.end(), int64_t{0}), parts.end());
   return parts;
+}
+
+// This rank's share of the model: its stage's layers and, per tensor way, its parameters.
+struct RankPlan {
+  std::vector<LayerCost> layers;  // the whole model's, per tensor way (a way's slices)
+  std::vector<int> bounds;
+  LayerRange range;
+  int64_t parameters = 0;  // this rank's
+  std::string holder;      // "stage 1 (layers 2-5), way 0 of 2"
+};
+
+RankPlan PlanRank(const TrainerOptions& o, int rank) {
+  const ModelParallelOptions& mp = o.model_parallel;
+  const apps::GridPlace place = apps::PlaceOf(mp.grid, rank);
+  apps::ModelSetup way = o;
+  if (mp.grid.ways > 1) {  // describing builds the way's layers; nothing is summed
+    way.model.tensor_parallel = {
+        .way = place.way, .ways = mp.grid.ways, .sum_float = [](float*, int64_t) {}};
+  }
+  RankPlan plan;
+  plan.layers = WholeModelLayerCosts(way);
+  plan.bounds = ResolveStageBoundaries(plan.layers, mp.grid.stages, mp.stage_boundaries);
+  plan.range = StageRange(plan.bounds, place.stage, static_cast<int>(plan.layers.size()));
+  plan.parameters = RangeParameters(plan.layers, plan.range);
+  if (!mp.grid.model_parallel()) {
+    plan.holder = "the whole model (a replica on every rank)";
+  } else {
+    plan.holder = "stage " + std::to_string(place.stage) + " (layers " +
+                  std::to_string(plan.range.begin) + "-" + std::to_string(plan.range.end - 1) + ")";
+    if (mp.grid.ways > 1) {
+      plan.holder +=
+          ", tensor way " + std::to_string(place.way) + " of " + std::to_string(mp.grid.ways) + ",";
+    }
+  }
+  return plan;
 }
 
 class ModelParallelStrategy final : public Strategy {
@@ -76,6 +112,11 @@ class ModelParallelStrategy final : public Strategy {
   // the update. Returns the seconds spent in collectives.
   double FinishStep(const StepInput& in, StepOutput* out);
   void AverageBuffers();
+  // The tensor-parallel layers' all-reduce (SUM over this stage's ways), timed.
+  void TensorSum(float* x, int64_t n);
+  // Sum of squares of this rank's gradients, each parameter counted once over the tensor ways
+  // (a replicated one on way 0 only).
+  double OwnSquaredNorm();
 
   StrategyEnv env_;
   const TrainerOptions& o_;
@@ -83,7 +124,7 @@ class ModelParallelStrategy final : public Strategy {
   const apps::GridShape grid_;
   const apps::GridPlace place_;
   std::vector<int> bounds_;
-  std::unique_ptr<comm::Communicator> pipe_, model_comm_, replicas_;
+  std::unique_ptr<comm::Communicator> pipe_, model_comm_, replicas_, tensor_;
   std::unique_ptr<Sequential<float>> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<PipelineStage> stage_;
@@ -97,6 +138,7 @@ class ModelParallelStrategy final : public Strategy {
   // Totals for the report.
   StageTimes times_;
   double collective_s_ = 0;
+  double tensor_s_ = 0;
 };
 
 StartPoint ModelParallelStrategy::Setup() {
@@ -105,19 +147,20 @@ StartPoint ModelParallelStrategy::Setup() {
                 "resuming or warm-starting a model-parallel run is not built yet",
                 {.key = "dist.pipeline_stages"});
   }
-  const std::vector<LayerCost> layers = WholeModelLayerCosts(o_);
-  bounds_ = ResolveStageBoundaries(layers, grid_.stages, mp_.stage_boundaries);
+  const RankPlan plan = PlanRank(o_, env_.job->rank());
+  bounds_ = plan.bounds;
+  CheckMemoryCap(o_, plan.parameters, plan.holder);
   MakeCommunicators();
-  const int s = place_.stage;
-  const LayerRange range = StageRange(bounds_, s, static_cast<int>(layers.size()));
-  const int64_t parameters = RangeParameters(layers, range);
-  CheckMemoryCap(o_, parameters,
-                 "stage " + std::to_string(s) + " (layers " + std::to_string(range.begin) + "-" +
-                     std::to_string(range.end - 1) + ")");
-  model_ = std::make_unique<Sequential<float>>(o_.model_spec, o_.input_shape, o_.model, range);
+  ModelOptions options = o_.model;
+  if (grid_.ways > 1) {
+    options.tensor_parallel = {.way = place_.way,
+                               .ways = grid_.ways,
+                               .sum_float = [this](float* x, int64_t n) { TensorSum(x, n); }};
+  }
+  model_ = std::make_unique<Sequential<float>>(o_.model_spec, o_.input_shape, options, plan.range);
   optimizer_ = MakeOptimizer(o_.optimizer, model_->arena().size());
   stage_ = std::make_unique<PipelineStage>(*pipe_, *model_);
-  LogGrid(layers);
+  LogGrid(plan.layers);
   return {};
 }
 
@@ -129,9 +172,10 @@ void ModelParallelStrategy::MakeCommunicators() {
   const int d = place_.replica, s = place_.stage, t = place_.way, ways = grid_.ways;
   pipe_ = job.Split(d * ways + t, s, with_watchdog);
   model_comm_ = job.Split(d, s * ways + t, with_watchdog);
-  comm::CommunicatorOptions replica_options = with_watchdog;
-  replica_options.discover_topology = true;  // the gradient all-reduce picks shm on a node
-  replicas_ = job.Split(s * ways + t, d, replica_options);
+  comm::CommunicatorOptions on_node = with_watchdog;
+  on_node.discover_topology = true;  // the all-reduces pick shm on a node
+  replicas_ = job.Split(s * ways + t, d, on_node);
+  tensor_ = job.Split(s * grid_.replicas + d, t, on_node);
 }
 
 void ModelParallelStrategy::LogGrid(const std::vector<LayerCost>& layers) const {
@@ -217,10 +261,9 @@ double ModelParallelStrategy::FinishStep(const StepInput& in, StepOutput* out) {
                      .wire = o_.allreduce.wire});
   }
   const bool reports = reporter();
-  double sums[4] = {GlobalNorm(arena.grads(), arena.size()), reports ? loss_sum_ : 0.0,
+  double sums[4] = {OwnSquaredNorm(), reports ? loss_sum_ : 0.0,
                     reports ? static_cast<double>(correct_) : 0.0,
                     reports ? static_cast<double>(in.batch->rows) : 0.0};
-  sums[0] *= sums[0];
   comm::AllreduceDoubles(*model_comm_, sums, 4, comm::ReduceOp::kSum);
   const double collective = Since(t0);
   collective_s_ += collective;
@@ -285,6 +328,25 @@ EvalResult ModelParallelStrategy::Evaluate(const pipeline::Dataset& eval) {
   return r;
 }
 
+void ModelParallelStrategy::TensorSum(float* x, int64_t n) {
+  const auto t0 = Clock::now();
+  comm::Allreduce(*tensor_, x, static_cast<size_t>(n),
+                  {.algorithm = comm::AllreduceAlgorithm::kAuto, .mode = comm::ReduceMode::kSum});
+  tensor_s_ += Since(t0);
+}
+
+double ModelParallelStrategy::OwnSquaredNorm() {
+  Arena<float>& arena = model_->arena();
+  double sum = 0;
+  for (int id = 0; id < arena.num_params(); ++id) {
+    const ParamSpec& spec = arena.spec(id);
+    if (spec.split_axis < 0 && place_.way != 0) continue;
+    const double norm = GlobalNorm(arena.grad(id), spec.size);
+    sum += norm * norm;
+  }
+  return sum;
+}
+
 void ModelParallelStrategy::AverageBuffers() {
   if (grid_.replicas == 1) return;
   for (const NamedTensor& b : model_->Buffers()) {
@@ -305,8 +367,8 @@ void ModelParallelStrategy::FinishReport(RunSummary* summary) {
   summary->grid = grid_.ToString() + ", " + PipelineScheduleName(mp_.schedule) + ", " +
                   std::to_string(mp_.micro_batches) + " micro-batches";
   const double bubble = times_.total_s > 0 ? 1.0 - times_.compute_s / times_.total_s : 0.0;
-  double sums[3] = {bubble, times_.p2p_wait_s, collective_s_};
-  comm::AllreduceDoubles(*env_.ctl, sums, 3, comm::ReduceOp::kSum);
+  double sums[4] = {bubble, times_.p2p_wait_s, collective_s_, tensor_s_};
+  comm::AllreduceDoubles(*env_.ctl, sums, 4, comm::ReduceOp::kSum);
   double most[2] = {static_cast<double>(stage_->max_in_flight()),
                     static_cast<double>(stage_->slots_made())};
   comm::AllreduceDoubles(*env_.ctl, most, 2, comm::ReduceOp::kMax);
@@ -316,50 +378,22 @@ void ModelParallelStrategy::FinishReport(RunSummary* summary) {
       {"ideal_bubble_fraction", IdealBubbleFraction(grid_.stages, mp_.micro_batches)},
       {"p2p_wait_s", sums[1] / n},
       {"collective_s", sums[2] / n},
+      {"tensor_allreduce_s", sums[3] / n},
       {"max_micro_batches_in_flight", most[0]},
       {"max_micro_batch_slots", most[1]}};
 }
 
-// The whole arena, from replica 0's stages: stage s's arena is one contiguous range of the
-// whole model's (parameters lie in reverse layer order), the last stage's first.
 std::vector<float> ModelParallelStrategy::FinalParams() {
-  if (grid_.ways > 1) {
-    throw Error(ErrorCode::kInvalidArgument, "final parameters of a tensor-parallel run");
-  }
-  const Arena<float>& arena = model_->arena();
-  const std::vector<int64_t> sizes = comm::AllgatherInt64(*pipe_, arena.size());
-  const std::vector<float> by_stage =
-      comm::GatherConcat(*pipe_, arena.params(), static_cast<size_t>(arena.size()));
-  int64_t total = 0;
-  for (int64_t size : sizes) total += size;
-  std::vector<float> whole(static_cast<size_t>(total));
-  if (pipe_->rank() == 0) {
-    int64_t from = 0, to = total;
-    for (int64_t size : sizes) {  // stage order in, reverse stage order out
-      to -= size;
-      std::copy(by_stage.begin() + from, by_stage.begin() + from + size, whole.begin() + to);
-      from += size;
-    }
-  }
-  comm::Broadcast(*env_.ctl, whole.data(), whole.size(), 0);
-  return whole;
+  return GatherWholeParams(*env_.ctl, place_.replica == 0, *model_, o_.model_spec, o_.input_shape,
+                           o_.model);
 }
 
 }  // namespace
 
 void CheckModelPlan(const TrainerOptions& o, int rank) {
-  const bool split = o.model_parallel.grid.model_parallel();
-  if (!split && o.max_memory_mb <= 0) return;
-  const std::vector<LayerCost> layers = WholeModelLayerCosts(o);
-  const std::vector<int> bounds = ResolveStageBoundaries(layers, o.model_parallel.grid.stages,
-                                                         o.model_parallel.stage_boundaries);
-  const int stage = apps::PlaceOf(o.model_parallel.grid, rank).stage;
-  const LayerRange range = StageRange(bounds, stage, static_cast<int>(layers.size()));
-  const int64_t parameters = RangeParameters(layers, range);
-  CheckMemoryCap(o, parameters,
-                 split ? "stage " + std::to_string(stage) + " (layers " +
-                             std::to_string(range.begin) + "-" + std::to_string(range.end - 1) + ")"
-                       : std::string("the whole model (a replica on every rank)"));
+  if (!o.model_parallel.grid.model_parallel() && o.max_memory_mb <= 0) return;
+  const RankPlan plan = PlanRank(o, rank);
+  CheckMemoryCap(o, plan.parameters, plan.holder);
 }
 
 std::unique_ptr<Strategy> MakeModelParallel(const StrategyEnv& env) {

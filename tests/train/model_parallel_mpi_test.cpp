@@ -1,9 +1,10 @@
 // Model parallelism is the same training as on one rank: after K steps, every grid the job's
-// ranks factor into (data replicas x pipeline stages), with the GPipe and 1F1B schedules and
-// 1, 4 or 8 micro-batches, ends with the parameters of the unsplit model trained on one rank
-// with the same global batch, for the MLP, CNN and LSTM presets. Micro-batch gradients are
-// summed in another order than one batch's, so the match is to a float tolerance, not bit for
-// bit. Runs under mpiexec at 1, 2, 3 and 4 ranks (each grid that fits the rank count).
+// ranks factor into (data replicas x pipeline stages x tensor ways: at 4 ranks each 2 x 2
+// pairing), with the GPipe and 1F1B schedules and 1, 4 or 8 micro-batches, ends with the parameters
+// of the unsplit model trained on one rank with the same global batch, for the MLP, CNN and LSTM
+// presets. Micro-batch gradients are summed in another order than one batch's, so the match is to a
+// float tolerance, not bit for bit. Runs under mpiexec at 1, 2, 3 and 4 ranks (each grid that fits
+// the rank count).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -94,6 +95,18 @@ double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
   return most;
 }
 
+// Every (stages, tensor ways) of n ranks but plain data parallelism: 2 ranks give 2x1 and 1x2,
+// 4 ranks 2x1 (2 replicas), 4x1, 1x2 (2 replicas), 2x2, 1x4.
+std::vector<std::pair<int, int>> Grids(int n) {
+  std::vector<std::pair<int, int>> out;
+  for (int s = 1; s <= n; ++s) {
+    for (int t = 1; s * t <= n; ++t) {
+      if (n % (s * t) == 0 && s * t > 1) out.emplace_back(s, t);
+    }
+  }
+  return out;
+}
+
 struct PipelineRun {
   int stages;
   PipelineSchedule schedule;
@@ -107,13 +120,15 @@ TEST(ModelParallel, EveryGridEndsWithTheUnsplitModelsParameters) {
   for (const Model& m : kModels) {
     const TrainResult ref = Reference(m);
     ASSERT_EQ(ref.summary.steps, kSteps);
-    for (int stages = 2; stages <= n; ++stages) {
-      if (n % stages != 0 || stages > m.layers_with_params) continue;
-      const apps::GridShape grid = apps::MakeGridShape(n, stages, 1);
-      std::vector<PipelineRun> plan = {{stages, PipelineSchedule::kGPipe, 1},
-                                       {stages, PipelineSchedule::kGPipe, 4},
-                                       {stages, PipelineSchedule::k1F1B, 4},
-                                       {stages, PipelineSchedule::k1F1B, 8}};
+    for (const auto& [stages, ways] : Grids(n)) {
+      if (stages > m.layers_with_params) continue;
+      const apps::GridShape grid = apps::MakeGridShape(n, stages, ways);
+      std::vector<PipelineRun> plan = {{stages, PipelineSchedule::kGPipe, 1}};
+      if (stages > 1) {
+        plan.push_back({stages, PipelineSchedule::kGPipe, 4});
+        plan.push_back({stages, PipelineSchedule::k1F1B, 4});
+        plan.push_back({stages, PipelineSchedule::k1F1B, 8});
+      }
       for (const PipelineRun& r : plan) {
         TrainerOptions o = Options(m);
         o.strategy = "model_parallel";
