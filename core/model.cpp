@@ -286,11 +286,11 @@ Sequential<T>::Sequential(const std::string& spec, const Shape& input_shape,
     try {
       shape = layer->Build(shape, ctx);
     } catch (const Error& e) {
-      const bool tp_error = e.context().key == kTensorParallelKey;
+      if (e.context().key == kTensorParallelKey) throw;  // it names the layer, size and T
       throw Error(ErrorCode::kInvalidArgument,
                   "layer " + name.str() + " ('" + tokens[i] + "') on input " +
                       ShapeToString(shape) + ": " + e.what(),
-                  {.key = tp_error ? kTensorParallelKey : "model"});
+                  {.key = "model"});
     }
     split = role == TpRole::kColumn || (role == TpRole::kSliceWise && split);
     if (!inside) continue;
@@ -418,22 +418,32 @@ std::string Sequential<T>::Summary() const {
 std::vector<LayerInfo> DescribeLayers(const std::string& spec, const Shape& input_shape,
                                       const ModelOptions& options) {
   const std::vector<std::string> tokens = SplitModelSpec(PresetSpec(Trim(spec), input_shape));
+  const TensorParallel& tp = options.tensor_parallel;
+  CheckTensorParallelOptions<float>(tp);
   std::vector<LayerInfo> out;
   Arena<float> arena;  // declared into, never allocated
   Shape shape = input_shape;
+  bool split = false;  // as in the constructor: the activation is a way's slice
   for (size_t i = 0; i < tokens.size(); ++i) {
     auto layer = MakeLayerFromSpec<float>(tokens[i], input_shape, options);
     std::ostringstream name;
     name << std::setw(2) << std::setfill('0') << i << '_' << layer->kind();
-    BuildContext<float> ctx{
-        .arena = &arena, .layer_index = static_cast<int>(i), .layer_name = name.str()};
+    const TpRole role = layer->tp_role();
+    CheckTensorSplit(role, split, name.str(), tokens[i], ShapeToString(shape), tp.ways);
+    BuildContext<float> ctx{.arena = &arena,
+                            .layer_index = static_cast<int>(i),
+                            .layer_name = name.str(),
+                            .tp = &tp,
+                            .input_split = split};
     const int declared = arena.num_params();
     try {
       shape = layer->Build(shape, ctx);
     } catch (const Error& e) {
+      if (e.context().key == kTensorParallelKey) throw;
       throw Error(ErrorCode::kInvalidArgument,
                   "layer " + name.str() + " ('" + tokens[i] + "'): " + e.what(), {.key = "model"});
     }
+    split = role == TpRole::kColumn || (role == TpRole::kSliceWise && split);
     LayerInfo info{.name = name.str(), .output_shape = shape};
     for (int id = declared; id < arena.num_params(); ++id) {
       info.parameters += arena.spec(id).size;
@@ -441,6 +451,10 @@ std::vector<LayerInfo> DescribeLayers(const std::string& spec, const Shape& inpu
     }
     info.flops_per_sample = layer->FlopsPerSample();
     out.push_back(std::move(info));
+  }
+  if (split) {
+    CheckTensorSplit(TpRole::kReplicated, split, "output", "the model's output",
+                     ShapeToString(shape), tp.ways);
   }
   return out;
 }

@@ -191,7 +191,9 @@ class Sequential {
 };
 
 // What each layer of a spec is, without allocating or initialising any parameter (the
-// whole model may not fit this process): name, output shape, parameters, forward FLOPs.
+// whole model may not fit this process): name, output shape, parameters, forward FLOPs. With
+// options.tensor_parallel, one way's (its slices' parameters and FLOPs); the same refusals as
+// the constructor.
 struct LayerInfo {
   std::string name;  // "03_dense"
   Shape output_shape;

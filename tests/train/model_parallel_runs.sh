@@ -6,7 +6,8 @@
 # MODE:
 #   errors   grids and plans that cannot work are one line each, exit 2, nothing aborted: a rank
 #            count that does not factor, boundaries out of range or leaving a stage without
-#            parameters, 1f1b with fewer micro-batches than stages, boundaries for one stage.
+#            parameters, 1f1b with fewer micro-batches than stages, boundaries for one stage, a
+#            layer that cannot split T ways, a row-parallel layer on a whole input.
 #            Every line of the merged output is whole (issue 24, item 3).
 #   memory   configs/fmnist_wide_mlp.ini (281 MiB of model state with Adam) is refused on one
 #            rank by train.max_memory_mb = 192 before anything is allocated, and trains on 4
@@ -57,6 +58,10 @@ errors)
   expect_usage_error e.log "stage boundaries given for a single stage" 2 --dist.stage_boundaries=2
   expect_usage_error f.log "the model has 3 layers with parameters, too few for 4 pipeline stages" \
     4 --dist.pipeline_stages=4
+  expect_usage_error g.log "layer 01_dense cannot split its 512 units 3 ways \(T = 3 must divide 512\) \[key=dist.tensor_parallel\]" \
+    3 --dist.tensor_parallel=3
+  expect_usage_error h.log "layer 01_dense \('dense:16:row'\) on input \[784\] is row-parallel but its input is whole" \
+    2 --dist.tensor_parallel=2 --model.spec='flatten, dense:16:row, dense:10'
   ;;
 memory)
   rc=0
