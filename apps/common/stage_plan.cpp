@@ -31,4 +31,30 @@ int64_t RangeParameters(const std::vector<LayerCost>& layers, LayerRange range) 
   return n;
 }
 
+RankPlan PlanRank(const ModelSetup& m, const GridShape& grid, const std::vector<int>& boundaries,
+                  int rank) {
+  RankPlan plan;
+  plan.place = PlaceOf(grid, rank);
+  ModelSetup way = m;
+  if (grid.ways > 1) {  // describing builds the way's layers; nothing is summed
+    way.model.tensor_parallel = {
+        .way = plan.place.way, .ways = grid.ways, .sum_float = [](float*, int64_t) {}};
+  }
+  plan.layers = WholeModelLayerCosts(way);
+  plan.bounds = ResolveStageBoundaries(plan.layers, grid.stages, boundaries);
+  plan.range = StageRange(plan.bounds, plan.place.stage, static_cast<int>(plan.layers.size()));
+  plan.parameters = RangeParameters(plan.layers, plan.range);
+  if (!grid.model_parallel()) {
+    plan.holder = "the whole model (a replica on every rank)";
+    return plan;
+  }
+  plan.holder = "stage " + std::to_string(plan.place.stage) + " (layers " +
+                std::to_string(plan.range.begin) + "-" + std::to_string(plan.range.end - 1) + ")";
+  if (grid.ways > 1) {
+    plan.holder +=
+        ", tensor way " + std::to_string(plan.place.way) + " of " + std::to_string(grid.ways) + ",";
+  }
+  return plan;
+}
+
 }  // namespace shardflow::apps

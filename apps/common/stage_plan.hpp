@@ -9,6 +9,7 @@
 
 #include "apps/common/experiment_config.hpp"
 #include "apps/common/pipeline_schedule.hpp"
+#include "apps/common/rank_grid.hpp"
 #include "core/model.hpp"
 
 namespace shardflow::apps {
@@ -26,5 +27,20 @@ LayerRange StageRange(const std::vector<int>& boundaries, int stage, int layers)
 
 // Parameters of the layers in `range`.
 int64_t RangeParameters(const std::vector<LayerCost>& layers, LayerRange range);
+
+// One rank's share of a model on a grid: its stage's layers and its tensor way's parameters.
+struct RankPlan {
+  GridPlace place;
+  std::vector<LayerCost> layers;  // the whole model's layers, one tensor way's share of each
+  std::vector<int> bounds;        // first layer of stages 1..S-1
+  LayerRange range;               // this rank's stage
+  int64_t parameters = 0;         // this rank's
+  std::string holder;             // "stage 1 (layers 2-5), tensor way 0 of 2,"
+};
+
+// Throws the errors of ResolveStageBoundaries and, for a layer that cannot split grid.ways
+// ways, Error(kInvalidArgument, key dist.tensor_parallel) naming it.
+RankPlan PlanRank(const ModelSetup& m, const GridShape& grid, const std::vector<int>& boundaries,
+                  int rank);
 
 }  // namespace shardflow::apps

@@ -2,13 +2,19 @@
 //   mpirun -np N shardflow-predict --config FILE --checkpoint CKPT --input FILES --output PATH
 // Every rank predicts its shard of the input; rank 0 writes the predictions sorted by id
 // (prediction_output.hpp) and reports records/s (and accuracy when the records have labels).
+// With [dist] pipeline_stages / tensor_parallel the model is split over the ranks as in
+// training (any grid, whatever grid wrote the checkpoint) and batches run pipelined through
+// its stages in dist.micro_batches micro-batches.
 #include <algorithm>
 #include <cstdio>
 
+#include "apps/common/pipeline_stage.hpp"
+#include "apps/common/stage_plan.hpp"
 #include "apps/predict/model_loader.hpp"
 #include "apps/predict/predict_config.hpp"
 #include "apps/predict/prediction_output.hpp"
 #include "apps/predict/predictor.hpp"
+#include "comm/allreduce.hpp"
 #include "comm/collectives.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/logging.hpp"
@@ -22,9 +28,50 @@ namespace {
 
 struct Prepared {
   apps::ModelSetup options;
+  apps::GridShape grid;  // [dist] pipeline_stages x tensor_parallel; data replicas the rest
+  apps::RankPlan plan;
   LoadedModel loaded;
   int64_t local_records = 0;
+  std::unique_ptr<comm::Communicator> tensor;  // this stage's tensor ways (made in Run)
 };
+
+// The model's forward pass on this rank: the whole model, or this rank's stage and tensor way
+// of a pipelined model (outputs on the last stage's way 0, the rows' reporter).
+ForwardFn MakeForward(Prepared& p, comm::Communicator& world,
+                      std::unique_ptr<comm::Communicator>* pipe,
+                      std::unique_ptr<apps::PipelineStage>* stage, int micro_batches) {
+  Sequential<float>& model = *p.loaded.model;
+  if (!p.grid.model_parallel()) {
+    return [&model](const Tensor& x) { return model.Forward(x, /*training=*/false); };
+  }
+  const apps::GridPlace& at = p.plan.place;
+  comm::CommunicatorOptions options;
+  options.discover_topology = false;
+  options.watchdog = world.watchdog() != nullptr
+                         ? std::optional<comm::WatchdogOptions>(comm::WatchdogOptions{
+                               .timeout_seconds = world.watchdog()->timeout_seconds()})
+                         : std::nullopt;
+  *pipe = world.Split(at.replica * p.grid.ways + at.way, at.stage, options);
+  options.discover_topology = true;
+  p.tensor = world.Split(at.stage * p.grid.replicas + at.replica, at.way, options);
+  *stage = std::make_unique<apps::PipelineStage>(**pipe, model);
+  const bool reporter = at.stage == p.grid.stages - 1 && at.way == 0;
+  apps::PipelineStage* s = stage->get();
+  return [s, reporter, micro_batches, &model](const Tensor& x) {
+    const int64_t rows = x.num_elements() > 0 ? x.dim(0) : 0;
+    std::vector<int64_t> parts = apps::MicroBatchRows(rows, micro_batches);
+    parts.erase(std::remove(parts.begin(), parts.end(), int64_t{0}), parts.end());
+    Tensor out;
+    if (reporter) out = Tensor(DType::kFloat32, WithBatch(rows, model.output_shape()));
+    s->Infer(parts, x, [&](const Tensor& y, int64_t begin, int64_t end) {
+      if (!reporter) return;
+      const size_t width =
+          static_cast<size_t>(y.num_elements() / std::max<int64_t>(1, end - begin));
+      std::copy_n(y.data<float>(), y.num_elements(), out.data<float>() + begin * width);
+    });
+    return out;
+  };
+}
 
 int Run(MpiEnvironment& env, PredictAppConfig& config, Prepared& p) {
   const Stopwatch watch;
@@ -41,12 +88,22 @@ int Run(MpiEnvironment& env, PredictAppConfig& config, Prepared& p) {
   spec.task = p.options.task;
   spec.id_feature = config.id_feature;
   spec.batch_size = config.batch_size;
+  // Every rank of a model replica reads the replica's shard; its reporter records the rows.
+  const apps::GridPlace& at = p.plan.place;
+  const bool reporter = at.stage == p.grid.stages - 1 && at.way == 0;
   const pipeline::Dataset records =
-      pipeline::BuildInputPipeline(config.train.data, env.rank(), env.size());
-  const PredictionRows mine = PredictDataset(*p.loaded.model, records, spec);
+      pipeline::BuildInputPipeline(config.train.data, at.replica, p.grid.replicas);
+  std::unique_ptr<comm::Communicator> pipe;
+  std::unique_ptr<apps::PipelineStage> stage;
+  const int micro_batches = config.train.micro_batches > 0
+                                ? static_cast<int>(config.train.micro_batches)
+                                : 2 * p.grid.stages;
+  const ForwardFn forward = MakeForward(p, world, &pipe, &stage, micro_batches);
+  const PredictionRows mine =
+      PredictDataset(forward, p.loaded.model->output_shape(), records, spec);
 
   // Exact sums: rows, expected records (undamaged files), labelled, correct; error sum.
-  int64_t counts[4] = {mine.rows(), p.local_records, mine.labelled, mine.correct};
+  int64_t counts[4] = {mine.rows(), reporter ? p.local_records : 0, mine.labelled, mine.correct};
   double error_sum = mine.error_sum;
   comm::AllreduceInt64(world, counts, 4, comm::ReduceOp::kSum);
   error_sum = comm::AllreduceDouble(world, error_sum, comm::ReduceOp::kSum);
@@ -65,8 +122,9 @@ int Run(MpiEnvironment& env, PredictAppConfig& config, Prepared& p) {
   WritePredictions(world, config.output, all, total, p.options.task);
   const double seconds = watch.Seconds();
   if (env.is_chief()) {
-    std::printf("predicted %lld records on %d ranks in %.3f s: %.0f records/s\n",
-                static_cast<long long>(total), env.size(), seconds,
+    std::printf("predicted %lld records on %d ranks%s in %.3f s: %.0f records/s\n",
+                static_cast<long long>(total), env.size(),
+                p.grid.model_parallel() ? (" (" + p.grid.ToString() + ")").c_str() : "", seconds,
                 seconds > 0 ? static_cast<double>(total) / seconds : 0.0);
     if (p.options.task == apps::Task::kClassify && counts[2] > 0) {
       std::printf("accuracy: %.4f (%lld of %lld labelled records)\n",
@@ -105,11 +163,28 @@ int main(int argc, char** argv) {
                                   config.input.empty() ? "data.files" : "--input");
         prepared.options = apps::MakeModelSetup(config.train);
         cpu::SetIntraOpThreads(apps::ResolveThreads(config.train, env.local_size()));
+        // A model split over ranks predicts on the grid it is given ([dist] pipeline_stages,
+        // tensor_parallel), whatever grid trained it: a usage error when the ranks do not factor.
+        predict::Prepared& p = prepared;
+        p.grid = apps::MakeGridShape(env.size(), config.train.pipeline_stages,
+                                     config.train.tensor_parallel);
+        p.plan = apps::PlanRank(p.options, p.grid,
+                                std::vector<int>(config.train.stage_boundaries.begin(),
+                                                 config.train.stage_boundaries.end()),
+                                env.rank());
+        apps::ModelSetup part = p.options;
+        if (p.grid.ways > 1) {
+          part.model.tensor_parallel = {
+              .way = p.plan.place.way, .ways = p.grid.ways, .sum_float = [&p](float* x, int64_t n) {
+                comm::Allreduce(*p.tensor, x, static_cast<size_t>(n),
+                                {.mode = comm::ReduceMode::kSum});
+              }};
+        }
         // Errors found here (missing checkpoint or input, a checkpoint that does not fit the
         // model) end every rank with one line and the same exit code.
-        prepared.loaded = predict::LoadModel(prepared.options, config.checkpoint);
-        prepared.local_records =
-            pipeline::CountLocalRecords(config.train.data, env.rank(), env.size());
+        p.loaded = predict::LoadModel(part, config.checkpoint, p.plan.range);
+        p.local_records =
+            pipeline::CountLocalRecords(config.train.data, p.plan.place.replica, p.grid.replicas);
       },
       [&](MpiEnvironment& env) { return predict::Run(env, config, prepared); });
 }

@@ -7,15 +7,16 @@
 
 namespace shardflow::predict {
 
-LoadedModel LoadModel(const apps::ModelSetup& options, const std::string& checkpoint) {
+LoadedModel LoadModel(const apps::ModelSetup& options, const std::string& checkpoint,
+                      LayerRange range) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(checkpoint, ec)) {
     throw Error(ErrorCode::kNotFound, "checkpoint not found", {.file = checkpoint});
   }
   LoadedModel out;
-  out.model =
-      std::make_unique<Sequential<float>>(options.model_spec, options.input_shape, options.model);
+  out.model = std::make_unique<Sequential<float>>(options.model_spec, options.input_shape,
+                                                  options.model, range);
   if (fs::is_directory(checkpoint, ec)) {
     CheckpointOptions dir{.dir = checkpoint};
     TrainingState state;

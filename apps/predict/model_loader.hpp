@@ -25,6 +25,10 @@ struct LoadedModel {
   std::string checkpoint;  // the file loaded
 };
 
-LoadedModel LoadModel(const apps::ModelSetup& options, const std::string& checkpoint);
+// `range`: the layers this rank holds (a pipeline stage); options.model.tensor_parallel: its
+// tensor way. The checkpoint is the whole model's file whatever grid wrote it; a part loads its
+// own parameters (io/checkpoint.hpp).
+LoadedModel LoadModel(const apps::ModelSetup& options, const std::string& checkpoint,
+                      LayerRange range = {});
 
 }  // namespace shardflow::predict

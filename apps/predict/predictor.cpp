@@ -56,8 +56,8 @@ int64_t RecordId(const pipeline::Element& record, const std::string& id_feature)
 
 class BatchPredictor {
  public:
-  BatchPredictor(Sequential<float>& model, const PredictorSpec& spec, PredictionRows* rows)
-      : model_(model), spec_(spec), rows_(rows) {}
+  BatchPredictor(const ForwardFn& forward, const PredictorSpec& spec, PredictionRows* rows)
+      : forward_(forward), spec_(spec), rows_(rows) {}
 
   void Run(const std::vector<pipeline::Element>& records) {
     if (records.empty()) return;
@@ -73,7 +73,8 @@ class BatchPredictor {
       bspec.label_feature.clear();
     }
     const apps::ModelBatch mb = apps::ToModelBatch(batch, bspec, &scratch_);
-    const Tensor out = model_.Forward(mb.x, /*training=*/false);
+    const Tensor out = forward_(mb.x);
+    if (out.num_elements() == 0 && mb.rows > 0) return;  // another rank holds the outputs
     for (const auto& r : records) rows_->ids.push_back(RecordId(r, spec_.id_feature));
     const int64_t n = mb.rows;
     const int64_t width = n > 0 ? out.num_elements() / n : 0;
@@ -114,7 +115,7 @@ class BatchPredictor {
   }
 
  private:
-  Sequential<float>& model_;
+  const ForwardFn& forward_;
   const PredictorSpec& spec_;
   PredictionRows* rows_;
   Tensor scratch_;
@@ -139,11 +140,15 @@ int64_t SoftmaxRow(const float* logits, int64_t k, float* probs) {
 
 PredictionRows PredictDataset(Sequential<float>& model, const pipeline::Dataset& records,
                               const PredictorSpec& spec) {
+  return PredictDataset([&model](const Tensor& x) { return model.Forward(x, /*training=*/false); },
+                        model.output_shape(), records, spec);
+}
+
+PredictionRows PredictDataset(const ForwardFn& forward, const Shape& output_shape,
+                              const pipeline::Dataset& records, const PredictorSpec& spec) {
   PredictionRows rows;
-  if (spec.task == apps::Task::kClassify) {
-    rows.num_classes = NumElements(model.output_shape());
-  }
-  BatchPredictor predictor(model, spec, &rows);
+  if (spec.task == apps::Task::kClassify) rows.num_classes = NumElements(output_shape);
+  BatchPredictor predictor(forward, spec, &rows);
   std::vector<pipeline::Element> pending;
   pending.reserve(static_cast<size_t>(spec.batch_size));
   auto it = records.MakeIterator();

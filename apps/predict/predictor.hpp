@@ -10,11 +10,14 @@
 //                computed in double and stored as float32;
 //   reconstruct: the record's mean squared error between the model output and its input.
 // Labels (the label feature, when the records have it) are counted for accuracy.
+// A model split over ranks (pipeline stages, tensor ways) predicts through a ForwardFn: every
+// rank of the model reads the same records, and the rank holding the output records the rows.
 // Throws Error naming the feature and record for inputs the model cannot take.
 // Thread-safety: none; one model per thread.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,6 +50,15 @@ struct PredictionRows {
 
 PredictionRows PredictDataset(Sequential<float>& model, const pipeline::Dataset& records,
                               const PredictorSpec& spec);
+
+// The same with the model's forward pass given as a function of a batch's input (B, ...): its
+// output (B, output_shape...), or an empty tensor on a rank that computes no outputs (a
+// pipeline's earlier stages, a tensor way other than 0): that rank records no rows. The
+// function is called once per batch of records on every rank alike (a pipelined forward pass
+// is collective over the model's ranks).
+using ForwardFn = std::function<Tensor(const Tensor& x)>;
+PredictionRows PredictDataset(const ForwardFn& forward, const Shape& output_shape,
+                              const pipeline::Dataset& records, const PredictorSpec& spec);
 
 // Softmax of one row of logits into `probs` (double accumulation); returns the argmax (first
 // maximum). Exposed for tests.

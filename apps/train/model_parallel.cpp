@@ -26,11 +26,7 @@ using apps::DescribeStages;
 using apps::IdealBubbleFraction;
 using apps::MicroBatchRows;
 using apps::PipelineStage;
-using apps::RangeParameters;
-using apps::ResolveStageBoundaries;
-using apps::StageRange;
 using apps::StageTimes;
-using apps::WholeModelLayerCosts;
 
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) {
@@ -44,39 +40,8 @@ std::vector<int64_t> NonEmptyParts(int64_t rows, int micro_batches) {
   return parts;
 }
 
-// This rank's share of the model: its stage's layers and, per tensor way, its parameters.
-struct RankPlan {
-  std::vector<LayerCost> layers;  // the whole model's, per tensor way (a way's slices)
-  std::vector<int> bounds;
-  LayerRange range;
-  int64_t parameters = 0;  // this rank's
-  std::string holder;      // "stage 1 (layers 2-5), way 0 of 2"
-};
-
-RankPlan PlanRank(const TrainerOptions& o, int rank) {
-  const ModelParallelOptions& mp = o.model_parallel;
-  const apps::GridPlace place = apps::PlaceOf(mp.grid, rank);
-  apps::ModelSetup way = o;
-  if (mp.grid.ways > 1) {  // describing builds the way's layers; nothing is summed
-    way.model.tensor_parallel = {
-        .way = place.way, .ways = mp.grid.ways, .sum_float = [](float*, int64_t) {}};
-  }
-  RankPlan plan;
-  plan.layers = WholeModelLayerCosts(way);
-  plan.bounds = ResolveStageBoundaries(plan.layers, mp.grid.stages, mp.stage_boundaries);
-  plan.range = StageRange(plan.bounds, place.stage, static_cast<int>(plan.layers.size()));
-  plan.parameters = RangeParameters(plan.layers, plan.range);
-  if (!mp.grid.model_parallel()) {
-    plan.holder = "the whole model (a replica on every rank)";
-  } else {
-    plan.holder = "stage " + std::to_string(place.stage) + " (layers " +
-                  std::to_string(plan.range.begin) + "-" + std::to_string(plan.range.end - 1) + ")";
-    if (mp.grid.ways > 1) {
-      plan.holder +=
-          ", tensor way " + std::to_string(place.way) + " of " + std::to_string(mp.grid.ways) + ",";
-    }
-  }
-  return plan;
+apps::RankPlan PlanRank(const TrainerOptions& o, int rank) {
+  return apps::PlanRank(o, o.model_parallel.grid, o.model_parallel.stage_boundaries, rank);
 }
 
 class ModelParallelStrategy final : public Strategy {
@@ -147,7 +112,7 @@ StartPoint ModelParallelStrategy::Setup() {
                 "resuming or warm-starting a model-parallel run is not built yet",
                 {.key = "dist.pipeline_stages"});
   }
-  const RankPlan plan = PlanRank(o_, env_.job->rank());
+  const apps::RankPlan plan = PlanRank(o_, env_.job->rank());
   bounds_ = plan.bounds;
   CheckMemoryCap(o_, plan.parameters, plan.holder);
   MakeCommunicators();
@@ -392,7 +357,7 @@ std::vector<float> ModelParallelStrategy::FinalParams() {
 
 void CheckModelPlan(const TrainerOptions& o, int rank) {
   if (!o.model_parallel.grid.model_parallel() && o.max_memory_mb <= 0) return;
-  const RankPlan plan = PlanRank(o, rank);
+  const apps::RankPlan plan = PlanRank(o, rank);
   CheckMemoryCap(o, plan.parameters, plan.holder);
 }
 
