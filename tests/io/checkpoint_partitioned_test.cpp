@@ -1,0 +1,219 @@
+// Partitioned checkpoints on one process: the layout plan's coverage errors (gaps and overlaps of
+// layers and of a parameter's slices, each naming the parameter and the ranks), the slab
+// arithmetic of slices, the whole model saved as one part equals SaveCheckpoint's file, and
+// tensor-parallel and pipeline parts load their pieces of a whole-model file.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "io/checkpoint.hpp"
+#include "io/checkpoint_layout.hpp"
+#include "tests/io/checkpoint_part_util.hpp"
+#include "tests/support/test_paths.hpp"
+
+namespace shardflow {
+namespace {
+
+namespace cl = checkpoint_layout;
+using testing::FileContents;
+using ::testing::HasSubstr;
+
+constexpr const char* kSpec = "dense:8, relu, dense:6, batchnorm, tanh, dense:4";
+const Shape kInput = {5};
+const TrainingState kState{.step = 3, .epoch = 1, .seed = 5, .rng = {7}, .config_text = "x"};
+
+// A part of `ranges` with one parameter "00_dense/kernel" of full shape (4, 6), split along
+// axis 1 at the given [begin, end) per rank (end < 0: held whole).
+std::vector<cl::PartSummary> KernelParts(const std::vector<std::pair<int64_t, int64_t>>& slices) {
+  std::vector<cl::PartSummary> parts;
+  for (const auto& [b, e] : slices) {
+    cl::PartSummary p{.first_layer = 0, .end_layer = 1, .spec_layers = 1, .spec = "dense:6"};
+    cl::PartParam k{.name = "00_dense/kernel", .layer = 0, .shape = {4, 6}, .full_shape = {4, 6}};
+    if (e >= 0) {
+      k.split_axis = 1;
+      k.split_begin = b;
+      k.shape = {4, e - b};
+    }
+    p.params.push_back(k);
+    parts.push_back(p);
+  }
+  return parts;
+}
+
+std::string PlanError(const std::vector<cl::PartSummary>& parts) {
+  cl::Layout layout;
+  const Status st = cl::PlanLayout(parts, &layout);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(st.message().find('\n'), std::string::npos) << st.message();
+  return st.message();
+}
+
+TEST(CheckpointLayout, SlicesThatTileAParameterPlanOneWriterEach) {
+  cl::Layout layout;
+  ASSERT_TRUE(cl::PlanLayout(KernelParts({{3, 6}, {0, 3}}), &layout).ok());
+  ASSERT_EQ(layout.params.size(), 1u);
+  EXPECT_EQ(layout.params[0].writers, (std::vector<int>{1, 0}));
+  EXPECT_EQ(layout.arena_size, 24);
+  EXPECT_EQ(layout.model_spec, "dense:6");
+  // A replicated whole parameter is written by its lowest holder.
+  ASSERT_TRUE(cl::PlanLayout(KernelParts({{0, -1}, {0, -1}, {0, -1}}), &layout).ok());
+  EXPECT_EQ(layout.params[0].writers, std::vector<int>{0});
+}
+
+TEST(CheckpointLayout, GapsAndOverlapsNameTheParameterElementsAndRanks) {
+  EXPECT_THAT(PlanError(KernelParts({{0, 2}, {3, 6}})),
+              HasSubstr("parameter 00_dense/kernel: no rank holds [2,3) along axis 1 (gap before "
+                        "rank 1's slice [3,6))"));
+  EXPECT_THAT(PlanError(KernelParts({{0, 4}, {3, 6}})),
+              HasSubstr("parameter 00_dense/kernel: rank 1's slice [3,6) along axis 1 overlaps "
+                        "rank 0's slice [0,4)"));
+  EXPECT_THAT(
+      PlanError(KernelParts({{0, 5}})),
+      HasSubstr("parameter 00_dense/kernel: no rank holds [5,6) along axis 1 of its [4,6]"));
+  EXPECT_THAT(PlanError(KernelParts({{0, -1}, {0, 3}})),
+              HasSubstr("parameter 00_dense/kernel is split along axis 1 on rank 1 but -1 on "
+                        "rank 0"));
+}
+
+TEST(CheckpointLayout, LayerRangesMustTileTheModel) {
+  std::vector<cl::PartSummary> parts(3);
+  const int ranges[3][2] = {{0, 2}, {3, 5}, {2, 3}};
+  for (int r = 0; r < 3; ++r) {
+    parts[r] = {.first_layer = ranges[r][0], .end_layer = ranges[r][1], .spec_layers = 6};
+  }
+  EXPECT_THAT(PlanError(parts), HasSubstr("no rank holds layers [5,6) of the model's 6"));
+  parts[1].end_layer = 6;
+  parts[2].first_layer = 1;
+  EXPECT_THAT(PlanError(parts), HasSubstr("rank 2's layers [1,3) overlap rank 0's [0,2)"));
+  parts[2] = parts[0];
+  parts[2].spec = "relu";
+  parts[1].first_layer = 2;
+  EXPECT_THAT(PlanError(parts), HasSubstr("rank 2's layers [0,2) are 'relu' but rank 0's are ''"));
+}
+
+TEST(CheckpointLayout, OptimizerKindsMustAgree) {
+  std::vector<cl::PartSummary> parts = KernelParts({{0, -1}, {0, -1}});
+  parts[0].optimizer = "adam";
+  EXPECT_THAT(PlanError(parts), HasSubstr("rank 1's optimizer is none but rank 0's is adam"));
+}
+
+TEST(CheckpointLayout, SlabsOfAColumnSliceAreStridedInTheFlatSlot) {
+  // Columns [2, 5) of a (3, 6) parameter at offset 100 of the arena.
+  const std::vector<ArenaSlice> runs = cl::SliceRuns({3, 6}, 1, 2, 3);
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[1].offset, 8);
+  EXPECT_EQ(runs[1].size, 3);
+  const io::Hdf5Slab slot = cl::SlotSlab({3, 6}, 1, 2, 3, 100);
+  EXPECT_EQ(slot.start, std::vector<hsize_t>{102});
+  EXPECT_EQ(slot.stride, std::vector<hsize_t>{6});
+  EXPECT_EQ(slot.count, std::vector<hsize_t>{3});
+  EXPECT_EQ(slot.block, std::vector<hsize_t>{3});
+  // Rows are one run; a conv kernel's output channels are a run per (kh, kw, c).
+  EXPECT_EQ(cl::SliceRuns({3, 6}, 0, 1, 2).size(), 1u);
+  EXPECT_EQ(cl::SliceRuns({3, 3, 2, 8}, 3, 4, 4).size(), 18u);
+  const io::Hdf5Slab param = cl::ParamSlab({3, 6}, 1, 2, 3);
+  EXPECT_EQ(param.start, (std::vector<hsize_t>{0, 2}));
+  EXPECT_EQ(param.block, (std::vector<hsize_t>{3, 3}));
+}
+
+struct Whole {
+  Sequential<float> model{kSpec, kInput};
+  std::unique_ptr<Optimizer> opt = MakeOptimizer({.name = "adam"}, model.arena().size());
+  Whole() { testing::FillByName(model, *opt); }
+};
+
+TEST(PartitionedCheckpoint, TheWholeModelAsOnePartWritesSaveCheckpointsFile) {
+  testing::ScratchDir dir("ckpt_part_whole");
+  Whole w;
+  const std::string a = SaveCheckpoint({.dir = dir / "a"}, w.model, w.opt.get(), kState);
+  const std::string b = SavePartitionedCheckpoint({.dir = dir / "b"}, io::SelfCommunicator(),
+                                                  w.model, w.opt.get(), kState);
+  EXPECT_EQ(FileContents(a), FileContents(b));
+  const CheckpointInfo info = ReadCheckpointInfo(b);
+  EXPECT_EQ(info.step, 3);
+  EXPECT_EQ(info.model_spec, w.model.spec());
+  EXPECT_EQ(info.input_shape, "[5]");
+  EXPECT_EQ(info.optimizer, "adam");
+  ASSERT_EQ(info.params.size(), 8u);
+  EXPECT_EQ(info.params[0].first, "00_dense/bias");
+  EXPECT_EQ(info.params[1].second, (Shape{5, 8}));
+}
+
+// Every parameter and slot element of `part` equals the whole model's at the same place.
+void ExpectHoldsWholeValues(const CheckpointPart& part, Whole& w) {
+  const std::vector<NamedTensor> ws = w.opt->Slots(), ps = part.optimizer->Slots();
+  for (const ParamSpec& s : part.specs) {
+    const ParamSpec* full = nullptr;
+    for (const ParamSpec& x : w.model.arena().specs())
+      if (x.FullName() == s.FullName()) full = &x;
+    ASSERT_NE(full, nullptr) << s.FullName();
+    const int64_t extent = s.split_axis < 0 ? 0 : s.shape[static_cast<size_t>(s.split_axis)];
+    auto want = [&](const float* base) {
+      return testing::SliceOf(base + full->offset, full->shape, s.split_axis, s.split_begin,
+                              extent);
+    };
+    auto got = [&](const float* base) {
+      return std::vector<float>(base + s.offset, base + s.offset + s.size);
+    };
+    EXPECT_EQ(got(part.params), want(w.model.arena().params())) << s.FullName();
+    for (size_t k = 0; k < ws.size(); ++k) {
+      EXPECT_EQ(got(ps[k].tensor->data<float>()), want(ws[k].tensor->data<float>()))
+          << s.FullName() << " slot " << ws[k].name;
+    }
+  }
+  EXPECT_EQ(part.optimizer->iterations(), w.opt->iterations());
+}
+
+TEST(PartitionedCheckpoint, TensorParallelWaysLoadTheirSlicesOfAWholeModelFile) {
+  testing::ScratchDir dir("ckpt_part_tp_load");
+  Whole w;
+  const std::string path =
+      SaveCheckpoint({.dir = dir.path().string()}, w.model, w.opt.get(), kState);
+  // Megatron's pattern: the first dense column-split (kernel and bias), the second row-split
+  // (bias replicated), the rest replicated; 3 ways cut 8 and 6 unevenly.
+  const std::map<std::string, int> axes = {
+      {"00_dense/kernel", 1}, {"00_dense/bias", 0}, {"02_dense/kernel", 0}};
+  for (int way = 0; way < 3; ++way) {
+    SCOPED_TRACE(way);
+    auto f = testing::Fabricate(w.model, *w.opt, axes, way, 3);
+    std::fill(f->arena.begin(), f->arena.end(), -7.0f);
+    for (const NamedTensor& s : f->opt->Slots())
+      std::fill_n(s.tensor->data<float>(), s.tensor->num_elements(), -7.0f);
+    f->opt->set_iterations(0);
+    const TrainingState st = LoadCheckpoint(path, f->part);
+    EXPECT_EQ(st.step, 3);
+    ExpectHoldsWholeValues(f->part, w);
+  }
+}
+
+TEST(PartitionedCheckpoint, AStageLoadsItsLayersAndAMismatchNamesBothFullShapes) {
+  testing::ScratchDir dir("ckpt_part_stage_load");
+  Whole w;
+  const std::string path =
+      SaveCheckpoint({.dir = dir.path().string()}, w.model, w.opt.get(), kState);
+  Sequential<float> stage(kSpec, kInput, {.seed = 99}, LayerRange{2, 5});
+  auto opt = MakeOptimizer({.name = "adam"}, stage.arena().size());
+  LoadCheckpoint(path, stage, opt.get());
+  ExpectHoldsWholeValues(MakeCheckpointPart(stage, opt.get()), w);
+  const std::vector<NamedTensor> got = stage.Buffers();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].tensor->data<float>()[1], w.model.Buffers()[0].tensor->data<float>()[1]);
+  // A slice whose full shape is not the file's.
+  std::map<std::string, int> axes = {{"02_dense/kernel", 1}};
+  auto f = testing::Fabricate(w.model, *w.opt, axes, 0, 2);
+  for (ParamSpec& s : f->part.specs)
+    if (s.FullName() == "02_dense/kernel") s.full_shape = {8, 7};
+  try {
+    LoadCheckpoint(path, f->part);
+    ADD_FAILURE() << "loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(e.what(), HasSubstr("parameter /params/02_dense/kernel has shape [8,6] in the "
+                                    "checkpoint but [8,7] in the model"));
+  }
+}
+
+}  // namespace
+}  // namespace shardflow
