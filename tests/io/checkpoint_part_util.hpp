@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "io/checkpoint.hpp"
 #include "io/hdf5_objects.hpp"
 
@@ -25,23 +27,26 @@ inline uint32_t NameHash(const std::string& s) {
 
 // A value for element i of tensor `name`, the same in every part that holds it.
 inline float ValueOf(const std::string& name, int64_t i, float scale) {
-  return scale * (static_cast<float>((NameHash(name) + static_cast<uint32_t>(i) * 2654435761u) %
-                                     1000u) /
-                      500.0f -
-                  1.0f);
+  return scale *
+         (static_cast<float>((NameHash(name) + static_cast<uint32_t>(i) * 2654435761u) % 1000u) /
+              500.0f -
+          1.0f);
 }
 
-// Parameters, gradients and buffers from their names; then one Adam step, so the optimizer's
-// slots are non-zero and equal wherever the same parameter is held. REQUIRES: unsplit specs.
+// Parameters, optimizer slots (iterations 5) and buffers from their names, so they are equal
+// wherever the same parameter is held (set, not computed: no arithmetic that could round
+// differently in two parts). REQUIRES: unsplit specs.
 inline void FillByName(Sequential<float>& model, Optimizer& opt) {
   Arena<float>& a = model.arena();
+  const std::vector<NamedTensor> slots = opt.Slots();
   for (const ParamSpec& s : a.specs()) {
     for (int64_t i = 0; i < s.size; ++i) {
       a.params()[s.offset + i] = ValueOf(s.FullName(), i, 1.0f);
-      a.grads()[s.offset + i] = ValueOf(s.FullName() + "/grad", i, 0.5f);
+      for (const NamedTensor& slot : slots)
+        slot.tensor->data<float>()[s.offset + i] = ValueOf(s.FullName() + slot.name, i, 0.5f);
     }
   }
-  opt.Step(a, 0.01);
+  opt.set_iterations(5);
   for (const NamedTensor& b : model.Buffers()) {
     for (int64_t i = 0; i < b.tensor->num_elements(); ++i)
       b.tensor->data<float>()[i] = ValueOf(b.name, i, 2.0f) + 3.0f;  // variances stay positive
@@ -64,9 +69,10 @@ inline std::vector<float> SliceOf(const float* data, const Shape& shape, int axi
   return out;
 }
 
-// Tensor way `way` of `ways` cut from `whole`: every layer; parameter `name` split along
-// axis_of[name] into `ways` pieces with boundaries full * k / ways (so uneven), the others held
-// whole (replicated); its own arena and optimizer slots hold the whole model's values there.
+// Tensor way `way` of `ways` cut from `whole` (a whole model or a stage): all its layers; parameter
+// `name` split along axis_of[name] into `ways` pieces with boundaries full * k / ways (so uneven),
+// the others held whole (replicated); its own arena and optimizer slots hold the whole model's
+// values there.
 struct FabricatedPart {
   std::vector<float> arena;
   std::unique_ptr<Optimizer> opt;
@@ -74,8 +80,8 @@ struct FabricatedPart {
 };
 
 inline std::unique_ptr<FabricatedPart> Fabricate(Sequential<float>& whole, Optimizer& whole_opt,
-                                                 const std::map<std::string, int>& axis_of,
-                                                 int way, int ways) {
+                                                 const std::map<std::string, int>& axis_of, int way,
+                                                 int ways) {
   auto f = std::make_unique<FabricatedPart>();
   const Arena<float>& a = whole.arena();
   std::vector<ParamSpec> specs;
@@ -114,9 +120,9 @@ inline std::unique_ptr<FabricatedPart> Fabricate(Sequential<float>& whole, Optim
     for (size_t k = 0; k < whole_slots.size(); ++k)
       copy(whole_slots[k].tensor->data<float>(), part_slots[k].tensor->data<float>());
   }
-  f->part = CheckpointPart{.first_layer = 0,
-                           .end_layer = whole.num_layers(),
-                           .spec_layers = whole.num_layers(),
+  f->part = CheckpointPart{.first_layer = whole.first_layer(),
+                           .end_layer = whole.first_layer() + whole.num_layers(),
+                           .spec_layers = whole.spec_layers(),
                            .spec = whole.spec(),
                            .input_shape = whole.input_shape(),
                            .specs = specs,
@@ -125,6 +131,42 @@ inline std::unique_ptr<FabricatedPart> Fabricate(Sequential<float>& whole, Optim
                            .buffers = whole.Buffers(),
                            .optimizer = f->opt.get()};
   return f;
+}
+
+// Every parameter and slot element of `part` equals that of `whole` (the whole model, or a
+// part holding the same layers unsplit) at the same place, and so do its buffers.
+inline void ExpectHoldsValuesOf(const CheckpointPart& part, Sequential<float>& whole,
+                                Optimizer& whole_opt) {
+  const std::vector<NamedTensor> ws = whole_opt.Slots(), ps = part.optimizer->Slots();
+  for (const ParamSpec& s : part.specs) {
+    const ParamSpec* full = nullptr;
+    for (const ParamSpec& x : whole.arena().specs())
+      if (x.FullName() == s.FullName()) full = &x;
+    ASSERT_NE(full, nullptr) << s.FullName();
+    const int64_t extent = s.split_axis < 0 ? 0 : s.shape[static_cast<size_t>(s.split_axis)];
+    auto want = [&](const float* base) {
+      return SliceOf(base + full->offset, full->shape, s.split_axis, s.split_begin, extent);
+    };
+    auto got = [&](const float* base) {
+      return std::vector<float>(base + s.offset, base + s.offset + s.size);
+    };
+    EXPECT_EQ(got(part.params), want(whole.arena().params())) << s.FullName();
+    for (size_t k = 0; k < ws.size(); ++k) {
+      EXPECT_EQ(got(ps[k].tensor->data<float>()), want(ws[k].tensor->data<float>()))
+          << s.FullName() << " slot " << ws[k].name;
+    }
+  }
+  EXPECT_EQ(part.optimizer->iterations(), whole_opt.iterations());
+  for (const NamedTensor& b : part.buffers) {
+    for (const NamedTensor& w : whole.Buffers()) {
+      if (w.name != b.name) continue;
+      EXPECT_EQ(std::vector<float>(b.tensor->data<float>(),
+                                   b.tensor->data<float>() + b.tensor->num_elements()),
+                std::vector<float>(w.tensor->data<float>(),
+                                   w.tensor->data<float>() + w.tensor->num_elements()))
+          << b.name;
+    }
+  }
 }
 
 // Every dataset's type, shape, chunk and bytes, and every attribute a checkpoint has.
@@ -139,8 +181,8 @@ inline std::map<std::string, std::string> FileContents(const std::string& path) 
     out[d.name] = d.type_name + ShapeToString(d.shape) + ShapeToString(d.chunk) +
                   std::to_string(d.filters.size()) + bytes;
   }
-  for (const char* a : {"version", "step", "epoch", "seed", "num_params", "arena_size",
-                        "params_crc32"})
+  for (const char* a :
+       {"version", "step", "epoch", "seed", "num_params", "arena_size", "params_crc32"})
     out[std::string("@") + a] = std::to_string(io::ReadIntAttribute(file, "/", a));
   for (const char* a : {"format", "model_spec", "input_shape"})
     out[std::string("@") + a] = io::ReadStringAttribute(file, "/", a);

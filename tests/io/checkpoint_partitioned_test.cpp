@@ -141,31 +141,6 @@ TEST(PartitionedCheckpoint, TheWholeModelAsOnePartWritesSaveCheckpointsFile) {
   EXPECT_EQ(info.params[1].second, (Shape{5, 8}));
 }
 
-// Every parameter and slot element of `part` equals the whole model's at the same place.
-void ExpectHoldsWholeValues(const CheckpointPart& part, Whole& w) {
-  const std::vector<NamedTensor> ws = w.opt->Slots(), ps = part.optimizer->Slots();
-  for (const ParamSpec& s : part.specs) {
-    const ParamSpec* full = nullptr;
-    for (const ParamSpec& x : w.model.arena().specs())
-      if (x.FullName() == s.FullName()) full = &x;
-    ASSERT_NE(full, nullptr) << s.FullName();
-    const int64_t extent = s.split_axis < 0 ? 0 : s.shape[static_cast<size_t>(s.split_axis)];
-    auto want = [&](const float* base) {
-      return testing::SliceOf(base + full->offset, full->shape, s.split_axis, s.split_begin,
-                              extent);
-    };
-    auto got = [&](const float* base) {
-      return std::vector<float>(base + s.offset, base + s.offset + s.size);
-    };
-    EXPECT_EQ(got(part.params), want(w.model.arena().params())) << s.FullName();
-    for (size_t k = 0; k < ws.size(); ++k) {
-      EXPECT_EQ(got(ps[k].tensor->data<float>()), want(ws[k].tensor->data<float>()))
-          << s.FullName() << " slot " << ws[k].name;
-    }
-  }
-  EXPECT_EQ(part.optimizer->iterations(), w.opt->iterations());
-}
-
 TEST(PartitionedCheckpoint, TensorParallelWaysLoadTheirSlicesOfAWholeModelFile) {
   testing::ScratchDir dir("ckpt_part_tp_load");
   Whole w;
@@ -184,7 +159,7 @@ TEST(PartitionedCheckpoint, TensorParallelWaysLoadTheirSlicesOfAWholeModelFile) 
     f->opt->set_iterations(0);
     const TrainingState st = LoadCheckpoint(path, f->part);
     EXPECT_EQ(st.step, 3);
-    ExpectHoldsWholeValues(f->part, w);
+    testing::ExpectHoldsValuesOf(f->part, w.model, *w.opt);
   }
 }
 
@@ -196,10 +171,8 @@ TEST(PartitionedCheckpoint, AStageLoadsItsLayersAndAMismatchNamesBothFullShapes)
   Sequential<float> stage(kSpec, kInput, {.seed = 99}, LayerRange{2, 5});
   auto opt = MakeOptimizer({.name = "adam"}, stage.arena().size());
   LoadCheckpoint(path, stage, opt.get());
-  ExpectHoldsWholeValues(MakeCheckpointPart(stage, opt.get()), w);
-  const std::vector<NamedTensor> got = stage.Buffers();
-  ASSERT_EQ(got.size(), 2u);
-  EXPECT_EQ(got[0].tensor->data<float>()[1], w.model.Buffers()[0].tensor->data<float>()[1]);
+  testing::ExpectHoldsValuesOf(MakeCheckpointPart(stage, opt.get()), w.model, *w.opt);
+  EXPECT_EQ(stage.Buffers().size(), 2u);
   // A slice whose full shape is not the file's.
   std::map<std::string, int> axes = {{"02_dense/kernel", 1}};
   auto f = testing::Fabricate(w.model, *w.opt, axes, 0, 2);
