@@ -188,5 +188,28 @@ TEST(PartitionedCheckpoint, AStageLoadsItsLayersAndAMismatchNamesBothFullShapes)
   }
 }
 
+TEST(PartitionedCheckpoint, AVersionOneFileOfThePreviousWriterLoadsOntoAnyPart) {
+  const std::string path =
+      (testing::SourceDir() / "tests/io/fixtures/checkpoint-v1-adam.h5").string();
+  Whole w;  // the values the file was written with
+  Sequential<float> whole(kSpec, kInput, {.seed = 99});
+  auto whole_opt = MakeOptimizer({.name = "adam"}, whole.arena().size());
+  EXPECT_EQ(LoadCheckpoint(path, whole, whole_opt.get()).step, 4);
+  testing::ExpectHoldsValuesOf(MakeCheckpointPart(whole, whole_opt.get()), w.model, *w.opt);
+  Sequential<float> stage(kSpec, kInput, {.seed = 99}, LayerRange{3, 6});
+  auto stage_opt = MakeOptimizer({.name = "adam"}, stage.arena().size());
+  LoadCheckpoint(path, stage, stage_opt.get());
+  testing::ExpectHoldsValuesOf(MakeCheckpointPart(stage, stage_opt.get()), w.model, *w.opt);
+  Whole other;
+  std::fill_n(other.model.arena().params(), other.model.arena().size(), 0.25f);
+  for (const NamedTensor& t : other.opt->Slots())
+    std::fill_n(t.tensor->data<float>(), t.tensor->num_elements(), 0.25f);
+  other.opt->set_iterations(0);
+  const std::map<std::string, int> axes = {{"05_dense/kernel", 1}, {"02_dense/kernel", 0}};
+  auto way = testing::Fabricate(other.model, *other.opt, axes, 1, 2);
+  LoadCheckpoint(path, way->part);
+  testing::ExpectHoldsValuesOf(way->part, w.model, *w.opt);
+}
+
 }  // namespace
 }  // namespace shardflow
