@@ -13,7 +13,7 @@
 #include <filesystem>
 
 #include "io/checkpoint.hpp"
-#include "tests/io/checkpoint_part_util.hpp"
+#include "tests/io/checkpoint_part_expect.hpp"
 #include "tests/support/mpi_scratch.hpp"
 
 namespace shardflow {

@@ -9,7 +9,7 @@
 
 #include "io/checkpoint.hpp"
 #include "io/checkpoint_layout.hpp"
-#include "tests/io/checkpoint_part_util.hpp"
+#include "tests/io/checkpoint_part_expect.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow {
