@@ -106,12 +106,14 @@ std::string SaveCheckpointCollective(const CheckpointOptions& options, io::Commu
 // MakeCheckpointPart builds it from a Sequential (whole or a LayerRange stage, with
 // tensor-parallel ParamSpec fields where its layers split); tests fabricate parts directly.
 struct CheckpointPart {
-  int first_layer = 0;               // whole-model index of the part's first layer
-  int end_layer = 0;                 // one past its last layer
-  int spec_layers = 0;               // layers in the whole model
-  std::string spec;                  // the part's layers' unsplit spec, joined by ", "
-  Shape input_shape;                 // the part's input per sample (the model's when first_layer 0)
-  std::vector<ParamSpec> specs;      // offset/size index `params` and each optimizer slot
+  int first_layer = 0;  // whole-model index of the part's first layer
+  int end_layer = 0;    // one past its last layer
+  int spec_layers = 0;  // layers in the whole model
+  std::string spec;     // the part's layers' unsplit spec, joined by ", "
+  Shape input_shape;    // the part's input per sample (the model's when first_layer 0)
+  // Its parameters in declaration order, laid out in arena order (layer descending, then
+  // declaration order, as Arena::Allocate does); offset/size index `params` and each slot.
+  std::vector<ParamSpec> specs;
   int64_t arena_size = 0;            // elements of `params` and of each slot
   float* params = nullptr;           // read by saves, written by loads
   std::vector<NamedTensor> buffers;  // named "<layer_name>/<buffer>"; never split
@@ -140,9 +142,12 @@ std::string SavePartitionedCheckpoint(const CheckpointOptions& options, io::Comm
 
 // Loads onto a part (any part of any grid, or the whole model) from a checkpoint written by any
 // writer; as LoadCheckpoint below (the same errors; a shape mismatch compares the parameter's
-// full shape with the dataset's). Local to the calling rank.
+// full shape with the dataset's; LoadLatestCheckpoint skips damaged files as the overload
+// below). Local to the calling rank.
 TrainingState LoadCheckpoint(const std::string& path, const CheckpointPart& part);
 void LoadWeights(const std::string& path, const CheckpointPart& part);
+std::string LoadLatestCheckpoint(const CheckpointOptions& options, const CheckpointPart& part,
+                                 TrainingState* state);
 
 // What a checkpoint holds, read from its metadata alone (no tensor data): usable before any
 // model is built. Throws like LoadCheckpoint for a missing, corrupt or foreign file.

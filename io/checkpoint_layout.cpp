@@ -78,6 +78,11 @@ Status CheckLayers(const std::vector<PartSummary>& parts, Layout* out) {
   std::map<std::pair<int, int>, int> first_holder;  // range -> lowest rank
   for (size_t r = 0; r < parts.size(); ++r) {
     const PartSummary& p = parts[r];
+    if (p.first_layer < 0 || p.end_layer <= p.first_layer || p.end_layer > p.spec_layers) {
+      return Invalid(RankStr(static_cast<int>(r)) + "'s layers " +
+                     Range(p.first_layer, p.end_layer) + " are not a range of the model's " +
+                     std::to_string(p.spec_layers));
+    }
     if (p.spec_layers != parts[0].spec_layers) {
       return Invalid(RankStr(static_cast<int>(r)) + "'s model has " +
                      std::to_string(p.spec_layers) + " layers but rank 0's has " +

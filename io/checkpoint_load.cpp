@@ -351,10 +351,15 @@ CheckpointInfo ReadCheckpointInfo(const std::string& path) {
 
 std::string LoadLatestCheckpoint(const CheckpointOptions& options, Sequential<float>& model,
                                  Optimizer* optimizer, TrainingState* state) {
+  return LoadLatestCheckpoint(options, MakeCheckpointPart(model, optimizer), state);
+}
+
+std::string LoadLatestCheckpoint(const CheckpointOptions& options, const CheckpointPart& part,
+                                 TrainingState* state) {
   const std::vector<std::string> all = ListCheckpoints(options);
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     try {
-      TrainingState s = LoadCheckpoint(*it, model, optimizer);
+      TrainingState s = LoadCheckpoint(*it, part);
       if (state != nullptr) *state = std::move(s);
       return *it;
     } catch (const NonfiniteCheckpoint&) {

@@ -84,6 +84,9 @@ TEST(CheckpointLayout, LayerRangesMustTileTheModel) {
     parts[r] = {.first_layer = ranges[r][0], .end_layer = ranges[r][1], .spec_layers = 6};
   }
   EXPECT_THAT(PlanError(parts), HasSubstr("no rank holds layers [5,6) of the model's 6"));
+  parts[1].end_layer = 7;
+  EXPECT_THAT(PlanError(parts),
+              HasSubstr("rank 1's layers [3,7) are not a range of the model's 6"));
   parts[1].end_layer = 6;
   parts[2].first_layer = 1;
   EXPECT_THAT(PlanError(parts), HasSubstr("rank 2's layers [1,3) overlap rank 0's [0,2)"));
