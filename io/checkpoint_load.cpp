@@ -69,11 +69,12 @@ int64_t Extent(const ParamSpec& s) {
   return s.split_axis < 0 ? 0 : s.shape.at(static_cast<size_t>(s.split_axis));
 }
 
-// The part is the whole model, unsplit: the whole-arena checks apply.
+// The part is the whole model, unsplit (a "slice" of a whole extent is the whole parameter):
+// the whole-arena checks apply.
 bool IsWhole(const CheckpointPart& part) {
   return part.first_layer == 0 && part.end_layer == part.spec_layers &&
          std::all_of(part.specs.begin(), part.specs.end(),
-                     [](const ParamSpec& s) { return s.split_axis < 0; });
+                     [](const ParamSpec& s) { return s.shape == s.FullShape(); });
 }
 
 // A 1-D dataset of any length.

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "io/checkpoint.hpp"
 #include "io/checkpoint_layout.hpp"
@@ -212,6 +214,53 @@ TEST(PartitionedCheckpoint, AVersionOneFileOfThePreviousWriterLoadsOntoAnyPart) 
   auto way = testing::Fabricate(other.model, *other.opt, axes, 1, 2);
   LoadCheckpoint(path, way->part);
   testing::ExpectHoldsValuesOf(way->part, w.model, *w.opt);
+}
+
+// A part relies on the Fletcher-32 checksum of each chunk it reads (it cannot check the whole
+// arena's CRC): a flipped byte in a parameter it reads is refused as data loss, and no flip
+// anywhere loads different values silently.
+TEST(PartitionedCheckpoint, APartRefusesAFlippedByteOfWhatItReads) {
+  testing::ScratchDir dir("ckpt_part_flip");
+  Whole w;
+  const std::string path =
+      SaveCheckpoint({.dir = dir.path().string()}, w.model, w.opt.get(), kState);
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const ParamSpec& kernel = w.model.arena().spec(2);  // 02_dense/kernel
+  ASSERT_EQ(kernel.FullName(), "02_dense/kernel");
+  const std::string stored(reinterpret_cast<const char*>(w.model.arena().param(2)), 64);
+  const size_t at = bytes.find(stored);
+  ASSERT_NE(at, std::string::npos);
+  auto load_flipped = [&](size_t pos, const CheckpointPart& part) {
+    std::string bad = bytes;
+    bad[pos] = static_cast<char>(bad[pos] ^ 0x5a);
+    const std::string p = (dir / ("flip" + std::to_string(pos) + ".h5")).string();
+    std::ofstream(p, std::ios::binary) << bad;
+    LoadCheckpoint(p, part);
+  };
+  Sequential<float> stage(kSpec, kInput, {.seed = 99}, LayerRange{2, 5});
+  auto stage_opt = MakeOptimizer({.name = "adam"}, stage.arena().size());
+  auto way = testing::Fabricate(w.model, *w.opt, {{"02_dense/kernel", 1}}, 1, 2);
+  for (const CheckpointPart& part : {MakeCheckpointPart(stage, stage_opt.get()), way->part}) {
+    try {
+      load_flipped(at + 5, part);
+      ADD_FAILURE() << "a flipped byte of 02_dense/kernel loaded";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kDataLoss) << e.what();
+    }
+    int refused = 0;
+    for (size_t pos = 0; pos < bytes.size(); pos += bytes.size() / 40 + 1) {
+      try {
+        load_flipped(pos, part);
+        testing::ExpectHoldsValuesOf(part, w.model, *w.opt);  // the flip hit unused space
+      } catch (const Error& e) {
+        ++refused;
+        EXPECT_TRUE(e.code() == ErrorCode::kDataLoss || e.code() == ErrorCode::kInvalidArgument)
+            << e.what();
+      }
+    }
+    EXPECT_GT(refused, 0);
+  }
 }
 
 }  // namespace
