@@ -104,7 +104,9 @@ RootMeta ShareRootMeta(io::Communicator comm, Optimizer* optimizer, const Traini
 
 namespace {
 
-// What a rank contributes to phase 1: its model's structure, then (offset, size, crc) per slice.
+// What a rank contributes to phase 1: its model's structure, the number of its slices, then
+// (offset, size) per slice and (offset, size, crc) per piece: a slice cut at parameter
+// boundaries, so that both the arena's CRC and each parameter's can be assembled.
 constexpr size_t kSummaryHeader = 5;
 
 std::vector<int64_t> LocalSummary(Sequential<float>& model, Optimizer* optimizer,
@@ -117,20 +119,28 @@ std::vector<int64_t> LocalSummary(Sequential<float>& model, Optimizer* optimizer
     slots = static_cast<int64_t>(all.size());
     for (const NamedTensor& s : all) odd_slots += s.tensor->num_elements() != arena.size();
   }
-  std::vector<int64_t> out = {arena.size(), arena.num_params(),
-                              static_cast<int64_t>(model.Buffers().size()), slots, odd_slots};
+  std::vector<int64_t> out = {
+      arena.size(), arena.num_params(), static_cast<int64_t>(model.Buffers().size()),
+      slots,        odd_slots,          static_cast<int64_t>(owned.size())};
+  for (const ArenaSlice& s : owned) out.insert(out.end(), {s.offset, s.size});
   for (const ArenaSlice& s : owned) {
     const bool inside = s.offset >= 0 && s.size > 0 && s.offset <= arena.size() &&
                         s.size <= arena.size() - s.offset;
-    const uint32_t crc =
-        inside ? Crc32(arena.params() + s.offset, static_cast<size_t>(s.size) * sizeof(float)) : 0;
-    out.insert(out.end(), {s.offset, s.size, static_cast<int64_t>(crc)});
+    if (!inside) continue;
+    for (const ParamSpec& p : arena.specs()) {
+      const int64_t begin = std::max(s.offset, p.offset);
+      const int64_t end = std::min(s.offset + s.size, p.offset + p.size);
+      if (begin >= end) continue;
+      const uint32_t crc =
+          Crc32(arena.params() + begin, static_cast<size_t>(end - begin) * sizeof(float));
+      out.insert(out.end(), {begin, end - begin, static_cast<int64_t>(crc)});
+    }
   }
   return out;
 }
 
 // Phase 1 checks, on the summaries of every rank (so every rank reaches the same verdict).
-// Fills `crcs` with every rank's slice CRCs.
+// Fills `crcs` with every rank's piece CRCs.
 Status CheckSummaries(const std::vector<std::vector<int64_t>>& all, std::vector<SliceCrc>* crcs) {
   const char* what[kSummaryHeader] = {"arena elements", "parameters", "buffers",
                                       "optimizer slots (-1: none)", "slots not arena-sized"};
@@ -145,8 +155,12 @@ Status CheckSummaries(const std::vector<std::vector<int64_t>>& all, std::vector<
                                "and optimizer kind, each with arena-sized slots"});
       }
     }
-    for (size_t i = kSummaryHeader; i + 2 < all[r].size(); i += 3) {
+    const size_t slices = static_cast<size_t>(all[r].at(kSummaryHeader));
+    const size_t pieces = kSummaryHeader + 1 + 2 * slices;
+    for (size_t i = kSummaryHeader + 1; i < pieces; i += 2) {
       by_rank[r].push_back({all[r][i], all[r][i + 1]});
+    }
+    for (size_t i = pieces; i + 2 < all[r].size(); i += 3) {
       crcs->push_back({all[r][i], all[r][i + 1], static_cast<uint32_t>(all[r][i + 2])});
     }
   }
@@ -205,7 +219,8 @@ std::vector<io::FlatRange> Intersect(const std::vector<ArenaSlice>& owned, int64
 
 // Phase 3: every object of the layout; data from `owned` (sorted) and, on rank 0, the rest.
 void WriteContents(const io::Hdf5File& file, Sequential<float>& model, Optimizer* optimizer,
-                   const RootMeta& meta, const std::vector<ArenaSlice>& owned, uint32_t crc) {
+                   const RootMeta& meta, const std::vector<ArenaSlice>& owned,
+                   const std::vector<SliceCrc>& pieces) {
   Arena<float>& arena = model.arena();
   for (const ParamSpec& s : arena.specs()) {
     const std::string name = fmt::kParams + s.FullName();
@@ -215,6 +230,14 @@ void WriteContents(const io::Hdf5File& file, Sequential<float>& model, Optimizer
       io::WriteFlatRanges(file, d.get(), name, H5T_NATIVE_FLOAT, arena.params() + s.offset,
                           Intersect(owned, s.offset, s.size));
     }
+    std::vector<SliceCrc> mine;  // the pieces of this parameter, relative to it
+    for (const SliceCrc& p : pieces) {
+      if (p.offset >= s.offset && p.offset < s.offset + s.size) {
+        mine.push_back({p.offset - s.offset, p.size, p.crc});
+      }
+    }
+    io::WriteAttribute(file, name, fmt::kParamCrc,
+                       static_cast<int64_t>(CombineSliceCrcs(std::move(mine))));
   }
   // Everything below the arena is rank 0's to write.
   for (const NamedTensor& b : model.Buffers()) {
@@ -232,7 +255,8 @@ void WriteContents(const io::Hdf5File& file, Sequential<float>& model, Optimizer
       }
     }
   }
-  checkpoint_internal::WriteRootObjects(file, meta, arena.num_params(), arena.size(), crc);
+  checkpoint_internal::WriteRootObjects(file, meta, arena.num_params(), arena.size(),
+                                        CombineSliceCrcs(pieces));
 }
 
 }  // namespace
@@ -417,9 +441,8 @@ std::string SaveCheckpointCollective(const CheckpointOptions& options, io::Commu
   std::sort(sorted.begin(), sorted.end(),
             [](const ArenaSlice& a, const ArenaSlice& b) { return a.offset < b.offset; });
   // Phases 3 and 4.
-  const uint32_t crc = CombineSliceCrcs(crcs);
   checkpoint_internal::PublishCheckpoint(comm, options, final_path, [&](const io::Hdf5File& f) {
-    WriteContents(f, model, optimizer, meta, sorted, crc);
+    WriteContents(f, model, optimizer, meta, sorted, crcs);
   });
   return final_path;
 }

@@ -3,7 +3,9 @@
 //
 // File layout (format "shardflow-checkpoint", version 1):
 //   /params/<layer>/<name>     one float32 dataset per parameter, shaped like it
-//                              (e.g. /params/03_dense/kernel, /params/02_residual/conv1/kernel)
+//                              (e.g. /params/03_dense/kernel, /params/02_residual/conv1/kernel);
+//                              attribute crc32: the CRC-32 of its bytes (absent in files
+//                              written before partitioned checkpoints; checked when present)
 //   /buffers/<layer>/<name>    non-trainable tensors (batch-norm running statistics)
 //   /optimizer/<slot>          flat float32 optimizer state the size of the arena
 //                              (attributes: name, iterations); absent for weights-only files
@@ -27,10 +29,13 @@
 // strided hyperslab of each flat optimizer slot (the whole-arena order, layer descending then
 // declaration order, places every parameter in the slots).
 //
-// params_crc32 is the CRC-32 of the whole arena's bytes in whole-arena order; a partitioned
-// writer assembles it from per-run CRCs (zlib's crc32_combine). A load of the whole model
-// checks it; a load of a part cannot (it reads only its part) and relies on the Fletcher-32
-// checksum of every chunk it reads, which HDF5 verifies on each read. (The one difference is
+// params_crc32 is the CRC-32 of the whole arena's bytes in whole-arena order, and each
+// parameter's crc32 that of its bytes; the collective and partitioned writers assemble both from
+// CRCs of the pieces each rank holds (zlib's crc32_combine), computed from the memory they
+// write. A load of the whole model checks params_crc32; every load checks the crc32 of each
+// parameter it reads whole (a pipeline stage: all of them); a tensor-parallel slice cannot be
+// checked against the whole parameter's CRC and relies, like everything else read, on the
+// Fletcher-32 checksum of every chunk, which HDF5 verifies on each read. (The one difference is
 // below the content: parallel HDF5 allocates a collective file's chunks when the dataset is
 // created, the serial library when it is first written.)
 //

@@ -340,11 +340,14 @@ Status PlanLayout(const std::vector<PartSummary>& parts, Layout* out) {
                    .size = NumElements(h[0].param->full_shape)};
     st = CheckCoverage(name, h, &lp);
     if (!st.ok()) return st;
+    std::vector<SliceCrc> runs;
     for (const Holder& w : h) {
       if (std::find(lp.writers.begin(), lp.writers.end(), w.rank) == lp.writers.end()) continue;
-      for (const SliceCrc& c : w.param->runs) crcs.push_back({lp.offset + c.offset, c.size, c.crc});
+      runs.insert(runs.end(), w.param->runs.begin(), w.param->runs.end());
       if (w.param->split_axis < 0) break;  // a replicated whole parameter counts once
     }
+    for (const SliceCrc& c : runs) crcs.push_back({lp.offset + c.offset, c.size, c.crc});
+    lp.crc = CombineSliceCrcs(std::move(runs));
     out->arena_size += lp.size;
     out->params.push_back(std::move(lp));
   }

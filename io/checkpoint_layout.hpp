@@ -65,6 +65,7 @@ struct LayoutParam {
   int64_t offset = 0;  // in the whole model's arena (and in each flat optimizer slot)
   int64_t size = 0;
   std::vector<int> writers;  // the lowest holder of a whole parameter, or every slice's holder
+  uint32_t crc = 0;          // CRC-32 of the whole parameter's bytes, from the writers' runs
 };
 
 struct LayoutBuffer {

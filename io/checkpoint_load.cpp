@@ -112,6 +112,18 @@ void CheckFormat(const io::Hdf5File& file) {
   }
 }
 
+// A parameter read whole is checked against its dataset's CRC attribute (files written before
+// the attribute existed have none); a slice cannot be (Fletcher-32 still covers its chunks).
+void CheckParamCrc(const io::Hdf5File& file, const std::string& name, const ParamSpec& s,
+                   const float* values) {
+  if (s.shape != s.FullShape() || !io::HasAttribute(file, name, fmt::kParamCrc)) return;
+  const uint32_t want = static_cast<uint32_t>(io::ReadIntAttribute(file, name, fmt::kParamCrc));
+  if (want != Crc32(values, static_cast<size_t>(s.size) * sizeof(float))) {
+    throw Error(ErrorCode::kDataLoss, "parameter " + s.FullName() + " checksum mismatch",
+                {.file = file.path(), .key = name, .hint = "use an earlier checkpoint"});
+  }
+}
+
 void ReadParams(const io::Hdf5File& file, const CheckpointPart& part, Contents* c) {
   const std::string& path = file.path();
   c->params.resize(static_cast<size_t>(part.arena_size));
@@ -122,6 +134,7 @@ void ReadParams(const io::Hdf5File& file, const CheckpointPart& part, Contents* 
     io::ReadSlab(file, d.get(), name, H5T_NATIVE_FLOAT,
                  cl::ParamSlab(s.FullShape(), s.split_axis, s.split_begin, Extent(s)),
                  c->params.data() + s.offset);
+    CheckParamCrc(file, name, s, c->params.data() + s.offset);
   }
   if (IsWhole(part)) {
     const int64_t stored_params = io::ReadIntAttribute(file, "/", "num_params");

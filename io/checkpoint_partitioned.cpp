@@ -160,6 +160,7 @@ void WriteTensors(const io::Hdf5File& file, const cl::Layout& layout, const Chec
     const std::string name = fmt::kParams + lp.name;
     io::H5Id d = io::CreateChecksummedDataset(file, name, H5T_NATIVE_FLOAT, Dims(lp.full_shape),
                                               fmt::kMaxChunkBytes);
+    io::WriteAttribute(file, name, fmt::kParamCrc, static_cast<int64_t>(lp.crc));
     if (lp.size == 0) continue;
     std::vector<io::SlabPiece> pieces;
     for (const auto& [w, s] : written) {
@@ -170,6 +171,7 @@ void WriteTensors(const io::Hdf5File& file, const cl::Layout& layout, const Chec
     }
     io::WriteSlabs(file, d.get(), name, H5T_NATIVE_FLOAT, part.params, pieces);
   }
+
   for (const cl::LayoutBuffer& b : layout.buffers) {
     const void* data = &kNothing;
     for (const NamedTensor& t : part.buffers) {

@@ -263,5 +263,45 @@ TEST(PartitionedCheckpoint, APartRefusesAFlippedByteOfWhatItReads) {
   }
 }
 
+// Each parameter's crc32 attribute is the CRC of its bytes; a part reading the parameter whole
+// refuses a file whose bytes do not match it, naming the parameter.
+TEST(PartitionedCheckpoint, AParameterReadWholeIsCheckedAgainstItsCrc) {
+  testing::ScratchDir dir("ckpt_part_crc");
+  Whole w;
+  const std::string path =
+      SaveCheckpoint({.dir = dir.path().string()}, w.model, w.opt.get(), kState);
+  const ParamSpec& kernel = w.model.arena().spec(2);
+  ASSERT_EQ(kernel.FullName(), "02_dense/kernel");
+  {
+    io::Hdf5File file = io::Hdf5File::Open(path, io::SelfCommunicator());
+    EXPECT_EQ(io::ReadIntAttribute(file, "/params/02_dense/kernel", "crc32"),
+              static_cast<int64_t>(
+                  Crc32(w.model.arena().param(2), static_cast<size_t>(kernel.size) * 4)));
+  }
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  const hid_t d = H5Dopen2(file, "/params/02_dense/kernel", H5P_DEFAULT);
+  const hid_t a = H5Aopen(d, "crc32", H5P_DEFAULT);
+  const int64_t wrong = 12345;
+  EXPECT_GE(H5Awrite(a, H5T_NATIVE_INT64, &wrong), 0);
+  H5Aclose(a);
+  H5Dclose(d);
+  H5Fclose(file);
+  Sequential<float> stage(kSpec, kInput, {.seed = 99}, LayerRange{2, 3});
+  const std::vector<float> before(stage.arena().params(),
+                                  stage.arena().params() + stage.arena().size());
+  try {
+    LoadWeights(path, stage);
+    ADD_FAILURE() << "loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kDataLoss);
+    EXPECT_THAT(e.what(), HasSubstr("parameter 02_dense/kernel checksum mismatch"));
+  }
+  EXPECT_EQ(before, std::vector<float>(stage.arena().params(),
+                                       stage.arena().params() + stage.arena().size()));
+  // A slice of it cannot be checked against the whole parameter's CRC (Fletcher-32 covers it).
+  auto way = testing::Fabricate(w.model, *w.opt, {{"02_dense/kernel", 1}}, 0, 2);
+  LoadWeights(path, way->part);
+}
+
 }  // namespace
 }  // namespace shardflow
