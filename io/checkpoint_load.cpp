@@ -17,6 +17,7 @@ namespace shardflow {
 namespace {
 
 namespace fmt = checkpoint_format;
+namespace cl = checkpoint_layout;
 
 io::Hdf5File OpenCheckpoint(const std::string& path) {
   if (!std::filesystem::exists(path)) {
@@ -32,8 +33,6 @@ io::Hdf5File OpenCheckpoint(const std::string& path) {
                 {.file = path, .hint = "use an earlier checkpoint"});
   }
 }
-
-namespace cl = checkpoint_layout;
 
 // Opens dataset `name`, which must exist and be shaped `want`.
 io::H5Id OpenShaped(const io::Hdf5File& file, const std::string& name, const Shape& want,

@@ -216,6 +216,23 @@ TEST(PartitionedCheckpoint, AVersionOneFileOfThePreviousWriterLoadsOntoAnyPart) 
   testing::ExpectHoldsValuesOf(way->part, w.model, *w.opt);
 }
 
+TEST(PartitionedCheckpoint, StagesOfAResidualModelLoadTheirNestedParametersAndOptimizerRanges) {
+  testing::ScratchDir dir("ckpt_part_residual");
+  constexpr const char* spec =
+      "conv:4:3x3:same, batchnorm, relu, residual:4, residual:8:2, gap, dense:3";
+  Sequential<float> whole(spec, {8, 8, 1});
+  auto opt = MakeOptimizer({.name = "adamw"}, whole.arena().size());
+  testing::FillByName(whole, *opt);
+  const std::string path = SaveCheckpoint({.dir = dir.path().string()}, whole, opt.get(), kState);
+  for (const LayerRange range : {LayerRange{0, 4}, LayerRange{4, 5}, LayerRange{3, 7}}) {
+    SCOPED_TRACE(range.begin);
+    Sequential<float> stage(spec, {8, 8, 1}, {.seed = 5}, range);
+    auto stage_opt = MakeOptimizer({.name = "adamw"}, stage.arena().size());
+    LoadCheckpoint(path, stage, stage_opt.get());
+    testing::ExpectHoldsValuesOf(MakeCheckpointPart(stage, stage_opt.get()), whole, *opt);
+  }
+}
+
 // A part relies on the Fletcher-32 checksum of each chunk it reads (it cannot check the whole
 // arena's CRC): a flipped byte in a parameter it reads is refused as data loss, and no flip
 // anywhere loads different values silently.
