@@ -23,10 +23,12 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iomanip>
 #include <sstream>
 
 #include "io/checkpoint_format.hpp"
+#include "io/checkpoint_internal.hpp"
 #include "io/hdf5_objects.hpp"
 
 namespace shardflow {
@@ -34,15 +36,7 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace fmt = checkpoint_format;
-
-// Rank 0's part of the file besides the arena, shared with every rank before writing.
-struct RootMeta {
-  TrainingState state;
-  std::string model_spec;
-  std::string input_shape;
-  std::string optimizer_name;  // empty: no optimizer
-  int64_t iterations = 0;
-};
+using checkpoint_internal::RootMeta;
 
 void PutPiece(std::string* out, const void* data, size_t bytes) {
   const uint64_t length = bytes;
@@ -71,9 +65,12 @@ std::vector<V> TakeVector(const std::string& in, size_t* pos) {
   return v;
 }
 
-// Rank 0's metadata on every rank (the broadcast of a length-prefixed packing).
-RootMeta ShareRootMeta(io::Communicator comm, Sequential<float>& model, Optimizer* optimizer,
-                       const TrainingState& state) {
+}  // namespace
+
+namespace checkpoint_internal {
+
+RootMeta ShareRootMeta(io::Communicator comm, Optimizer* optimizer, const TrainingState& state,
+                       const std::string& model_spec, const std::string& input_shape) {
   std::string bytes;
   if (io::CommRank(comm) == 0) {
     const int64_t ints[4] = {state.step, state.epoch, static_cast<int64_t>(state.seed),
@@ -81,9 +78,8 @@ RootMeta ShareRootMeta(io::Communicator comm, Sequential<float>& model, Optimize
     PutPiece(&bytes, ints, sizeof(ints));
     PutVector(&bytes, state.rng);
     PutVector(&bytes, state.iterator_state);
-    for (const std::string& s :
-         {state.config_text, model.spec(), ShapeToString(model.input_shape()),
-          optimizer != nullptr ? optimizer->name() : std::string()}) {
+    for (const std::string& s : {state.config_text, model_spec, input_shape,
+                                 optimizer != nullptr ? optimizer->name() : std::string()}) {
       PutPiece(&bytes, s.data(), s.size());
     }
   }
@@ -104,7 +100,13 @@ RootMeta ShareRootMeta(io::Communicator comm, Sequential<float>& model, Optimize
   return m;
 }
 
-// What a rank contributes to phase 1: its model's structure, then (offset, size, crc) per slice.
+}  // namespace checkpoint_internal
+
+namespace {
+
+// What a rank contributes to phase 1: its model's structure, the number of its slices, then
+// (offset, size) per slice and (offset, size, crc) per piece: a slice cut at parameter
+// boundaries, so that both the arena's CRC and each parameter's can be assembled.
 constexpr size_t kSummaryHeader = 5;
 
 std::vector<int64_t> LocalSummary(Sequential<float>& model, Optimizer* optimizer,
@@ -117,20 +119,28 @@ std::vector<int64_t> LocalSummary(Sequential<float>& model, Optimizer* optimizer
     slots = static_cast<int64_t>(all.size());
     for (const NamedTensor& s : all) odd_slots += s.tensor->num_elements() != arena.size();
   }
-  std::vector<int64_t> out = {arena.size(), arena.num_params(),
-                              static_cast<int64_t>(model.Buffers().size()), slots, odd_slots};
+  std::vector<int64_t> out = {
+      arena.size(), arena.num_params(), static_cast<int64_t>(model.Buffers().size()),
+      slots,        odd_slots,          static_cast<int64_t>(owned.size())};
+  for (const ArenaSlice& s : owned) out.insert(out.end(), {s.offset, s.size});
   for (const ArenaSlice& s : owned) {
     const bool inside = s.offset >= 0 && s.size > 0 && s.offset <= arena.size() &&
                         s.size <= arena.size() - s.offset;
-    const uint32_t crc =
-        inside ? Crc32(arena.params() + s.offset, static_cast<size_t>(s.size) * sizeof(float)) : 0;
-    out.insert(out.end(), {s.offset, s.size, static_cast<int64_t>(crc)});
+    if (!inside) continue;
+    for (const ParamSpec& p : arena.specs()) {
+      const int64_t begin = std::max(s.offset, p.offset);
+      const int64_t end = std::min(s.offset + s.size, p.offset + p.size);
+      if (begin >= end) continue;
+      const uint32_t crc =
+          Crc32(arena.params() + begin, static_cast<size_t>(end - begin) * sizeof(float));
+      out.insert(out.end(), {begin, end - begin, static_cast<int64_t>(crc)});
+    }
   }
   return out;
 }
 
 // Phase 1 checks, on the summaries of every rank (so every rank reaches the same verdict).
-// Fills `crcs` with every rank's slice CRCs.
+// Fills `crcs` with every rank's piece CRCs.
 Status CheckSummaries(const std::vector<std::vector<int64_t>>& all, std::vector<SliceCrc>* crcs) {
   const char* what[kSummaryHeader] = {"arena elements", "parameters", "buffers",
                                       "optimizer slots (-1: none)", "slots not arena-sized"};
@@ -145,8 +155,12 @@ Status CheckSummaries(const std::vector<std::vector<int64_t>>& all, std::vector<
                                "and optimizer kind, each with arena-sized slots"});
       }
     }
-    for (size_t i = kSummaryHeader; i + 2 < all[r].size(); i += 3) {
+    const size_t slices = static_cast<size_t>(all[r].at(kSummaryHeader));
+    const size_t pieces = kSummaryHeader + 1 + 2 * slices;
+    for (size_t i = kSummaryHeader + 1; i < pieces; i += 2) {
       by_rank[r].push_back({all[r][i], all[r][i + 1]});
+    }
+    for (size_t i = pieces; i + 2 < all[r].size(); i += 3) {
       crcs->push_back({all[r][i], all[r][i + 1], static_cast<uint32_t>(all[r][i + 2])});
     }
   }
@@ -158,23 +172,8 @@ Status CheckSummaries(const std::vector<std::vector<int64_t>>& all, std::vector<
   return CheckArenaCoverage(by_rank, all[0][0]);
 }
 
-std::vector<hsize_t> Dims(const Shape& shape) { return {shape.begin(), shape.end()}; }
-
-// A NaN or Inf in what this rank writes: the tensor named, so a diverged run never replaces a
-// good checkpoint with a useless one. Not a hot path (one read of the arena per checkpoint).
-Status CheckFinite(const std::string& kind, const std::string& name, const float* v, int64_t n,
-                   const std::string& path) {
-  const float* bad = std::find_if(v, v + n, [](float x) { return !std::isfinite(x); });
-  if (bad == v + n) return Status::Ok();
-  return Status(ErrorCode::kDataLoss,
-                "non-finite value (" + std::to_string(*bad) + ") in " + kind + " " + name +
-                    " at element " + std::to_string(bad - v) +
-                    "; checkpoint not written, earlier ones kept",
-                {.file = path,
-                 .key = name,
-                 .hint = "the model diverged: lower train.lr, set train.clip_norm or "
-                         "train.warmup_steps, and resume from the last good checkpoint"});
-}
+using checkpoint_internal::CheckFinite;
+using checkpoint_internal::Dims;
 
 Status CheckFiniteContents(Sequential<float>& model, Optimizer* optimizer,
                            const std::vector<ArenaSlice>& owned, const std::string& path) {
@@ -220,7 +219,8 @@ std::vector<io::FlatRange> Intersect(const std::vector<ArenaSlice>& owned, int64
 
 // Phase 3: every object of the layout; data from `owned` (sorted) and, on rank 0, the rest.
 void WriteContents(const io::Hdf5File& file, Sequential<float>& model, Optimizer* optimizer,
-                   const RootMeta& meta, const std::vector<ArenaSlice>& owned, uint32_t crc) {
+                   const RootMeta& meta, const std::vector<ArenaSlice>& owned,
+                   const std::vector<SliceCrc>& pieces) {
   Arena<float>& arena = model.arena();
   for (const ParamSpec& s : arena.specs()) {
     const std::string name = fmt::kParams + s.FullName();
@@ -230,27 +230,23 @@ void WriteContents(const io::Hdf5File& file, Sequential<float>& model, Optimizer
       io::WriteFlatRanges(file, d.get(), name, H5T_NATIVE_FLOAT, arena.params() + s.offset,
                           Intersect(owned, s.offset, s.size));
     }
+    std::vector<SliceCrc> mine;  // the pieces of this parameter, relative to it
+    for (const SliceCrc& p : pieces) {
+      if (p.offset >= s.offset && p.offset < s.offset + s.size) {
+        mine.push_back({p.offset - s.offset, p.size, p.crc});
+      }
+    }
+    io::WriteAttribute(file, name, fmt::kParamCrc,
+                       static_cast<int64_t>(CombineSliceCrcs(std::move(mine))));
   }
-  // Everything below the arena is rank 0's to write: the other ranks select nothing.
-  auto root_only = [&](int64_t n) {
-    return file.rank() == 0 && n > 0 ? std::vector<io::FlatRange>{{0, n}}
-                                     : std::vector<io::FlatRange>{};
-  };
-  auto write_root = [&](const std::string& name, hid_t type, const void* data,
-                        const std::vector<hsize_t>& dims) {
-    io::H5Id d = io::CreateChecksummedDataset(file, name, type, dims, fmt::kMaxChunkBytes);
-    int64_t n = 1;
-    for (hsize_t x : dims) n *= static_cast<int64_t>(x);
-    if (n > 0) io::WriteFlatRanges(file, d.get(), name, type, data, root_only(n));
-  };
+  // Everything below the arena is rank 0's to write.
   for (const NamedTensor& b : model.Buffers()) {
-    write_root(fmt::kBuffers + b.name, H5T_NATIVE_FLOAT, b.tensor->data<float>(),
-               Dims(b.tensor->shape()));
+    checkpoint_internal::WriteByOneRank(file, fmt::kBuffers + b.name, H5T_NATIVE_FLOAT,
+                                        b.tensor->data<float>(), Dims(b.tensor->shape()), 0);
   }
   if (!meta.optimizer_name.empty()) {
-    const std::string group = fmt::kOptimizer;
     for (const NamedTensor& s : optimizer->Slots()) {
-      const std::string name = group + "/" + s.name;
+      const std::string name = std::string(fmt::kOptimizer) + "/" + s.name;
       io::H5Id d = io::CreateChecksummedDataset(file, name, H5T_NATIVE_FLOAT,
                                                 Dims(s.tensor->shape()), fmt::kMaxChunkBytes);
       if (arena.size() > 0) {
@@ -258,14 +254,54 @@ void WriteContents(const io::Hdf5File& file, Sequential<float>& model, Optimizer
                             Intersect(owned, 0, arena.size()));
       }
     }
+  }
+  checkpoint_internal::WriteRootObjects(file, meta, arena.num_params(), arena.size(),
+                                        CombineSliceCrcs(pieces));
+}
+
+}  // namespace
+
+namespace checkpoint_internal {
+
+std::vector<hsize_t> Dims(const Shape& shape) { return {shape.begin(), shape.end()}; }
+
+Status CheckFinite(const std::string& kind, const std::string& name, const float* v, int64_t n,
+                   const std::string& path) {
+  const float* bad = std::find_if(v, v + n, [](float x) { return !std::isfinite(x); });
+  if (bad == v + n) return Status::Ok();
+  return Status(ErrorCode::kDataLoss,
+                "non-finite value (" + std::to_string(*bad) + ") in " + kind + " " + name +
+                    " at element " + std::to_string(bad - v) +
+                    "; checkpoint not written, earlier ones kept",
+                {.file = path,
+                 .key = name,
+                 .hint = "the model diverged: lower train.lr, set train.clip_norm or "
+                         "train.warmup_steps, and resume from the last good checkpoint"});
+}
+
+void WriteByOneRank(const io::Hdf5File& file, const std::string& name, hid_t type, const void* data,
+                    const std::vector<hsize_t>& dims, int writer) {
+  io::H5Id d = io::CreateChecksummedDataset(file, name, type, dims, fmt::kMaxChunkBytes);
+  int64_t n = 1;
+  for (hsize_t x : dims) n *= static_cast<int64_t>(x);
+  if (n == 0) return;
+  io::WriteFlatRanges(
+      file, d.get(), name, type, data,
+      file.rank() == writer ? std::vector<io::FlatRange>{{0, n}} : std::vector<io::FlatRange>{});
+}
+
+void WriteRootObjects(const io::Hdf5File& file, const RootMeta& meta, int64_t num_params,
+                      int64_t arena_size, uint32_t crc) {
+  if (!meta.optimizer_name.empty()) {
+    const std::string group = fmt::kOptimizer;
     if (!file.HasLink(group)) io::CreateGroup(file, group);
     io::WriteAttribute(file, group, "name", meta.optimizer_name);
     io::WriteAttribute(file, group, "iterations", meta.iterations);
   }
   const TrainingState& st = meta.state;
-  write_root(fmt::kRng, H5T_NATIVE_UINT64, st.rng.data(), {st.rng.size()});
-  write_root(fmt::kIterator, H5T_NATIVE_UINT8, st.iterator_state.data(),
-             {st.iterator_state.size()});
+  WriteByOneRank(file, fmt::kRng, H5T_NATIVE_UINT64, st.rng.data(), {st.rng.size()}, 0);
+  WriteByOneRank(file, fmt::kIterator, H5T_NATIVE_UINT8, st.iterator_state.data(),
+                 {st.iterator_state.size()}, 0);
   io::WriteStringDataset(file, fmt::kConfig, st.config_text);
   io::WriteAttribute(file, "/", "format", std::string(fmt::kFormat));
   io::WriteAttribute(file, "/", "version", fmt::kVersion);
@@ -274,10 +310,14 @@ void WriteContents(const io::Hdf5File& file, Sequential<float>& model, Optimizer
   io::WriteAttribute(file, "/", "seed", static_cast<int64_t>(st.seed));
   io::WriteAttribute(file, "/", "model_spec", meta.model_spec);
   io::WriteAttribute(file, "/", "input_shape", meta.input_shape);
-  io::WriteAttribute(file, "/", "num_params", static_cast<int64_t>(arena.num_params()));
-  io::WriteAttribute(file, "/", "arena_size", arena.size());
+  io::WriteAttribute(file, "/", "num_params", num_params);
+  io::WriteAttribute(file, "/", "arena_size", arena_size);
   io::WriteAttribute(file, "/", "params_crc32", static_cast<int64_t>(crc));
 }
+
+}  // namespace checkpoint_internal
+
+namespace {
 
 Status FsyncPath(const std::string& path, bool directory) {
   const int fd = ::open(path.c_str(), directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
@@ -297,7 +337,7 @@ std::string CheckpointName(const CheckpointOptions& o, int64_t step) {
   return s.str();
 }
 
-// Phase 1 on rank 0: the directory and the temporary name.
+// Phase 1 on rank 0: the directory.
 Status PrepareDirectory(const CheckpointOptions& options) {
   std::error_code ec;
   fs::create_directories(options.dir, ec);
@@ -310,13 +350,12 @@ Status PrepareDirectory(const CheckpointOptions& options) {
 
 // Phases 3 and 4 for the file at `tmp`; rank 0 publishes it as `final_path`.
 void WriteAndPublish(io::Communicator comm, const std::string& tmp, const std::string& final_path,
-                     const CheckpointOptions& options, Sequential<float>& model,
-                     Optimizer* optimizer, const RootMeta& meta,
-                     const std::vector<ArenaSlice>& owned, uint32_t crc) {
+                     const CheckpointOptions& options,
+                     const std::function<void(const io::Hdf5File&)>& write) {
   Status local;
   try {
     io::Hdf5File file = io::Hdf5File::Create(tmp, comm, {.checksummed_metadata = true});
-    WriteContents(file, model, optimizer, meta, owned, crc);
+    write(file);
     file.Close();
     local = FsyncPath(tmp, false);
   } catch (const Error& e) {
@@ -337,39 +376,29 @@ void WriteAndPublish(io::Communicator comm, const std::string& tmp, const std::s
 
 }  // namespace
 
-std::string SaveCheckpoint(const CheckpointOptions& options, Sequential<float>& model,
-                           Optimizer* optimizer, const TrainingState& state) {
-  return SaveCheckpointCollective(options, io::SelfCommunicator(), model, optimizer, state,
-                                  {{.offset = 0, .size = model.arena().size()}});
-}
+namespace checkpoint_internal {
 
-std::string SaveCheckpointCollective(const CheckpointOptions& options, io::Communicator comm,
-                                     Sequential<float>& model, Optimizer* optimizer,
-                                     const TrainingState& state,
-                                     const std::vector<ArenaSlice>& owned) {
+void CheckOptions(const CheckpointOptions& options) {
   if (options.dir.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "checkpoint directory is not set",
                 {.key = "checkpoint.dir"});
   }
+}
+
+std::string CheckpointPath(const CheckpointOptions& options, int64_t step) {
+  return fs::path(options.dir) / CheckpointName(options, step);
+}
+
+void PublishCheckpoint(io::Communicator comm, const CheckpointOptions& options,
+                       const std::string& final_path,
+                       const std::function<void(const io::Hdf5File&)>& write) {
   const int rank = io::CommRank(comm);
-  // Phase 1: agree on the models and the slices, then on the directory and the temporary name.
-  std::vector<SliceCrc> crcs;
-  ThrowIfError(
-      CheckSummaries(io::AllgatherInt64(comm, LocalSummary(model, optimizer, owned)), &crcs));
-  const std::string final_path = fs::path(options.dir) / CheckpointName(options, state.step);
-  io::AgreeOnStatus(comm, CheckFiniteContents(model, optimizer, owned, final_path));
   std::string tmp = final_path + ".tmp." + std::to_string(::getpid());
   io::AgreeOnStatus(comm, rank == 0 ? PrepareDirectory(options) : Status::Ok());
   io::Broadcast(comm, &tmp, 0);
-  // Phase 2.
-  const RootMeta meta = ShareRootMeta(comm, model, optimizer, state);
-  std::vector<ArenaSlice> sorted = owned;
-  std::sort(sorted.begin(), sorted.end(),
-            [](const ArenaSlice& a, const ArenaSlice& b) { return a.offset < b.offset; });
-  // Phases 3 and 4; a failure anywhere leaves no temporary file behind.
+  // A failure anywhere leaves no temporary file behind.
   try {
-    WriteAndPublish(comm, tmp, final_path, options, model, optimizer, meta, sorted,
-                    CombineSliceCrcs(crcs));
+    WriteAndPublish(comm, tmp, final_path, options, write);
   } catch (...) {
     if (rank == 0) {
       std::error_code ignored;
@@ -384,6 +413,37 @@ std::string SaveCheckpointCollective(const CheckpointOptions& options, io::Commu
       fs::remove(all[i], ignored);
     }
   }
+}
+
+}  // namespace checkpoint_internal
+
+std::string SaveCheckpoint(const CheckpointOptions& options, Sequential<float>& model,
+                           Optimizer* optimizer, const TrainingState& state) {
+  return SaveCheckpointCollective(options, io::SelfCommunicator(), model, optimizer, state,
+                                  {{.offset = 0, .size = model.arena().size()}});
+}
+
+std::string SaveCheckpointCollective(const CheckpointOptions& options, io::Communicator comm,
+                                     Sequential<float>& model, Optimizer* optimizer,
+                                     const TrainingState& state,
+                                     const std::vector<ArenaSlice>& owned) {
+  checkpoint_internal::CheckOptions(options);
+  // Phase 1: agree on the models and the slices, then on the directory and the temporary name.
+  std::vector<SliceCrc> crcs;
+  ThrowIfError(
+      CheckSummaries(io::AllgatherInt64(comm, LocalSummary(model, optimizer, owned)), &crcs));
+  const std::string final_path = checkpoint_internal::CheckpointPath(options, state.step);
+  io::AgreeOnStatus(comm, CheckFiniteContents(model, optimizer, owned, final_path));
+  // Phase 2.
+  const RootMeta meta = checkpoint_internal::ShareRootMeta(comm, optimizer, state, model.spec(),
+                                                           ShapeToString(model.input_shape()));
+  std::vector<ArenaSlice> sorted = owned;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const ArenaSlice& a, const ArenaSlice& b) { return a.offset < b.offset; });
+  // Phases 3 and 4.
+  checkpoint_internal::PublishCheckpoint(comm, options, final_path, [&](const io::Hdf5File& f) {
+    WriteContents(f, model, optimizer, meta, sorted, crcs);
+  });
   return final_path;
 }
 

@@ -15,6 +15,11 @@ inline constexpr int64_t kVersion = 1;
 // dimension is cut so a chunk stays below this (bounds HDF5's filter buffers).
 inline constexpr int64_t kMaxChunkBytes = int64_t{32} << 20;
 
+// Attribute of each /params dataset: the CRC-32 (zlib) of the parameter's bytes in row-major
+// order. Written since partitioned checkpoints (issue 13); absent in earlier version-1 files,
+// so readers check it only when present.
+inline constexpr const char* kParamCrc = "crc32";
+
 // Group and dataset names.
 inline constexpr const char* kParams = "/params/";
 inline constexpr const char* kBuffers = "/buffers/";

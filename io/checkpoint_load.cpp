@@ -1,19 +1,23 @@
-// Reading checkpoints: everything is read and verified into memory (Contents) before the model
-// or optimizer is touched, so a refused file leaves them as they were.
+// Reading checkpoints onto a part of a model (the whole model, a pipeline stage, tensor-parallel
+// slices): everything is read and verified into memory (Contents) before the part's parameters,
+// buffers or optimizer are touched, so a refused file leaves them as they were.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include "core/check_hdf5.hpp"
 #include "core/logging.hpp"
 #include "io/checkpoint.hpp"
 #include "io/checkpoint_format.hpp"
+#include "io/checkpoint_layout.hpp"
 #include "io/hdf5_objects.hpp"
 
 namespace shardflow {
 namespace {
 
 namespace fmt = checkpoint_format;
+namespace cl = checkpoint_layout;
 
 io::Hdf5File OpenCheckpoint(const std::string& path) {
   if (!std::filesystem::exists(path)) {
@@ -30,9 +34,9 @@ io::Hdf5File OpenCheckpoint(const std::string& path) {
   }
 }
 
-// Reads dataset `name` of element type `type` whose shape must equal `want`.
-void ReadArray(const io::Hdf5File& file, const std::string& name, hid_t type, const Shape& want,
-               void* out, const std::string& what) {
+// Opens dataset `name`, which must exist and be shaped `want`.
+io::H5Id OpenShaped(const io::Hdf5File& file, const std::string& name, const Shape& want,
+                    const std::string& what) {
   const std::string& path = file.path();
   if (!file.HasLink(name)) {
     throw Error(ErrorCode::kInvalidArgument, "checkpoint has no " + what + " '" + name + "'",
@@ -50,7 +54,26 @@ void ReadArray(const io::Hdf5File& file, const std::string& name, hid_t type, co
                     ShapeToString(want) + " in the model",
                 {.file = path, .key = name});
   }
+  return dataset;
+}
+
+// Reads dataset `name` of element type `type` whose shape must equal `want`.
+void ReadArray(const io::Hdf5File& file, const std::string& name, hid_t type, const Shape& want,
+               void* out, const std::string& what) {
+  io::H5Id dataset = OpenShaped(file, name, want, what);
   io::ReadWholeDataset(file, dataset.get(), name, type, out);
+}
+
+int64_t Extent(const ParamSpec& s) {
+  return s.split_axis < 0 ? 0 : s.shape.at(static_cast<size_t>(s.split_axis));
+}
+
+// The part is the whole model, unsplit (a "slice" of a whole extent is the whole parameter):
+// the whole-arena checks apply.
+bool IsWhole(const CheckpointPart& part) {
+  return part.first_layer == 0 && part.end_layer == part.spec_layers &&
+         std::all_of(part.specs.begin(), part.specs.end(),
+                     [](const ParamSpec& s) { return s.shape == s.FullShape(); });
 }
 
 // A 1-D dataset of any length.
@@ -88,26 +111,44 @@ void CheckFormat(const io::Hdf5File& file) {
   }
 }
 
-void ReadParams(const io::Hdf5File& file, Sequential<float>& model, Contents* c) {
+// A parameter read whole is checked against its dataset's CRC attribute (files written before
+// the attribute existed have none); a slice cannot be (Fletcher-32 still covers its chunks).
+void CheckParamCrc(const io::Hdf5File& file, const std::string& name, const ParamSpec& s,
+                   const float* values) {
+  if (s.shape != s.FullShape() || !io::HasAttribute(file, name, fmt::kParamCrc)) return;
+  const uint32_t want = static_cast<uint32_t>(io::ReadIntAttribute(file, name, fmt::kParamCrc));
+  if (want != Crc32(values, static_cast<size_t>(s.size) * sizeof(float))) {
+    throw Error(ErrorCode::kDataLoss, "parameter " + s.FullName() + " checksum mismatch",
+                {.file = file.path(), .key = name, .hint = "use an earlier checkpoint"});
+  }
+}
+
+void ReadParams(const io::Hdf5File& file, const CheckpointPart& part, Contents* c) {
   const std::string& path = file.path();
-  Arena<float>& arena = model.arena();
-  c->params.resize(static_cast<size_t>(arena.size()));
-  for (const ParamSpec& s : arena.specs()) {
-    ReadArray(file, fmt::kParams + s.FullName(), H5T_NATIVE_FLOAT, s.shape,
-              c->params.data() + s.offset, "parameter");
+  c->params.resize(static_cast<size_t>(part.arena_size));
+  for (const ParamSpec& s : part.specs) {
+    const std::string name = fmt::kParams + s.FullName();
+    io::H5Id d = OpenShaped(file, name, s.FullShape(), "parameter");
+    if (s.size == 0) continue;
+    io::ReadSlab(file, d.get(), name, H5T_NATIVE_FLOAT,
+                 cl::ParamSlab(s.FullShape(), s.split_axis, s.split_begin, Extent(s)),
+                 c->params.data() + s.offset);
+    CheckParamCrc(file, name, s, c->params.data() + s.offset);
   }
-  const int64_t stored_params = io::ReadIntAttribute(file, "/", "num_params");
-  if (stored_params != arena.num_params()) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "checkpoint holds " + std::to_string(stored_params) +
-                    " parameters but the model has " + std::to_string(arena.num_params()),
-                {.file = path, .hint = "use the model spec the checkpoint was written with"});
+  if (IsWhole(part)) {
+    const int64_t stored_params = io::ReadIntAttribute(file, "/", "num_params");
+    if (stored_params != static_cast<int64_t>(part.specs.size())) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "checkpoint holds " + std::to_string(stored_params) +
+                      " parameters but the model has " + std::to_string(part.specs.size()),
+                  {.file = path, .hint = "use the model spec the checkpoint was written with"});
+    }
+    const uint32_t crc = static_cast<uint32_t>(io::ReadIntAttribute(file, "/", "params_crc32"));
+    if (crc != Crc32(c->params.data(), c->params.size() * sizeof(float))) {
+      throw Error(ErrorCode::kDataLoss, "parameter checksum mismatch", {.file = path});
+    }
   }
-  const uint32_t crc = static_cast<uint32_t>(io::ReadIntAttribute(file, "/", "params_crc32"));
-  if (crc != Crc32(c->params.data(), c->params.size() * sizeof(float))) {
-    throw Error(ErrorCode::kDataLoss, "parameter checksum mismatch", {.file = path});
-  }
-  for (const NamedTensor& b : model.Buffers()) {
+  for (const NamedTensor& b : part.buffers) {
     c->buffers.emplace_back(static_cast<size_t>(b.tensor->num_elements()));
     ReadArray(file, fmt::kBuffers + b.name, H5T_NATIVE_FLOAT, b.tensor->shape(),
               c->buffers.back().data(), "buffer");
@@ -134,32 +175,74 @@ void RefuseNonfinite(const std::string& path, const std::string& kind, const std
        .hint = "it was written after the model diverged; use an earlier checkpoint"});
 }
 
-// Every tensor a load would apply, checked before the model is touched.
-void CheckFinite(const std::string& path, Sequential<float>& model, Optimizer* optimizer,
+// Every tensor a load would apply, checked before the part is touched.
+void CheckFinite(const std::string& path, const CheckpointPart& part, bool with_optimizer,
                  const Contents& c) {
-  const Arena<float>& arena = model.arena();
-  for (const ParamSpec& s : arena.specs()) {
+  for (const ParamSpec& s : part.specs) {
     RefuseNonfinite(path, "parameter", s.FullName(), c.params.data() + s.offset,
                     static_cast<size_t>(s.size));
   }
-  const std::vector<NamedTensor> buffers = model.Buffers();
-  for (size_t i = 0; i < buffers.size() && i < c.buffers.size(); ++i) {
-    RefuseNonfinite(path, "buffer", buffers[i].name, c.buffers[i].data(), c.buffers[i].size());
+  for (size_t i = 0; i < part.buffers.size() && i < c.buffers.size(); ++i) {
+    RefuseNonfinite(path, "buffer", part.buffers[i].name, c.buffers[i].data(), c.buffers[i].size());
   }
-  if (optimizer == nullptr) return;
-  const std::vector<NamedTensor> slots = optimizer->Slots();
+  if (!with_optimizer || part.optimizer == nullptr) return;
+  const std::vector<NamedTensor> slots = part.optimizer->Slots();
   for (size_t i = 0; i < slots.size() && i < c.slots.size(); ++i) {
     RefuseNonfinite(path, "optimizer slot", slots[i].name, c.slots[i].data(), c.slots[i].size());
   }
 }
 
-void ReadOptimizer(const io::Hdf5File& file, Optimizer& optimizer, Contents* c) {
+// Each of the part's parameters' offset in the whole arena (and so in each flat optimizer
+// slot): the file's parameters of the layers after its layer, then its layer's parameters
+// before it in declaration order (the part's, which holds whole layers).
+std::vector<int64_t> WholeArenaOffsets(const io::Hdf5File& file, const CheckpointPart& part) {
+  std::map<int, int64_t> layer_elements;  // layer -> elements of its parameters in the file
+  const std::string head = std::string(fmt::kParams).substr(1);  // "params/"
+  for (const io::Hdf5DatasetInfo& d : file.ListDatasets()) {
+    if (d.name.compare(0, head.size(), head) != 0) continue;
+    const std::string layer =
+        d.name.substr(head.size(), d.name.find('/', head.size()) - head.size());
+    const size_t digits = layer.find_first_not_of("0123456789");
+    if (digits == 0 || digits == std::string::npos || layer[digits] != '_') {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "cannot place parameter '/" + d.name +
+                      "' in the optimizer slots: its layer "
+                      "name does not start with the layer index",
+                  {.file = file.path(), .key = d.name});
+    }
+    layer_elements[std::stoi(layer.substr(0, digits))] += NumElements(d.shape);
+  }
+  std::map<int, int64_t> held;  // layer -> elements of the part's parameters of it, so far
+  std::vector<int64_t> out;
+  for (const ParamSpec& s : part.specs) {
+    int64_t offset = held[s.layer];
+    for (auto it = layer_elements.upper_bound(s.layer); it != layer_elements.end(); ++it) {
+      offset += it->second;
+    }
+    held[s.layer] += NumElements(s.FullShape());
+    out.push_back(offset);
+  }
+  for (const auto& [layer, elements] : held) {
+    if (layer_elements[layer] != elements) {
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          "layer " + std::to_string(layer) + "'s parameters have " +
+              std::to_string(layer_elements[layer]) + " elements in the checkpoint but " +
+              std::to_string(elements) + " in the model",
+          {.file = file.path(), .hint = "use the model spec the checkpoint was written with"});
+    }
+  }
+  return out;
+}
+
+void ReadOptimizer(const io::Hdf5File& file, const CheckpointPart& part, Contents* c) {
   const std::string& path = file.path();
   const std::string group = fmt::kOptimizer;
   if (!file.HasLink(group)) {
     throw Error(ErrorCode::kInvalidArgument, "checkpoint has no optimizer state",
                 {.file = path, .hint = "load it as a warm start (weights only)"});
   }
+  Optimizer& optimizer = *part.optimizer;
   const std::string name = io::ReadStringAttribute(file, group, "name");
   if (name != optimizer.name()) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -167,22 +250,37 @@ void ReadOptimizer(const io::Hdf5File& file, Optimizer& optimizer, Contents* c) 
                 {.file = path, .key = "optimizer"});
   }
   c->iterations = io::ReadIntAttribute(file, group, "iterations");
-  for (const NamedTensor& s : optimizer.Slots()) {
-    c->slots.emplace_back(static_cast<size_t>(s.tensor->num_elements()));
-    ReadArray(file, group + "/" + s.name, H5T_NATIVE_FLOAT, s.tensor->shape(),
-              c->slots.back().data(), "optimizer slot");
+  const Shape slot_shape = {IsWhole(part) ? part.arena_size
+                                          : io::ReadIntAttribute(file, "/", "arena_size")};
+  // One read per slot: every parameter's slab, in whole-arena order (the part's arena order).
+  const std::vector<int64_t> offsets = WholeArenaOffsets(file, part);
+  std::vector<io::SlabPiece> pieces;
+  for (size_t i = 0; i < part.specs.size(); ++i) {
+    const ParamSpec& s = part.specs[i];
+    if (s.size == 0) continue;
+    pieces.push_back(
+        {cl::SlotSlab(s.FullShape(), s.split_axis, s.split_begin, Extent(s), offsets[i]),
+         s.offset});
+  }
+  std::sort(pieces.begin(), pieces.end(), [](const io::SlabPiece& a, const io::SlabPiece& b) {
+    return a.slab.start[0] < b.slab.start[0];
+  });
+  for (const NamedTensor& slot : optimizer.Slots()) {
+    const std::string dataset = group + "/" + slot.name;
+    io::H5Id d = OpenShaped(file, dataset, slot_shape, "optimizer slot");
+    c->slots.emplace_back(static_cast<size_t>(part.arena_size));
+    io::ReadSlabs(file, d.get(), dataset, H5T_NATIVE_FLOAT, pieces, c->slots.back().data());
   }
 }
 
-Contents ReadContents(const std::string& path, Sequential<float>& model, Optimizer* optimizer,
-                      bool weights_only) {
+Contents ReadContents(const std::string& path, const CheckpointPart& part, bool weights_only) {
   try {
     io::Hdf5File file = OpenCheckpoint(path);
     CheckFormat(file);
     Contents c;
-    ReadParams(file, model, &c);
+    ReadParams(file, part, &c);
     if (weights_only) return c;
-    if (optimizer != nullptr) ReadOptimizer(file, *optimizer, &c);
+    if (part.optimizer != nullptr) ReadOptimizer(file, part, &c);
     c.state.step = io::ReadIntAttribute(file, "/", "step");
     c.state.epoch = io::ReadIntAttribute(file, "/", "epoch");
     c.state.seed = static_cast<uint64_t>(io::ReadIntAttribute(file, "/", "seed"));
@@ -199,44 +297,82 @@ Contents ReadContents(const std::string& path, Sequential<float>& model, Optimiz
   }
 }
 
-void Apply(Contents& c, Sequential<float>& model, Optimizer* optimizer) {
-  Arena<float>& arena = model.arena();
-  std::copy(c.params.begin(), c.params.end(), arena.params());
-  const std::vector<NamedTensor> buffers = model.Buffers();
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    std::copy(c.buffers[i].begin(), c.buffers[i].end(), buffers[i].tensor->data<float>());
+void Apply(Contents& c, const CheckpointPart& part, bool with_optimizer) {
+  std::copy(c.params.begin(), c.params.end(), part.params);
+  for (size_t i = 0; i < part.buffers.size(); ++i) {
+    std::copy(c.buffers[i].begin(), c.buffers[i].end(), part.buffers[i].tensor->data<float>());
   }
-  if (optimizer != nullptr && !c.slots.empty()) {
-    const std::vector<NamedTensor> slots = optimizer->Slots();
+  if (with_optimizer && part.optimizer != nullptr && !c.slots.empty()) {
+    const std::vector<NamedTensor> slots = part.optimizer->Slots();
     for (size_t i = 0; i < slots.size(); ++i) {
       std::copy(c.slots[i].begin(), c.slots[i].end(), slots[i].tensor->data<float>());
     }
-    optimizer->set_iterations(c.iterations);
+    part.optimizer->set_iterations(c.iterations);
   }
 }
 
 }  // namespace
 
-TrainingState LoadCheckpoint(const std::string& path, Sequential<float>& model,
-                             Optimizer* optimizer) {
-  Contents c = ReadContents(path, model, optimizer, false);
-  CheckFinite(path, model, optimizer, c);
-  Apply(c, model, optimizer);
+TrainingState LoadCheckpoint(const std::string& path, const CheckpointPart& part) {
+  Contents c = ReadContents(path, part, false);
+  CheckFinite(path, part, true, c);
+  Apply(c, part, true);
   return c.state;
 }
 
+void LoadWeights(const std::string& path, const CheckpointPart& part) {
+  Contents c = ReadContents(path, part, true);
+  CheckFinite(path, part, false, c);
+  Apply(c, part, false);
+}
+
+TrainingState LoadCheckpoint(const std::string& path, Sequential<float>& model,
+                             Optimizer* optimizer) {
+  return LoadCheckpoint(path, MakeCheckpointPart(model, optimizer));
+}
+
 void LoadWeights(const std::string& path, Sequential<float>& model) {
-  Contents c = ReadContents(path, model, nullptr, true);
-  CheckFinite(path, model, nullptr, c);
-  Apply(c, model, nullptr);
+  LoadWeights(path, MakeCheckpointPart(model, nullptr));
+}
+
+CheckpointInfo ReadCheckpointInfo(const std::string& path) {
+  try {
+    io::Hdf5File file = OpenCheckpoint(path);
+    CheckFormat(file);
+    CheckpointInfo info;
+    info.step = io::ReadIntAttribute(file, "/", "step");
+    info.epoch = io::ReadIntAttribute(file, "/", "epoch");
+    info.model_spec = io::ReadStringAttribute(file, "/", "model_spec");
+    info.input_shape = io::ReadStringAttribute(file, "/", "input_shape");
+    if (file.HasLink(fmt::kOptimizer)) {
+      info.optimizer = io::ReadStringAttribute(file, fmt::kOptimizer, "name");
+    }
+    const std::string head = std::string(fmt::kParams).substr(1);
+    for (const io::Hdf5DatasetInfo& d : file.ListDatasets()) {
+      if (d.name.compare(0, head.size(), head) == 0) {
+        info.params.emplace_back(d.name.substr(head.size()), d.shape);
+      }
+    }
+    return info;
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kIo) throw;
+    throw Error(ErrorCode::kDataLoss,
+                std::string("checkpoint is corrupt or truncated: ") + e.what(),
+                {.file = path, .hint = "use an earlier checkpoint"});
+  }
 }
 
 std::string LoadLatestCheckpoint(const CheckpointOptions& options, Sequential<float>& model,
                                  Optimizer* optimizer, TrainingState* state) {
+  return LoadLatestCheckpoint(options, MakeCheckpointPart(model, optimizer), state);
+}
+
+std::string LoadLatestCheckpoint(const CheckpointOptions& options, const CheckpointPart& part,
+                                 TrainingState* state) {
   const std::vector<std::string> all = ListCheckpoints(options);
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     try {
-      TrainingState s = LoadCheckpoint(*it, model, optimizer);
+      TrainingState s = LoadCheckpoint(*it, part);
       if (state != nullptr) *state = std::move(s);
       return *it;
     } catch (const NonfiniteCheckpoint&) {

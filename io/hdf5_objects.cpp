@@ -111,7 +111,80 @@ std::string ReadFixedString(hid_t handle, bool is_attr, const ErrorContext& ctx)
   return s;
 }
 
+// The slab's selection on `space` (a dataset's dataspace) with `op`; an error naming the
+// dataset when the slab has the wrong rank or runs past the dataset.
+void SelectSlab(hid_t space, H5S_seloper_t op, const Hdf5Slab& slab,
+                const std::vector<hsize_t>& dims, const ErrorContext& ctx) {
+  const size_t n = dims.size();
+  bool fits = slab.start.size() == n && slab.stride.size() == n && slab.count.size() == n &&
+              slab.block.size() == n;
+  for (size_t i = 0; fits && i < n; ++i) {
+    const hsize_t last = slab.count[i] == 0 || slab.block[i] == 0
+                             ? 0
+                             : slab.start[i] + (slab.count[i] - 1) * slab.stride[i] + slab.block[i];
+    fits = last <= dims[i] && (slab.count[i] <= 1 || slab.stride[i] >= slab.block[i]);
+  }
+  if (!fits) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "hyperslab does not fit the dataset of " + std::to_string(n) + " dimensions", ctx);
+  }
+  if (n == 0) {
+    SF_CHECK_H5(H5Sselect_all(space), ctx);
+    return;
+  }
+  SF_CHECK_H5(H5Sselect_hyperslab(space, op, slab.start.data(), slab.stride.data(),
+                                  slab.count.data(), slab.block.data()),
+              ctx);
+}
+
+// WriteSlabs and ReadSlabs: one transfer of every piece; memory ranges must increase.
+void TransferSlabs(const Hdf5File& file, hid_t dataset, const std::string& name, hid_t mem_type,
+                   const std::vector<SlabPiece>& pieces, void* base, bool write) {
+  const ErrorContext ctx{.file = file.path(), .key = name};
+  const std::vector<hsize_t> dims = DatasetDims(file, dataset, name);
+  H5Id file_space(SF_CHECK_H5(H5Dget_space(dataset), ctx));
+  hsize_t mem_dims = 1;
+  int64_t previous_end = 0;
+  for (const SlabPiece& p : pieces) {
+    if (p.mem_offset < previous_end) {
+      throw Error(ErrorCode::kInternal, "slab pieces out of memory order", ctx);
+    }
+    previous_end = p.mem_offset + p.slab.Elements();
+    mem_dims = std::max(mem_dims, static_cast<hsize_t>(previous_end));
+  }
+  H5Id mem_space(SF_CHECK_H5(H5Screate_simple(1, &mem_dims, nullptr), ctx));
+  SF_CHECK_H5(H5Sselect_none(file_space.get()), ctx);
+  SF_CHECK_H5(H5Sselect_none(mem_space.get()), ctx);
+  bool any = false;
+  for (const SlabPiece& p : pieces) {
+    const hsize_t count = static_cast<hsize_t>(p.slab.Elements());
+    if (count == 0) continue;
+    const hsize_t start = static_cast<hsize_t>(p.mem_offset);
+    const H5S_seloper_t op = any ? H5S_SELECT_OR : H5S_SELECT_SET;
+    SF_CHECK_H5(H5Sselect_hyperslab(mem_space.get(), op, &start, nullptr, &count, nullptr), ctx);
+    SelectSlab(file_space.get(), op, p.slab, dims, ctx);
+    any = true;
+  }
+  if (write) {
+    SF_CHECK_H5(
+        H5Dwrite(dataset, mem_type, mem_space.get(), file_space.get(), file.transfer_list(), base),
+        ctx);
+  } else if (any || file.uses_mpio()) {
+    SF_CHECK_H5(
+        H5Dread(dataset, mem_type, mem_space.get(), file_space.get(), file.transfer_list(), base),
+        ctx);
+  }
+}
+
 }  // namespace
+
+int64_t Hdf5Slab::Elements() const {
+  int64_t n = 1;
+  for (size_t i = 0; i < count.size() && i < block.size(); ++i) {
+    n *= static_cast<int64_t>(count[i] * block[i]);
+  }
+  return n;
+}
 
 std::vector<Hdf5Block> FlatRangeBlocks(const std::vector<hsize_t>& dims, FlatRange range) {
   std::vector<Hdf5Block> out;
@@ -201,6 +274,17 @@ void WriteFlatRanges(const Hdf5File& file, hid_t dataset, const std::string& nam
               ctx);
 }
 
+void WriteSlabs(const Hdf5File& file, hid_t dataset, const std::string& name, hid_t mem_type,
+                const void* base, const std::vector<SlabPiece>& pieces) {
+  // HDF5 does not modify the buffer of a write; the cast only satisfies its void* signature.
+  TransferSlabs(file, dataset, name, mem_type, pieces, const_cast<void*>(base), true);
+}
+
+void ReadSlabs(const Hdf5File& file, hid_t dataset, const std::string& name, hid_t mem_type,
+               const std::vector<SlabPiece>& pieces, void* base) {
+  TransferSlabs(file, dataset, name, mem_type, pieces, base, false);
+}
+
 void WriteStringDataset(const Hdf5File& file, const std::string& name, const std::string& value) {
   const ErrorContext ctx{.file = file.path(), .key = name};
   H5Id type = StringType(value.size(), ctx);
@@ -269,6 +353,20 @@ std::vector<hsize_t> DatasetDims(const Hdf5File& file, hid_t dataset, const std:
   std::vector<hsize_t> dims(static_cast<size_t>(rank));
   SF_CHECK_H5(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), ctx);
   return dims;
+}
+
+void ReadSlab(const Hdf5File& file, hid_t dataset, const std::string& name, hid_t mem_type,
+              const Hdf5Slab& slab, void* out) {
+  const ErrorContext ctx{.file = file.path(), .key = name};
+  const std::vector<hsize_t> dims = DatasetDims(file, dataset, name);
+  H5Id file_space(SF_CHECK_H5(H5Dget_space(dataset), ctx));
+  SelectSlab(file_space.get(), H5S_SELECT_SET, slab, dims, ctx);
+  const hsize_t n = static_cast<hsize_t>(slab.Elements());
+  if (n == 0) return;
+  H5Id mem_space(SF_CHECK_H5(H5Screate_simple(1, &n, nullptr), ctx));
+  SF_CHECK_H5(
+      H5Dread(dataset, mem_type, mem_space.get(), file_space.get(), file.transfer_list(), out),
+      ctx);
 }
 
 void ReadWholeDataset(const Hdf5File& file, hid_t dataset, const std::string& name, hid_t mem_type,

@@ -35,6 +35,25 @@ struct FlatRange {
   int64_t end = 0;
 };
 
+// A regular hyperslab (HDF5's H5Sselect_hyperslab): along dimension i, count[i] blocks of
+// block[i] elements whose starts are stride[i] apart, the first at start[i]. Its elements are
+// taken in row-major order of the dataset. A column slice [b, b + w) of an (R, C) dataset is
+// start {0, b}, stride {1, 1}, count {1, 1}, block {R, w}; the same elements of the dataset's
+// flat 1-D image are start {b}, stride {C}, count {R}, block {w}.
+struct Hdf5Slab {
+  std::vector<hsize_t> start;
+  std::vector<hsize_t> stride;
+  std::vector<hsize_t> count;
+  std::vector<hsize_t> block;
+  int64_t Elements() const;
+};
+
+// A slab's elements and where they are in memory: base[mem_offset, mem_offset + Elements()).
+struct SlabPiece {
+  Hdf5Slab slab;
+  int64_t mem_offset = 0;
+};
+
 // One hyperslab block: `count` elements along each dimension from `start`.
 struct Hdf5Block {
   std::vector<hsize_t> start;
@@ -65,6 +84,17 @@ H5Id CreateChecksummedDataset(const Hdf5File& file, const std::string& name, hid
 void WriteFlatRanges(const Hdf5File& file, hid_t dataset, const std::string& name, hid_t mem_type,
                      const void* base, const std::vector<FlatRange>& ranges);
 
+// Writes `pieces` of open dataset `dataset` from `base` (a buffer of `mem_type`) in one transfer.
+// REQUIRES: the slabs are disjoint and in increasing row-major order of the dataset, each one's
+// elements in order, and their memory ranges disjoint and increasing in the same order (HDF5
+// pairs the selected elements of file and memory in row-major order). A rank with no pieces
+// takes part with an empty selection.
+void WriteSlabs(const Hdf5File& file, hid_t dataset, const std::string& name, hid_t mem_type,
+                const void* base, const std::vector<SlabPiece>& pieces);
+// The reverse: reads `pieces` into `base` in one transfer, under the same REQUIRES.
+void ReadSlabs(const Hdf5File& file, hid_t dataset, const std::string& name, hid_t mem_type,
+               const std::vector<SlabPiece>& pieces, void* base);
+
 // A scalar fixed-length string dataset (null-padded, at least one byte) holding rank 0's
 // `value`; the other ranks' values are not written.
 void WriteStringDataset(const Hdf5File& file, const std::string& name, const std::string& value);
@@ -89,6 +119,10 @@ std::string ReadStringDataset(const Hdf5File& file, const std::string& name);
 
 // The shape of an open dataset.
 std::vector<hsize_t> DatasetDims(const Hdf5File& file, hid_t dataset, const std::string& name);
+// Reads the elements of `slab` into `out` (slab.Elements() elements of `mem_type`, row-major).
+// Throws Error(kInvalidArgument) naming the dataset when the slab does not fit its shape.
+void ReadSlab(const Hdf5File& file, hid_t dataset, const std::string& name, hid_t mem_type,
+              const Hdf5Slab& slab, void* out);
 // Reads every element of an open dataset into `out` (as many elements of `mem_type`).
 void ReadWholeDataset(const Hdf5File& file, hid_t dataset, const std::string& name, hid_t mem_type,
                       void* out);

@@ -3,8 +3,10 @@
 Usage: /usr/bin/python3 check_checkpoint_h5py.py DIR   (prints "ok" and exits 0 on success)
 
 DIR/whole is the checkpoint rank 0 wrote alone, DIR/collective the one every rank wrote from
-its slices (when present). Each is checked on its own; then the two must hold the same objects
-with the same dtypes, shapes, chunks, filters, attributes and bytes.
+its slices and DIR/partitioned the one every rank wrote from its part of the model (pipeline
+stages, tensor-parallel slices) (each when present). Each is checked on its own; then each must
+hold the same objects as DIR/whole with the same dtypes, shapes, chunks, filters, attributes
+and bytes.
 """
 import os
 import sys
@@ -82,7 +84,7 @@ def compare(path_a, path_b):
 
 d = sys.argv[1]
 whole = check_one(d + "/whole")
-if os.path.isdir(d + "/collective"):
-    collective = check_one(d + "/collective")
-    compare(whole, collective)
+for other in ("collective", "partitioned"):
+    if os.path.isdir(d + "/" + other):
+        compare(whole, check_one(d + "/" + other))
 print("ok")
