@@ -30,6 +30,7 @@ struct Prepared {
   apps::ModelSetup options;
   apps::GridShape grid;  // [dist] pipeline_stages x tensor_parallel; data replicas the rest
   apps::RankPlan plan;
+  Shape output_shape;  // the whole model's, per sample (a stage's part has its own)
   LoadedModel loaded;
   int64_t local_records = 0;
   std::unique_ptr<comm::Communicator> tensor;  // this stage's tensor ways (made in Run)
@@ -95,12 +96,16 @@ int Run(MpiEnvironment& env, PredictAppConfig& config, Prepared& p) {
       pipeline::BuildInputPipeline(config.train.data, at.replica, p.grid.replicas);
   std::unique_ptr<comm::Communicator> pipe;
   std::unique_ptr<apps::PipelineStage> stage;
+  // Every communicator ends before MPI does (the tensor ways' is reached from the model).
+  struct EndTensorComm {
+    Prepared& p;
+    ~EndTensorComm() { p.tensor.reset(); }
+  } end_tensor_comm{p};
   const int micro_batches = config.train.micro_batches > 0
                                 ? static_cast<int>(config.train.micro_batches)
                                 : 2 * p.grid.stages;
   const ForwardFn forward = MakeForward(p, world, &pipe, &stage, micro_batches);
-  const PredictionRows mine =
-      PredictDataset(forward, p.loaded.model->output_shape(), records, spec);
+  const PredictionRows mine = PredictDataset(forward, p.output_shape, records, spec);
 
   // Exact sums: rows, expected records (undamaged files), labelled, correct; error sum.
   int64_t counts[4] = {mine.rows(), reporter ? p.local_records : 0, mine.labelled, mine.correct};
@@ -172,6 +177,10 @@ int main(int argc, char** argv) {
                                 std::vector<int>(config.train.stage_boundaries.begin(),
                                                  config.train.stage_boundaries.end()),
                                 env.rank());
+        p.output_shape =
+            DescribeLayers(p.options.model_spec, p.options.input_shape, p.options.model)
+                .back()
+                .output_shape;
         apps::ModelSetup part = p.options;
         if (p.grid.ways > 1) {
           part.model.tensor_parallel = {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -20,20 +21,63 @@
 namespace shardflow::train {
 namespace {
 
+// Whether the checkpoint `info` (read from `path`) fits the model and optimizer of `o`:
+// the same parameters by name and whole shape, whatever grid wrote it or will read it.
+void CheckFits(const CheckpointInfo& info, const std::string& path, const TrainerOptions& o) {
+  std::map<std::string, Shape> in_file(info.params.begin(), info.params.end());
+  for (const LayerInfo& layer : DescribeLayers(o.model_spec, o.input_shape, o.model)) {
+    for (const auto& [name, shape] : layer.params) {
+      const auto it = in_file.find(name);
+      if (it == in_file.end()) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "parameter " + name + " of the model is not in the checkpoint",
+                    {.file = path, .hint = "resume with the model that wrote it"});
+      }
+      if (it->second != shape) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "parameter " + name + " has shape " + ShapeToString(shape) +
+                        " in the model but " + ShapeToString(it->second) + " in the checkpoint",
+                    {.file = path, .hint = "resume with the model that wrote it"});
+      }
+      in_file.erase(it);
+    }
+  }
+  if (!in_file.empty()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "parameter " + in_file.begin()->first + " of the checkpoint is not in the model",
+                {.file = path, .hint = "resume with the model that wrote it"});
+  }
+  if (!info.optimizer.empty() && info.optimizer != o.optimizer.name) {
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        "the checkpoint holds " + info.optimizer + " state, the run uses " + o.optimizer.name,
+        {.file = path, .key = "train.optimizer"});
+  }
+}
+
 // --resume without a checkpoint to resume from, or with one that does not fit the model or the
 // optimizer, is a usage error found in the parse phase, where every rank hits it alike and one
-// line says so (--resume=auto starts fresh when there is none). The newest usable checkpoint is
-// loaded into a scratch model to check it; the strategy loads it again to resume.
+// line says so (--resume=auto starts fresh when there is none). Only the newest readable file's
+// metadata is read (no tensor data, no model built: it may not fit one rank); the strategy
+// loads the checkpoint, each rank its part.
 void CheckResumable(const TrainerOptions& o) {
-  if (!o.resume || o.model_parallel.grid.model_parallel()) return;
+  if (!o.resume) return;
   const bool none =
       !std::filesystem::is_directory(o.checkpoint.dir) || ListCheckpoints(o.checkpoint).empty();
   if (none && o.resume_if_possible) return;
   if (!none) {
-    Sequential<float> model(o.model_spec, o.input_shape, o.model);
-    const std::unique_ptr<Optimizer> optimizer = MakeOptimizer(o.optimizer, model.arena().size());
-    TrainingState state;
-    if (!LoadLatestCheckpoint(o.checkpoint, model, optimizer.get(), &state).empty()) return;
+    const std::vector<std::string> files = ListCheckpoints(o.checkpoint);
+    for (auto it = files.rbegin(); it != files.rend(); ++it) {
+      CheckpointInfo info;
+      try {
+        info = ReadCheckpointInfo(*it);
+      } catch (const Error& e) {
+        if (e.code() == ErrorCode::kDataLoss) continue;  // damaged: loading skips it too
+        throw;
+      }
+      CheckFits(info, *it, o);
+      return;
+    }
     if (o.resume_if_possible) return;
   }
   throw Error(ErrorCode::kNotFound, "--resume: no checkpoint to resume from",

@@ -10,6 +10,7 @@
 #include "apps/common/stage_plan.hpp"
 #include "apps/train/memory_guard.hpp"
 #include "apps/train/nonfinite_guard.hpp"
+#include "apps/train/rank_states.hpp"
 #include "apps/train/whole_params.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/collectives.hpp"
@@ -18,6 +19,7 @@
 #include "core/metrics.hpp"
 #include "core/optim/clip.hpp"
 #include "core/trace.hpp"
+#include "io/checkpoint.hpp"
 
 namespace shardflow::train {
 namespace {
@@ -69,6 +71,7 @@ class ModelParallelStrategy final : public Strategy {
   // The rank that reports a replica's loss and metrics (the loop sums over all ranks).
   bool reporter() const { return place_.stage == grid_.stages - 1 && place_.way == 0; }
   void MakeCommunicators();
+  StartPoint Restore();
   void LogGrid(const std::vector<LayerCost>& layers) const;
   // The last stage's loss of rows [begin, end) of the batch into `dy`; adds to the step sums.
   void Loss(const ModelBatch& mb, double scale, const Tensor& y, int64_t begin, int64_t end,
@@ -89,7 +92,7 @@ class ModelParallelStrategy final : public Strategy {
   const apps::GridShape grid_;
   const apps::GridPlace place_;
   std::vector<int> bounds_;
-  std::unique_ptr<comm::Communicator> pipe_, model_comm_, replicas_, tensor_;
+  std::unique_ptr<comm::Communicator> pipe_, model_comm_, replicas_, tensor_, leaders_;
   std::unique_ptr<Sequential<float>> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<PipelineStage> stage_;
@@ -107,11 +110,6 @@ class ModelParallelStrategy final : public Strategy {
 };
 
 StartPoint ModelParallelStrategy::Setup() {
-  if (o_.resume || !o_.warm_start.empty()) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "resuming or warm-starting a model-parallel run is not built yet",
-                {.key = "dist.pipeline_stages"});
-  }
   const apps::RankPlan plan = PlanRank(o_, env_.job->rank());
   bounds_ = plan.bounds;
   CheckMemoryCap(o_, plan.parameters, plan.holder);
@@ -126,7 +124,39 @@ StartPoint ModelParallelStrategy::Setup() {
   optimizer_ = MakeOptimizer(o_.optimizer, model_->arena().size());
   stage_ = std::make_unique<PipelineStage>(*pipe_, *model_);
   LogGrid(plan.layers);
-  return {};
+  return Restore();
+}
+
+// Resume or warm start from the whole model's checkpoint, whatever grid wrote it: rank 0 picks
+// the newest intact file, every rank loads its own part of it.
+StartPoint ModelParallelStrategy::Restore() {
+  StartPoint start;
+  const bool chief = env_.ctl->rank() == 0;
+  if (!o_.warm_start.empty()) {
+    LoadWeights(o_.warm_start, *model_);
+    if (chief) SF_LOG(Info) << "warm start: weights from " << o_.warm_start;
+    return start;
+  }
+  if (!o_.resume) return start;
+  std::string path;
+  TrainingState state;
+  if (chief) path = LoadLatestCheckpoint(o_.checkpoint, *model_, optimizer_.get(), &state);
+  comm::BroadcastString(*env_.ctl, &path);
+  if (path.empty()) {
+    if (!o_.resume_if_possible) {
+      throw Error(
+          ErrorCode::kNotFound, "--resume: no usable checkpoint",
+          {.file = o_.checkpoint.dir, .hint = "--resume=auto starts fresh when there is none"});
+    }
+    if (chief) SF_LOG(Info) << "--resume=auto: no checkpoint in " << o_.checkpoint.dir;
+    return start;
+  }
+  if (!chief) state = LoadCheckpoint(path, *model_, optimizer_.get());
+  if (chief) SF_LOG(Info) << "resuming from " << path << " at step " << state.step;
+  start.step = state.step;
+  // One input position per data replica (every rank of a replica reads alike).
+  start.iterator_state = RankStateFromBlob(state.iterator_state, place_.replica, grid_.replicas);
+  return start;
 }
 
 void ModelParallelStrategy::MakeCommunicators() {
@@ -141,6 +171,10 @@ void ModelParallelStrategy::MakeCommunicators() {
   on_node.discover_topology = true;  // the all-reduces pick shm on a node
   replicas_ = job.Split(s * ways + t, d, on_node);
   tensor_ = job.Split(s * grid_.replicas + d, t, on_node);
+  // The first rank of each replica (stage 0, way 0): rank r of `leaders_` is replica r.
+  const bool leader = s == 0 && t == 0;
+  leaders_ = job.Split(leader ? 0 : 1, d, with_watchdog);
+  if (!leader) leaders_.reset();
 }
 
 void ModelParallelStrategy::LogGrid(const std::vector<LayerCost>& layers) const {
@@ -321,10 +355,23 @@ void ModelParallelStrategy::AverageBuffers() {
   }
 }
 
-void ModelParallelStrategy::SaveCheckpoint(int64_t, int64_t, const std::string&) {
+// The whole model's file, written by replica 0's ranks (each its stage's and way's part); the
+// input position of every replica gathered from the replicas' first ranks.
+void ModelParallelStrategy::SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch,
+                                           const std::string& iterator_state) {
   if (o_.checkpoint.dir.empty()) return;
-  throw Error(ErrorCode::kInvalidArgument, "checkpoints of a model-parallel run are not built yet",
-              {.key = "checkpoint.dir", .hint = "set checkpoint.dir = '' for now"});
+  SF_TRACE_SCOPE("checkpoint");
+  AverageBuffers();
+  TrainingState s;
+  if (leaders_) s.iterator_state = GatherRankStates(iterator_state, *leaders_);
+  if (place_.replica != 0) return;
+  s.step = steps_done;
+  s.epoch = steps_done / steps_per_epoch;
+  s.seed = o_.model.seed;
+  s.config_text = o_.config_text;
+  const std::string path =
+      SavePartitionedCheckpoint(o_.checkpoint, model_comm_->raw(), *model_, optimizer_.get(), s);
+  if (env_.ctl->rank() == 0) SF_LOG(Info) << "checkpoint " << path;
 }
 
 void ModelParallelStrategy::FinishReport(RunSummary* summary) {

@@ -85,6 +85,87 @@ assert len(rss) == 4, rss
 assert max(rss) < 281, rss
 PY
   ;;
+train)
+  # Two stages, 1f1b, 4 micro-batches: learns, reports, checkpoints; predicting from its
+  # checkpoint on 2 stages, on 2 tensor ways and on 1 rank gives the same predictions.
+  train 2 a.log --output run --dist.pipeline_stages=2 --dist.micro_batches=4 ||
+    { cat a.log; fail "training failed"; }
+  grep -q "grid: 1 replica x 2 stages x 1 tensor way = 2 ranks; schedule 1f1b, 4 micro-batches per step" a.log ||
+    { cat a.log; fail "no grid line"; }
+  grep -q "stages (balanced by FLOPs): stage 0: layers 0-1" a.log || { cat a.log; fail "no split line"; }
+  $py - run/summary.json <<'PY' || { cat a.log; fail "summary"; }
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["strategy"] == "model_parallel", s
+assert s["grid"] == "1 replica x 2 stages x 1 tensor way, 1f1b, 4 micro-batches", s["grid"]
+f = s["strategy_figures"]
+assert 0 < f["bubble_fraction"] < 1 and abs(f["ideal_bubble_fraction"] - 0.2) < 1e-9, f
+assert f["max_micro_batches_in_flight"] == 2, f
+assert len(s["peak_rss_mib"]) == 2 and s["samples"] > 0, s
+assert s["test_accuracy"] > 0.5, s["test_accuracy"]
+PY
+  ls run/checkpoints/ckpt-*.h5 >/dev/null || fail "no checkpoint"
+  for grid in "1 1 1" "2 2 1" "2 1 2"; do
+    read -r np s t <<<"$grid"
+    timeout -k 5 60 "${mpi[@]}" -np "$np" "$bin/shardflow-predict" --config "$src/configs/fmnist_mlp.ini" \
+      --checkpoint run/checkpoints --input 'data/fm-*.tfrecord' --output "p$s$t.h5" \
+      --dist.pipeline_stages="$s" --dist.tensor_parallel="$t" --train.threads=1 >"p$s$t.log" 2>&1 ||
+      { cat "p$s$t.log"; fail "predict on $s stages x $t ways failed"; }
+  done
+  grep -q "^predicted 600 records on 2 ranks (1 replica x 2 stages x 1 tensor way) in" p21.log ||
+    { cat p21.log; fail "no pipelined predict line"; }
+  $py - <<'PY' || fail "predictions differ between grids"
+import h5py, numpy as np
+ref = h5py.File("p11.h5", "r")
+for name in ("p21.h5", "p12.h5"):
+    f = h5py.File(name, "r")
+    assert np.array_equal(f["ids"][:], ref["ids"][:]), name
+    assert np.array_equal(f["classes"][:], ref["classes"][:]), name
+    assert np.abs(f["probabilities"][:] - ref["probabilities"][:]).max() < 1e-5, name
+PY
+  ;;
+resume)
+  # losses FILE: "step loss" per metrics line (log_every 1: every step).
+  losses() { $py -c 'import json,sys
+for l in open(sys.argv[1]):
+    m = json.loads(l)
+    if "loss" in m: print(m["step"], repr(m["loss"]))' "$1"; }
+  same() {  # same A B TOLERANCE: the runs' step losses agree (0: bit for bit)
+    $py - "$1" "$2" "$3" <<'PY'
+import sys
+a = [l.split() for l in open(sys.argv[1])]
+b = [l.split() for l in open(sys.argv[2])]
+tol = float(sys.argv[3])
+assert [x[0] for x in a] == [x[0] for x in b], (a, b)
+for (s, x), (_, y) in zip(a, b):
+    x, y = float(x), float(y)
+    assert abs(x - y) <= tol * max(1.0, abs(x)), f"step {s}: {x} vs {y}"
+PY
+  }
+  common=(--train.log_every=1 --checkpoint.keep_last=0 --checkpoint.every_epochs=0)
+  two=(--dist.pipeline_stages=2 --dist.micro_batches=2)
+  # Run through on 2 stages; stopped at step 10 and resumed on the same grid: bit for bit.
+  train 2 a.log --output through "${common[@]}" "${two[@]}" || { cat a.log; fail "run through"; }
+  train 2 b.log --output split "${common[@]}" "${two[@]}" --train.max_steps=10 ||
+    { cat b.log; fail "first half"; }
+  train 2 c.log --output split "${common[@]}" "${two[@]}" --resume || { cat c.log; fail "resume"; }
+  losses through/metrics.jsonl >through.txt
+  losses split/metrics.jsonl >split.txt
+  same through.txt split.txt 0 || fail "resume on the same grid is not bit-identical"
+  # Written on 2 stages, resumed on 1 rank; written on 1 rank, resumed on 2 tensor ways: the
+  # whole model's file either way, the same losses to rounding.
+  train 2 d.log --output to_one "${common[@]}" "${two[@]}" --train.max_steps=10 ||
+    { cat d.log; fail "2 stages, first half"; }
+  train 1 e.log --output to_one "${common[@]}" --resume || { cat e.log; fail "resume on 1 rank"; }
+  grep -q "resuming from to_one/checkpoints/ckpt-000000010.h5 at step 10" e.log || { cat e.log; fail "no resume line"; }
+  losses to_one/metrics.jsonl >to_one.txt
+  same through.txt to_one.txt 1e-4 || fail "2 stages -> 1 rank: losses differ"
+  train 1 f.log --output to_tp "${common[@]}" --train.max_steps=10 || { cat f.log; fail "1 rank, first half"; }
+  train 2 g.log --output to_tp "${common[@]}" --dist.tensor_parallel=2 --resume ||
+    { cat g.log; fail "resume on 2 tensor ways"; }
+  losses to_tp/metrics.jsonl >to_tp.txt
+  same through.txt to_tp.txt 1e-4 || fail "1 rank -> 2 ways: losses differ"
+  ;;
 *) fail "unknown mode" ;;
 esac
 echo "model_parallel_runs.sh $mode: ok"
