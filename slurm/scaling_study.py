@@ -55,8 +55,9 @@ import subprocess
 import sys
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout for the import below
 from scaling_report import compute_rows, grid_text, plural, point_label, write_csv, \
-    write_markdown, write_plot
+    write_markdown, write_plot  # noqa: E402
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH = os.path.join(SOURCE_DIR, "slurm", "launch.sh")
