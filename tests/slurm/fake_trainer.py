@@ -10,7 +10,8 @@ SummaryToJson. samples/s grows with the rank count with a communication cost per
 speed-up and efficiency are plausible and checkable; a pipeline loses its ideal bubble:
   samples_per_s = 1000 * ranks * 0.9 ** log2(ranks) * (1 - (S-1)/(M+S-1))
 The grid is the trainer's: D = ranks / (S*T) replicas (S*T not dividing the ranks: exit 2),
-the batch counts replicas, rank = (stage * D + replica) * T + way (each rank prints its place).
+the batch counts replicas, rank = (stage * D + replica) * T + way (each rank prints its place
+and host: $SLURMD_NODENAME under Slurm, else the host name).
 A model-parallel run (S*T > 1) writes "grid" and "strategy_figures" (bubble_fraction = ideal +
 0.05 with S > 1, else 0); every run writes peak_rss_mib, [100 + 300/(S*T) + rank] per rank.
 Test hooks (environment): FAKE_TRAINER_FAIL_RANKS=4 fails (exit 1) when run with 4 ranks;
@@ -63,7 +64,8 @@ def main(argv):
         return 2
     rank = env_int("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID", default=0)
     size = env_int("OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", default=1)
-    host = os.uname().nodename
+    # Slurm's node name first: the test Slurm's nodes may all be this one machine.
+    host = os.environ.get("SLURMD_NODENAME") or os.uname().nodename
     print(f"fake_trainer: rank {rank}/{size} on {host} config {config} "
           f"threads {os.environ.get('SHARDFLOW_THREADS', '-')}\n", end="", flush=True)
     if str(size) == os.environ.get("FAKE_TRAINER_FAIL_RANKS"):
