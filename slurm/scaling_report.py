@@ -156,13 +156,16 @@ def write_plot(out_dir, spec, rows):
     max_ranks = max(r["ranks"] for r in rows)
     title = f"{spec['name']}: {spec['scaling']} scaling".replace("'", "''")
     colours = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
-    speedup, efficiency = [], []
-    for i, (grid, _) in enumerate(series):
+    # The ideal line once per baseline rank count (grids with the same smallest run share it).
+    speedup, efficiency, baselines = [], [], []
+    for i, (grid, block) in enumerate(series):
         colour = colours[i % len(colours)]
         what = "measured" if len(series) == 1 else f"grid {grid}"
-        speedup.append(f"'{data}' index {i} using 1:3 with lines dashtype 2 lw 2 lc rgb "
-                       f"'{'#888888' if len(series) == 1 else colour}' "
-                       f"title '{'ideal' if len(series) == 1 else 'ideal ' + grid}'")
+        if block[0]["ranks"] not in baselines:
+            baselines.append(block[0]["ranks"])
+            ideal = "ideal" if len(baselines) == 1 else f"ideal from {block[0]['ranks']} ranks"
+            speedup.append(f"'{data}' index {i} using 1:3 with lines dashtype 2 lw 2 lc rgb "
+                           f"'#888888' title '{ideal}'")
         speedup.append(f"'{data}' index {i} using 1:2 with linespoints pt 7 lw 2 lc rgb "
                        f"'{colour}' title '{what}'")
         efficiency.append(f"'{data}' index {i} using 1:4 with linespoints pt 7 lw 2 lc rgb "
