@@ -8,8 +8,8 @@
 #                                  with one point failing, then mpirun inside the jobs; every
 #                                  daemon is stopped on exit, also on failure.
 #   scaling_study_test.sh sbatch_nodes  grid points (2x1, 1x2) on a local Slurm of 2 nodes, with
-#                                  srun and with mpirun: which rank, stage and tensor way runs on
-#                                  which node.
+#                                  srun and with mpirun, and slurm/cpu.sbatch with 2 stages:
+#                                  which rank, stage and tensor way runs on which node.
 # Exit 77 (skip) for sbatch and sbatch_nodes when not root or Slurm is missing.
 set -uo pipefail
 mode=${1:?mpirun|sbatch|sbatch_nodes}
@@ -174,6 +174,21 @@ elif [ "$mode" = sbatch_nodes ]; then
     done
     expect_grep "$out/results.csv" '^4,2,64,128,10,2592\.0000,1\.8000,2\.0000,0\.9000,.*,2,1,2,' "$launcher: 2x1 row"
     expect_grep "$out/results.csv" '^4,2,64,128,10,3240\.0000,1\.8000,2\.0000,0\.9000,.*,1,2,2,' "$launcher: 1x2 row"
+  done
+  # The template itself (cpu.sbatch, mpirun inside the job) on 2 nodes x 2 ranks with 2 stages:
+  # one stage per node. (Its srun --mpi=pmix path cannot run here: the two slurmd of one machine
+  # share /tmp, where PMIx makes a folder per step and node.)
+  home=$work/home
+  mkdir -p "$home/build/bin"
+  ln -s "$src/slurm" "$home/slurm"
+  ln -s "$fake" "$home/build/bin/shardflow-train"
+  job=$(cd "$home" && SHARDFLOW_LAUNCHER=mpirun SHARDFLOW_OUTPUT=$work/tpl sbatch --parsable \
+        --nodes=2 --ntasks-per-node=2 --output="$work/tpl.log" slurm/cpu.sbatch \
+        "$src/configs/fmnist_mlp.ini" --dist.pipeline_stages=2)
+  for _ in $(seq 100); do [ -n "$(squeue -h -j "$job" 2>/dev/null)" ] || break; sleep 0.3; done
+  for row in 'rank 0 on sf0 is stage 0 replica 0' 'rank 1 on sf0 is stage 0 replica 1' \
+             'rank 2 on sf1 is stage 1 replica 0' 'rank 3 on sf1 is stage 1 replica 1'; do
+    expect_grep "$work/tpl.log" "^fake_trainer: $row way 0\$" "cpu.sbatch on 2 nodes: $row"
   done
   [ -z "$(squeue -h 2>/dev/null)" ] || fail "jobs left in the queue: $(squeue -h)"
 else
