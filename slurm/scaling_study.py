@@ -245,7 +245,8 @@ def read_summary(point):
     ran = summary_grid(summary)
     wanted = (point["ranks"] // (point["stages"] * point["ways"]), point["stages"], point["ways"])
     if (ran or (point["ranks"], 1, 1)) != wanted:
-        point["error"] = (f"run {point['name']} ran the grid '{summary.get('grid', '1x1')}', not "
+        ran_text = summary.get("grid") or "none: data-parallel"
+        point["error"] = (f"run {point['name']} ran the grid '{ran_text}', not "
                           f"{plural(wanted[0], 'replica', 'replicas')} x "
                           f"{grid_text(wanted[1], wanted[2])} ({path})")
         return
