@@ -3,8 +3,8 @@
 
     slurm/scaling_study.py SPEC.ini --mode mpirun|sbatch --out DIR [options]
 
---ranks 1,2 (and --nodes, --scaling, --batch, --config, --overrides) replace the spec's
-[study] values for this run, so a study on fewer ranks needs no copy of the spec.
+--ranks 1,2 (and --nodes, --grids, --scaling, --batch, --config, --overrides) replace the
+spec's [study] values for this run, so a study on fewer ranks needs no copy of the spec.
 
 SPEC.ini (see configs/studies/):
 
@@ -12,13 +12,20 @@ SPEC.ini (see configs/studies/):
     config    = configs/fmnist_mlp.ini     # the training config every point runs
     ranks     = 1,2,4                      # total rank counts, one run each
     nodes     = 1                          # node counts: one value for every point, or one per rank count
-    scaling   = weak                       # weak: fixed per-rank batch; strong: fixed global batch
-    batch     = 64                         # the per-rank (weak) or global (strong) batch
+    grids     = 1x1,2x1                    # optional, SxT: S stages x T tensor ways (default 1x1)
+    scaling   = weak                       # weak: fixed batch per replica; strong: fixed global
+    batch     = 64                         # the per-replica (weak) or global (strong) batch
     overrides = --train.max_steps=200      # extra flags for every run
     trainer   = build/bin/shardflow-train  # optional
 
-Each point runs `TRAINER --config CONFIG --output DIR/points/rR_nN --train.batch_size=B
---train.batch_semantics=per_rank|global OVERRIDES` through slurm/launch.sh, either
+The points are every (ranks, nodes) pair times every grid SxT whose S*T divides the ranks (the
+others are skipped with one line each; a grid that fits no rank count is a spec error). A point
+of R ranks on grid SxT has D = R / (S*T) data replicas; batch counts replicas, as the trainer
+does (weak: --train.batch_semantics=per_rank, B samples per replica; strong: global, B split over
+the D replicas). Each point runs `TRAINER --config CONFIG --output DIR/points/NAME
+--train.batch_size=B --train.batch_semantics=per_rank|global --dist.pipeline_stages=S
+--dist.tensor_parallel=T OVERRIDES` (NAME is rR_nN on grid 1x1, rR_nN_gSxT otherwise; the
+overrides may not set the grid) through slurm/launch.sh, either
   --mode mpirun  with mpirun on this machine or inside an allocation (--oversubscribe when the
                  ranks outnumber the cores; --mpirun-args="..." passes flags through; --mpirun replaces
                  the mpirun command, e.g. with tests/slurm/netns_cluster.sh mpirun CLUSTERDIR), or
@@ -28,6 +35,7 @@ Each point runs `TRAINER --config CONFIG --output DIR/points/rR_nN --train.batch
                  through (--launcher mpirun: mpirun instead of srun --mpi=pmix in the jobs).
 Then it reads every point's summary.json and writes DIR/results.md, DIR/results.csv and
 DIR/scaling.png (speed-up and efficiency against ranks, with the ideal line; needs gnuplot).
+Speed-up and efficiency are per grid: over the samples/s of the same grid's smallest rank count.
 
 A failed point prints its log tail; the study goes on unless --stop-on-failure. A point that
 exits 0 without a summary.json is an error naming the point. Exit status: 0 every point
@@ -37,15 +45,19 @@ Standard library only.
 
 import argparse
 import configparser
-import csv
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout for the import below
+from scaling_report import compute_rows, grid_text, plural, point_label, write_csv, \
+    write_markdown, write_plot  # noqa: E402
 
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH = os.path.join(SOURCE_DIR, "slurm", "launch.sh")
@@ -66,13 +78,61 @@ def parse_int_list(text, what, spec_path):
     return values
 
 
+def parse_grids(text, spec_path):
+    """'1x1,2x1' -> [(1, 1), (2, 1)]: S pipeline stages x T tensor ways, both >= 1, no repeats."""
+    grids = []
+    for entry in text.replace(" ", "").split(","):
+        m = re.fullmatch(r"(\d+)x(\d+)", entry)
+        if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
+            raise SpecError(f"{spec_path}: [study] grids = '{text}': bad entry '{entry}': expected "
+                            "SxT (pipeline stages x tensor ways, both >= 1), e.g. 1x1,2x1,2x2")
+        grid = (int(m.group(1)), int(m.group(2)))
+        if grid in grids:
+            raise SpecError(f"{spec_path}: [study] grids = '{text}': {entry} given twice")
+        grids.append(grid)
+    return grids
+
+
+def point_name(ranks, nodes, stages=1, ways=1):
+    base = f"r{ranks}_n{nodes}"
+    return base if (stages, ways) == (1, 1) else f"{base}_g{stages}x{ways}"
+
+
+def grid_points(pairs, grids, spec_path):
+    """Every (ranks, nodes) x grid where S*T divides ranks, as (ranks, nodes, S, T), grid by grid;
+    and one line per skipped point. A grid that fits no rank count is a SpecError."""
+    points, skipped = [], []
+    for stages, ways in grids:
+        fits = [(r, n) for r, n in pairs if r % (stages * ways) == 0]
+        if not fits:
+            raise SpecError(f"{spec_path}: [study] grids: {stages}x{ways} fits none of the rank "
+                            f"counts {','.join(str(r) for r, _ in pairs)} ({stages * ways} ranks "
+                            "per replica)")
+        for ranks, nodes in pairs:
+            name = point_name(ranks, nodes, stages, ways)
+            if (ranks, nodes) not in fits:
+                skipped.append(f"{name}: {ranks} ranks do not factor into data replicas x "
+                               f"{grid_text(stages, ways)}")
+                continue
+            points.append((ranks, nodes, stages, ways))
+            per_node = ranks // nodes
+            if ways > 1 and per_node % ways:
+                print(f"scaling_study: warning: point {name}: {ways} tensor ways do not fit "
+                      f"{per_node} ranks per node, so some tensor groups span nodes",
+                      file=sys.stderr)
+    return points, skipped
+
+
 # [study] keys that the command line may set (--ranks 1,2 ...), replacing the spec's value.
-AXES = ("config", "ranks", "nodes", "scaling", "batch", "overrides")
+AXES = ("config", "ranks", "nodes", "grids", "scaling", "batch", "overrides")
+# Flags the grids axis sets; the overrides may not set them too.
+GRID_FLAGS = ("--dist.pipeline_stages", "--dist.tensor_parallel")
 
 
 def load_spec(path, replace=None):
-    """Returns a dict: config, points [(ranks, nodes)], scaling, batch, overrides, trainer, name.
-    `replace` maps [study] keys to values given on the command line; they win over the file."""
+    """Returns a dict: config, points [(ranks, nodes, stages, ways)], skipped [line], scaling,
+    batch, overrides, trainer, name. `replace` maps [study] keys to values given on the command
+    line; they win over the file."""
     parser = configparser.ConfigParser(inline_comment_prefixes=("#", ";"))
     try:
         with open(path) as f:
@@ -85,7 +145,8 @@ def load_spec(path, replace=None):
     for key, value in (replace or {}).items():
         if value is not None:
             s[key] = value
-    known = {"name", "config", "ranks", "nodes", "scaling", "batch", "overrides", "trainer"}
+    known = {"name", "config", "ranks", "nodes", "grids", "scaling", "batch", "overrides",
+             "trainer"}
     for key in s:
         if key not in known:
             raise SpecError(f"{path}: [study] unknown key '{key}' (known: {', '.join(sorted(known))})")
@@ -101,6 +162,12 @@ def load_spec(path, replace=None):
     for r, n in zip(ranks, nodes):
         if r % n:
             raise SpecError(f"{path}: [study] {r} ranks do not split evenly over {n} nodes")
+    grids = parse_grids(s.get("grids", "1x1"), path)
+    overrides = shlex.split(s.get("overrides", ""))
+    for flag in overrides:
+        if flag.split("=", 1)[0] in GRID_FLAGS:
+            raise SpecError(f"{path}: [study] overrides set {flag.split('=', 1)[0]}: give the "
+                            "grid with grids = SxT (--grids) instead")
     scaling = s["scaling"].strip()
     if scaling not in ("weak", "strong"):
         raise SpecError(f"{path}: [study] scaling = '{scaling}': expected weak or strong")
@@ -110,18 +177,23 @@ def load_spec(path, replace=None):
         batch = 0
     if batch < 1:
         raise SpecError(f"{path}: [study] batch = '{s['batch']}': expected an integer >= 1")
+    points, skipped = grid_points(list(zip(ranks, nodes)), grids, path)
     if scaling == "strong":
-        for r in ranks:
-            if batch % r:
-                print(f"scaling_study: warning: global batch {batch} does not divide by {r} ranks; "
-                      "the trainer decides how to split it", file=sys.stderr)
+        for r, _, stages, ways in points:
+            replicas = r // (stages * ways)
+            if batch % replicas:
+                print(f"scaling_study: warning: global batch {batch} does not divide by "
+                      f"{plural(replicas, 'replica', 'replicas')} ({r} ranks, grid "
+                      f"{stages}x{ways}); the trainer decides how to split it", file=sys.stderr)
     return {
         "name": s.get("name", os.path.splitext(os.path.basename(path))[0]),
         "config": s["config"].strip(),
-        "points": list(zip(ranks, nodes)),
+        "points": points,
+        "skipped": skipped,
+        "grids": grids,
         "scaling": scaling,
         "batch": batch,
-        "overrides": shlex.split(s.get("overrides", "")),
+        "overrides": overrides,
         "trainer": s.get("trainer", "build/bin/shardflow-train").strip(),
     }
 
@@ -130,15 +202,12 @@ def resolve(path):
     return path if os.path.isabs(path) else os.path.join(SOURCE_DIR, path)
 
 
-def point_name(ranks, nodes):
-    return f"r{ranks}_n{nodes}"
-
-
-def trainer_command(spec, args, run_dir):
+def trainer_command(spec, args, point):
     semantics = "per_rank" if spec["scaling"] == "weak" else "global"
     cmd = [resolve(args.trainer or spec["trainer"]), "--config", resolve(spec["config"]),
-           "--output", run_dir, f"--train.batch_size={spec['batch']}",
-           f"--train.batch_semantics={semantics}"] + spec["overrides"]
+           "--output", point["dir"], f"--train.batch_size={spec['batch']}",
+           f"--train.batch_semantics={semantics}", f"--dist.pipeline_stages={point['stages']}",
+           f"--dist.tensor_parallel={point['ways']}"] + spec["overrides"]
     if args.no_launch_wrapper:
         return cmd
     return [LAUNCH] + shlex.split(args.launch_args) + ["--"] + cmd
@@ -153,8 +222,7 @@ def log_tail(path, lines=TAIL_LINES):
 
 
 def report_failure(point, why):
-    sys.stderr.write(f"scaling_study: point {point['name']} ({point['ranks']} ranks, "
-                     f"{point['nodes']} nodes) failed: {why}\n"
+    sys.stderr.write(f"scaling_study: point {point['name']} ({point_label(point)}) failed: {why}\n"
                      f"--- last {TAIL_LINES} lines of {point['log']} ---\n{log_tail(point['log'])}"
                      f"--- end of {point['log']} ---\n")
 
@@ -171,9 +239,27 @@ def read_summary(point):
         for key in ("ranks", "samples_per_s", "steps", "wall_s"):
             if key not in summary:
                 raise ValueError(f"no '{key}'")
-        point["summary"] = summary
     except (OSError, ValueError) as e:
         point["error"] = f"run {point['name']}: bad summary.json ({path}): {e}"
+        return
+    ran = summary_grid(summary)
+    wanted = (point["ranks"] // (point["stages"] * point["ways"]), point["stages"], point["ways"])
+    if (ran or (point["ranks"], 1, 1)) != wanted:
+        ran_text = summary.get("grid") or "none: data-parallel"
+        point["error"] = (f"run {point['name']} ran the grid '{ran_text}', not "
+                          f"{plural(wanted[0], 'replica', 'replicas')} x "
+                          f"{grid_text(wanted[1], wanted[2])} ({path})")
+        return
+    point["summary"] = summary
+
+
+GRID_RE = re.compile(r"(\d+) replicas? x (\d+) stages? x (\d+) tensor ways?\b")
+
+
+def summary_grid(summary):
+    """(replicas, stages, ways) from summary.json's "grid" text, or None when it has none."""
+    m = GRID_RE.match(summary.get("grid", ""))
+    return tuple(int(g) for g in m.groups()) if m else None
 
 
 # ---- mpirun mode ----------------------------------------------------------------------------
@@ -190,7 +276,7 @@ def run_mpirun(spec, args, points):
             cmd += ["--map-by", f"ppr:{ranks // nodes}:node"]
         elif ranks > cores:
             cmd.append("--oversubscribe")
-        cmd += shlex.split(args.mpirun_args) + trainer_command(spec, args, point["dir"])
+        cmd += shlex.split(args.mpirun_args) + trainer_command(spec, args, point)
         point["command"] = shlex.join(cmd)
         print(f"scaling_study: [{point['name']}] {point['command']}", flush=True)
         with open(point["log"], "w") as log:
@@ -278,7 +364,7 @@ def run_sbatch(spec, args, points):
             if args.overcommit:
                 launch.append("--oversubscribe")
             launch += shlex.split(args.mpirun_args)
-        launch += trainer_command(spec, args, point["dir"])
+        launch += trainer_command(spec, args, point)
         script = os.path.join(point["dir"], "job.sbatch")
         with open(script, "w") as f:
             f.write(JOB_SCRIPT.format(job_name=f"{spec['name']}-{point['name']}", nodes=nodes,
@@ -342,119 +428,6 @@ def run_sbatch(spec, args, points):
     return stopped
 
 
-# ---- reporting ------------------------------------------------------------------------------
-
-
-def compute_rows(points):
-    ok = [p for p in points if "summary" in p]
-    if not ok:
-        return []
-    base = min(ok, key=lambda p: p["ranks"])
-    base_rate = base["summary"]["samples_per_s"]
-    rows = []
-    for p in sorted(ok, key=lambda p: (p["ranks"], p["nodes"])):
-        s = p["summary"]
-        speedup = s["samples_per_s"] / base_rate if base_rate > 0 else 0.0
-        ideal = p["ranks"] / base["ranks"]
-        step_ms = 1000.0 * s["wall_s"] / s["steps"] if s["steps"] else 0.0
-        metric = ""
-        if s.get("test_accuracy") is not None:
-            metric = f"acc {s['test_accuracy']:.4f}"
-        elif s.get("test_loss") is not None:
-            metric = f"loss {s['test_loss']:.4f}"
-        rows.append({
-            "ranks": p["ranks"], "nodes": p["nodes"],
-            "per_rank_batch": s.get("per_rank_batch", ""), "global_batch": s.get("global_batch", ""),
-            "steps": s["steps"], "samples_per_s": s["samples_per_s"],
-            "speedup": speedup, "ideal": ideal, "efficiency": speedup / ideal,
-            "step_ms": step_ms,
-            "input_ms": step_ms * s.get("input_wait_fraction", 0.0),
-            "compute_ms": step_ms * s.get("compute_fraction", 0.0),
-            "comm_ms": step_ms * s.get("comm_fraction", 0.0),
-            "test": metric, "verdict": s.get("verdict", ""),
-        })
-    return rows
-
-
-CSV_FIELDS = ["ranks", "nodes", "per_rank_batch", "global_batch", "steps", "samples_per_s",
-              "speedup", "ideal", "efficiency", "step_ms", "input_ms", "compute_ms", "comm_ms",
-              "test", "verdict"]
-
-
-def write_csv(path, rows):
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, lineterminator="\n")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in r.items()})
-
-
-def write_markdown(path, spec, rows, points):
-    batch_kind = "per-rank" if spec["scaling"] == "weak" else "global"
-    lines = [f"# Scaling study {spec['name']}", "",
-             f"{spec['scaling']} scaling of `{spec['config']}`, {batch_kind} batch {spec['batch']}, "
-             f"overrides `{shlex.join(spec['overrides'])}`.",
-             "Speed-up = samples/s over the smallest run's samples/s; efficiency = speed-up / "
-             "(ranks / smallest ranks). Step time split by the trainer's measured fractions.", "",
-             "| ranks | nodes | per-rank batch | global batch | samples/s | speed-up | efficiency "
-             "| step ms | input ms | compute ms | comm ms | test | verdict |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['ranks']} | {r['nodes']} | {r['per_rank_batch']} | {r['global_batch']} "
-                     f"| {r['samples_per_s']:.1f} | {r['speedup']:.2f} | {r['efficiency'] * 100:.0f}% "
-                     f"| {r['step_ms']:.2f} | {r['input_ms']:.2f} | {r['compute_ms']:.2f} "
-                     f"| {r['comm_ms']:.2f} | {r['test']} | {r['verdict']} |")
-    failed = [p for p in points if "error" in p]
-    if failed:
-        lines += ["", "Failed points:", ""]
-        lines += [f"- {p['name']} ({p['ranks']} ranks, {p['nodes']} nodes): {p['error']}; log "
-                  f"`{p['log']}`" for p in failed]
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-
-
-def write_plot(out_dir, spec, rows):
-    """Returns the PNG path, or None (with a warning) when gnuplot is missing or fails."""
-    gnuplot = shutil.which("gnuplot")
-    if not gnuplot:
-        print("scaling_study: warning: gnuplot not found; no plot", file=sys.stderr)
-        return None
-    data = os.path.join(out_dir, "scaling.dat")
-    with open(data, "w") as f:
-        f.write("# ranks speedup ideal efficiency\n")
-        for r in rows:
-            f.write(f"{r['ranks']} {r['speedup']:.6f} {r['ideal']:.6f} {r['efficiency']:.6f}\n")
-    png = os.path.join(out_dir, "scaling.png")
-    max_ranks = max(r["ranks"] for r in rows)
-    title = f"{spec['name']}: {spec['scaling']} scaling".replace("'", "''")
-    script = f"""
-set terminal pngcairo noenhanced size 900,420 font ",10"
-set output '{png}'
-set multiplot layout 1,2 title '{title}'
-set xlabel 'ranks'
-set grid
-set key top left
-set xrange [0.8:{max_ranks * 1.1}]
-set logscale x 2
-set ylabel 'speed-up (samples/s over smallest run)'
-set yrange [0:*]
-plot '{data}' using 1:3 with lines dashtype 2 lw 2 lc rgb '#888888' title 'ideal', \\
-     '{data}' using 1:2 with linespoints pt 7 lw 2 lc rgb '#1f77b4' title 'measured'
-set ylabel 'efficiency (speed-up / ideal)'
-set yrange [0:1.2]
-set key bottom left
-plot 1 with lines dashtype 2 lw 2 lc rgb '#888888' title 'ideal', \\
-     '{data}' using 1:4 with linespoints pt 7 lw 2 lc rgb '#d62728' title 'measured'
-unset multiplot
-"""
-    r = subprocess.run([gnuplot], input=script, text=True, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE)
-    if r.returncode != 0 or not os.path.exists(png):
-        print(f"scaling_study: warning: gnuplot failed: {r.stderr.strip()}", file=sys.stderr)
-        return None
-    return png
-
-
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -465,8 +438,11 @@ def main(argv):
     ap.add_argument("--trainer", help="trainer program (overrides the spec's trainer)")
     ap.add_argument("--ranks", help="rank counts, e.g. 1,2,4 (replaces the spec's ranks)")
     ap.add_argument("--nodes", help="node counts: one, or one per rank count (replaces the spec's)")
+    ap.add_argument("--grids", help="grids SxT, e.g. 1x1,2x1,2x2: S pipeline stages x T tensor "
+                    "ways (replaces the spec's grids; default 1x1)")
     ap.add_argument("--scaling", choices=["weak", "strong"], help="replaces the spec's scaling")
-    ap.add_argument("--batch", help="per-rank (weak) or global (strong) batch (replaces the spec's)")
+    ap.add_argument("--batch", help="per-replica (weak) or global (strong) batch (replaces the "
+                    "spec's)")
     ap.add_argument("--config", help="training config (replaces the spec's config)")
     ap.add_argument("--overrides", help="flags for every run, one string (replaces the spec's)")
     ap.add_argument("--mpirun", default="mpirun", help="mpirun command (default: mpirun)")
@@ -505,15 +481,18 @@ def main(argv):
     for stale in ("results.md", "results.csv", "scaling.png", "scaling.dat", "study.json"):
         if os.path.exists(os.path.join(out_dir, stale)):
             os.remove(os.path.join(out_dir, stale))
+    for line in spec["skipped"]:
+        print(f"scaling_study: skipping point {line}", flush=True)
     points = []
-    for ranks, nodes in spec["points"]:
-        name = point_name(ranks, nodes)
+    for ranks, nodes, stages, ways in spec["points"]:
+        name = point_name(ranks, nodes, stages, ways)
         run_dir = os.path.join(out_dir, "points", name)
         os.makedirs(run_dir, exist_ok=True)
         stale = os.path.join(run_dir, "summary.json")
         if os.path.exists(stale):
             os.remove(stale)
-        points.append({"name": name, "ranks": ranks, "nodes": nodes, "dir": run_dir,
+        points.append({"name": name, "ranks": ranks, "nodes": nodes, "stages": stages,
+                       "ways": ways, "dir": run_dir,
                        "log": os.path.join(run_dir, "run.log")})
 
     try:
@@ -528,11 +507,12 @@ def main(argv):
         if "summary" not in p and "error" not in p:
             p["error"] = "not run (an earlier point failed and --stop-on-failure is set)"
 
-    rows = compute_rows(points)
+    rows = compute_rows(points, spec["grids"])
     write_csv(os.path.join(out_dir, "results.csv"), rows)
     write_markdown(os.path.join(out_dir, "results.md"), spec, rows, points)
     with open(os.path.join(out_dir, "study.json"), "w") as f:
-        json.dump({"spec": spec, "points": points, "rows": rows}, f, indent=1)
+        json_rows = [{k: (None if v != v else v) for k, v in r.items()} for r in rows]  # NaN
+        json.dump({"spec": spec, "points": points, "rows": json_rows}, f, indent=1)
     png = write_plot(out_dir, spec, rows) if rows else None
     with open(os.path.join(out_dir, "results.md")) as f:
         sys.stdout.write(f.read())
