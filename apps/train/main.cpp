@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "apps/common/stage_plan.hpp"
+#include "apps/train/memory_guard.hpp"
 #include "apps/train/model_parallel.hpp"
 #include "apps/train/trainer.hpp"
 #include "apps/train/trainer_options.hpp"
@@ -168,20 +170,32 @@ int DryRun(MpiEnvironment& env, const apps::ExperimentConfig& config, const Trai
       "steps\n",
       static_cast<long long>(per_epoch), static_cast<long long>(o.epochs),
       static_cast<long long>(steps));
-  Sequential<float> model(o.model_spec, o.input_shape, o.model);
-  const int64_t params = model.arena().size();
-  int64_t slots = 0;
-  const std::unique_ptr<Optimizer> optimizer = MakeOptimizer(o.optimizer, params);
-  for (const NamedTensor& slot : optimizer->Slots()) {
-    slots += slot.tensor->num_elements();
+  int64_t params = 0;  // counted without building the model (it may not fit one rank)
+  for (const LayerInfo& layer : DescribeLayers(o.model_spec, o.input_shape, o.model)) {
+    params += layer.parameters;
+  }
+  int64_t share = params;  // the largest rank's parameters
+  std::string holder;
+  if (o.model_parallel.grid.model_parallel()) {
+    share = 0;
+    for (int r = 0; r < env.size(); ++r) {
+      const apps::RankPlan plan =
+          apps::PlanRank(o, o.model_parallel.grid, o.model_parallel.stage_boundaries, r);
+      if (plan.parameters > share) {
+        share = plan.parameters;
+        holder = " (rank " + std::to_string(r) + ": " + plan.holder + ")";
+      }
+    }
+    std::printf("check: grid %s\n", o.model_parallel.grid.ToString().c_str());
   }
   const int64_t sample = NumElements(o.input_shape);
   const double mib =
-      4.0 * static_cast<double>(2 * params + slots + o.per_rank_batch * sample) / (1024.0 * 1024.0);
+      static_cast<double>(ModelStateBytes(share, o.optimizer) + 4 * o.per_rank_batch * sample) /
+      (1024.0 * 1024.0);
   std::printf(
       "check: model %lld parameters; per rank about %.1f MiB for parameters, gradients, "
-      "optimizer state and one batch (activations extra)\n",
-      static_cast<long long>(params), mib);
+      "optimizer state and one batch (activations extra)%s\n",
+      static_cast<long long>(params), mib, holder.c_str());
   std::printf("check: ok, nothing trained or written\n");
   std::fflush(stdout);
   return 0;
