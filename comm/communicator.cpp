@@ -149,6 +149,27 @@ void Communicator::PostRecvFloats(float* data, size_t count, int source, int tag
   PostRecv(data, count, MPI_FLOAT, sizeof(float), source, tag, requests);
 }
 
+void Communicator::PostSendBytes(const void* data, size_t bytes, int dest, int tag,
+                                 RequestList& requests) const {
+  PostSend(data, bytes, MPI_BYTE, 1, dest, tag, requests);
+}
+
+void Communicator::PostRecvBytes(void* data, size_t bytes, int source, int tag,
+                                 RequestList& requests) const {
+  PostRecv(data, bytes, MPI_BYTE, 1, source, tag, requests);
+}
+
+std::optional<Communicator::Envelope> Communicator::Poll(int tag) const {
+  int flag = 0;
+  MPI_Status status;
+  SF_CHECK_MPI(MPI_Iprobe(MPI_ANY_SOURCE, tag < 0 ? MPI_ANY_TAG : tag, comm_, &flag, &status));
+  if (flag == 0) return std::nullopt;
+  int count = 0;
+  SF_CHECK_MPI(MPI_Get_count(&status, MPI_BYTE, &count));
+  return Envelope{
+      .source = status.MPI_SOURCE, .tag = status.MPI_TAG, .bytes = static_cast<size_t>(count)};
+}
+
 bool Communicator::TestAll(RequestList& requests) const {
   if (requests.empty()) return true;
   int done = 0;

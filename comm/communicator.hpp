@@ -119,6 +119,19 @@ class Communicator {
   void PostSendFloats(const float* data, size_t count, int dest, int tag,
                       RequestList& requests) const;
   void PostRecvFloats(float* data, size_t count, int source, int tag, RequestList& requests) const;
+  // Raw bytes (a parameter server's small requests and headers).
+  void PostSendBytes(const void* data, size_t bytes, int dest, int tag,
+                     RequestList& requests) const;
+  void PostRecvBytes(void* data, size_t bytes, int source, int tag, RequestList& requests) const;
+  // Never blocks: the envelope of a message waiting to be received from any rank (with `tag`,
+  // or any tag when tag < 0), or nullopt. The message stays queued until received. For
+  // messages of at most max_message_count() bytes (one piece).
+  struct Envelope {
+    int source = -1;
+    int tag = -1;
+    size_t bytes = 0;
+  };
+  std::optional<Envelope> Poll(int tag = -1) const;
   // Completes and clears `requests`. Outside a collective, with a watchdog, the wait is
   // guarded: not complete within the watchdog timeout, it cancels what it can and throws
   // Error(kCommunication) naming the operation, the peer rank and the seconds waited

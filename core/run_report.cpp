@@ -106,6 +106,7 @@ nlohmann::json SummaryToJson(const RunSummary& s) {
   j["advice"] = s.verdict.advice;
   if (!s.peak_rss_mib.empty()) j["peak_rss_mib"] = s.peak_rss_mib;
   if (!s.grid.empty()) j["grid"] = s.grid;
+  if (!s.staleness_histogram.empty()) j["staleness_histogram"] = s.staleness_histogram;
   for (const auto& [name, value] : s.strategy_figures) j["strategy_figures"][name] = value;
   return j;
 }

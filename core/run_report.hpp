@@ -79,6 +79,9 @@ struct RunSummary {
   std::string grid;
   std::vector<std::pair<std::string, double>> strategy_figures;
   std::vector<double> peak_rss_mib;  // per rank: the process's peak resident memory
+  // Parameter-server training: updates applied between a worker's pull and its push, counted
+  // per push (bin i: i updates; the last bin: that many or more).
+  std::vector<double> staleness_histogram;
 };
 
 // summary.json: ranks, global_batch, per_rank_batch, epochs, steps, samples_per_s,

@@ -77,8 +77,17 @@ void RegisterTrainSection(ConfigSchema& s, ExperimentConfig* c) {
 
 void RegisterDistAndCheckpointSections(ConfigSchema& s, ExperimentConfig* c) {
   s.DescribeSection("dist", "distribution over ranks");
-  s.AddChoice("dist", "strategy", &c->strategy, {"data_parallel"},
-              "data_parallel: synchronous, gradients averaged every step");
+  s.AddChoice("dist", "strategy", &c->strategy, {"data_parallel", "parameter_server"},
+              "data_parallel: synchronous, gradients averaged every step; parameter_server: "
+              "the last dist.ps_ranks ranks hold the parameters, workers pull and push "
+              "(asynchronous, or bounded by dist.max_staleness)");
+  s.Add("dist", "ps_ranks", &c->ps_ranks,
+        "parameter_server: server ranks (the last ones); each holds a slice of the parameters "
+        "balanced by bytes, and its optimizer state")
+      .Positive();
+  s.Add("dist", "max_staleness", &c->max_staleness,
+        "parameter_server: how many steps a worker may run ahead of the slowest (0: "
+        "synchronous, as data_parallel; -1: unbounded, fully asynchronous)");
   s.AddChoice("dist", "allreduce", &c->allreduce,
               {"auto", "ring", "recursive_doubling", "hierarchical", "mpi", "shm"},
               "all-reduce algorithm (auto picks by message size and topology; on one node "

@@ -64,6 +64,8 @@ struct ExperimentConfig {
   std::vector<int64_t> stage_boundaries;   // first layer of stages 1..S-1; empty: balanced
   int64_t micro_batches = 0;               // M per step; 0: 2 x S
   std::string pipeline_schedule = "1f1b";  // [dist] schedule: gpipe | 1f1b
+  int ps_ranks = 1;
+  int64_t max_staleness = -1;
   // [checkpoint]
   std::string checkpoint_dir;
   int64_t checkpoint_every_steps = 0;

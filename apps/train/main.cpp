@@ -95,6 +95,10 @@ struct DataShard {
   int count = 1;
 };
 DataShard ShardOf(const TrainerOptions& o, int rank) {
+  if (o.strategy == "parameter_server") {  // the workers share the data; servers read none
+    const int workers = o.model_parallel.grid.ranks() - o.ps_ranks;
+    return {.index = std::min(rank, workers - 1), .count = workers};
+  }
   const apps::GridShape& grid = o.model_parallel.grid;
   return {.index = apps::PlaceOf(grid, rank).replica, .count = grid.replicas};
 }

@@ -296,8 +296,7 @@ double ModelParallelStrategy::FinishStep(const StepInput& in, StepOutput* out) {
 EvalResult ModelParallelStrategy::Evaluate(const pipeline::Dataset& eval) {
   SF_TRACE_SCOPE("evaluate");
   AverageBuffers();
-  const bool classify = o_.task == Task::kClassify;
-  double sums[3] = {0, 0, 0};  // loss sum, correct, samples (the reporters' only)
+  EvalSums sums;  // the reporters' only
   auto it = eval.MakeIterator();
   pipeline::Element batch;
   while (it.Next(&batch)) {
@@ -306,25 +305,12 @@ EvalResult ModelParallelStrategy::Evaluate(const pipeline::Dataset& eval) {
     stage_->Infer(NonEmptyParts(mb.rows, mp_.micro_batches), mb.x,
                   [&](const Tensor& y, int64_t begin, int64_t end) {
                     if (!reporter()) return;
-                    if (classify) {
-                      const Tensor labels = mb.labels.Slice(begin, end);
-                      sums[0] += SoftmaxCrossEntropy<float>(y, labels, nullptr) *
-                                 static_cast<double>(end - begin);
-                      sums[1] += static_cast<double>(CountCorrect<float>(y, labels));
-                    } else {
-                      sums[0] += SumReconstructionError<float>(y, mb.x.Slice(begin, end));
-                    }
-                    sums[2] += static_cast<double>(end - begin);
+                    const Tensor labels =
+                        mb.labels.num_elements() > 0 ? mb.labels.Slice(begin, end) : Tensor();
+                    sums.Add(o_.task, y, labels, mb.x.Slice(begin, end));
                   });
   }
-  comm::AllreduceDoubles(*env_.ctl, sums, 3, comm::ReduceOp::kSum);
-  EvalResult r;
-  r.samples = static_cast<int64_t>(sums[2]);
-  if (r.samples > 0) {
-    r.loss = sums[0] / sums[2];
-    r.accuracy = sums[1] / sums[2];
-  }
-  return r;
+  return sums.Reduce(*env_.ctl);
 }
 
 void ModelParallelStrategy::TensorSum(float* x, int64_t n) {

@@ -54,7 +54,10 @@ StartPoint ReplicaStrategy::Setup() {
     } else {
       if (chief) SF_LOG(Info) << "resuming from " << from << " at step " << state.step;
       start.step = state.step;
-      start.iterator_state = RankStateFromBlob(state.iterator_state, ctl().rank(), ctl().size());
+      if (trains_batches()) {
+        start.iterator_state =
+            RankStateFromBlob(state.iterator_state, replicas().rank(), replicas().size());
+      }
     }
   } else if (!o.warm_start.empty()) {
     LoadWeights(o.warm_start, *model_);
@@ -67,9 +70,10 @@ StartPoint ReplicaStrategy::Setup() {
 
 double ReplicaStrategy::BatchWeight(int64_t rows, bool epoch_end) {
   // Only the last step of an epoch can be partial, so only then do ranks exchange sizes.
-  if (!epoch_end || ctl().size() == 1) return 1.0;
-  const int64_t global = comm::AllreduceInt64(ctl(), rows, comm::ReduceOp::kSum);
-  return global > 0 ? static_cast<double>(rows) * ctl().size() / static_cast<double>(global) : 0;
+  if (!epoch_end || replicas().size() == 1) return 1.0;
+  const int64_t global = comm::AllreduceInt64(replicas(), rows, comm::ReduceOp::kSum);
+  return global > 0 ? static_cast<double>(rows) * replicas().size() / static_cast<double>(global)
+                    : 0;
 }
 
 StepOutput ReplicaStrategy::TrainStep(const StepInput& in) {
@@ -78,6 +82,7 @@ StepOutput ReplicaStrategy::TrainStep(const StepInput& in) {
   const double weight = BatchWeight(mb.rows, in.epoch_end);
   StepOutput out;
   out.rows = mb.rows;
+  BeforeForward(in);
   {
     SF_TRACE_SCOPE("forward");
     model_->set_step(static_cast<uint64_t>(in.step));
@@ -111,7 +116,11 @@ StepOutput ReplicaStrategy::TrainStep(const StepInput& in) {
     const StepPlace at{
         .step = in.step, .epoch = in.epoch, .learning_rate = in.learning_rate, .loss = out.loss};
     out.skipped = !guard_.CheckGradients(at, arena, o.clip_norm);
-    if (!out.skipped) optimizer_->Step(arena, in.learning_rate);
+    if (out.skipped) {
+      SkipUpdate(in);
+    } else {
+      ApplyUpdate(in);
+    }
   }
   AfterUpdate(in.step);
   if (out.skipped) {  // a skipped step adds nothing to the metrics (its loss is not finite)
@@ -126,30 +135,19 @@ StepOutput ReplicaStrategy::TrainStep(const StepInput& in) {
 EvalResult ReplicaStrategy::Evaluate(const pipeline::Dataset& eval) {
   SF_TRACE_SCOPE("evaluate");
   SyncReplicas();
-  const bool classify = options().task == Task::kClassify;
-  double sums[3] = {0, 0, 0};  // loss sum, correct, samples
+  EvalSums sums;
   auto it = eval.MakeIterator();
   pipeline::Element batch;
   while (it.Next(&batch)) {
     const ModelBatch mb = ToModelBatch(batch, spec_, &eval_scratch_);
     if (mb.rows == 0) continue;
-    const Tensor out = model_->Forward(mb.x, /*training=*/false);
-    if (classify) {
-      sums[0] += SoftmaxCrossEntropy<float>(out, mb.labels, nullptr) * mb.rows;
-      sums[1] += static_cast<double>(CountCorrect<float>(out, mb.labels));
-    } else {
-      sums[0] += SumReconstructionError<float>(out, mb.x);
-    }
-    sums[2] += static_cast<double>(mb.rows);
+    sums.Add(options().task, model_->Forward(mb.x, /*training=*/false), mb.labels, mb.x);
   }
-  comm::AllreduceDoubles(ctl(), sums, 3, comm::ReduceOp::kSum);
-  EvalResult r;
-  r.samples = static_cast<int64_t>(sums[2]);
-  if (r.samples > 0) {
-    r.loss = sums[0] / sums[2];
-    r.accuracy = sums[1] / sums[2];
-  }
-  return r;
+  return sums.Reduce(replicas());
+}
+
+void ReplicaStrategy::ApplyUpdate(const StepInput& in) {
+  optimizer_->Step(model_->arena(), in.learning_rate);
 }
 
 void ReplicaStrategy::SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch,
@@ -158,8 +156,8 @@ void ReplicaStrategy::SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch
   if (o.checkpoint.dir.empty()) return;
   SF_TRACE_SCOPE("checkpoint");
   SyncReplicas();
-  const std::vector<uint8_t> states = GatherRankStates(iterator_state, ctl());
-  if (ctl().rank() != 0) return;
+  const std::vector<uint8_t> states = GatherRankStates(iterator_state, replicas());
+  if (replicas().rank() != 0) return;
   TrainingState s;
   s.step = steps_done;
   s.epoch = steps_done / steps_per_epoch;
@@ -187,9 +185,9 @@ void ReplicaStrategy::BroadcastModel() {
 }
 
 void ReplicaStrategy::AverageParams() {
-  if (ctl().size() == 1) return;
+  if (replicas().size() == 1) return;
   comm::Allreduce(
-      ctl(), model_->arena().params(), static_cast<size_t>(model_->arena().size()),
+      replicas(), model_->arena().params(), static_cast<size_t>(model_->arena().size()),
       {.algorithm = comm::AllreduceAlgorithm::kMpi, .mode = comm::ReduceMode::kAverage});
 }
 
@@ -198,7 +196,7 @@ void ReplicaStrategy::AverageParams() {
 void ReplicaStrategy::AverageBuffers() {
   for (const NamedTensor& b : model_->Buffers()) {
     comm::Allreduce(
-        ctl(), b.tensor->data<float>(), static_cast<size_t>(b.tensor->num_elements()),
+        replicas(), b.tensor->data<float>(), static_cast<size_t>(b.tensor->num_elements()),
         {.algorithm = comm::AllreduceAlgorithm::kMpi, .mode = comm::ReduceMode::kAverage});
   }
 }

@@ -40,7 +40,7 @@ class ReplicaStrategy : public Strategy {
   EvalResult Evaluate(const pipeline::Dataset& eval) override;
   void SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch,
                       const std::string& iterator_state) override;
-  int data_parallel_size() const override { return ctl().size(); }
+  int data_parallel_size() const override { return replicas().size(); }
   void FinishReport(RunSummary* summary) override;
   std::vector<float> FinalParams() override;
 
@@ -50,6 +50,16 @@ class ReplicaStrategy : public Strategy {
   virtual double FinishGradients() = 0;
   virtual void AfterUpdate(int64_t /*step*/) {}
   virtual void SyncReplicas();
+  // Before the forward pass of a step (a parameter server's workers pull parameters here).
+  virtual void BeforeForward(const StepInput& /*in*/) {}
+  // The update of a step whose gradients passed the non-finite check: the local optimizer's
+  // step by default (a parameter server's workers push the gradients instead); and what a
+  // skipped step does instead.
+  virtual void ApplyUpdate(const StepInput& in);
+  virtual void SkipUpdate(const StepInput& /*in*/) {}
+  // The ranks holding replicas that train (their batch weights, evaluation sums, averages and
+  // input positions): the loop's control communicator by default.
+  virtual comm::Communicator& replicas() const { return ctl(); }
 
   // Rank 0's parameters and buffers to every rank.
   void BroadcastModel();

@@ -6,7 +6,11 @@
 
 #include "apps/train/data_parallel.hpp"
 #include "apps/train/model_parallel.hpp"
+#include "apps/train/parameter_server.hpp"
+#include "comm/collectives.hpp"
 #include "core/error.hpp"
+#include "core/loss.hpp"
+#include "core/metrics.hpp"
 
 namespace shardflow::train {
 namespace {
@@ -23,12 +27,35 @@ Registry& TheRegistry() {
     auto* r = new Registry;
     r->factories["data_parallel"] = MakeDataParallel;
     r->factories["model_parallel"] = MakeModelParallel;
+    r->factories["parameter_server"] = MakeParameterServer;
     return r;
   }();
   return *registry;
 }
 
 }  // namespace
+
+void EvalSums::Add(Task task, const Tensor& y, const Tensor& labels, const Tensor& x) {
+  const int64_t rows = y.num_elements() > 0 ? y.dim(0) : 0;
+  if (task == Task::kClassify) {
+    sums[0] += SoftmaxCrossEntropy<float>(y, labels, nullptr) * static_cast<double>(rows);
+    sums[1] += static_cast<double>(CountCorrect<float>(y, labels));
+  } else {
+    sums[0] += SumReconstructionError<float>(y, x);
+  }
+  sums[2] += static_cast<double>(rows);
+}
+
+EvalResult EvalSums::Reduce(comm::Communicator& comm) {
+  comm::AllreduceDoubles(comm, sums, 3, comm::ReduceOp::kSum);
+  EvalResult r;
+  r.samples = static_cast<int64_t>(sums[2]);
+  if (r.samples > 0) {
+    r.loss = sums[0] / sums[2];
+    r.accuracy = sums[1] / sums[2];
+  }
+  return r;
+}
 
 void RegisterStrategy(const std::string& name, StrategyFactory factory) {
   Registry& r = TheRegistry();

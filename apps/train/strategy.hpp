@@ -17,8 +17,9 @@
 // ReplicaStrategy (replica_strategy.hpp), which calls back into the hooks that differ
 // (gradient buckets ready, gradients finished, after the update).
 //
-// Call order, all collective over the job's ranks:
-//   Setup -> (TrainStep | Evaluate | SaveCheckpoint)* -> FinishReport -> FinalParams
+// Call order, all collective over the job's ranks (the middle over step_comm's):
+//   Setup -> (TrainStep | Evaluate | SaveCheckpoint)* -> Finish -> FinishReport -> FinalParams
+// and on ranks that take no batches: Setup -> Serve -> FinishReport -> FinalParams.
 // Thread-safety: one thread (the training loop's) calls a Strategy; a strategy may run its own
 // communication threads internally.
 #pragma once
@@ -75,6 +76,15 @@ struct EvalResult {
   int64_t samples = 0;
 };
 
+// Evaluation sums of one rank: loss sum, correct, samples. Add adds a batch's outputs `y` for
+// rows with these labels (classify) or inputs (reconstruct: the targets); Reduce sums over the
+// ranks of `comm` and gives the means (the same on every rank).
+struct EvalSums {
+  double sums[3] = {0, 0, 0};
+  void Add(Task task, const Tensor& y, const Tensor& labels, const Tensor& x);
+  EvalResult Reduce(comm::Communicator& comm);
+};
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
@@ -95,6 +105,20 @@ class Strategy {
   // Whether this rank's batches count in the samples trained (true for a replica on every
   // rank; a model-parallel replica counts its samples on one rank).
   virtual bool counts_samples() const { return true; }
+
+  // Ranks that take no batches (a parameter server): the loop calls Serve() instead of the
+  // steps, which returns once the training ranks are done (after their Finish()); then
+  // FinishReport and FinalParams as on every rank.
+  virtual bool trains_batches() const { return true; }
+  virtual void Serve() {}
+  // The ranks the loop's own collectives run over (step agreement, metrics, the time-based
+  // checkpoint decision): null for all of the job's; a parameter server's workers otherwise.
+  virtual comm::Communicator* step_comm() { return nullptr; }
+  // False when ranks run their steps independently (asynchronous training): the loop then
+  // logs rank 0's own metrics instead of reducing them over the ranks at every interval.
+  virtual bool synchronous_metrics() const { return true; }
+  // After the last checkpoint, before the report: lets ranks that serve (Serve) stop.
+  virtual void Finish() {}
   // Adds the strategy's own fields to the report (its name, what communication cost, ...).
   virtual void FinishReport(RunSummary* summary) = 0;
   // The trained parameters as the whole model's flat arena (every rank returns the same;

@@ -70,6 +70,8 @@ void SetDistribution(const apps::ExperimentConfig& c, TrainerOptions* o) {
     }
     o->strategy = "model_parallel";
   }
+  o->ps_ranks = c.ps_ranks;
+  o->max_staleness = c.max_staleness;
   o->bucket_mb = c.bucket_mb;
   o->overlap = c.overlap;
   o->watchdog_seconds = c.watchdog_seconds;
@@ -126,7 +128,16 @@ TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* c, int ranks,
   SetModelParallel(*c, ranks, &o);
   // Batch sizes and learning-rate scaling count data replicas: every rank of a model-parallel
   // replica works on the same samples.
-  const int replicas = o.model_parallel.grid.replicas;
+  int replicas = o.model_parallel.grid.replicas;
+  if (c->strategy == "parameter_server") {
+    if (c->ps_ranks >= ranks) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "dist.ps_ranks " + std::to_string(c->ps_ranks) + " leaves no worker among " +
+                      std::to_string(ranks) + " ranks",
+                  {.key = "dist.ps_ranks", .hint = "run more ranks than parameter servers"});
+    }
+    replicas = ranks - c->ps_ranks;  // the workers
+  }
   o.per_rank_batch = SetBatchSizes(c, replicas);
   SetModelAndOptimizer(*c, replicas, &o);
   SetDistribution(*c, &o);

@@ -90,7 +90,7 @@ class TrainingLoop {
  public:
   TrainingLoop(comm::Communicator& ctl, const TrainerOptions& o, const TrainerInputs& inputs,
                Strategy& strategy)
-      : ctl_(ctl), o_(o), inputs_(inputs), strategy_(strategy) {}
+      : job_(ctl), o_(o), inputs_(inputs), strategy_(strategy) {}
   TrainResult Run();
 
  private:
@@ -100,9 +100,12 @@ class TrainingLoop {
   void MaybeCheckpoint(int64_t step, bool interval_end);
   EvalResult Evaluate(int64_t step, bool final);
   void Summarize(int64_t steps);
-  bool chief() const { return ctl_.rank() == 0; }
+  bool chief() const { return job_.rank() == 0; }
 
-  comm::Communicator& ctl_;
+  comm::Communicator& job_;  // every rank (the report)
+  // The ranks that take batches, over which the loop's collectives run: the job's, or the
+  // strategy's step_comm() (known after Setup).
+  comm::Communicator* steps_ = &job_;
   const TrainerOptions& o_;
   const TrainerInputs& inputs_;
   Strategy& strategy_;
@@ -125,9 +128,16 @@ class TrainingLoop {
 
 TrainResult TrainingLoop::Run() {
   const StartPoint start = strategy_.Setup();
+  if (!strategy_.trains_batches()) {  // a server: serves until the training ranks are done
+    strategy_.Serve();
+    Summarize(0);  // its times count as nothing (the training ranks' wall time is the run's)
+    if (o_.final_params) result_.params = strategy_.FinalParams();
+    return result_;
+  }
+  if (strategy_.step_comm() != nullptr) steps_ = strategy_.step_comm();
   const pipeline::Dataset one_pass = inputs_.train();
   plan_ = PlanSteps(
-      ctl_, o_,
+      *steps_, o_,
       inputs_.local_batches ? inputs_.local_batches() : pipeline::LocalBatchCount(one_pass));
   it_ = std::make_unique<pipeline::PipelineIterator>(
       pipeline::LimitSteps(one_pass, plan_.steps_per_epoch, left_out_)
@@ -154,7 +164,7 @@ TrainResult TrainingLoop::Run() {
   const auto loop_start = Clock::now();
   int64_t step = start.step;
   for (; step < plan_.total_steps; ++step) {
-    fault.MaybeRaise(ctl_.rank(), step);
+    fault.MaybeRaise(job_.rank(), step);
     RunStep(step);
     AfterStep(step);
   }
@@ -166,6 +176,7 @@ TrainResult TrainingLoop::Run() {
     result_.summary.test_loss = e.loss;
   }
   strategy_.SaveCheckpoint(step, plan_.steps_per_epoch, it_->SaveState());
+  strategy_.Finish();
   Summarize(step);
   if (o_.final_params) result_.params = strategy_.FinalParams();
   return result_;
@@ -217,7 +228,9 @@ void TrainingLoop::AfterStep(int64_t step) {
 
 void TrainingLoop::LogInterval(int64_t step) {
   double sums[3] = {interval_.loss_sum, interval_.correct, interval_.rows};
-  comm::AllreduceDoubles(ctl_, sums, 3, comm::ReduceOp::kSum);
+  // Asynchronous ranks do not meet every interval: rank 0 logs its own figures.
+  if (strategy_.synchronous_metrics())
+    comm::AllreduceDoubles(*steps_, sums, 3, comm::ReduceOp::kSum);
   const double seconds = Since(interval_.start);
   nlohmann::json line = {{"step", step + 1},
                          {"epoch", step / plan_.steps_per_epoch},
@@ -245,7 +258,7 @@ void TrainingLoop::MaybeCheckpoint(int64_t step, bool interval_end) {
   due = due || (epoch_steps > 0 && (step + 1) % epoch_steps == 0);
   if (interval_end && o_.checkpoint_every_minutes > 0) {
     const int64_t late = chief() && Since(last_checkpoint_) >= 60 * o_.checkpoint_every_minutes;
-    due = due || comm::AllreduceInt64(ctl_, late, comm::ReduceOp::kMax) != 0;
+    due = due || comm::AllreduceInt64(*steps_, late, comm::ReduceOp::kMax) != 0;
   }
   if (!due) return;
   strategy_.SaveCheckpoint(step + 1, plan_.steps_per_epoch, it_->SaveState());
@@ -274,28 +287,31 @@ EvalResult TrainingLoop::Evaluate(int64_t step, bool final) {
 
 // Where the time went: the slowest rank's wall time, the mean of the parts.
 void TrainingLoop::Summarize(int64_t steps) {
-  const int size = ctl_.size();
-  double parts[4] = {times_.input_wait_s, times_.compute_s, times_.comm_s,
-                     static_cast<double>(samples_seen_)};
-  comm::AllreduceDoubles(ctl_, parts, 4, comm::ReduceOp::kSum);
-  const double wall = comm::AllreduceDouble(ctl_, times_.wall_s, comm::ReduceOp::kMax);
+  // Over every rank; the parts are means over the ranks that take batches (a server adds 0).
+  double parts[5] = {times_.input_wait_s, times_.compute_s, times_.comm_s,
+                     static_cast<double>(samples_seen_), strategy_.trains_batches() ? 1.0 : 0.0};
+  comm::AllreduceDoubles(job_, parts, 5, comm::ReduceOp::kSum);
+  const double size = std::max(1.0, parts[4]);
+  const double wall = comm::AllreduceDouble(job_, times_.wall_s, comm::ReduceOp::kMax);
+  steps = comm::AllreduceInt64(job_, steps, comm::ReduceOp::kMax);
+  const int64_t per_epoch = comm::AllreduceInt64(job_, plan_.steps_per_epoch, comm::ReduceOp::kMax);
   RunSummary& s = result_.summary;
   s.times = {.wall_s = wall,
              .input_wait_s = parts[0] / size,
              .compute_s = parts[1] / size,
              .comm_s = parts[2] / size};
-  s.ranks = size;
+  s.ranks = job_.size();
   s.per_rank_batch = o_.per_rank_batch;
   s.global_batch = o_.per_rank_batch * strategy_.data_parallel_size();
   s.steps = steps;
   s.skipped_steps = skipped_steps_;
-  s.epochs = (steps + plan_.steps_per_epoch - 1) / plan_.steps_per_epoch;
+  s.epochs = per_epoch > 0 ? (steps + per_epoch - 1) / per_epoch : 0;
   s.samples = static_cast<int64_t>(parts[3]);
   s.samples_per_s = wall > 0 ? parts[3] / wall : 0;
   s.verdict = Diagnose(s.times, o_.tuning);
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);  // ru_maxrss in KiB on Linux
-  for (int64_t kib : comm::AllgatherInt64(ctl_, static_cast<int64_t>(usage.ru_maxrss))) {
+  for (int64_t kib : comm::AllgatherInt64(job_, static_cast<int64_t>(usage.ru_maxrss))) {
     s.peak_rss_mib.push_back(static_cast<double>(kib) / 1024.0);
   }
   strategy_.FinishReport(&s);

@@ -1,0 +1,485 @@
+#include "apps/train/parameter_server.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <thread>
+
+#include "apps/train/replica_strategy.hpp"
+#include "comm/collectives.hpp"
+#include "core/logging.hpp"
+#include "core/trace.hpp"
+
+namespace shardflow::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Message tags of the protocol (on the strategy's own communicator).
+constexpr int kPullTag = 101;       // worker -> server: int64 step
+constexpr int kParamsTag = 102;     // server -> worker: the slice's parameters
+constexpr int kPushHeadTag = 103;   // worker -> server: PushHead
+constexpr int kPushDataTag = 104;   // worker -> server: the slice's gradient (unless skipped)
+constexpr int kDoneTag = 105;       // worker -> server: int64, the worker's last step
+constexpr int kStateTag = 106;      // chief -> server: int64 (checkpoint)
+constexpr int kStateIterTag = 107;  // server -> chief: int64 optimizer iterations
+constexpr int kStateDataTag = 108;  // server -> chief: parameters, then each optimizer slot
+constexpr int kHistogramBins = 32;  // staleness 0..30, and 31 or more
+
+struct PushHead {
+  int64_t step = 0;
+  int64_t skipped = 0;
+  double learning_rate = 0;
+};
+
+// A send whose buffer must live until it completes.
+struct PendingSend {
+  std::vector<float> data;
+  comm::RequestList requests;
+};
+
+class ParameterServerStrategy final : public ReplicaStrategy {
+ public:
+  explicit ParameterServerStrategy(const StrategyEnv& env)
+      : ReplicaStrategy(env),
+        num_servers_(env.options->ps_ranks),
+        num_workers_(env.job->size() - env.options->ps_ranks),
+        staleness_(env.options->max_staleness),
+        server_(env.job->rank() >= num_workers_) {}
+
+  std::string name() const override { return "parameter_server"; }
+  StartPoint Setup() override;
+  bool trains_batches() const override { return !server_; }
+  void Serve() override;
+  comm::Communicator* step_comm() override { return group_.get(); }
+  bool synchronous_metrics() const override { return staleness_ == 0; }
+  void Finish() override;
+  EvalResult Evaluate(const pipeline::Dataset& eval) override;
+  void SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch,
+                      const std::string& iterator_state) override;
+  void FinishReport(RunSummary* summary) override;
+  std::vector<float> FinalParams() override;
+  int data_parallel_size() const override { return num_workers_; }
+
+ protected:
+  double FinishGradients() override { return pull_s_; }  // gradients go out whole, unreduced
+  void BeforeForward(const StepInput& in) override { Pull(in.step); }
+  void ApplyUpdate(const StepInput& in) override { Push(in, false); }
+  void SkipUpdate(const StepInput& in) override { Push(in, true); }
+  comm::Communicator& replicas() const override { return *group_; }
+
+ private:
+  int ServerRank(int k) const { return num_workers_ + k; }
+  void LogRoles() const;
+  // Worker side.
+  void Pull(int64_t step);
+  void Push(const StepInput& in, bool skipped);
+  void WaitPushes();
+  void FetchServerState();
+  // Server side.
+  void MakeServerState();
+  void Handle(const comm::Communicator::Envelope& e);
+  void OnPush(int worker);
+  void AnswerPulls();
+  void SendTo(int worker, int tag, std::vector<float> data);
+  void CompleteSends(bool wait);
+  int64_t SlowestApplied() const;
+  template <typename T>
+  T RecvValue(int source, int tag);
+
+  const int num_servers_, num_workers_;
+  const int64_t staleness_;
+  const bool server_;
+  std::unique_ptr<comm::Communicator> ps_;     // every rank: the protocol
+  std::unique_ptr<comm::Communicator> group_;  // the workers (or the servers, on a server)
+  std::vector<ServerSlice> slices_;
+  // Worker.
+  int64_t pull_step_ = 0, last_step_ = -1;
+  double pull_s_ = 0;
+  PushHead head_;
+  comm::RequestList pushes_;
+  // Server.
+  ServerSlice mine_;
+  Arena<float> slice_;
+  std::unique_ptr<Optimizer> slice_optimizer_;
+  std::vector<float> incoming_, sum_;
+  int pushes_this_step_ = 0;
+  int64_t updates_ = 0;
+  int done_ = 0;
+  std::vector<int64_t> applied_, pulled_at_;
+  std::deque<std::pair<int, int64_t>> pending_pulls_;  // (worker, step)
+  std::deque<PendingSend> sends_;
+  std::vector<double> histogram_ = std::vector<double>(kHistogramBins, 0.0);
+  double max_gap_ = 0, pushes_counted_ = 0, staleness_sum_ = 0;
+};
+
+StartPoint ParameterServerStrategy::Setup() {
+  const comm::Communicator& job = this->job();
+  comm::CommunicatorOptions options;
+  options.discover_topology = false;
+  options.watchdog = comm::WatchdogOptions{.timeout_seconds = this->options().watchdog_seconds};
+  ps_ = job.Split(0, job.rank(), options);
+  group_ = job.Split(server_ ? 1 : 0, job.rank(), options);
+  StartPoint start = ReplicaStrategy::Setup();  // every rank: the whole model, resumed
+  std::vector<int64_t> sizes;
+  for (int id : model().arena().arena_order()) sizes.push_back(model().arena().spec(id).size);
+  slices_ = CutArena(sizes, num_servers_);
+  if (server_) MakeServerState();
+  LogRoles();
+  return start;
+}
+
+void ParameterServerStrategy::LogRoles() const {
+  if (ps_->rank() != 0) return;
+  SF_LOG(Info) << "parameter server: " << num_workers_ << " worker(s) (ranks 0-" << num_workers_ - 1
+               << ", worker 0 the chief), " << num_servers_ << " server(s) (ranks " << num_workers_
+               << "-" << ps_->size() - 1 << "); max_staleness "
+               << (staleness_ < 0
+                       ? std::string("unbounded (asynchronous)")
+                       : std::to_string(staleness_) + (staleness_ == 0 ? " (synchronous)" : ""));
+  for (int k = 0; k < num_servers_; ++k) {
+    SF_LOG(Info) << "parameter server: server " << k << " (rank " << ServerRank(k) << ") holds "
+                 << slices_[static_cast<size_t>(k)].size << " floats at arena offset "
+                 << slices_[static_cast<size_t>(k)].offset;
+  }
+}
+
+// ---------------------------------------------------------------- worker
+
+void ParameterServerStrategy::WaitPushes() { ps_->WaitAll(pushes_); }
+
+void ParameterServerStrategy::Pull(int64_t step) {
+  SF_TRACE_SCOPE("pull");
+  const auto t0 = Clock::now();
+  WaitPushes();  // the gradients' buffer is about to be overwritten
+  pull_step_ = step;
+  last_step_ = std::max(last_step_, step - 1);
+  comm::RequestList requests;
+  float* params = model().arena().params();
+  for (int k = 0; k < num_servers_; ++k) {
+    const ServerSlice& s = slices_[static_cast<size_t>(k)];
+    ps_->PostRecvFloats(params + s.offset, static_cast<size_t>(s.size), ServerRank(k), kParamsTag,
+                        requests);
+    ps_->PostSendBytes(&pull_step_, sizeof(pull_step_), ServerRank(k), kPullTag, requests);
+  }
+  ps_->WaitAll(requests);
+  pull_s_ = Since(t0);
+}
+
+void ParameterServerStrategy::Push(const StepInput& in, bool skipped) {
+  SF_TRACE_SCOPE("push");
+  last_step_ = in.step;
+  head_ = {.step = in.step, .skipped = skipped ? 1 : 0, .learning_rate = in.learning_rate};
+  const float* grads = model().arena().grads();
+  for (int k = 0; k < num_servers_; ++k) {
+    const ServerSlice& s = slices_[static_cast<size_t>(k)];
+    ps_->PostSendBytes(&head_, sizeof(head_), ServerRank(k), kPushHeadTag, pushes_);
+    if (!skipped) {
+      ps_->PostSendFloats(grads + s.offset, static_cast<size_t>(s.size), ServerRank(k),
+                          kPushDataTag, pushes_);
+    }
+  }
+}
+
+void ParameterServerStrategy::Finish() {
+  if (server_) return;
+  WaitPushes();
+  comm::RequestList requests;
+  for (int k = 0; k < num_servers_; ++k) {
+    ps_->PostSendBytes(&last_step_, sizeof(last_step_), ServerRank(k), kDoneTag, requests);
+  }
+  ps_->WaitAll(requests);
+}
+
+// Evaluation sees the parameters every worker's last step has reached (in the synchronous
+// mode; the newest ones otherwise).
+EvalResult ParameterServerStrategy::Evaluate(const pipeline::Dataset& eval) {
+  Pull(last_step_ + 1);
+  return ReplicaStrategy::Evaluate(eval);
+}
+
+void ParameterServerStrategy::FetchServerState() {
+  std::vector<NamedTensor> slots = optimizer().Slots();
+  for (int k = 0; k < num_servers_; ++k) {
+    const ServerSlice& s = slices_[static_cast<size_t>(k)];
+    comm::RequestList requests;
+    const int64_t ask = 1;
+    ps_->PostSendBytes(&ask, sizeof(ask), ServerRank(k), kStateTag, requests);
+    ps_->WaitAll(requests);
+    const int64_t iterations = RecvValue<int64_t>(ServerRank(k), kStateIterTag);
+    std::vector<float> data(static_cast<size_t>(s.size) * (1 + slots.size()));
+    ps_->PostRecvFloats(data.data(), data.size(), ServerRank(k), kStateDataTag, requests);
+    ps_->WaitAll(requests);
+    std::copy_n(data.begin(), s.size, model().arena().params() + s.offset);
+    for (size_t j = 0; j < slots.size(); ++j) {
+      std::copy_n(data.begin() + static_cast<int64_t>(j + 1) * s.size, s.size,
+                  slots[j].tensor->data<float>() + s.offset);
+    }
+    optimizer().set_iterations(iterations);
+  }
+}
+
+void ParameterServerStrategy::SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch,
+                                             const std::string& iterator_state) {
+  if (options().checkpoint.dir.empty()) return;
+  if (group_->rank() == 0) FetchServerState();
+  ReplicaStrategy::SaveCheckpoint(steps_done, steps_per_epoch, iterator_state);
+}
+
+// ---------------------------------------------------------------- server
+
+template <typename T>
+T ParameterServerStrategy::RecvValue(int source, int tag) {
+  T value{};
+  comm::RequestList requests;
+  ps_->PostRecvBytes(&value, sizeof(value), source, tag, requests);
+  ps_->WaitAll(requests);
+  return value;
+}
+
+void ParameterServerStrategy::MakeServerState() {
+  mine_ = slices_[static_cast<size_t>(ps_->rank() - num_workers_)];
+  const Arena<float>& whole = model().arena();
+  for (int id : whole.arena_order()) {
+    const ParamSpec& s = whole.spec(id);
+    if (s.offset < mine_.offset || s.offset >= mine_.offset + mine_.size) continue;
+    slice_.Declare(s.layer, s.layer_name, s.name, s.shape, s.decay);
+  }
+  slice_.Allocate();  // the same reverse-layer order: the whole arena's range, in place
+  std::copy_n(whole.params() + mine_.offset, mine_.size, slice_.params());
+  slice_optimizer_ = MakeOptimizer(options().optimizer, mine_.size);
+  std::vector<NamedTensor> from = optimizer().Slots(), to = slice_optimizer_->Slots();
+  for (size_t j = 0; j < to.size(); ++j) {
+    std::copy_n(from[j].tensor->data<float>() + mine_.offset, mine_.size,
+                to[j].tensor->data<float>());
+  }
+  slice_optimizer_->set_iterations(optimizer().iterations());
+  incoming_.resize(static_cast<size_t>(mine_.size));
+  sum_.assign(static_cast<size_t>(mine_.size), 0.0f);
+  applied_.assign(static_cast<size_t>(num_workers_), 0);
+  pulled_at_.assign(static_cast<size_t>(num_workers_), 0);
+}
+
+int64_t ParameterServerStrategy::SlowestApplied() const {
+  return *std::min_element(applied_.begin(), applied_.end());
+}
+
+void ParameterServerStrategy::SendTo(int worker, int tag, std::vector<float> data) {
+  sends_.push_back({std::move(data), {}});
+  PendingSend& s = sends_.back();
+  ps_->PostSendFloats(s.data.data(), s.data.size(), worker, tag, s.requests);
+}
+
+void ParameterServerStrategy::CompleteSends(bool wait) {
+  while (!sends_.empty()) {
+    if (wait) {
+      ps_->WaitAll(sends_.front().requests);
+    } else if (!ps_->TestAll(sends_.front().requests)) {
+      return;
+    }
+    sends_.pop_front();
+  }
+}
+
+void ParameterServerStrategy::OnPush(int worker) {
+  const PushHead head = RecvValue<PushHead>(worker, kPushHeadTag);
+  if (head.skipped == 0) {
+    comm::RequestList requests;
+    ps_->PostRecvFloats(incoming_.data(), incoming_.size(), worker, kPushDataTag, requests);
+    ps_->WaitAll(requests);
+  }
+  const int64_t stale = updates_ - pulled_at_[static_cast<size_t>(worker)];
+  histogram_[static_cast<size_t>(std::min<int64_t>(stale, kHistogramBins - 1))] += 1;
+  staleness_sum_ += static_cast<double>(stale);
+  pushes_counted_ += 1;
+  const float inv = 1.0f / static_cast<float>(num_workers_);
+  if (staleness_ == 0) {  // synchronous: the mean of the step's W gradients, applied once
+    if (head.skipped == 0) {
+      for (int64_t i = 0; i < mine_.size; ++i) sum_[i] += incoming_[i];
+    }
+    if (++pushes_this_step_ < num_workers_) return;
+    float* g = slice_.grads();
+    for (int64_t i = 0; i < mine_.size; ++i) g[i] = sum_[i] * inv;
+    std::fill(sum_.begin(), sum_.end(), 0.0f);
+    pushes_this_step_ = 0;
+    slice_optimizer_->Step(slice_, head.learning_rate);
+    ++updates_;
+    std::fill(applied_.begin(), applied_.end(), head.step + 1);
+    return;
+  }
+  if (head.skipped == 0) {  // asynchronous: every gradient as it comes, its share of a step
+    float* g = slice_.grads();
+    for (int64_t i = 0; i < mine_.size; ++i) g[i] = incoming_[i] * inv;
+    slice_optimizer_->Step(slice_, head.learning_rate);
+    ++updates_;
+  }
+  applied_[static_cast<size_t>(worker)] = head.step + 1;
+}
+
+// A pull for step t is answered once the slowest worker has its steps up to t - 1 - s applied.
+void ParameterServerStrategy::AnswerPulls() {
+  const int64_t slowest = SlowestApplied();
+  for (auto it = pending_pulls_.begin(); it != pending_pulls_.end();) {
+    const auto [worker, step] = *it;
+    if (staleness_ >= 0 && step - slowest > staleness_) {
+      ++it;
+      continue;
+    }
+    max_gap_ = std::max(max_gap_, static_cast<double>(step - slowest));
+    pulled_at_[static_cast<size_t>(worker)] = updates_;
+    SendTo(worker, kParamsTag, std::vector<float>(slice_.params(), slice_.params() + mine_.size));
+    it = pending_pulls_.erase(it);
+  }
+}
+
+void ParameterServerStrategy::Handle(const comm::Communicator::Envelope& e) {
+  if (e.source >= num_workers_) {
+    throw Error(ErrorCode::kInternal, "parameter server got tag " + std::to_string(e.tag) +
+                                          " from rank " + std::to_string(e.source) +
+                                          ", not a worker");
+  }
+  switch (e.tag) {
+    case kPullTag:
+      pending_pulls_.emplace_back(e.source, RecvValue<int64_t>(e.source, kPullTag));
+      break;
+    case kPushHeadTag:
+      OnPush(e.source);
+      break;
+    case kDoneTag:
+      RecvValue<int64_t>(e.source, kDoneTag);
+      ++done_;
+      break;
+    case kStateTag: {
+      RecvValue<int64_t>(e.source, kStateTag);
+      const int64_t iterations = slice_optimizer_->iterations();
+      comm::RequestList requests;
+      ps_->PostSendBytes(&iterations, sizeof(iterations), e.source, kStateIterTag, requests);
+      ps_->WaitAll(requests);
+      std::vector<float> data(slice_.params(), slice_.params() + mine_.size);
+      for (const NamedTensor& slot : slice_optimizer_->Slots()) {
+        data.insert(data.end(), slot.tensor->data<float>(),
+                    slot.tensor->data<float>() + mine_.size);
+      }
+      SendTo(e.source, kStateDataTag, std::move(data));
+      break;
+    }
+    default:
+      throw Error(ErrorCode::kInternal, "parameter server got unknown tag " +
+                                            std::to_string(e.tag) + " from rank " +
+                                            std::to_string(e.source));
+  }
+}
+
+// The event loop: one message at a time, any worker, until every worker is done. Idle, it
+// sleeps in short naps so that a server sharing a core leaves it to the workers.
+void ParameterServerStrategy::Serve() {
+  const double timeout = options().watchdog_seconds;
+  auto heard = Clock::now();
+  int idle = 0;
+  while (done_ < num_workers_) {
+    CompleteSends(false);
+    const std::optional<comm::Communicator::Envelope> e = ps_->Poll();
+    if (!e) {
+      if (++idle > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (Since(heard) > timeout) {
+        std::string silent;
+        for (int w = 0; w < num_workers_; ++w) {
+          if (applied_[static_cast<size_t>(w)] < SlowestApplied() + 1) {
+            silent += (silent.empty() ? "" : ", ") + std::to_string(w);
+          }
+        }
+        throw Error(ErrorCode::kCommunication,
+                    "parameter server (rank " + std::to_string(ps_->rank()) +
+                        ") heard nothing for " + std::to_string(static_cast<int>(timeout)) +
+                        " s with " + std::to_string(num_workers_ - done_) +
+                        " worker(s) not done (workers " + silent + ")",
+                    {.key = "dist.watchdog_seconds"});
+      }
+      continue;
+    }
+    idle = 0;
+    heard = Clock::now();
+    Handle(*e);
+    AnswerPulls();
+  }
+  CompleteSends(true);
+}
+
+// ---------------------------------------------------------------- report
+
+void ParameterServerStrategy::FinishReport(RunSummary* summary) {
+  summary->strategy = name();
+  summary->grid = std::to_string(num_workers_) + " workers + " + std::to_string(num_servers_) +
+                  " servers, max_staleness " +
+                  (staleness_ < 0 ? std::string("unbounded") : std::to_string(staleness_));
+  std::vector<double> sums = histogram_;
+  sums.push_back(pushes_counted_);
+  sums.push_back(staleness_sum_);
+  comm::AllreduceDoubles(ctl(), sums.data(), sums.size(), comm::ReduceOp::kSum);
+  const double gap = comm::AllreduceDouble(ctl(), max_gap_, comm::ReduceOp::kMax);
+  const double pushes = sums[kHistogramBins], stale = sums[kHistogramBins + 1];
+  summary->staleness_histogram.assign(sums.begin(), sums.begin() + kHistogramBins);
+  summary->strategy_figures = {{"servers", num_servers_},
+                               {"workers", num_workers_},
+                               {"max_step_gap", gap},
+                               {"mean_staleness_updates", pushes > 0 ? stale / pushes : 0.0}};
+}
+
+// The servers' slices in rank order are the whole arena.
+std::vector<float> ParameterServerStrategy::FinalParams() {
+  std::vector<float> whole;
+  if (server_) whole.assign(slice_.params(), slice_.params() + mine_.size);
+  whole = comm::GatherConcat(ctl(), whole.data(), whole.size());
+  int64_t size = static_cast<int64_t>(whole.size());
+  size = comm::AllreduceInt64(ctl(), size, comm::ReduceOp::kMax);
+  whole.resize(static_cast<size_t>(size));
+  comm::Broadcast(ctl(), whole.data(), whole.size(), 0);
+  return whole;
+}
+
+}  // namespace
+
+std::vector<ServerSlice> CutArena(const std::vector<int64_t>& sizes, int servers) {
+  const size_t n = sizes.size();
+  std::vector<int64_t> after(n + 1, 0);  // non-empty tensors from i on
+  int64_t total = 0;
+  for (size_t j = n; j-- > 0;) {
+    after[j] = after[j + 1] + (sizes[j] > 0 ? 1 : 0);
+    total += sizes[j];
+  }
+  if (servers < 1 || servers > after[0]) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::to_string(servers) + " parameter servers for a model of " +
+                    std::to_string(after[0]) + " parameter tensors (each server holds whole ones)",
+                {.key = "dist.ps_ranks", .hint = "at most one server per parameter tensor"});
+  }
+  std::vector<ServerSlice> out;
+  size_t i = 0;
+  int64_t pos = 0;
+  for (int k = 0; k < servers; ++k) {
+    const int64_t begin = pos, left = servers - k - 1;
+    const int64_t target = total * (k + 1) / servers;
+    bool holds = false;
+    while (i < n) {
+      if (holds && (k + 1 < servers) &&
+          (after[i] <= left || std::llabs(pos + sizes[i] - target) > std::llabs(pos - target))) {
+        break;  // the rest is the later servers', or taking it moves away from the target
+      }
+      pos += sizes[i];
+      holds = holds || sizes[i] > 0;
+      ++i;
+    }
+    out.push_back({.offset = begin, .size = pos - begin});
+  }
+  return out;
+}
+
+std::unique_ptr<Strategy> MakeParameterServer(const StrategyEnv& env) {
+  return std::make_unique<ParameterServerStrategy>(env);
+}
+
+}  // namespace shardflow::train

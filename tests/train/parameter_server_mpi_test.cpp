@@ -1,0 +1,164 @@
+// Parameter-server training (the last ranks serve, the others work): synchronous mode
+// (max_staleness 0) ends with the parameters of one rank trained on the workers' global batch,
+// with 1 or 2 servers; bounded staleness never lets a worker run more than s steps ahead
+// (every answered pull counted); fully asynchronous training learns; the arena is cut at
+// parameter boundaries balanced by bytes. Runs under mpiexec at 1, 2 and 4 ranks (PS needs 2).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "apps/train/parameter_server.hpp"
+#include "apps/train/trainer.hpp"
+#include "core/error.hpp"
+
+namespace shardflow::train {
+namespace {
+
+constexpr int64_t kSteps = 6;
+constexpr int64_t kFeatures = 12;
+
+struct Data {
+  Tensor x, y;
+};
+
+// kSteps global batches of `global` rows; `part` of `parts` takes its slice of each.
+Data MakeData(int64_t global, int part, int parts, int64_t steps = kSteps) {
+  std::mt19937 gen(3);
+  std::normal_distribution<float> normal;
+  const int64_t rows = steps * global, per_part = global / parts;
+  std::vector<float> all(static_cast<size_t>(rows * kFeatures));
+  for (float& v : all) v = normal(gen);
+  Data d{Tensor(DType::kFloat32, {steps * per_part, kFeatures}),
+         Tensor(DType::kInt64, {steps * per_part})};
+  int64_t out = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    if ((r % global) / per_part != part) continue;
+    const float* row = all.data() + r * kFeatures;
+    std::copy_n(row, kFeatures, d.x.data<float>() + out * kFeatures);
+    const float s = row[0] + 0.5f * row[1] - row[2];
+    d.y.data<int64_t>()[out++] = s < -0.5f ? 0 : (s < 0.5f ? 1 : 2);
+  }
+  return d;
+}
+
+TrainerOptions Options() {
+  TrainerOptions o;
+  o.model_spec = "dense:16, tanh, dense:8, tanh, dense:3";
+  o.input_shape = {kFeatures};
+  o.input_feature = std::string("x");
+  o.label_feature = std::string("y");
+  o.optimizer = {.name = "sgd", .momentum = 0.9, .weight_decay = 1e-4};
+  o.schedule.base_lr = 0.1;
+  o.epochs = 1;
+  o.progress = false;
+  o.watchdog_seconds = 60;
+  return o;
+}
+
+TrainResult Train(const comm::Communicator& job, const Data& d, const TrainerOptions& o) {
+  TrainerInputs inputs;
+  inputs.train = [&] {
+    return pipeline::Dataset::FromTensors({{"x", d.x}, {"y", d.y}}).Batch(o.per_rank_batch);
+  };
+  inputs.eval = [&] { return pipeline::Dataset::FromTensors({{"x", d.x}, {"y", d.y}}).Batch(7); };
+  return RunTraining(job, o, inputs);
+}
+
+double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  double most = 0;
+  for (size_t i = 0; i < a.size(); ++i) most = std::max(most, std::fabs(double(a[i]) - b[i]));
+  return most;
+}
+
+// Runs parameter-server training on the world with `servers` servers.
+TrainResult TrainPs(int servers, int64_t staleness, int64_t per_worker, int64_t steps = kSteps) {
+  const comm::Communicator world(comm::Group::kWorld);
+  const int workers = world.size() - servers;
+  TrainerOptions o = Options();
+  o.strategy = "parameter_server";
+  o.ps_ranks = servers;
+  o.max_staleness = staleness;
+  o.per_rank_batch = per_worker;
+  const int part = std::min(world.rank(), workers - 1);
+  return Train(world, MakeData(per_worker * workers, part, workers, steps), o);
+}
+
+TEST(ParameterServer, SynchronousModeIsDataParallelTraining) {
+  const comm::Communicator world(comm::Group::kWorld);
+  if (world.size() < 2) GTEST_SKIP() << "needs a worker and a server";
+  for (int servers = 1; servers < world.size() && servers <= 2; ++servers) {
+    const int workers = world.size() - servers;
+    const int64_t per_worker = 12 / workers;
+    TrainerOptions ref_options = Options();
+    ref_options.per_rank_batch = per_worker * workers;
+    const comm::Communicator self(comm::Group::kSelf);
+    const TrainResult ref = Train(self, MakeData(per_worker * workers, 0, 1), ref_options);
+    const TrainResult got = TrainPs(servers, 0, per_worker);
+    ASSERT_EQ(got.params.size(), ref.params.size());
+    EXPECT_LT(MaxDiff(got.params, ref.params), 2e-5) << servers << " server(s)";
+    EXPECT_EQ(got.summary.steps, kSteps);
+    EXPECT_EQ(got.summary.samples, kSteps * per_worker * workers);
+    if (world.rank() < workers) {  // the workers evaluate (the servers hold no model to)
+      EXPECT_NEAR(*got.summary.test_accuracy, *ref.summary.test_accuracy, 1e-9);
+    }
+    std::map<std::string, double> f(got.summary.strategy_figures.begin(),
+                                    got.summary.strategy_figures.end());
+    EXPECT_EQ(f.at("max_step_gap"), 0);
+  }
+}
+
+TEST(ParameterServer, NoWorkerRunsMoreThanMaxStalenessAhead) {
+  const comm::Communicator world(comm::Group::kWorld);
+  if (world.size() < 3) GTEST_SKIP() << "needs two workers";
+  for (int64_t s : {1, 2}) {
+    const TrainResult r = TrainPs(1, s, 4, 12);
+    std::map<std::string, double> f(r.summary.strategy_figures.begin(),
+                                    r.summary.strategy_figures.end());
+    EXPECT_LE(f.at("max_step_gap"), static_cast<double>(s));
+    double pushes = 0;
+    for (double c : r.summary.staleness_histogram) pushes += c;
+    EXPECT_EQ(pushes, 12.0 * (world.size() - 1)) << "every push counted once";
+  }
+}
+
+TEST(ParameterServer, AsynchronousTrainingLearns) {
+  const comm::Communicator world(comm::Group::kWorld);
+  if (world.size() < 2) GTEST_SKIP() << "needs a worker and a server";
+  const TrainResult r = TrainPs(1, -1, 8, 40);
+  if (world.rank() == world.size() - 1) return;  // the server takes no steps, evaluates nothing
+  ASSERT_TRUE(r.summary.test_accuracy.has_value());
+  EXPECT_GT(*r.summary.test_accuracy, 0.6);
+  ASSERT_EQ(r.step_losses.size(), 40u);
+  EXPECT_LT(r.step_losses.back(), r.step_losses.front());
+}
+
+TEST(ParameterServer, ArenaCutAtParameterBoundariesBalancedByBytes) {
+  const std::vector<int64_t> sizes = {30, 10, 40, 20};
+  auto cut = CutArena(sizes, 2);
+  ASSERT_EQ(cut.size(), 2u);
+  EXPECT_EQ(cut[0].offset, 0);
+  EXPECT_EQ(cut[0].size, 40);  // 30 + 10: the nearest boundary to half of 100
+  EXPECT_EQ(cut[1].size, 60);
+  cut = CutArena(sizes, 4);
+  for (const ServerSlice& s : cut) EXPECT_GT(s.size, 0);
+  int64_t covered = 0;
+  for (const ServerSlice& s : cut) {
+    EXPECT_EQ(s.offset, covered);
+    covered += s.size;
+  }
+  EXPECT_EQ(covered, 100);
+  EXPECT_EQ(CutArena({5, 0, 5}, 2)[1].size, 5);
+  try {
+    CutArena(sizes, 5);
+    ADD_FAILURE() << "5 servers for 4 tensors accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("5 parameter servers for a model of 4 parameter tensors"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace shardflow::train
