@@ -96,6 +96,7 @@ nlohmann::json SummaryToJson(const RunSummary& s) {
   j["skipped_steps"] = s.skipped_steps;
   j["samples"] = s.samples;
   j["samples_per_s"] = s.samples_per_s;
+  j["aggregate_samples_per_s"] = s.aggregate_samples_per_s;
   if (s.test_accuracy) j["test_accuracy"] = *s.test_accuracy;
   if (s.test_loss) j["test_loss"] = *s.test_loss;
   j["wall_s"] = s.times.wall_s;

@@ -66,8 +66,9 @@ struct RunSummary {
   int64_t global_batch = 0;
   int64_t epochs = 0;
   int64_t steps = 0;
-  int64_t samples = 0;  // training samples processed by all ranks
-  double samples_per_s = 0;
+  int64_t samples = 0;                 // training samples processed by all ranks
+  double samples_per_s = 0;            // the job's samples over the slowest rank's time
+  double aggregate_samples_per_s = 0;  // the sum of each rank's own samples over its own time
   std::optional<double> test_accuracy;
   std::optional<double> test_loss;
   int64_t skipped_steps = 0;  // non-finite steps whose update was dropped (on_nonfinite)

@@ -54,15 +54,6 @@ class Decoder {
   size_t pos_ = 0;
 };
 
-std::string Range(int64_t begin, int64_t end) {
-  // Piece by piece: GCC 12 warns (-Wrestrict, falsely) on "[" + std::to_string(...).
-  std::string s(1, '[');
-  s += std::to_string(begin);
-  s += ',';
-  s += std::to_string(end);
-  s += ')';
-  return s;
-}
 
 std::string RankStr(int r) { return "rank " + std::to_string(r); }
 
@@ -80,7 +71,7 @@ Status CheckLayers(const std::vector<PartSummary>& parts, Layout* out) {
     const PartSummary& p = parts[r];
     if (p.first_layer < 0 || p.end_layer <= p.first_layer || p.end_layer > p.spec_layers) {
       return Invalid(RankStr(static_cast<int>(r)) + "'s layers " +
-                     Range(p.first_layer, p.end_layer) + " are not a range of the model's " +
+                     HalfOpenRange(p.first_layer, p.end_layer) + " are not a range of the model's " +
                      std::to_string(p.spec_layers));
     }
     if (p.spec_layers != parts[0].spec_layers) {
@@ -91,7 +82,7 @@ Status CheckLayers(const std::vector<PartSummary>& parts, Layout* out) {
     auto [it, fresh] = first_holder.emplace(std::make_pair(p.first_layer, p.end_layer), r);
     if (!fresh && parts[it->second].spec != p.spec) {
       return Invalid(RankStr(static_cast<int>(r)) + "'s layers " +
-                     Range(p.first_layer, p.end_layer) + " are '" + p.spec + "' but " +
+                     HalfOpenRange(p.first_layer, p.end_layer) + " are '" + p.spec + "' but " +
                      RankStr(it->second) + "'s are '" + parts[it->second].spec + "'");
     }
   }
@@ -99,13 +90,13 @@ Status CheckLayers(const std::vector<PartSummary>& parts, Layout* out) {
   int previous = -1;
   for (const auto& [range, rank] : first_holder) {
     if (range.first > covered) {
-      return Invalid("no rank holds layers " + Range(covered, range.first) + " of the model's " +
+      return Invalid("no rank holds layers " + HalfOpenRange(covered, range.first) + " of the model's " +
                      std::to_string(parts[0].spec_layers));
     }
     if (range.first < covered) {
-      return Invalid(RankStr(rank) + "'s layers " + Range(range.first, range.second) + " overlap " +
+      return Invalid(RankStr(rank) + "'s layers " + HalfOpenRange(range.first, range.second) + " overlap " +
                      RankStr(previous) + "'s " +
-                     Range(parts[previous].first_layer, parts[previous].end_layer));
+                     HalfOpenRange(parts[previous].first_layer, parts[previous].end_layer));
     }
     if (!out->model_spec.empty() && !parts[rank].spec.empty()) out->model_spec += ", ";
     out->model_spec += parts[rank].spec;
@@ -114,7 +105,7 @@ Status CheckLayers(const std::vector<PartSummary>& parts, Layout* out) {
     previous = rank;
   }
   if (covered < parts[0].spec_layers) {
-    return Invalid("no rank holds layers " + Range(covered, parts[0].spec_layers) +
+    return Invalid("no rank holds layers " + HalfOpenRange(covered, parts[0].spec_layers) +
                    " of the model's " + std::to_string(parts[0].spec_layers));
   }
   return Status::Ok();
@@ -160,15 +151,15 @@ Status CheckCoverage(const std::string& name, std::vector<Holder> holders, Layou
     const int64_t begin = h.param->split_begin;
     const int64_t end = begin + h.param->shape[static_cast<size_t>(axis)];
     if (begin > covered) {
-      return Invalid("parameter " + name + ": no rank holds " + Range(covered, begin) + along +
-                         " (gap before " + RankStr(h.rank) + "'s slice " + Range(begin, end) + ")",
+      return Invalid("parameter " + name + ": no rank holds " + HalfOpenRange(covered, begin) + along +
+                         " (gap before " + RankStr(h.rank) + "'s slice " + HalfOpenRange(begin, end) + ")",
                      name);
     }
     if (begin < covered) {
       const int64_t pb = previous->param->split_begin;
       return Invalid("parameter " + name + ": " + RankStr(h.rank) + "'s slice " +
-                         Range(begin, end) + along + " overlaps " + RankStr(previous->rank) +
-                         "'s slice " + Range(pb, covered),
+                         HalfOpenRange(begin, end) + along + " overlaps " + RankStr(previous->rank) +
+                         "'s slice " + HalfOpenRange(pb, covered),
                      name);
     }
     covered = end;
@@ -177,7 +168,7 @@ Status CheckCoverage(const std::string& name, std::vector<Holder> holders, Layou
   }
   const int64_t full = first.full_shape[static_cast<size_t>(axis)];
   if (covered != full) {
-    return Invalid("parameter " + name + ": no rank holds " + Range(covered, full) + along +
+    return Invalid("parameter " + name + ": no rank holds " + HalfOpenRange(covered, full) + along +
                        " of its " + ShapeToString(first.full_shape),
                    name);
   }

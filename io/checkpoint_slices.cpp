@@ -9,15 +9,6 @@
 namespace shardflow {
 namespace {
 
-std::string Range(int64_t begin, int64_t end) {
-  // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "[" + std::to_string(...).
-  std::string s(1, '[');
-  s += std::to_string(begin);
-  s += ',';
-  s += std::to_string(end);
-  s += ')';
-  return s;
-}
 
 struct Owned {
   int64_t offset;
@@ -54,16 +45,16 @@ Status CheckArenaCoverage(const std::vector<std::vector<ArenaSlice>>& by_rank, i
   for (const Owned& o : owned) {
     if (o.offset > covered) {
       return Status(ErrorCode::kInvalidArgument,
-                    "no rank owns arena elements " + Range(covered, o.offset) +
+                    "no rank owns arena elements " + HalfOpenRange(covered, o.offset) +
                         " (gap before rank " + std::to_string(o.rank) + "'s slice " +
-                        Range(o.offset, o.end) + ")",
+                        HalfOpenRange(o.offset, o.end) + ")",
                     ctx);
     }
     if (o.offset < covered) {
       return Status(ErrorCode::kInvalidArgument,
-                    "rank " + std::to_string(o.rank) + "'s slice " + Range(o.offset, o.end) +
+                    "rank " + std::to_string(o.rank) + "'s slice " + HalfOpenRange(o.offset, o.end) +
                         " overlaps rank " + std::to_string(previous->rank) + "'s slice " +
-                        Range(previous->offset, previous->end),
+                        HalfOpenRange(previous->offset, previous->end),
                     ctx);
     }
     covered = o.end;
@@ -71,7 +62,7 @@ Status CheckArenaCoverage(const std::vector<std::vector<ArenaSlice>>& by_rank, i
   }
   if (covered < arena_size) {
     return Status(ErrorCode::kInvalidArgument,
-                  "no rank owns arena elements " + Range(covered, arena_size) + " (the arena has " +
+                  "no rank owns arena elements " + HalfOpenRange(covered, arena_size) + " (the arena has " +
                       std::to_string(arena_size) + " elements)",
                   ctx);
   }
@@ -99,6 +90,16 @@ uint32_t Crc32(const void* data, size_t bytes) {
     bytes -= n;
   }
   return static_cast<uint32_t>(crc);
+}
+
+std::string HalfOpenRange(int64_t begin, int64_t end) {
+  // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "[" + std::to_string(...).
+  std::string s(1, '[');
+  s += std::to_string(begin);
+  s += ',';
+  s += std::to_string(end);
+  s += ')';
+  return s;
 }
 
 }  // namespace shardflow

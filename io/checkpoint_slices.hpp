@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/error.hpp"
@@ -39,5 +40,8 @@ uint32_t CombineSliceCrcs(std::vector<SliceCrc> slices);
 
 // The CRC-32 of `bytes` bytes (any length; zlib's CRC-32 as in the checkpoint's params_crc32).
 uint32_t Crc32(const void* data, size_t bytes);
+
+// "[begin,end)", as the checkpoint errors name ranges of elements and layers.
+std::string HalfOpenRange(int64_t begin, int64_t end);
 
 }  // namespace shardflow

@@ -10,6 +10,7 @@
 #include "apps/common/stage_plan.hpp"
 #include "apps/train/memory_guard.hpp"
 #include "apps/train/nonfinite_guard.hpp"
+#include "apps/train/parameter_server.hpp"
 #include "apps/train/rank_states.hpp"
 #include "apps/train/whole_params.hpp"
 #include "comm/allreduce.hpp"
@@ -389,6 +390,14 @@ std::vector<float> ModelParallelStrategy::FinalParams() {
 }  // namespace
 
 void CheckModelPlan(const TrainerOptions& o, int rank) {
+  if (o.strategy == "parameter_server") {  // the servers' slices: whole parameter tensors
+    std::vector<int64_t> sizes;            // in arena order: the last layer's first
+    const std::vector<LayerInfo> layers = DescribeLayers(o.model_spec, o.input_shape, o.model);
+    for (auto layer = layers.rbegin(); layer != layers.rend(); ++layer) {
+      for (const auto& [name, shape] : layer->params) sizes.push_back(NumElements(shape));
+    }
+    CutArena(sizes, o.ps_ranks);
+  }
   if (!o.model_parallel.grid.model_parallel() && o.max_memory_mb <= 0) return;
   const apps::RankPlan plan = PlanRank(o, rank);
   CheckMemoryCap(o, plan.parameters, plan.holder);

@@ -31,8 +31,9 @@ namespace shardflow::train {
 std::unique_ptr<Strategy> MakeModelParallel(const StrategyEnv& env);
 
 // The checks of a run's model plan that every rank finds alike, for the parse phase (one line
-// says what is wrong, exit 2): the stage boundaries (given or balanced) and, with
-// train.max_memory_mb, this rank's share of the model state (its stage, or the whole model).
+// says what is wrong, exit 2): the stage boundaries (given or balanced), the parameter
+// servers' slices and, with train.max_memory_mb, this rank's share of the model state (its
+// stage, or the whole model).
 void CheckModelPlan(const TrainerOptions& o, int rank);
 
 }  // namespace shardflow::train

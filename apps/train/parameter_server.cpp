@@ -413,9 +413,10 @@ void ParameterServerStrategy::Serve() {
 
 void ParameterServerStrategy::FinishReport(RunSummary* summary) {
   summary->strategy = name();
-  summary->grid = std::to_string(num_workers_) + " workers + " + std::to_string(num_servers_) +
-                  " servers, max_staleness " +
-                  (staleness_ < 0 ? std::string("unbounded") : std::to_string(staleness_));
+  summary->grid =
+      std::to_string(num_workers_) + (num_workers_ == 1 ? " worker + " : " workers + ") +
+      std::to_string(num_servers_) + (num_servers_ == 1 ? " server" : " servers") +
+      ", max_staleness " + (staleness_ < 0 ? std::string("unbounded") : std::to_string(staleness_));
   std::vector<double> sums = histogram_;
   sums.push_back(pushes_counted_);
   sums.push_back(staleness_sum_);

@@ -1,9 +1,11 @@
 #include "apps/train/test_fault.hpp"
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "core/error.hpp"
 #include "core/logging.hpp"
@@ -19,18 +21,27 @@ TestFault TestFault::FromEnvironment() {
   char extra = 0;
   const int n = std::sscanf(env, "%7[a-z]:%d:%lld%c", kind, &rank, &step, &extra);
   const std::string k = kind;
-  if (n != 3 || (k != "kill" && k != "hang") || rank < 0 || step < 0) {
-    throw Error(ErrorCode::kInvalidArgument, std::string("bad SHARDFLOW_TEST_FAULT '") + env +
-                                                 "': expected kill:RANK:STEP or hang:RANK:STEP");
+  if (n != 3 || (k != "kill" && k != "hang" && k != "slow") || rank < 0 || step < 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("bad SHARDFLOW_TEST_FAULT '") + env +
+                    "': expected kill:RANK:STEP, hang:RANK:STEP or slow:RANK:MILLISECONDS");
   }
   TestFault f;
   f.rank_ = rank;
+  if (k == "slow") {
+    f.slow_ms_ = step;
+    return f;
+  }
   f.step_ = step;
   f.signal_ = k == "kill" ? SIGKILL : SIGSTOP;
   return f;
 }
 
 void TestFault::MaybeRaise(int rank, int64_t step) const {
+  if (rank == rank_ && slow_ms_ > 0) {  // a straggler: every step this much longer
+    std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms_));
+    return;
+  }
   if (rank != rank_ || step != step_) return;
   SF_LOG(Warn) << "SHARDFLOW_TEST_FAULT: rank " << rank << " raises "
                << (signal_ == SIGKILL ? "SIGKILL" : "SIGSTOP") << " at step " << step;

@@ -1,7 +1,8 @@
 // Test-only fault injection for the process-level tests (tests/train/train_runs.sh).
 //
 // SHARDFLOW_TEST_FAULT=kill:R:S (or hang:R:S) makes rank R raise SIGKILL (or SIGSTOP) at the
-// start of step S (0-based). Unset or empty: no fault. A malformed value is an error.
+// start of step S (0-based); slow:R:MS makes rank R sleep MS milliseconds at the start of every
+// step (a straggler, for benchmarks). Unset or empty: no fault. A malformed value is an error.
 // Thread-safety: none needed (read once, then const).
 #pragma once
 
@@ -20,6 +21,7 @@ class TestFault {
   int rank_ = -1;
   int64_t step_ = -1;
   int signal_ = 0;
+  int64_t slow_ms_ = 0;
 };
 
 }  // namespace shardflow::train

@@ -139,10 +139,10 @@ TrainResult TrainingLoop::Run() {
   plan_ = PlanSteps(
       *steps_, o_,
       inputs_.local_batches ? inputs_.local_batches() : pipeline::LocalBatchCount(one_pass));
+  // Repeated without a count: the loop stops at plan_.total_steps, and the iterator state (which
+  // names the pipeline's stages) stays valid when a finished run is resumed with more epochs.
   it_ = std::make_unique<pipeline::PipelineIterator>(
-      pipeline::LimitSteps(one_pass, plan_.steps_per_epoch, left_out_)
-          .Repeat(o_.epochs)
-          .MakeIterator());
+      pipeline::LimitSteps(one_pass, plan_.steps_per_epoch, left_out_).Repeat().MakeIterator());
   if (!start.iterator_state.empty()) it_->RestoreState(start.iterator_state);
   if (start.step > 0 && start.step >= plan_.total_steps) {
     // A finished run resumed: nothing to train, and its outputs stay as they are.
@@ -288,9 +288,13 @@ EvalResult TrainingLoop::Evaluate(int64_t step, bool final) {
 // Where the time went: the slowest rank's wall time, the mean of the parts.
 void TrainingLoop::Summarize(int64_t steps) {
   // Over every rank; the parts are means over the ranks that take batches (a server adds 0).
-  double parts[5] = {times_.input_wait_s, times_.compute_s, times_.comm_s,
-                     static_cast<double>(samples_seen_), strategy_.trains_batches() ? 1.0 : 0.0};
-  comm::AllreduceDoubles(job_, parts, 5, comm::ReduceOp::kSum);
+  double parts[6] = {times_.input_wait_s,
+                     times_.compute_s,
+                     times_.comm_s,
+                     static_cast<double>(samples_seen_),
+                     strategy_.trains_batches() ? 1.0 : 0.0,
+                     times_.wall_s > 0 ? static_cast<double>(samples_seen_) / times_.wall_s : 0.0};
+  comm::AllreduceDoubles(job_, parts, 6, comm::ReduceOp::kSum);
   const double size = std::max(1.0, parts[4]);
   const double wall = comm::AllreduceDouble(job_, times_.wall_s, comm::ReduceOp::kMax);
   steps = comm::AllreduceInt64(job_, steps, comm::ReduceOp::kMax);
@@ -308,6 +312,7 @@ void TrainingLoop::Summarize(int64_t steps) {
   s.epochs = per_epoch > 0 ? (steps + per_epoch - 1) / per_epoch : 0;
   s.samples = static_cast<int64_t>(parts[3]);
   s.samples_per_s = wall > 0 ? parts[3] / wall : 0;
+  s.aggregate_samples_per_s = parts[5];
   s.verdict = Diagnose(s.times, o_.tuning);
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);  // ru_maxrss in KiB on Linux

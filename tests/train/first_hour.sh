@@ -51,6 +51,10 @@ resume_done)
   grep -q "the run in run is complete; nothing changed" b.log || { cat b.log; fail "no 'complete' line"; }
   [ "$(cat run/summary.json run/metrics.jsonl | md5sum)" = "$before" ] ||
     fail "summary.json or metrics.jsonl changed"
+  # As it says: raise train.epochs to go on (the iterator state used to be refused then).
+  train 2 c.log --output run --resume --train.epochs=3 || { cat c.log; fail "resume with more epochs failed"; }
+  grep -q "resuming from run/checkpoints/ckpt-000000020.h5 at step 20" c.log || { cat c.log; fail "no resume line"; }
+  [ "$(evals run | tail -n 1)" = "2:30:final" ] || fail "the third epoch did not run"
   ;;
 checkpoints)
   train 2 a.log --output run --checkpoint.keep_last=0 || { cat a.log; fail "training failed"; }

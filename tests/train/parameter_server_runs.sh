@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Process-level tests of parameter-server training in shardflow-train (issue 14), on small
+# Fashion-MNIST shards made by shardflow-convert. Prints "parameter_server_runs.sh MODE: ok"
+# last when every check passed.
+#   parameter_server_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
+# MODE:
+#   errors  one line each, exit 2, nothing aborted: ps_ranks leaving no worker, more servers than
+#           parameter tensors, a parameter server with pipeline stages.
+#   train   2 workers + 1 server, asynchronous: learns, reports the roles, the staleness
+#           histogram (one count per push) and writes a checkpoint in the data-parallel layout,
+#           which data-parallel training resumes on 2 ranks and shardflow-predict reads.
+set -euo pipefail
+source "$(dirname "$0")/../support/process_test.sh" "$@"
+
+train() {
+  local np=$1 log=$2
+  shift 2
+  # Reads and calls pinned: their automatic values follow the ranks per node, and an iterator state
+  # names the pipeline's stages, so resuming on another rank count would refuse it.
+  run_train "$np" "$log" --data.files='data/fm-*.tfrecord' --eval.files='data/fm-*.tfrecord' \
+    --train.epochs=2 --train.batch_size=32 --data.parallel_calls=1 --data.parallel_reads=1 "$@"
+}
+
+expect_usage_error() {  # LOG PATTERN NP ARGS...
+  local log=$1 pattern=$2 np=$3
+  shift 3
+  local rc=0
+  train "$np" "$log" --output run --dist.strategy=parameter_server "$@" || rc=$?
+  [ $rc -eq 2 ] || { cat "$log"; fail "$*: exit $rc, wanted 2"; }
+  [ "$(grep -c "error: " "$log")" -eq 1 ] || { cat "$log"; fail "$*: wanted one error line"; }
+  grep -q -E "^\[rank 0\] error: invalid argument: $pattern" "$log" ||
+    { cat "$log"; fail "$*: no error line matching '$pattern'"; }
+  ! grep -q "MPI_ABORT" "$log" || { cat "$log"; fail "$*: the job was aborted"; }
+}
+
+convert 2 600 data/fm
+case "$mode" in
+errors)
+  expect_usage_error a.log "dist.ps_ranks 2 leaves no worker among 2 ranks \[key=dist.ps_ranks\]" \
+    2 --dist.ps_ranks=2
+  expect_usage_error b.log "3 parameter servers for a model of 2 parameter tensors" \
+    4 --dist.ps_ranks=3 --model.spec='flatten, dense:10'
+  expect_usage_error c.log "dist.strategy parameter_server does not combine with pipeline stages" \
+    2 --dist.pipeline_stages=2
+  ;;
+train)
+  train 3 a.log --output run --dist.strategy=parameter_server || { cat a.log; fail "training failed"; }
+  grep -q "parameter server: 2 worker(s) (ranks 0-1, worker 0 the chief), 1 server(s) (ranks 2-2); max_staleness unbounded (asynchronous)" a.log ||
+    { cat a.log; fail "no roles line"; }
+  $py - run/summary.json <<'PY' || { cat a.log; fail "summary"; }
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["strategy"] == "parameter_server", s
+assert s["grid"] == "2 workers + 1 server, max_staleness unbounded", s["grid"]
+assert sum(s["staleness_histogram"]) == 2 * s["steps"], (s["staleness_histogram"], s["steps"])
+assert s["test_accuracy"] > 0.5, s["test_accuracy"]
+assert s["samples"] == 2 * 600, s  # every record once per epoch, over the workers
+PY
+  ls run/checkpoints/ckpt-*.h5 >/dev/null || fail "no checkpoint"
+  # The file is data-parallel training's: 2 ranks resume it (a finished run: nothing to do) and
+  # continue it for a third epoch; predict reads it.
+  train 2 b.log --output run --train.epochs=3 --resume || { cat b.log; fail "data-parallel resume failed"; }
+  grep -q "resuming from run/checkpoints/ckpt-" b.log || { cat b.log; fail "no resume line"; }
+  timeout -k 5 60 "${mpi[@]}" -np 1 "$bin/shardflow-predict" --config "$src/configs/fmnist_mlp.ini" \
+    --checkpoint run/checkpoints --input 'data/fm-*.tfrecord' --output p.csv >p.log 2>&1 ||
+    { cat p.log; fail "predict failed"; }
+  grep -q "^predicted 600 records on 1 ranks" p.log || { cat p.log; fail "no predict line"; }
+  ;;
+*) fail "unknown mode" ;;
+esac
+echo "parameter_server_runs.sh $mode: ok"
