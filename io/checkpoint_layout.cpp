@@ -54,7 +54,6 @@ class Decoder {
   size_t pos_ = 0;
 };
 
-
 std::string RankStr(int r) { return "rank " + std::to_string(r); }
 
 Status Invalid(const std::string& message, const std::string& key = "") {
@@ -71,8 +70,8 @@ Status CheckLayers(const std::vector<PartSummary>& parts, Layout* out) {
     const PartSummary& p = parts[r];
     if (p.first_layer < 0 || p.end_layer <= p.first_layer || p.end_layer > p.spec_layers) {
       return Invalid(RankStr(static_cast<int>(r)) + "'s layers " +
-                     HalfOpenRange(p.first_layer, p.end_layer) + " are not a range of the model's " +
-                     std::to_string(p.spec_layers));
+                     HalfOpenRange(p.first_layer, p.end_layer) +
+                     " are not a range of the model's " + std::to_string(p.spec_layers));
     }
     if (p.spec_layers != parts[0].spec_layers) {
       return Invalid(RankStr(static_cast<int>(r)) + "'s model has " +
@@ -90,12 +89,12 @@ Status CheckLayers(const std::vector<PartSummary>& parts, Layout* out) {
   int previous = -1;
   for (const auto& [range, rank] : first_holder) {
     if (range.first > covered) {
-      return Invalid("no rank holds layers " + HalfOpenRange(covered, range.first) + " of the model's " +
-                     std::to_string(parts[0].spec_layers));
+      return Invalid("no rank holds layers " + HalfOpenRange(covered, range.first) +
+                     " of the model's " + std::to_string(parts[0].spec_layers));
     }
     if (range.first < covered) {
-      return Invalid(RankStr(rank) + "'s layers " + HalfOpenRange(range.first, range.second) + " overlap " +
-                     RankStr(previous) + "'s " +
+      return Invalid(RankStr(rank) + "'s layers " + HalfOpenRange(range.first, range.second) +
+                     " overlap " + RankStr(previous) + "'s " +
                      HalfOpenRange(parts[previous].first_layer, parts[previous].end_layer));
     }
     if (!out->model_spec.empty() && !parts[rank].spec.empty()) out->model_spec += ", ";
@@ -151,15 +150,16 @@ Status CheckCoverage(const std::string& name, std::vector<Holder> holders, Layou
     const int64_t begin = h.param->split_begin;
     const int64_t end = begin + h.param->shape[static_cast<size_t>(axis)];
     if (begin > covered) {
-      return Invalid("parameter " + name + ": no rank holds " + HalfOpenRange(covered, begin) + along +
-                         " (gap before " + RankStr(h.rank) + "'s slice " + HalfOpenRange(begin, end) + ")",
+      return Invalid("parameter " + name + ": no rank holds " + HalfOpenRange(covered, begin) +
+                         along + " (gap before " + RankStr(h.rank) + "'s slice " +
+                         HalfOpenRange(begin, end) + ")",
                      name);
     }
     if (begin < covered) {
       const int64_t pb = previous->param->split_begin;
       return Invalid("parameter " + name + ": " + RankStr(h.rank) + "'s slice " +
-                         HalfOpenRange(begin, end) + along + " overlaps " + RankStr(previous->rank) +
-                         "'s slice " + HalfOpenRange(pb, covered),
+                         HalfOpenRange(begin, end) + along + " overlaps " +
+                         RankStr(previous->rank) + "'s slice " + HalfOpenRange(pb, covered),
                      name);
     }
     covered = end;

@@ -9,7 +9,6 @@
 namespace shardflow {
 namespace {
 
-
 struct Owned {
   int64_t offset;
   int64_t end;
@@ -52,8 +51,9 @@ Status CheckArenaCoverage(const std::vector<std::vector<ArenaSlice>>& by_rank, i
     }
     if (o.offset < covered) {
       return Status(ErrorCode::kInvalidArgument,
-                    "rank " + std::to_string(o.rank) + "'s slice " + HalfOpenRange(o.offset, o.end) +
-                        " overlaps rank " + std::to_string(previous->rank) + "'s slice " +
+                    "rank " + std::to_string(o.rank) + "'s slice " +
+                        HalfOpenRange(o.offset, o.end) + " overlaps rank " +
+                        std::to_string(previous->rank) + "'s slice " +
                         HalfOpenRange(previous->offset, previous->end),
                     ctx);
     }
@@ -62,8 +62,8 @@ Status CheckArenaCoverage(const std::vector<std::vector<ArenaSlice>>& by_rank, i
   }
   if (covered < arena_size) {
     return Status(ErrorCode::kInvalidArgument,
-                  "no rank owns arena elements " + HalfOpenRange(covered, arena_size) + " (the arena has " +
-                      std::to_string(arena_size) + " elements)",
+                  "no rank owns arena elements " + HalfOpenRange(covered, arena_size) +
+                      " (the arena has " + std::to_string(arena_size) + " elements)",
                   ctx);
   }
   return Status::Ok();
