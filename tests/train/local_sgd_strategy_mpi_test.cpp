@@ -14,6 +14,7 @@
 #include "apps/train/replica_strategy.hpp"
 #include "apps/train/trainer.hpp"
 #include "tests/support/mpi_scratch.hpp"
+#include "tests/train/train_on_tensors.hpp"
 
 namespace shardflow::train {
 namespace {
@@ -83,20 +84,11 @@ TrainerOptions Options() {
 }
 
 TrainResult Train(const Data& d, const TrainerOptions& o, const StrategyFactory& factory = {}) {
-  TrainerInputs inputs;
-  inputs.train = [&] {
-    return pipeline::Dataset::FromTensors({{"x", d.x}, {"y", d.y}}).Batch(o.per_rank_batch);
-  };
-  inputs.eval = [&] { return pipeline::Dataset::FromTensors({{"x", d.x}, {"y", d.y}}).Batch(16); };
   const comm::Communicator job(comm::Group::kWorld);
-  return RunTraining(job, o, inputs, factory);
+  return testing::TrainOnTensors(job, d.x, d.y, o, 16, factory);
 }
 
-double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
-  return m;
-}
+using testing::MaxDiff;
 
 int Rank() { return shardflow::testing::MpiRank(); }
 int Ranks() { return shardflow::testing::MpiSize(); }

@@ -14,6 +14,7 @@
 #include "apps/train/trainer.hpp"
 #include "core/error.hpp"
 #include "tests/support/mpi_scratch.hpp"
+#include "tests/train/train_on_tensors.hpp"
 
 namespace shardflow::train {
 namespace {
@@ -74,12 +75,7 @@ TrainerOptions Options(const Model& m) {
 }
 
 TrainResult Train(const comm::Communicator& job, const Data& d, const TrainerOptions& o) {
-  TrainerInputs inputs;
-  inputs.train = [&] {
-    return pipeline::Dataset::FromTensors({{"x", d.x}, {"y", d.y}}).Batch(o.per_rank_batch);
-  };
-  inputs.eval = [&] { return pipeline::Dataset::FromTensors({{"x", d.x}, {"y", d.y}}).Batch(5); };
-  return RunTraining(job, o, inputs);
+  return testing::TrainOnTensors(job, d.x, d.y, o, 5);
 }
 
 // The unsplit model on this rank alone, the whole global batch per step.
@@ -90,11 +86,7 @@ TrainResult Reference(const Model& m) {
   return Train(self, MakeData(m, 0, 1), o);
 }
 
-double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  double most = 0;
-  for (size_t i = 0; i < a.size(); ++i) most = std::max(most, std::fabs(double(a[i]) - b[i]));
-  return most;
-}
+using testing::MaxDiff;
 
 // Every (stages, tensor ways) of n ranks but plain data parallelism: 2 ranks give 2x1 and 1x2,
 // 4 ranks 2x1 (2 replicas), 4x1, 1x2 (2 replicas), 2x2, 1x4.

@@ -12,6 +12,7 @@
 #include "apps/train/parameter_server.hpp"
 #include "apps/train/trainer.hpp"
 #include "core/error.hpp"
+#include "tests/train/train_on_tensors.hpp"
 
 namespace shardflow::train {
 namespace {
@@ -58,19 +59,10 @@ TrainerOptions Options() {
 }
 
 TrainResult Train(const comm::Communicator& job, const Data& d, const TrainerOptions& o) {
-  TrainerInputs inputs;
-  inputs.train = [&] {
-    return pipeline::Dataset::FromTensors({{"x", d.x}, {"y", d.y}}).Batch(o.per_rank_batch);
-  };
-  inputs.eval = [&] { return pipeline::Dataset::FromTensors({{"x", d.x}, {"y", d.y}}).Batch(7); };
-  return RunTraining(job, o, inputs);
+  return testing::TrainOnTensors(job, d.x, d.y, o, 7);
 }
 
-double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  double most = 0;
-  for (size_t i = 0; i < a.size(); ++i) most = std::max(most, std::fabs(double(a[i]) - b[i]));
-  return most;
-}
+using testing::MaxDiff;
 
 // Runs parameter-server training on the world with `servers` servers.
 TrainResult TrainPs(int servers, int64_t staleness, int64_t per_worker, int64_t steps = kSteps) {
