@@ -87,7 +87,8 @@ struct RunSummary {
 
 // summary.json: ranks, global_batch, per_rank_batch, epochs, steps, samples_per_s,
 // test_accuracy or test_loss, skipped_steps, input_wait_fraction, compute_fraction, comm_fraction,
-// verdict, advice, wall_s, peak_rss_mib (per rank); grid and strategy_figures when set.
+// verdict, advice, wall_s, aggregate_samples_per_s, peak_rss_mib (per rank); grid,
+// strategy_figures and staleness_histogram when set.
 nlohmann::json SummaryToJson(const RunSummary& s);
 
 // The human-readable end-of-run report (several lines, ending in a newline).
