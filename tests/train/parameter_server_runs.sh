@@ -9,6 +9,7 @@
 #   train   2 workers + 1 server, asynchronous: learns, reports the roles, the staleness
 #           histogram (one count per push) and writes a checkpoint in the data-parallel layout,
 #           which data-parallel training resumes on 2 ranks and shardflow-predict reads.
+#   kill    a worker killed at step 5 ends the job non-zero within 30 s, servers included.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -66,6 +67,20 @@ PY
     --checkpoint run/checkpoints --input 'data/fm-*.tfrecord' --output p.csv >p.log 2>&1 ||
     { cat p.log; fail "predict failed"; }
   grep -q "^predicted 600 records on 1 ranks" p.log || { cat p.log; fail "no predict line"; }
+  ;;
+kill)
+  # A worker that dies ends the job, servers included, with mpiexec's one line about it.
+  start=$(date +%s)
+  rc=0
+  SHARDFLOW_TEST_FAULT=kill:1:5 train 3 a.log --output run --dist.strategy=parameter_server \
+    --dist.watchdog_seconds=10 || rc=$?
+  took=$(( $(date +%s) - start ))
+  [ $rc -ne 0 ] || { cat a.log; fail "exit status 0 after a worker was killed"; }
+  grep -q "SHARDFLOW_TEST_FAULT: rank 1 raises SIGKILL at step 5" a.log ||
+    { cat a.log; fail "the fault was not injected"; }
+  n=$(grep -E -c "process rank 1 .*exited on signal 9" a.log || true)
+  [ "$n" -eq 1 ] || { cat a.log; fail "$n lines say rank 1 died, wanted 1"; }
+  [ $took -le 30 ] || fail "the job took ${took}s to end"
   ;;
 *) fail "unknown mode" ;;
 esac
