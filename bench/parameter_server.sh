@@ -10,7 +10,8 @@
 #              rank 1 slowed (SHARDFLOW_TEST_FAULT=slow:1:MS); samples/s of the job (its samples
 #              over the slowest rank's time) and the aggregate (each worker's own rate, summed).
 #   accuracy   3 epochs: data_parallel on 2 ranks, parameter_server 2 workers + 1 server and
-#              2 workers + 2 servers (asynchronous) and 2 + 1 synchronous; test accuracy.
+#              2 workers + 2 servers (asynchronous) and 2 + 1 synchronous; data_parallel on 3
+#              ranks and parameter_server 3 workers + 1 server; test accuracy.
 # Runs interleaved, medians reported.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -86,10 +87,12 @@ if want accuracy; then
     run a_ps21 3 "" --train.epochs=3 "${ps[@]}"
     run a_ps22 4 "" --train.epochs=3 --dist.strategy=parameter_server --dist.ps_ranks=2
     run a_sync 3 "" --train.epochs=3 "${ps[@]}" --dist.max_staleness=0
+    run a_dp3 3 "" --train.epochs=3
+    run a_ps31 4 "" --train.epochs=3 "${ps[@]}"
   done
   echo "| run (3 epochs) | test accuracy | samples/s |"
   echo "|---|---|---|"
-  for c in a_dp a_ps21 a_ps22 a_sync; do
+  for c in a_dp a_ps21 a_ps22 a_sync a_dp3 a_ps31; do
     echo "| $c | $(median "$c" 's["test_accuracy"]') | $(median "$c" 's["samples_per_s"]') |"
   done
 fi
