@@ -9,18 +9,13 @@
 #include <vector>
 
 #include "core/model.hpp"
-#include "core/random.hpp"
+#include "tests/core/random_tensor.hpp"
 
 namespace shardflow {
 namespace {
 
 Tensor RandomTensor(const Shape& shape, uint64_t stream) {
-  Tensor t(DType::kFloat32, shape);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.num_elements(); ++i) {
-    p[i] = 2.0f * RandomUniform(5, stream, static_cast<uint64_t>(i)) - 1.0f;
-  }
-  return t;
+  return testing::RandomTensor(shape, 5, stream);
 }
 
 std::vector<float> Values(const Tensor& t) {

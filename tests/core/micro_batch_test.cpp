@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/model.hpp"
-#include "core/random.hpp"
+#include "tests/core/random_tensor.hpp"
 
 namespace shardflow {
 namespace {
@@ -20,12 +20,7 @@ namespace {
 enum class Order { kF1B1F2B2, kF2B2F1B1, kF1F2B1B2, kF1F2B2B1 };
 
 Tensor RandomTensor(const Shape& shape, uint64_t stream) {
-  Tensor t(DType::kFloat32, shape);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.num_elements(); ++i) {
-    p[i] = 2.0f * RandomUniform(99, stream, static_cast<uint64_t>(i)) - 1.0f;
-  }
-  return t;
+  return testing::RandomTensor(shape, 99, stream);
 }
 
 struct Outcome {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "core/model.hpp"
-#include "core/random.hpp"
 #include "fake_tensor_group.hpp"
+#include "tests/core/random_tensor.hpp"
 
 namespace shardflow {
 namespace {
@@ -26,12 +26,7 @@ using testing_tp::FakeTensorGroup;
 using testing_tp::RunWays;
 
 Tensor RandomTensor(const Shape& shape, uint64_t stream) {
-  Tensor t(DType::kFloat32, shape);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.num_elements(); ++i) {
-    p[i] = 2.0f * RandomUniform(7, stream, static_cast<uint64_t>(i)) - 1.0f;
-  }
-  return t;
+  return testing::RandomTensor(shape, 7, stream);
 }
 
 std::vector<float> Values(const Tensor& t) {
