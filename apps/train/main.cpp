@@ -11,6 +11,7 @@
 #include "apps/common/stage_plan.hpp"
 #include "apps/train/memory_guard.hpp"
 #include "apps/train/model_parallel.hpp"
+#include "apps/train/ps_placement.hpp"
 #include "apps/train/trainer.hpp"
 #include "apps/train/trainer_options.hpp"
 #include "comm/collectives.hpp"
@@ -96,8 +97,9 @@ struct DataShard {
 };
 DataShard ShardOf(const TrainerOptions& o, int rank) {
   if (o.strategy == "parameter_server") {  // the workers share the data; servers read none
-    const int workers = o.model_parallel.grid.ranks() - o.ps_ranks;
-    return {.index = std::min(rank, workers - 1), .count = workers};
+    const PsRoles roles = RolesOf(o.model_parallel.grid.ranks(), o.ps_ranks, o.ps_servers);
+    const int index = roles.worker_index(rank);
+    return {.index = index < 0 ? 0 : index, .count = static_cast<int>(roles.workers.size())};
   }
   const apps::GridShape& grid = o.model_parallel.grid;
   return {.index = apps::PlaceOf(grid, rank).replica, .count = grid.replicas};
@@ -235,6 +237,11 @@ int main(int argc, char** argv) {
             .PrintResolved(false);  // printed below, once the checks have passed
         ParseCommandLine(argc, argv, schema, app);
         options = train::MakeTrainerOptions(&config, env.size(), schema.ResolvedIni());
+        if (options.strategy == "parameter_server") {
+          options.ps_servers = train::PlaceParameterServers(env.size(), options.ps_ranks,
+                                                            config.ps_placement, env.node_of_rank())
+                                   .servers;
+        }
         // Input patterns that match nothing are a usage error: reported here, once, rather
         // than by every rank's pipeline at once.
         pipeline::CheckFilesMatch(config.data.data.files, "data.files");

@@ -6,6 +6,7 @@
 #include <deque>
 #include <thread>
 
+#include "apps/train/ps_placement.hpp"
 #include "apps/train/replica_strategy.hpp"
 #include "comm/collectives.hpp"
 #include "core/logging.hpp"
@@ -46,10 +47,11 @@ class ParameterServerStrategy final : public ReplicaStrategy {
  public:
   explicit ParameterServerStrategy(const StrategyEnv& env)
       : ReplicaStrategy(env),
-        num_servers_(env.options->ps_ranks),
-        num_workers_(env.job->size() - env.options->ps_ranks),
+        roles_(RolesOf(env.job->size(), env.options->ps_ranks, env.options->ps_servers)),
+        num_servers_(static_cast<int>(roles_.servers.size())),
+        num_workers_(static_cast<int>(roles_.workers.size())),
         staleness_(env.options->max_staleness),
-        server_(env.job->rank() >= num_workers_) {}
+        server_(roles_.server_index(env.job->rank()) >= 0) {}
 
   std::string name() const override { return "parameter_server"; }
   StartPoint Setup() override;
@@ -73,7 +75,7 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   comm::Communicator& replicas() const override { return *group_; }
 
  private:
-  int ServerRank(int k) const { return num_workers_ + k; }
+  int ServerRank(int k) const { return roles_.servers[static_cast<size_t>(k)]; }
   void LogRoles() const;
   // Worker side.
   void Pull(int64_t step);
@@ -91,6 +93,7 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   template <typename T>
   T RecvValue(int source, int tag);
 
+  const PsRoles roles_;
   const int num_servers_, num_workers_;
   const int64_t staleness_;
   const bool server_;
@@ -135,9 +138,9 @@ StartPoint ParameterServerStrategy::Setup() {
 
 void ParameterServerStrategy::LogRoles() const {
   if (ps_->rank() != 0) return;
-  SF_LOG(Info) << "parameter server: " << num_workers_ << " worker(s) (ranks 0-" << num_workers_ - 1
-               << ", worker 0 the chief), " << num_servers_ << " server(s) (ranks " << num_workers_
-               << "-" << ps_->size() - 1 << "); max_staleness "
+  SF_LOG(Info) << "parameter server: " << num_workers_ << " worker(s) (ranks "
+               << RankList(roles_.workers) << ", rank 0 the chief), " << num_servers_
+               << " server(s) (ranks " << RankList(roles_.servers) << "); max_staleness "
                << (staleness_ < 0
                        ? std::string("unbounded (asynchronous)")
                        : std::to_string(staleness_) + (staleness_ == 0 ? " (synchronous)" : ""));
@@ -242,7 +245,7 @@ T ParameterServerStrategy::RecvValue(int source, int tag) {
 }
 
 void ParameterServerStrategy::MakeServerState() {
-  mine_ = slices_[static_cast<size_t>(ps_->rank() - num_workers_)];
+  mine_ = slices_[static_cast<size_t>(roles_.server_index(ps_->rank()))];
   const Arena<float>& whole = model().arena();
   for (int id : whole.arena_order()) {
     const ParamSpec& s = whole.spec(id);
@@ -285,14 +288,15 @@ void ParameterServerStrategy::CompleteSends(bool wait) {
   }
 }
 
-void ParameterServerStrategy::OnPush(int worker) {
-  const PushHead head = RecvValue<PushHead>(worker, kPushHeadTag);
+void ParameterServerStrategy::OnPush(int source) {
+  const size_t worker = static_cast<size_t>(roles_.worker_index(source));
+  const PushHead head = RecvValue<PushHead>(source, kPushHeadTag);
   if (head.skipped == 0) {
     comm::RequestList requests;
-    ps_->PostRecvFloats(incoming_.data(), incoming_.size(), worker, kPushDataTag, requests);
+    ps_->PostRecvFloats(incoming_.data(), incoming_.size(), source, kPushDataTag, requests);
     ps_->WaitAll(requests);
   }
-  const int64_t stale = updates_ - pulled_at_[static_cast<size_t>(worker)];
+  const int64_t stale = updates_ - pulled_at_[worker];
   histogram_[static_cast<size_t>(std::min<int64_t>(stale, kHistogramBins - 1))] += 1;
   staleness_sum_ += static_cast<double>(stale);
   pushes_counted_ += 1;
@@ -317,27 +321,27 @@ void ParameterServerStrategy::OnPush(int worker) {
     slice_optimizer_->Step(slice_, head.learning_rate);
     ++updates_;
   }
-  applied_[static_cast<size_t>(worker)] = head.step + 1;
+  applied_[worker] = head.step + 1;
 }
 
 // A pull for step t is answered once the slowest worker has its steps up to t - 1 - s applied.
 void ParameterServerStrategy::AnswerPulls() {
   const int64_t slowest = SlowestApplied();
   for (auto it = pending_pulls_.begin(); it != pending_pulls_.end();) {
-    const auto [worker, step] = *it;
+    const auto [source, step] = *it;
     if (staleness_ >= 0 && step - slowest > staleness_) {
       ++it;
       continue;
     }
     max_gap_ = std::max(max_gap_, static_cast<double>(step - slowest));
-    pulled_at_[static_cast<size_t>(worker)] = updates_;
-    SendTo(worker, kParamsTag, std::vector<float>(slice_.params(), slice_.params() + mine_.size));
+    pulled_at_[static_cast<size_t>(roles_.worker_index(source))] = updates_;
+    SendTo(source, kParamsTag, std::vector<float>(slice_.params(), slice_.params() + mine_.size));
     it = pending_pulls_.erase(it);
   }
 }
 
 void ParameterServerStrategy::Handle(const comm::Communicator::Envelope& e) {
-  if (e.source >= num_workers_) {
+  if (roles_.worker_index(e.source) < 0) {
     throw Error(ErrorCode::kInternal, "parameter server got tag " + std::to_string(e.tag) +
                                           " from rank " + std::to_string(e.source) +
                                           ", not a worker");
@@ -386,17 +390,17 @@ void ParameterServerStrategy::Serve() {
     if (!e) {
       if (++idle > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
       if (Since(heard) > timeout) {
-        std::string silent;
+        std::vector<int> silent;
         for (int w = 0; w < num_workers_; ++w) {
           if (applied_[static_cast<size_t>(w)] < SlowestApplied() + 1) {
-            silent += (silent.empty() ? "" : ", ") + std::to_string(w);
+            silent.push_back(roles_.workers[static_cast<size_t>(w)]);
           }
         }
         throw Error(ErrorCode::kCommunication,
                     "parameter server (rank " + std::to_string(ps_->rank()) +
                         ") heard nothing for " + std::to_string(static_cast<int>(timeout)) +
                         " s with " + std::to_string(num_workers_ - done_) +
-                        " worker(s) not done (workers " + silent + ")",
+                        " worker(s) not done (ranks " + RankList(silent) + ")",
                     {.key = "dist.watchdog_seconds"});
       }
       continue;
@@ -430,14 +434,21 @@ void ParameterServerStrategy::FinishReport(RunSummary* summary) {
                                {"mean_staleness_updates", pushes > 0 ? stale / pushes : 0.0}};
 }
 
-// The servers' slices in rank order are the whole arena.
+// Rank 0 gathers every server's slice into its place in the arena and shares the result.
 std::vector<float> ParameterServerStrategy::FinalParams() {
-  std::vector<float> whole;
-  if (server_) whole.assign(slice_.params(), slice_.params() + mine_.size);
-  whole = comm::GatherConcat(ctl(), whole.data(), whole.size());
-  int64_t size = static_cast<int64_t>(whole.size());
-  size = comm::AllreduceInt64(ctl(), size, comm::ReduceOp::kMax);
-  whole.resize(static_cast<size_t>(size));
+  const int64_t total = slices_.back().offset + slices_.back().size;
+  std::vector<float> whole(static_cast<size_t>(total));
+  const size_t bytes = server_ ? static_cast<size_t>(mine_.size) * sizeof(float) : 0;
+  const std::vector<std::vector<uint8_t>> parts =
+      comm::GatherBytes(ctl(), server_ ? slice_.params() : nullptr, bytes);
+  if (ctl().rank() == 0) {
+    for (int k = 0; k < num_servers_; ++k) {
+      const std::vector<uint8_t>& part = parts[static_cast<size_t>(ServerRank(k))];
+      std::copy_n(
+          part.data(), part.size(),
+          reinterpret_cast<uint8_t*>(whole.data() + slices_[static_cast<size_t>(k)].offset));
+    }
+  }
   comm::Broadcast(ctl(), whole.data(), whole.size(), 0);
   return whole;
 }

@@ -1,8 +1,9 @@
-// Parameter-server training (the last ranks serve, the others work): synchronous mode
-// (max_staleness 0) ends with the parameters of one rank trained on the workers' global batch,
-// with 1 or 2 servers; bounded staleness never lets a worker run more than s steps ahead
-// (every answered pull counted); fully asynchronous training learns; the arena is cut at
-// parameter boundaries balanced by bytes. Runs under mpiexec at 1, 2 and 4 ranks (PS needs 2).
+// Parameter-server training (the last ranks serve, the others work, or the servers are placed
+// right after rank 0): synchronous mode (max_staleness 0) ends with the parameters of one rank
+// trained on the workers' global batch, with 1 or 2 servers, wherever they are placed; bounded
+// staleness never lets a worker run more than s steps ahead (every answered pull counted); fully
+// asynchronous training learns; the arena is cut at parameter boundaries balanced by bytes. Runs
+// under mpiexec at 1, 2 and 4 ranks (PS needs 2).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <random>
 
 #include "apps/train/parameter_server.hpp"
+#include "apps/train/ps_placement.hpp"
 #include "apps/train/trainer.hpp"
 #include "core/error.hpp"
 #include "tests/train/train_on_tensors.hpp"
@@ -64,16 +66,19 @@ TrainResult Train(const comm::Communicator& job, const Data& d, const TrainerOpt
 
 using testing::MaxDiff;
 
-// Runs parameter-server training on the world with `servers` servers.
-TrainResult TrainPs(int servers, int64_t staleness, int64_t per_worker, int64_t steps = kSteps) {
+// Runs parameter-server training on the world with `servers` servers: the last ranks, or
+// `placed` (job ranks).
+TrainResult TrainPs(int servers, int64_t staleness, int64_t per_worker, int64_t steps = kSteps,
+                    const std::vector<int>& placed = {}) {
   const comm::Communicator world(comm::Group::kWorld);
   const int workers = world.size() - servers;
   TrainerOptions o = Options();
   o.strategy = "parameter_server";
   o.ps_ranks = servers;
+  o.ps_servers = placed;
   o.max_staleness = staleness;
   o.per_rank_batch = per_worker;
-  const int part = std::min(world.rank(), workers - 1);
+  const int part = std::max(0, RolesOf(world.size(), servers, placed).worker_index(world.rank()));
   return Train(world, MakeData(per_worker * workers, part, workers, steps), o);
 }
 
@@ -87,17 +92,24 @@ TEST(ParameterServer, SynchronousModeIsDataParallelTraining) {
     ref_options.per_rank_batch = per_worker * workers;
     const comm::Communicator self(comm::Group::kSelf);
     const TrainResult ref = Train(self, MakeData(per_worker * workers, 0, 1), ref_options);
-    const TrainResult got = TrainPs(servers, 0, per_worker);
-    ASSERT_EQ(got.params.size(), ref.params.size());
-    EXPECT_LT(MaxDiff(got.params, ref.params), 2e-5) << servers << " server(s)";
-    EXPECT_EQ(got.summary.steps, kSteps);
-    EXPECT_EQ(got.summary.samples, kSteps * per_worker * workers);
-    if (world.rank() < workers) {  // the workers evaluate (the servers hold no model to)
-      EXPECT_NEAR(*got.summary.test_accuracy, *ref.summary.test_accuracy, 1e-9);
+    std::vector<int> after_chief;  // ranks 1..servers serve, the workers around them
+    for (int k = 1; k <= servers; ++k) after_chief.push_back(k);
+    for (const std::vector<int>& placed : {std::vector<int>{}, after_chief}) {
+      const TrainResult got = TrainPs(servers, 0, per_worker, kSteps, placed);
+      const std::string where = std::to_string(servers) + " server(s) at " +
+                                (placed.empty() ? std::string("the end") : RankList(placed));
+      ASSERT_EQ(got.params.size(), ref.params.size());
+      EXPECT_LT(MaxDiff(got.params, ref.params), 2e-5) << where;
+      EXPECT_EQ(got.summary.steps, kSteps);
+      EXPECT_EQ(got.summary.samples, kSteps * per_worker * workers);
+      const bool worker = RolesOf(world.size(), servers, placed).worker_index(world.rank()) >= 0;
+      if (worker) {  // the workers evaluate (the servers hold no model to)
+        EXPECT_NEAR(*got.summary.test_accuracy, *ref.summary.test_accuracy, 1e-9) << where;
+      }
+      std::map<std::string, double> f(got.summary.strategy_figures.begin(),
+                                      got.summary.strategy_figures.end());
+      EXPECT_EQ(f.at("max_step_gap"), 0);
     }
-    std::map<std::string, double> f(got.summary.strategy_figures.begin(),
-                                    got.summary.strategy_figures.end());
-    EXPECT_EQ(f.at("max_step_gap"), 0);
   }
 }
 

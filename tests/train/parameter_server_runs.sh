@@ -5,10 +5,12 @@
 #   parameter_server_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
 # MODE:
 #   errors  one line each, exit 2, nothing aborted: ps_ranks leaving no worker, more servers than
-#           parameter tensors, a parameter server with pipeline stages.
+#           parameter tensors, a parameter server with pipeline stages, placements that name
+#           rank 0 or the wrong number of ranks.
 #   train   2 workers + 1 server, asynchronous: learns, reports the roles, the staleness
 #           histogram (one count per push) and writes a checkpoint in the data-parallel layout,
-#           which data-parallel training resumes on 2 ranks and shardflow-predict reads.
+#           which data-parallel training resumes on 2 ranks and shardflow-predict reads. Then
+#           the server placed on rank 1 (dist.ps_placement=1) and per node: the same figures.
 #   kill    a worker killed at step 5 ends the job non-zero within 30 s, servers included.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
@@ -43,10 +45,14 @@ errors)
     4 --dist.ps_ranks=3 --model.spec='flatten, dense:10'
   expect_usage_error c.log "dist.strategy parameter_server does not combine with pipeline stages" \
     2 --dist.pipeline_stages=2
+  expect_usage_error d.log "dist.ps_placement: rank 0 is worker 0, the chief, and cannot serve" \
+    3 --dist.ps_placement=0
+  expect_usage_error e.log "dist.ps_placement lists 1 rank\(s\) for dist.ps_ranks = 2" \
+    4 --dist.ps_ranks=2 --dist.ps_placement=2
   ;;
 train)
   train 3 a.log --output run --dist.strategy=parameter_server || { cat a.log; fail "training failed"; }
-  grep -q "parameter server: 2 worker(s) (ranks 0-1, worker 0 the chief), 1 server(s) (ranks 2-2); max_staleness unbounded (asynchronous)" a.log ||
+  grep -q "parameter server: 2 worker(s) (ranks 0,1, rank 0 the chief), 1 server(s) (ranks 2); max_staleness unbounded (asynchronous)" a.log ||
     { cat a.log; fail "no roles line"; }
   $py - run/summary.json <<'PY' || { cat a.log; fail "summary"; }
 import json, sys
@@ -67,6 +73,21 @@ PY
     --checkpoint run/checkpoints --input 'data/fm-*.tfrecord' --output p.csv >p.log 2>&1 ||
     { cat p.log; fail "predict failed"; }
   grep -q "^predicted 600 records on 1 ranks" p.log || { cat p.log; fail "no predict line"; }
+  # The server in the middle (rank 1), then one per node (here one node: its highest rank).
+  for placement in 1 per_node; do
+    train 3 c.log --output run-$placement --dist.strategy=parameter_server \
+      --dist.ps_placement=$placement || { cat c.log; fail "$placement: training failed"; }
+    [ $placement = 1 ] && roles="ranks 0,2, rank 0 the chief), 1 server(s) (ranks 1)" ||
+      roles="ranks 0,1, rank 0 the chief), 1 server(s) (ranks 2)"
+    grep -q "parameter server: 2 worker(s) ($roles" c.log || { cat c.log; fail "$placement: roles"; }
+    $py - run-$placement/summary.json <<'PY' || { cat c.log; fail "$placement: summary"; }
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert sum(s["staleness_histogram"]) == 2 * s["steps"], (s["staleness_histogram"], s["steps"])
+assert s["test_accuracy"] > 0.35, s["test_accuracy"]
+assert s["samples"] == 2 * 600, s
+PY
+  done
   ;;
 kill)
   # A worker that dies ends the job, servers included, with mpiexec's one line about it.
