@@ -16,7 +16,9 @@
 // every server's buffer ends holding the sum of every push.
 //
 //   mpirun -np 3 shardflow-bench ps-transport [--servers 1] [--sizes 64K,1M,4M,16M]
-//          [--iters 20] [--warmup 3] [--repeats 5] [--json]
+//          [--iters 20] [--warmup 3] [--repeats 5] [--allreduce auto] [--json]
+// One-sided transfers use shared memory when the ranks share a node (OpenMPI's osc sm maps the
+// window); `--mca osc rdma --allreduce ring` measures the path other transports get.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -49,6 +51,7 @@ struct Options {
   int iters = 20;
   int warmup = 3;
   int repeats = 5;
+  comm::AllreduceAlgorithm algorithm = comm::AllreduceAlgorithm::kAuto;
 };
 
 constexpr const char* kUsage =
@@ -58,6 +61,8 @@ constexpr const char* kUsage =
     "  --iters N        pull + push rounds per measurement (default 20)\n"
     "  --warmup N       untimed rounds first (default 3)\n"
     "  --repeats N      measurements per row; the median is reported (default 5)\n"
+    "  --allreduce NAME the workers' all-reduce: auto ring recursive_doubling hierarchical mpi\n"
+    "                   shm (default auto; under --mca osc rdma or pt2pt pick one without shm)\n"
     "  --json           also print one JSON object per row\n";
 
 Options Parse(const std::vector<std::string>& args, int ranks) {
@@ -84,6 +89,8 @@ Options Parse(const std::vector<std::string>& args, int ranks) {
       o.warmup = ParsePositive(flag, value());
     } else if (flag == "--repeats") {
       o.repeats = ParsePositive(flag, value());
+    } else if (flag == "--allreduce") {
+      o.algorithm = comm::ParseAlgorithm(value());
     } else {
       throw Error(ErrorCode::kInvalidArgument, "unknown flag '" + flag + "'",
                   {.hint = "shardflow-bench ps-transport --help lists the flags"});
@@ -245,11 +252,11 @@ double Run::P2p(bool* ok) {
 
 double Run::Rma(bool* ok) {
   const bool serving = server_ >= 0;
-  comm::FloatWindow params(job_, serving ? mine_.size : 0);
-  comm::FloatWindow sums(job_, serving ? mine_.size : 0);
+  const size_t bytes = serving ? mine_.size * sizeof(float) : 0;
+  comm::RmaWindow params(job_, bytes), sums(job_, bytes);
   if (serving) {
-    std::fill_n(params.local(), mine_.size, static_cast<float>(server_ + 1));
-    std::fill_n(sums.local(), mine_.size, 0.0f);
+    std::fill_n(static_cast<float*>(params.local()), mine_.size, static_cast<float>(server_ + 1));
+    std::fill_n(static_cast<float*>(sums.local()), mine_.size, 0.0f);
   }
   std::fill(params_.begin(), params_.end(), serving ? static_cast<float>(server_ + 1) : 0.0f);
   comm::Barrier(job_);  // the servers' windows hold their values
@@ -260,11 +267,11 @@ double Run::Rma(bool* ok) {
       if (round == o_.warmup) t0 = Seconds();
       for (int k = 0; k < o_.servers; ++k) {
         const Slice s = SliceOf(count_, o_.servers, k);
-        params.Get(params_.data() + s.begin, s.size, num_workers_ + k, 0);
+        params.Get(params_.data() + s.begin, s.size * sizeof(float), num_workers_ + k, 0);
       }
       for (int k = 0; k < o_.servers; ++k) {
         const Slice s = SliceOf(count_, o_.servers, k);
-        sums.Accumulate(grads_.data() + s.begin, s.size, num_workers_ + k, 0);
+        sums.AccumulateFloats(grads_.data() + s.begin, s.size, num_workers_ + k, 0);
       }
     }
     seconds = (Seconds() - t0) / o_.iters;
@@ -272,7 +279,7 @@ double Run::Rma(bool* ok) {
   }
   comm::Barrier(job_);  // the servers wait here, inside MPI, while the workers read and add
   if (serving) {
-    std::copy_n(sums.local(), mine_.size, sums_.begin());
+    std::copy_n(static_cast<const float*>(sums.local()), mine_.size, sums_.begin());
     *ok = *ok && SummedRight(static_cast<double>(num_workers_) * rounds());
   }
   return SlowestWorker(seconds);
@@ -286,7 +293,7 @@ double Run::Allreduce(bool* ok) {
     for (int round = 0; round < rounds(); ++round) {
       if (round == o_.warmup) t0 = Seconds();
       std::fill(data.begin(), data.end(), 1.0f);
-      comm::Allreduce(*workers_, data.data(), count_);
+      comm::Allreduce(*workers_, data.data(), count_, {.algorithm = o_.algorithm});
     }
     seconds = (Seconds() - t0) / o_.iters;
     *ok = *ok && std::all_of(data.begin(), data.end(),
