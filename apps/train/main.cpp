@@ -241,6 +241,7 @@ int main(int argc, char** argv) {
           options.ps_servers = train::PlaceParameterServers(env.size(), options.ps_ranks,
                                                             config.ps_placement, env.node_of_rank())
                                    .servers;
+          options.ps_transport = train::ResolvePsTransport(config.ps_transport, env.node_of_rank());
         }
         // Input patterns that match nothing are a usage error: reported here, once, rather
         // than by every rank's pipeline at once.

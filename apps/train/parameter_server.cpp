@@ -6,119 +6,13 @@
 #include <deque>
 #include <thread>
 
-#include "apps/train/ps_placement.hpp"
-#include "apps/train/replica_strategy.hpp"
+#include "apps/train/parameter_server_internal.hpp"
 #include "comm/collectives.hpp"
 #include "core/logging.hpp"
 #include "core/trace.hpp"
 
 namespace shardflow::train {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// Message tags of the protocol (on the strategy's own communicator).
-constexpr int kPullTag = 101;       // worker -> server: int64 step
-constexpr int kParamsTag = 102;     // server -> worker: the slice's parameters
-constexpr int kPushHeadTag = 103;   // worker -> server: PushHead
-constexpr int kPushDataTag = 104;   // worker -> server: the slice's gradient (unless skipped)
-constexpr int kDoneTag = 105;       // worker -> server: int64, the worker's last step
-constexpr int kStateTag = 106;      // chief -> server: int64 (checkpoint)
-constexpr int kStateIterTag = 107;  // server -> chief: int64 optimizer iterations
-constexpr int kStateDataTag = 108;  // server -> chief: parameters, then each optimizer slot
-constexpr int kHistogramBins = 32;  // staleness 0..30, and 31 or more
-
-struct PushHead {
-  int64_t step = 0;
-  int64_t skipped = 0;
-  double learning_rate = 0;
-};
-
-// A send whose buffer must live until it completes.
-struct PendingSend {
-  std::vector<float> data;
-  comm::RequestList requests;
-};
-
-class ParameterServerStrategy final : public ReplicaStrategy {
- public:
-  explicit ParameterServerStrategy(const StrategyEnv& env)
-      : ReplicaStrategy(env),
-        roles_(RolesOf(env.job->size(), env.options->ps_ranks, env.options->ps_servers)),
-        num_servers_(static_cast<int>(roles_.servers.size())),
-        num_workers_(static_cast<int>(roles_.workers.size())),
-        staleness_(env.options->max_staleness),
-        server_(roles_.server_index(env.job->rank()) >= 0) {}
-
-  std::string name() const override { return "parameter_server"; }
-  StartPoint Setup() override;
-  bool trains_batches() const override { return !server_; }
-  void Serve() override;
-  comm::Communicator* step_comm() override { return group_.get(); }
-  bool synchronous_metrics() const override { return staleness_ == 0; }
-  void Finish() override;
-  EvalResult Evaluate(const pipeline::Dataset& eval) override;
-  void SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch,
-                      const std::string& iterator_state) override;
-  void FinishReport(RunSummary* summary) override;
-  std::vector<float> FinalParams() override;
-  int data_parallel_size() const override { return num_workers_; }
-
- protected:
-  double FinishGradients() override { return pull_s_; }  // gradients go out whole, unreduced
-  void BeforeForward(const StepInput& in) override { Pull(in.step); }
-  void ApplyUpdate(const StepInput& in) override { Push(in, false); }
-  void SkipUpdate(const StepInput& in) override { Push(in, true); }
-  comm::Communicator& replicas() const override { return *group_; }
-
- private:
-  int ServerRank(int k) const { return roles_.servers[static_cast<size_t>(k)]; }
-  void LogRoles() const;
-  // Worker side.
-  void Pull(int64_t step);
-  void Push(const StepInput& in, bool skipped);
-  void WaitPushes();
-  void FetchServerState();
-  // Server side.
-  void MakeServerState();
-  void Handle(const comm::Communicator::Envelope& e);
-  void OnPush(int worker);
-  void AnswerPulls();
-  void SendTo(int worker, int tag, std::vector<float> data);
-  void CompleteSends(bool wait);
-  int64_t SlowestApplied() const;
-  template <typename T>
-  T RecvValue(int source, int tag);
-
-  const PsRoles roles_;
-  const int num_servers_, num_workers_;
-  const int64_t staleness_;
-  const bool server_;
-  std::unique_ptr<comm::Communicator> ps_;     // every rank: the protocol
-  std::unique_ptr<comm::Communicator> group_;  // the workers (or the servers, on a server)
-  std::vector<ServerSlice> slices_;
-  // Worker.
-  int64_t pull_step_ = 0, last_step_ = -1;
-  double pull_s_ = 0;
-  PushHead head_;
-  comm::RequestList pushes_;
-  // Server.
-  ServerSlice mine_;
-  Arena<float> slice_;
-  std::unique_ptr<Optimizer> slice_optimizer_;
-  std::vector<float> incoming_, sum_;
-  int pushes_this_step_ = 0;
-  int64_t updates_ = 0;
-  int done_ = 0;
-  std::vector<int64_t> applied_, pulled_at_;
-  std::deque<std::pair<int, int64_t>> pending_pulls_;  // (worker, step)
-  std::deque<PendingSend> sends_;
-  std::vector<double> histogram_ = std::vector<double>(kHistogramBins, 0.0);
-  double max_gap_ = 0, pushes_counted_ = 0, staleness_sum_ = 0;
-};
+namespace ps {
 
 StartPoint ParameterServerStrategy::Setup() {
   const comm::Communicator& job = this->job();
@@ -132,6 +26,7 @@ StartPoint ParameterServerStrategy::Setup() {
   for (int id : model().arena().arena_order()) sizes.push_back(model().arena().spec(id).size);
   slices_ = CutArena(sizes, num_servers_);
   if (server_) MakeServerState();
+  if (rma_) MakeWindows();
   LogRoles();
   return start;
 }
@@ -143,7 +38,8 @@ void ParameterServerStrategy::LogRoles() const {
                << " server(s) (ranks " << RankList(roles_.servers) << "); max_staleness "
                << (staleness_ < 0
                        ? std::string("unbounded (asynchronous)")
-                       : std::to_string(staleness_) + (staleness_ == 0 ? " (synchronous)" : ""));
+                       : std::to_string(staleness_) + (staleness_ == 0 ? " (synchronous)" : ""))
+               << "; transport " << (rma_ ? "rma (one-sided windows)" : "p2p (messages)");
   for (int k = 0; k < num_servers_; ++k) {
     SF_LOG(Info) << "parameter server: server " << k << " (rank " << ServerRank(k) << ") holds "
                  << slices_[static_cast<size_t>(k)].size << " floats at arena offset "
@@ -161,6 +57,11 @@ void ParameterServerStrategy::Pull(int64_t step) {
   WaitPushes();  // the gradients' buffer is about to be overwritten
   pull_step_ = step;
   last_step_ = std::max(last_step_, step - 1);
+  if (rma_) {
+    PullRma(step);
+    pull_s_ = Since(t0);
+    return;
+  }
   comm::RequestList requests;
   float* params = model().arena().params();
   for (int k = 0; k < num_servers_; ++k) {
@@ -177,6 +78,7 @@ void ParameterServerStrategy::Push(const StepInput& in, bool skipped) {
   SF_TRACE_SCOPE("push");
   last_step_ = in.step;
   head_ = {.step = in.step, .skipped = skipped ? 1 : 0, .learning_rate = in.learning_rate};
+  if (rma_) return PushRma(skipped);
   const float* grads = model().arena().grads();
   for (int k = 0; k < num_servers_; ++k) {
     const ServerSlice& s = slices_[static_cast<size_t>(k)];
@@ -191,6 +93,7 @@ void ParameterServerStrategy::Push(const StepInput& in, bool skipped) {
 void ParameterServerStrategy::Finish() {
   if (server_) return;
   WaitPushes();
+  if (rma_) return FinishRma();
   comm::RequestList requests;
   for (int k = 0; k < num_servers_; ++k) {
     ps_->PostSendBytes(&last_step_, sizeof(last_step_), ServerRank(k), kDoneTag, requests);
@@ -289,13 +192,18 @@ void ParameterServerStrategy::CompleteSends(bool wait) {
 }
 
 void ParameterServerStrategy::OnPush(int source) {
-  const size_t worker = static_cast<size_t>(roles_.worker_index(source));
   const PushHead head = RecvValue<PushHead>(source, kPushHeadTag);
   if (head.skipped == 0) {
     comm::RequestList requests;
     ps_->PostRecvFloats(incoming_.data(), incoming_.size(), source, kPushDataTag, requests);
     ps_->WaitAll(requests);
   }
+  Apply(static_cast<size_t>(roles_.worker_index(source)), head, incoming_.data());
+}
+
+// A worker's push: counted (its staleness), then applied as it comes (asynchronous) or summed
+// until the step's W pushes are in (synchronous).
+void ParameterServerStrategy::Apply(size_t worker, const PushHead& head, const float* gradient) {
   const int64_t stale = updates_ - pulled_at_[worker];
   histogram_[static_cast<size_t>(std::min<int64_t>(stale, kHistogramBins - 1))] += 1;
   staleness_sum_ += static_cast<double>(stale);
@@ -303,7 +211,7 @@ void ParameterServerStrategy::OnPush(int source) {
   const float inv = 1.0f / static_cast<float>(num_workers_);
   if (staleness_ == 0) {  // synchronous: the mean of the step's W gradients, applied once
     if (head.skipped == 0) {
-      for (int64_t i = 0; i < mine_.size; ++i) sum_[i] += incoming_[i];
+      for (int64_t i = 0; i < mine_.size; ++i) sum_[i] += gradient[i];
     }
     if (++pushes_this_step_ < num_workers_) return;
     float* g = slice_.grads();
@@ -317,7 +225,7 @@ void ParameterServerStrategy::OnPush(int source) {
   }
   if (head.skipped == 0) {  // asynchronous: every gradient as it comes, its share of a step
     float* g = slice_.grads();
-    for (int64_t i = 0; i < mine_.size; ++i) g[i] = incoming_[i] * inv;
+    for (int64_t i = 0; i < mine_.size; ++i) g[i] = gradient[i] * inv;
     slice_optimizer_->Step(slice_, head.learning_rate);
     ++updates_;
   }
@@ -335,9 +243,21 @@ void ParameterServerStrategy::AnswerPulls() {
     }
     max_gap_ = std::max(max_gap_, static_cast<double>(step - slowest));
     pulled_at_[static_cast<size_t>(roles_.worker_index(source))] = updates_;
-    SendTo(source, kParamsTag, std::vector<float>(slice_.params(), slice_.params() + mine_.size));
+    Grant(source);
     it = pending_pulls_.erase(it);
   }
+}
+
+// The parameters go to the worker (point-to-point), or the worker may now read them (one-sided:
+// PublishParams has put them in the window).
+void ParameterServerStrategy::Grant(int source) {
+  const int worker = roles_.worker_index(source);
+  if (rma_) {
+    auto* slots = static_cast<WorkerSlot*>(control_win_->local());
+    slots[worker].granted_seq = seen_req_[static_cast<size_t>(worker)];
+    return;
+  }
+  SendTo(source, kParamsTag, std::vector<float>(slice_.params(), slice_.params() + mine_.size));
 }
 
 void ParameterServerStrategy::Handle(const comm::Communicator::Envelope& e) {
@@ -386,7 +306,13 @@ void ParameterServerStrategy::Serve() {
   int idle = 0;
   while (done_ < num_workers_) {
     CompleteSends(false);
+    const bool scanned = rma_ && ScanWindows();  // pushes, pulls, done (one-sided transport)
+    if (scanned) {
+      heard = Clock::now();
+      idle = 0;
+    }
     const std::optional<comm::Communicator::Envelope> e = ps_->Poll();
+    if (!e && scanned) continue;
     if (!e) {
       if (++idle > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
       if (Since(heard) > timeout) {
@@ -408,7 +334,7 @@ void ParameterServerStrategy::Serve() {
     idle = 0;
     heard = Clock::now();
     Handle(*e);
-    AnswerPulls();
+    if (!rma_) AnswerPulls();  // one-sided: ScanWindows grants, under the records' lock
   }
   CompleteSends(true);
 }
@@ -420,7 +346,8 @@ void ParameterServerStrategy::FinishReport(RunSummary* summary) {
   summary->grid =
       std::to_string(num_workers_) + (num_workers_ == 1 ? " worker + " : " workers + ") +
       std::to_string(num_servers_) + (num_servers_ == 1 ? " server" : " servers") +
-      ", max_staleness " + (staleness_ < 0 ? std::string("unbounded") : std::to_string(staleness_));
+      ", max_staleness " + (staleness_ < 0 ? std::string("unbounded") : std::to_string(staleness_)) +
+      (rma_ ? ", rma" : ", p2p");
   std::vector<double> sums = histogram_;
   sums.push_back(pushes_counted_);
   sums.push_back(staleness_sum_);
@@ -453,7 +380,7 @@ std::vector<float> ParameterServerStrategy::FinalParams() {
   return whole;
 }
 
-}  // namespace
+}  // namespace ps
 
 std::vector<ServerSlice> CutArena(const std::vector<int64_t>& sizes, int servers) {
   const size_t n = sizes.size();
@@ -491,7 +418,7 @@ std::vector<ServerSlice> CutArena(const std::vector<int64_t>& sizes, int servers
 }
 
 std::unique_ptr<Strategy> MakeParameterServer(const StrategyEnv& env) {
-  return std::make_unique<ParameterServerStrategy>(env);
+  return std::make_unique<ps::ParameterServerStrategy>(env);
 }
 
 }  // namespace shardflow::train

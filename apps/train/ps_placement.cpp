@@ -89,6 +89,17 @@ PsRoles RolesOf(int ranks, int count, const std::vector<int>& servers) {
   return PlaceParameterServers(ranks, count, RankList(servers), {});
 }
 
+std::string ResolvePsTransport(const std::string& choice, const std::vector<int>& node_of_rank) {
+  if (choice == "p2p" || choice == "rma") return choice;
+  if (choice != "auto") {
+    throw Error(ErrorCode::kInvalidArgument, "dist.ps_transport '" + choice + "' is unknown",
+                {.key = "dist.ps_transport", .hint = "auto, p2p or rma"});
+  }
+  const bool one_node = std::all_of(node_of_rank.begin(), node_of_rank.end(),
+                                    [&](int node) { return node == node_of_rank.front(); });
+  return one_node ? "rma" : "p2p";
+}
+
 std::string RankList(const std::vector<int>& ranks) {
   std::string list;
   for (int r : ranks) {

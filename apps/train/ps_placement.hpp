@@ -31,6 +31,11 @@ struct PsRoles {
 PsRoles PlaceParameterServers(int ranks, int servers, const std::string& placement,
                               const std::vector<int>& node_of_rank);
 
+// dist.ps_transport: "p2p" or "rma" as given; "auto" is rma when every rank shares one node
+// (the windows are then shared memory: shardflow-bench ps-transport, docs/design.md decision 38)
+// and p2p otherwise. Throws Error(kInvalidArgument), key dist.ps_transport, on another word.
+std::string ResolvePsTransport(const std::string& choice, const std::vector<int>& node_of_rank);
+
 // "3,7": ranks joined by commas, for logs and for RolesOf.
 std::string RankList(const std::vector<int>& ranks);
 

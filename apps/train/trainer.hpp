@@ -74,9 +74,10 @@ struct TrainerOptions : apps::ModelSetup {
   bool overlap = true;
   double watchdog_seconds = 300;
   ModelParallelOptions model_parallel;
-  int ps_ranks = 1;            // parameter_server: how many ranks serve
-  std::vector<int> ps_servers;  // parameter_server: which (ps_placement.hpp); empty: the last
-  int64_t max_staleness = -1;  // parameter_server: steps ahead of the slowest; < 0 unbounded
+  int ps_ranks = 1;                  // parameter_server: how many ranks serve
+  std::vector<int> ps_servers;       // parameter_server: which (ps_placement.hpp); empty: the last
+  std::string ps_transport = "p2p";  // parameter_server: p2p or rma (ps_placement.hpp)
+  int64_t max_staleness = -1;        // parameter_server: steps ahead of the slowest; < 0 unbounded
 
   // Output and checkpoints (rank 0 writes).
   std::string output_dir;               // "" : no files
