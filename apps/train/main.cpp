@@ -18,6 +18,7 @@
 #include "core/cpu/gemm.hpp"
 #include "core/logging.hpp"
 #include "core/mpi_env.hpp"
+#include "core/stop_signal.hpp"
 #include "io/pipeline/input_pipeline.hpp"
 #include "io/pipeline/list_files.hpp"
 
@@ -130,7 +131,22 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
     };
   }
   const comm::Communicator job(comm::Group::kWorld, {.discover_topology = false});
+  InstallStopHandlers();
   const TrainResult result = RunTraining(job, options, inputs);
+  if (result.stopped) {
+    if (chief) {
+      std::ofstream(config.output + "/summary.json")
+          << SummaryToJson(result.summary).dump(2) << "\n";
+      std::printf(
+          "stopped by %s after step %lld: checkpoint written in %s; the job exits %d, and "
+          "--resume continues it\n",
+          result.stop_signal != 0 ? StopSignalName(result.stop_signal) : "a peer's stop signal",
+          static_cast<long long>(result.summary.steps), options.checkpoint.dir.c_str(),
+          kExitPreempted);
+      std::fflush(stdout);
+    }
+    return kExitPreempted;
+  }
   if (chief && result.already_complete) {
     std::printf("the run in %s is complete; nothing changed (raise train.epochs to go on)\n",
                 config.output.c_str());

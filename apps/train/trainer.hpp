@@ -116,6 +116,11 @@ struct TrainResult {
   // Resumed from a checkpoint at or past the last planned step: nothing ran, and `summary` and
   // `params` are empty; the caller leaves the run's outputs as they are.
   bool already_complete = false;
+  // Stopped early by a stop signal (core/stop_signal.hpp) on some rank: the ranks agreed on the
+  // step, the checkpoint holds it, and the run continues with --resume. The signal this rank
+  // got, or 0 when only a peer got one.
+  bool stopped = false;
+  int stop_signal = 0;
 };
 
 class Strategy;

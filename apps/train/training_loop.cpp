@@ -15,6 +15,7 @@
 #include "comm/collectives.hpp"
 #include "core/logging.hpp"
 #include "core/progress.hpp"
+#include "core/stop_signal.hpp"
 #include "core/trace.hpp"
 #include "io/pipeline/step_count.hpp"
 
@@ -100,6 +101,8 @@ class TrainingLoop {
   void MaybeCheckpoint(int64_t step, bool interval_end);
   EvalResult Evaluate(int64_t step, bool final);
   void Summarize(int64_t steps);
+  int64_t StopAfter(int64_t steps_done);
+  void Stop(int64_t steps_done);
   bool chief() const { return job_.rank() == 0; }
 
   comm::Communicator& job_;  // every rank (the report)
@@ -122,6 +125,7 @@ class TrainingLoop {
   Clock::time_point last_checkpoint_ = Clock::now();
   int64_t samples_seen_ = 0;
   int64_t skipped_steps_ = 0;  // train.on_nonfinite = skip_step (every rank counts alike)
+  int64_t stop_at_ = -1;       // the step count a stop signal ends the run at, once agreed
   pipeline::Element batch_;
   Tensor scratch_;
 };
@@ -167,6 +171,11 @@ TrainResult TrainingLoop::Run() {
     fault.MaybeRaise(job_.rank(), step);
     RunStep(step);
     AfterStep(step);
+    if (step + 1 < plan_.total_steps && StopAfter(step + 1) == step + 1) {
+      times_.wall_s = Since(loop_start);
+      Stop(step + 1);
+      return result_;
+    }
   }
   times_.wall_s = Since(loop_start);
   if (progress_) progress_->Finish();
@@ -180,6 +189,42 @@ TrainResult TrainingLoop::Run() {
   Summarize(step);
   if (o_.final_params) result_.params = strategy_.FinalParams();
   return result_;
+}
+
+// After `steps_done` steps: the step count at which a stop signal ends the run, or -1. Ranks
+// that step together agree every step (one small all-reduce: a signal on any rank stops all at
+// once). Asynchronous parameter-server workers never wait for each other, so a worker that got
+// the signal (Slurm and mpirun signal every rank) stops stepping and meets the others here; they
+// all run on to the furthest worker's step (at most dist.max_staleness steps, when bounded).
+int64_t TrainingLoop::StopAfter(int64_t steps_done) {
+  if (stop_at_ >= 0) return stop_at_;
+  if (strategy_.synchronous_metrics()) {
+    const int64_t signalled = StopSignal() != 0 ? 1 : 0;
+    if (comm::AllreduceInt64(*steps_, signalled, comm::ReduceOp::kMax) != 0) stop_at_ = steps_done;
+  } else if (StopSignal() != 0) {
+    stop_at_ = comm::AllreduceInt64(*steps_, steps_done, comm::ReduceOp::kMax);
+  }
+  return stop_at_;
+}
+
+// A stop signal: the checkpoint of `steps_done` steps (every rank's input position), the
+// servers released, the report; no final evaluation (the grace time is short).
+void TrainingLoop::Stop(int64_t steps_done) {
+  if (progress_) progress_->Finish();
+  if (chief()) {
+    SF_LOG(Warn) << "stop signal ("
+                 << (StopSignal() != 0 ? StopSignalName(StopSignal()) : "on a peer")
+                 << "): stopping after step " << steps_done << " of " << plan_.total_steps
+                 << "; writing a checkpoint";
+  }
+  strategy_.SaveCheckpoint(steps_done, plan_.steps_per_epoch, it_->SaveState());
+  strategy_.Finish();
+  metrics_->Write({{"step", steps_done},
+                   {"epoch", (steps_done - 1) / plan_.steps_per_epoch},
+                   {"stopped", StopSignal() != 0 ? StopSignalName(StopSignal()) : "peer"}});
+  result_.stopped = true;
+  result_.stop_signal = StopSignal();
+  Summarize(steps_done);
 }
 
 void TrainingLoop::RunStep(int64_t step) {
@@ -295,6 +340,8 @@ void TrainingLoop::Summarize(int64_t steps) {
                      strategy_.trains_batches() ? 1.0 : 0.0,
                      times_.wall_s > 0 ? static_cast<double>(samples_seen_) / times_.wall_s : 0.0};
   comm::AllreduceDoubles(job_, parts, 6, comm::ReduceOp::kSum);
+  // The servers of a parameter-server job learn here that the workers stopped on a signal.
+  result_.stopped = comm::AllreduceInt64(job_, result_.stopped ? 1 : 0, comm::ReduceOp::kMax) != 0;
   const double size = std::max(1.0, parts[4]);
   const double wall = comm::AllreduceDouble(job_, times_.wall_s, comm::ReduceOp::kMax);
   steps = comm::AllreduceInt64(job_, steps, comm::ReduceOp::kMax);
