@@ -198,6 +198,10 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
   return built.dataset;
 }
 
+void CheckInputFilesMatch(const InputSpec& spec, const std::string& given_as) {
+  if (spec.data.format != "images") CheckFilesMatch(spec.data.files, given_as);
+}
+
 int64_t CountLocalRecords(const InputSpec& spec, int rank, int world) {
   CheckSpec(spec);
   const std::vector<std::string> files =
