@@ -49,7 +49,8 @@ SourceOptions SourceOptionsFor(const InputSpec& spec) {
     o.fixed = {.record_bytes = f.record_bytes,
                .header_bytes = f.header_bytes,
                .footer_bytes = f.footer_bytes,
-               .tail = ParseOnError(f.tail, sec + ".tail")};
+               .tail = ParseOnError(f.tail, sec + ".tail"),
+               .tail_key = sec + ".tail"};
     o.images.root = f.root;
     o.images.list_file = f.list;
     o.images.channels = static_cast<int>(f.channels);
