@@ -112,8 +112,8 @@ FixedLengthRecordSource::FixedLengthRecordSource(std::vector<std::string> files,
         throw Error(ErrorCode::kDataLoss, what, where);
       }
       counters_->dropped_bytes.fetch_add(static_cast<int64_t>(tail));
-      SF_LOG(Warn) << "dropping a partial record: "
-                   << Error(ErrorCode::kDataLoss, what, where).what();
+      WarnOnce(std::string("dropping a partial record: ") +
+               Error(ErrorCode::kDataLoss, what, where).what());
     }
     infos_.push_back(std::move(info));
   }

@@ -22,38 +22,50 @@ namespace {
 
 constexpr int64_t kLoggedRecords = 10;
 
-// The bad records this process has met, by the hash of their reason text (8 bytes a record).
-struct SkipTally {
-  Mutex mu;
-  std::unordered_set<size_t> seen GUARDED_BY(mu);
+// Texts met by this process, by their hash (8 bytes each).
+class SeenSet {
+ public:
+  // The number of texts seen, counting `text`, when it is new; 0 when it was seen before.
+  int64_t Insert(const std::string& text) {
+    MutexLock lock(mu_);
+    if (!seen_.insert(std::hash<std::string>{}(text)).second) return 0;
+    return static_cast<int64_t>(seen_.size());
+  }
+  int64_t size() {
+    MutexLock lock(mu_);
+    return static_cast<int64_t>(seen_.size());
+  }
+
+ private:
+  Mutex mu_;
+  std::unordered_set<size_t> seen_ GUARDED_BY(mu_);
 };
 
-SkipTally& Tally() {
-  static SkipTally tally;
-  return tally;
+SeenSet& BadRecords() {  // by reason text
+  static SeenSet set;
+  return set;
+}
+
+SeenSet& Warnings() {
+  static SeenSet set;
+  return set;
 }
 
 }  // namespace
 
 void CountSkip(SourceCounters& counters, const std::string& reason) {
   counters.skipped_records.fetch_add(1, std::memory_order_relaxed);
-  SkipTally& tally = Tally();
-  int64_t n = 0;
-  {
-    MutexLock lock(tally.mu);
-    if (!tally.seen.insert(std::hash<std::string>{}(reason)).second) return;
-    n = static_cast<int64_t>(tally.seen.size());
-  }
-  if (n <= kLoggedRecords) {
+  const int64_t n = BadRecords().Insert(reason);
+  if (n > 0 && n <= kLoggedRecords) {
     SF_LOG(Warn) << "skipping bad record: " << reason
                  << (n == kLoggedRecords ? " (further bad records are counted, not logged)" : "");
   }
 }
 
-int64_t DistinctSkippedRecords() {
-  SkipTally& tally = Tally();
-  MutexLock lock(tally.mu);
-  return static_cast<int64_t>(tally.seen.size());
+void WarnOnce(const std::string& message) {
+  if (Warnings().Insert(message) > 0) SF_LOG(Warn) << message;
 }
+
+int64_t DistinctSkippedRecords() { return BadRecords().size(); }
 
 }  // namespace shardflow::pipeline

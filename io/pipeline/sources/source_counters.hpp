@@ -36,4 +36,8 @@ void CountSkip(SourceCounters& counters, const std::string& reason);
 // Distinct bad records skipped by this process so far, over every source (see CountSkip).
 int64_t DistinctSkippedRecords();
 
+// Logs `message` as a warning the first time this process meets it (a partial fixed-length
+// record is found each time a source opens the file: counting pass, read pass, epochs).
+void WarnOnce(const std::string& message);
+
 }  // namespace shardflow::pipeline
