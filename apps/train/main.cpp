@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
         }
         // Input patterns that match nothing are a usage error: reported here, once, rather
         // than by every rank's pipeline at once.
-        pipeline::CheckFilesMatch(config.data.data.files, "data.files");
+        pipeline::CheckInputFilesMatch(config.data, "data.files");
         if (!config.eval.data.files.empty()) {
           pipeline::CheckFilesMatch(config.eval.data.files, "eval.files");
         }

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "apps/common/rank_grid.hpp"
 #include "apps/train/strategy.hpp"
 #include "apps/train/test_fault.hpp"
 #include "apps/train/trainer.hpp"
@@ -17,10 +19,28 @@
 #include "core/progress.hpp"
 #include "core/stop_signal.hpp"
 #include "core/trace.hpp"
+#include "io/pipeline/sources/source_counters.hpp"
 #include "io/pipeline/step_count.hpp"
 
 namespace shardflow::train {
 namespace {
+
+// Bad input records skipped over the job, each once. The ranks of a model-parallel replica read
+// the same records, so a replica counts as its largest tally; parameter-server workers read
+// disjoint shards (servers read none).
+int64_t JobSkippedRecords(comm::Communicator& job, const TrainerOptions& o) {
+  const std::vector<int64_t> per_rank =
+      comm::AllgatherInt64(job, pipeline::DistinctSkippedRecords());
+  std::map<int, int64_t> per_replica;
+  for (int r = 0; r < static_cast<int>(per_rank.size()); ++r) {
+    const bool shared = o.strategy != "parameter_server" && o.model_parallel.grid.ranks() > r;
+    const int key = shared ? apps::PlaceOf(o.model_parallel.grid, r).replica : r;
+    per_replica[key] = std::max(per_replica[key], per_rank[static_cast<size_t>(r)]);
+  }
+  int64_t total = 0;
+  for (const auto& [replica, n] : per_replica) total += n;
+  return total;
+}
 
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) {
@@ -356,6 +376,7 @@ void TrainingLoop::Summarize(int64_t steps) {
   s.global_batch = o_.per_rank_batch * strategy_.data_parallel_size();
   s.steps = steps;
   s.skipped_steps = skipped_steps_;
+  s.skipped_records = JobSkippedRecords(job_, o_);
   s.epochs = per_epoch > 0 ? (steps + per_epoch - 1) / per_epoch : 0;
   s.samples = static_cast<int64_t>(parts[3]);
   s.samples_per_s = wall > 0 ? parts[3] / wall : 0;
