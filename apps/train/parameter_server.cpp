@@ -90,8 +90,26 @@ void ParameterServerStrategy::Push(const StepInput& in, bool skipped) {
   }
 }
 
+// A stop signal on this worker: every other worker hears of it at its next step.
+void ParameterServerStrategy::AnnounceStop() {
+  if (announced_ || server_) return;
+  announced_ = true;
+  for (int w : roles_.workers) {
+    if (w != ps_->rank())
+      ps_->PostSendBytes(&stop_note_, sizeof(stop_note_), w, kStopTag, stop_notes_);
+  }
+}
+
+bool ParameterServerStrategy::PeerStopping() { return !server_ && ps_->Poll(kStopTag).has_value(); }
+
 void ParameterServerStrategy::Finish() {
   if (server_) return;
+  ps_->WaitAll(stop_notes_);
+  // Every announcement sent to this worker arrived before its sender reached the final
+  // checkpoint, which this worker's Finish follows; received here so none is left unmatched.
+  while (const std::optional<comm::Communicator::Envelope> e = ps_->Poll(kStopTag)) {
+    RecvValue<int64_t>(e->source, kStopTag);
+  }
   WaitPushes();
   if (rma_) return FinishRma();
   comm::RequestList requests;
@@ -343,11 +361,12 @@ void ParameterServerStrategy::Serve() {
 
 void ParameterServerStrategy::FinishReport(RunSummary* summary) {
   summary->strategy = name();
-  summary->grid =
-      std::to_string(num_workers_) + (num_workers_ == 1 ? " worker + " : " workers + ") +
-      std::to_string(num_servers_) + (num_servers_ == 1 ? " server" : " servers") +
-      ", max_staleness " + (staleness_ < 0 ? std::string("unbounded") : std::to_string(staleness_)) +
-      (rma_ ? ", rma" : ", p2p");
+  summary->grid = std::to_string(num_workers_) +
+                  (num_workers_ == 1 ? " worker + " : " workers + ") +
+                  std::to_string(num_servers_) + (num_servers_ == 1 ? " server" : " servers") +
+                  ", max_staleness " +
+                  (staleness_ < 0 ? std::string("unbounded") : std::to_string(staleness_)) +
+                  (rma_ ? ", rma" : ", p2p");
   std::vector<double> sums = histogram_;
   sums.push_back(pushes_counted_);
   sums.push_back(staleness_sum_);

@@ -32,6 +32,7 @@ constexpr int kDoneTag = 105;       // worker -> server: int64, the worker's las
 constexpr int kStateTag = 106;      // chief -> server: int64 (checkpoint)
 constexpr int kStateIterTag = 107;  // server -> chief: int64 optimizer iterations
 constexpr int kStateDataTag = 108;  // server -> chief: parameters, then each optimizer slot
+constexpr int kStopTag = 109;       // worker -> the other workers: int64, it got a stop signal
 constexpr int kHistogramBins = 32;  // staleness 0..30, and 31 or more
 
 struct PushHead {
@@ -77,6 +78,8 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   comm::Communicator* step_comm() override { return group_.get(); }
   bool synchronous_metrics() const override { return staleness_ == 0; }
   void Finish() override;
+  void AnnounceStop() override;
+  bool PeerStopping() override;
   EvalResult Evaluate(const pipeline::Dataset& eval) override;
   void SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch,
                       const std::string& iterator_state) override;
@@ -137,6 +140,9 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   PushHead head_;
   comm::RequestList pushes_;
   int64_t pull_seq_ = 0, push_seq_ = 0;
+  int64_t stop_note_ = 1;
+  comm::RequestList stop_notes_;  // this worker's announcements, completed in Finish
+  bool announced_ = false;
   // Server.
   ServerSlice mine_;
   Arena<float> slice_;

@@ -153,6 +153,10 @@ class TrainingLoop {
 TrainResult TrainingLoop::Run() {
   const StartPoint start = strategy_.Setup();
   if (!strategy_.trains_batches()) {  // a server: serves until the training ranks are done
+    if (comm::AllreduceInt64(job_, 0, comm::ReduceOp::kMax) != 0) {  // nothing left to train
+      result_.already_complete = true;
+      return result_;
+    }
     strategy_.Serve();
     Summarize(0);  // its times count as nothing (the training ranks' wall time is the run's)
     if (o_.final_params) result_.params = strategy_.FinalParams();
@@ -168,7 +172,9 @@ TrainResult TrainingLoop::Run() {
   it_ = std::make_unique<pipeline::PipelineIterator>(
       pipeline::LimitSteps(one_pass, plan_.steps_per_epoch, left_out_).Repeat().MakeIterator());
   if (!start.iterator_state.empty()) it_->RestoreState(start.iterator_state);
-  if (start.step > 0 && start.step >= plan_.total_steps) {
+  const bool complete = start.step > 0 && start.step >= plan_.total_steps;
+  // Every rank of the job learns it, the ranks that serve included (they wait here).
+  if (comm::AllreduceInt64(job_, complete ? 1 : 0, comm::ReduceOp::kMax) != 0) {
     // A finished run resumed: nothing to train, and its outputs stay as they are.
     if (chief()) {
       SF_LOG(Info) << "--resume: the run is complete (step " << start.step << " of "
@@ -214,14 +220,16 @@ TrainResult TrainingLoop::Run() {
 // After `steps_done` steps: the step count at which a stop signal ends the run, or -1. Ranks
 // that step together agree every step (one small all-reduce: a signal on any rank stops all at
 // once). Asynchronous parameter-server workers never wait for each other, so a worker that got
-// the signal (Slurm and mpirun signal every rank) stops stepping and meets the others here; they
-// all run on to the furthest worker's step (at most dist.max_staleness steps, when bounded).
+// the signal tells the others (a message they look for after each step, never waiting), stops
+// stepping and meets them here; they all run on to the furthest worker's step (at most
+// dist.max_staleness steps behind it, when bounded).
 int64_t TrainingLoop::StopAfter(int64_t steps_done) {
   if (stop_at_ >= 0) return stop_at_;
   if (strategy_.synchronous_metrics()) {
     const int64_t signalled = StopSignal() != 0 ? 1 : 0;
     if (comm::AllreduceInt64(*steps_, signalled, comm::ReduceOp::kMax) != 0) stop_at_ = steps_done;
-  } else if (StopSignal() != 0) {
+  } else if (StopSignal() != 0 || strategy_.PeerStopping()) {
+    if (StopSignal() != 0) strategy_.AnnounceStop();  // a worker not signalled hears it
     stop_at_ = comm::AllreduceInt64(*steps_, steps_done, comm::ReduceOp::kMax);
   }
   return stop_at_;

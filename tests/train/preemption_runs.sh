@@ -13,7 +13,10 @@
 #   mpirun  SIGUSR1 to mpiexec itself while a slowed run trains (mpiexec forwards it to every
 #           rank): exit 75 from mpiexec, a checkpoint, and the resumed run bit-identical.
 #   ps      asynchronous parameter servers, every rank signalled at step 10: the workers meet,
-#           catch up, checkpoint; the servers end too; exit 75; --resume finishes the run.
+#           catch up, checkpoint; the servers end too; exit 75; --resume finishes the run, and
+#           a second --resume finds it complete (servers included: nothing waits).
+#   ps_peer asynchronous parameter servers, only worker 1 signalled (SIGUSR1 at step 10): worker
+#           0 hears of it from worker 1, both stop, exit 75, a checkpoint; --resume finishes.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -91,6 +94,21 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 assert s["steps"] == 38, s["steps"]
 PY
+  run_train 3 d.log "${common[@]}" --output run_b --resume --dist.strategy=parameter_server ||
+    { cat d.log; fail "resuming the finished run failed"; }
+  grep -q "^the run in run_b is complete; nothing changed" d.log || { cat d.log; fail "no complete line"; }
+  ;;
+ps_peer)
+  rc=0
+  SHARDFLOW_TEST_FAULT=usr1:1:10 run_train 3 b.log "${common[@]}" --output run_b \
+    --dist.strategy=parameter_server --dist.watchdog_seconds=20 || rc=$?
+  [ $rc -eq 75 ] || { cat b.log; fail "exit status $rc, wanted 75"; }
+  at=$(sed -n 's/^stopped by .* after step \([0-9]*\):.*/\1/p' b.log)
+  [ -n "$at" ] && [ -f "run_b/checkpoints/ckpt-$(printf %09d "$at").h5" ] ||
+    { cat b.log; fail "no stop line or no checkpoint"; }
+  run_train 3 r.log "${common[@]}" --output run_b --resume --dist.strategy=parameter_server ||
+    { cat r.log; fail "resume failed"; }
+  grep -q "resuming from .*ckpt-$(printf %09d "$at").h5 at step $at" r.log || { cat r.log; fail "no resume line"; }
   ;;
 *) fail "unknown mode" ;;
 esac
