@@ -146,6 +146,7 @@ class TrainingLoop {
   int64_t samples_seen_ = 0;
   int64_t skipped_steps_ = 0;  // train.on_nonfinite = skip_step (every rank counts alike)
   int64_t stop_at_ = -1;       // the step count a stop signal ends the run at, once agreed
+  comm::AsyncAllreduceInt64 stop_round_;  // the agreement posted after the last step
   pipeline::Element batch_;
   Tensor scratch_;
 };
@@ -197,7 +198,7 @@ TrainResult TrainingLoop::Run() {
     fault.MaybeRaise(job_.rank(), step);
     RunStep(step);
     AfterStep(step);
-    if (step + 1 < plan_.total_steps && StopAfter(step + 1) == step + 1) {
+    if (StopAfter(step + 1) == step + 1 && step + 1 < plan_.total_steps) {
       times_.wall_s = Since(loop_start);
       Stop(step + 1);
       return result_;
@@ -218,16 +219,20 @@ TrainResult TrainingLoop::Run() {
 }
 
 // After `steps_done` steps: the step count at which a stop signal ends the run, or -1. Ranks
-// that step together agree every step (one small all-reduce: a signal on any rank stops all at
-// once). Asynchronous parameter-server workers never wait for each other, so a worker that got
-// the signal tells the others (a message they look for after each step, never waiting), stops
-// stepping and meets them here; they all run on to the furthest worker's step (at most
-// dist.max_staleness steps behind it, when bounded).
+// that step together agree every step without waiting: a non-blocking MAX of the flag posted
+// after each step is completed after the next one (by then every rank has posted it, so the
+// wait is nil), and a signal on any rank stops all after that same step. Asynchronous
+// parameter-server workers never wait for each other, so a worker that got the signal tells the
+// others (a message they look for after each step, never waiting), stops stepping and meets them
+// here; they all run on to the furthest worker's step (at most dist.max_staleness steps behind it,
+// when bounded).
 int64_t TrainingLoop::StopAfter(int64_t steps_done) {
   if (stop_at_ >= 0) return stop_at_;
   if (strategy_.synchronous_metrics()) {
-    const int64_t signalled = StopSignal() != 0 ? 1 : 0;
-    if (comm::AllreduceInt64(*steps_, signalled, comm::ReduceOp::kMax) != 0) stop_at_ = steps_done;
+    if (stop_round_.pending() && stop_round_.Finish() != 0) return stop_at_ = steps_done;
+    if (steps_done < plan_.total_steps) {
+      stop_round_.Start(*steps_, StopSignal() != 0 ? 1 : 0, comm::ReduceOp::kMax);
+    }
   } else if (StopSignal() != 0 || strategy_.PeerStopping()) {
     if (StopSignal() != 0) strategy_.AnnounceStop();  // a worker not signalled hears it
     stop_at_ = comm::AllreduceInt64(*steps_, steps_done, comm::ReduceOp::kMax);

@@ -5,10 +5,10 @@
 # passed.
 #   preemption_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
 # MODE:
-#   all     every rank gets SIGTERM twice at step 25 (as scancel, then an impatient second one):
-#           checkpoint at step 26, a "stopped" line in metrics.jsonl, exit 75; resumed, the run
+#   all     every rank gets SIGTERM twice at the start of step 25 (0-based; as scancel, then an
+#           impatient second one): the ranks agree after the next step, a checkpoint at step 27, a "stopped" line in metrics.jsonl, exit 75; resumed, the run
 #           matches an uninterrupted one bit for bit (compare_runs.py).
-#   peer    only rank 1 gets SIGUSR1 (step 10): rank 0 stops at the same step, says the signal
+#   peer    only rank 1 gets SIGUSR1 (step 10): rank 0 stops at the same step (12), says the signal
 #           came from a peer; resumed, bit-identical again.
 #   mpirun  SIGUSR1 to mpiexec itself while a slowed run trains (mpiexec forwards it to every
 #           rank): exit 75 from mpiexec, a checkpoint, and the resumed run bit-identical.
@@ -50,15 +50,15 @@ resume_and_compare() {  # AT
 
 case "$mode" in
 all)
-  SHARDFLOW_TEST_FAULT=term:all:25 stopped_run b.log 26
-  grep -q "stop signal (SIGTERM): stopping after step 26 of 38" b.log || { cat b.log; fail "no SIGTERM line"; }
-  resume_and_compare 26
+  SHARDFLOW_TEST_FAULT=term:all:25 stopped_run b.log 27
+  grep -q "stop signal (SIGTERM): stopping after step 27 of 38" b.log || { cat b.log; fail "no SIGTERM line"; }
+  resume_and_compare 27
   ;;
 peer)
-  SHARDFLOW_TEST_FAULT=usr1:1:10 stopped_run b.log 11
-  grep -q "stop signal (on a peer): stopping after step 11 of 38" b.log ||
+  SHARDFLOW_TEST_FAULT=usr1:1:10 stopped_run b.log 12
+  grep -q "stop signal (on a peer): stopping after step 12 of 38" b.log ||
     { cat b.log; fail "rank 0 does not say a peer was signalled"; }
-  resume_and_compare 11
+  resume_and_compare 12
   ;;
 mpirun)
   # 38 steps of >= 150 ms on rank 0: the signal at 1.5 s lands mid-run.
