@@ -222,10 +222,10 @@ TrainResult TrainingLoop::Run() {
 // that step together agree every step without waiting: a non-blocking MAX of the flag posted
 // after each step is completed after the next one (by then every rank has posted it, so the
 // wait is nil), and a signal on any rank stops all after that same step. Asynchronous
-// parameter-server workers never wait for each other, so a worker that got the signal tells the
-// others (a message they look for after each step, never waiting), stops stepping and meets them
-// here; they all run on to the furthest worker's step (at most dist.max_staleness steps behind it,
-// when bounded).
+// parameter-server workers never wait for each other, and their collectives (checkpoints,
+// evaluations) come at fixed step counts, so they must stop at one step count too: a signalled
+// worker asks the first server, which sees every worker's pulls and picks a count every worker
+// can still reach (parameter_server.cpp); each learns it from its next pull.
 int64_t TrainingLoop::StopAfter(int64_t steps_done) {
   if (stop_at_ >= 0) return stop_at_;
   if (strategy_.synchronous_metrics()) {
@@ -233,9 +233,13 @@ int64_t TrainingLoop::StopAfter(int64_t steps_done) {
     if (steps_done < plan_.total_steps) {
       stop_round_.Start(*steps_, StopSignal() != 0 ? 1 : 0, comm::ReduceOp::kMax);
     }
-  } else if (StopSignal() != 0 || strategy_.PeerStopping()) {
-    if (StopSignal() != 0) strategy_.AnnounceStop();  // a worker not signalled hears it
-    stop_at_ = comm::AllreduceInt64(*steps_, steps_done, comm::ReduceOp::kMax);
+  } else {
+    if (StopSignal() != 0) strategy_.RequestStop();
+    stop_at_ = strategy_.StopTarget();
+    if (stop_at_ >= 0 && stop_at_ < steps_done) {
+      throw Error(ErrorCode::kInternal, "the agreed stop after step " + std::to_string(stop_at_) +
+                                            " came after step " + std::to_string(steps_done));
+    }
   }
   return stop_at_;
 }
