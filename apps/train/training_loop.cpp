@@ -338,8 +338,8 @@ void TrainingLoop::MaybeCheckpoint(int64_t step, bool interval_end) {
   bool due = o_.checkpoint_every_steps > 0 && (step + 1) % o_.checkpoint_every_steps == 0;
   const int64_t epoch_steps = o_.checkpoint_every_epochs * plan_.steps_per_epoch;
   due = due || (epoch_steps > 0 && (step + 1) % epoch_steps == 0);
-  if (interval_end && o_.checkpoint_every_minutes > 0) {
-    const int64_t late = chief() && Since(last_checkpoint_) >= 60 * o_.checkpoint_every_minutes;
+  if (interval_end && o_.checkpoint_every_seconds > 0) {
+    const int64_t late = chief() && Since(last_checkpoint_) >= o_.checkpoint_every_seconds;
     due = due || comm::AllreduceInt64(*steps_, late, comm::ReduceOp::kMax) != 0;
   }
   if (!due) return;

@@ -15,6 +15,7 @@
 #   ps      asynchronous parameter servers, every rank signalled at step 10: server 0 picks the
 #           step all workers stop after, they checkpoint there; the servers end too; exit 75; --resume finishes the run, and
 #           a second --resume finds it complete (servers included: nothing waits).
+#   timed   checkpoint.every_seconds writes checkpoints by the clock; with every_minutes too: exit 2.
 #   ps_peer asynchronous parameter servers, only worker 1 signalled (SIGUSR1 at step 10), with a
 #           checkpoint every 7 steps (collectives at fixed steps the stop must not cut across):
 #           worker 0 hears of it from server 0, both stop, exit 75, a checkpoint; --resume
@@ -117,6 +118,20 @@ ps_peer)
     grep -q "resuming from .*ckpt-$(printf %09d "$at").h5 at step $at" r.log ||
       { cat r.log; fail "$transport: no resume line"; }
   done
+  ;;
+timed)
+  # checkpoint.every_seconds: a run of ~4 s (rank 0 slowed 100 ms a step, a metrics line every
+  # step, where the time is checked) writes checkpoints by the clock; both keys set: exit 2.
+  SHARDFLOW_TEST_FAULT=slow:0:100 run_train 2 b.log "${common[@]}" --output run_b \
+    --checkpoint.every_epochs=0 --checkpoint.every_seconds=1 || { cat b.log; fail "timed run failed"; }
+  n=$(ls run_b/checkpoints/ckpt-*.h5 | wc -l)
+  [ "$n" -ge 3 ] || { ls run_b/checkpoints; fail "$n checkpoints in ~4 s at one a second"; }
+  rc=0
+  run_train 2 c.log "${common[@]}" --output run_c --checkpoint.every_seconds=1 \
+    --checkpoint.every_minutes=1 || rc=$?
+  [ $rc -eq 2 ] || { cat c.log; fail "both intervals: exit $rc, wanted 2"; }
+  grep -q "error: invalid argument: checkpoint.every_minutes and checkpoint.every_seconds are both set" c.log ||
+    { cat c.log; fail "no error line for both intervals"; }
   ;;
 *) fail "unknown mode" ;;
 esac
