@@ -5,7 +5,7 @@
 //   p2p  the protocol of apps/train/parameter_server.cpp: a pull request answered by the
 //        server's event loop (Poll, then a non-blocking send), the push a header and the data,
 //        which the server receives and adds into its buffer;
-//   rma  one-sided: MPI_Get of the server's parameters, MPI_Accumulate(MPI_SUM) of the gradient
+//   rma  one-sided: a get of the server's parameters, a summing accumulate of the gradient
 //        into its buffer, each a passive-target epoch (comm/rma_window.hpp); the server only
 //        waits in a barrier.
 //   allreduce  the workers' all-reduce (dist.allreduce auto) of the same bytes, as data-parallel
