@@ -154,6 +154,20 @@ void AbortJob(const char* what, int code) {
   std::_Exit(code == 0 ? 1 : code);
 }
 
+namespace {
+thread_local int recovery_depth = 0;
+}  // namespace
+
+CollectiveRecovery::CollectiveRecovery() { ++recovery_depth; }
+CollectiveRecovery::~CollectiveRecovery() { --recovery_depth; }
+
+bool UnwindingAlone() {
+  if (std::uncaught_exceptions() == 0 || recovery_depth > 0 || WorldRank() < 0) return false;
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size > 1;
+}
+
 int RunMain(int argc, char** argv, const std::function<void(MpiEnvironment&)>& parse,
             const std::function<int(MpiEnvironment&)>& run) {
   std::unique_ptr<MpiEnvironment> env;

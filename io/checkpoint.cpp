@@ -27,6 +27,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/mpi_env.hpp"
 #include "io/checkpoint_format.hpp"
 #include "io/checkpoint_internal.hpp"
 #include "io/hdf5_objects.hpp"
@@ -353,6 +354,8 @@ void WriteAndPublish(io::Communicator comm, const std::string& tmp, const std::s
                      const CheckpointOptions& options,
                      const std::function<void(const io::Hdf5File&)>& write) {
   Status local;
+  // An error here is agreed on below: closing the file while it unwinds is matched by the others.
+  const CollectiveRecovery recovery;
   try {
     io::Hdf5File file = io::Hdf5File::Create(tmp, comm, {.checksummed_metadata = true});
     write(file);
