@@ -183,6 +183,7 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
   }
   DataOptions data = spec.data;
   data.files = FormatFiles(data.format, spec.format, data.files);
+  data.cache_refill_damaged = spec.on_corrupt == "skip";
   if (data.parallel_reads == kAutotune) {
     // auto: interleave min(4, cores) files on the consumer's thread. A read-ahead thread per
     // file costs a hand-off per record, which dominates for small page-cached records

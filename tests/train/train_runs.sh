@@ -8,6 +8,9 @@
 #           the final checkpoint's /params, /buffers and /optimizer must equal A's bit for bit.
 #           The model has dropout and the data is shuffled, so step seeds, the shuffle and
 #           iterator state, the schedule and the optimizer state all have to be restored.
+#   resume_cache, resume_file_cache  the same with data.cache = memory (issue 27.2: the saved
+#           state replays a cache the resumed process must refill) or a file cache at 2 ranks
+#           (issue 27.4: one file per rank).
 #   kill    SHARDFLOW_TEST_FAULT=kill:1:S: rank 1 dies at step S; the job must end non-zero.
 #   hang    SHARDFLOW_TEST_FAULT=hang:1:S: rank 1 stops (SIGSTOP) at step S; the others' watchdog
 #           (dist.watchdog_seconds=3) must end the job non-zero, naming rank 1, once.
@@ -31,14 +34,18 @@ train() {
 }
 
 case "$mode" in
-resume)
+resume | resume_cache | resume_file_cache)
   convert 3 1200 data/fm
+  cache=(--data.shuffle_buffer=500)
+  # Without a shuffle the cache stage's own state is saved (a shuffle keeps its elements).
+  [ "$mode" = resume_cache ] && cache=(--data.cache=memory --data.shuffle_buffer=0)
+  [ "$mode" = resume_file_cache ] && cache=(--data.cache="$work/cache/fm")
   # 1200 records / 2 ranks / batch 32 = 19 steps per epoch (a partial last batch); 2 epochs =
   # 38 steps. K = 25 cuts the second epoch mid-way (the shuffle of epoch 2 is under way).
   # A short warm-up and a cosine schedule: the learning rate differs at every step.
-  common=(--data.files='data/fm-*.tfrecord' --data.shuffle_buffer=500 --train.batch_size=32
+  common=(--data.files='data/fm-*.tfrecord' --train.batch_size=32
           --train.epochs=2 --train.warmup_steps=3 --train.log_every=1 --train.optimizer=adam
-          --train.lr=0.002 --checkpoint.keep_last=0)
+          --train.lr=0.002 --checkpoint.keep_last=0 "${cache[@]}")
   train 2 a.log "${common[@]}" --checkpoint.every_steps=25 --output run_a ||
     { cat a.log; fail "run A failed"; }
   train 2 b1.log "${common[@]}" --train.max_steps=25 --output run_b ||
@@ -47,6 +54,9 @@ resume)
   train 2 b2.log "${common[@]}" --output run_b --resume || { cat b2.log; fail "resume failed"; }
   grep -q "resuming from .*ckpt-000000025.h5 at step 25" b2.log || fail "no resume line"
   $py "$here/compare_runs.py" run_a run_b 38 || fail "runs differ"
+  if [ "$mode" = resume_file_cache ]; then
+    for r in 0 1; do [ -f cache/fm.rank$r-of-2 ] || fail "no cache file for rank $r"; done
+  fi
   ;;
 kill)
   convert 3 1200 data/fm
