@@ -20,6 +20,7 @@
 #           byte for byte and still loads (a warm start from it trains). Under skip_step the
 #           diverged run fails after max_skipped_steps in a row.
 #   left_out  uneven file shards at 3 ranks: the batches never trained on are counted (27.5).
+#   grad_log  the gradient bucket / wire log line against what runs (27.6).
 #   uneven  7 shards over 2 and 4 ranks with a partial last batch: exit 0, the ranks agree on
 #           a step count (logged), and the steps run are epochs x that count.
 # Each mode must finish well within the CTest timeout; every mpiexec runs under `timeout`.
@@ -153,6 +154,23 @@ assert s["batches_left_out_per_epoch"] == 3 and s["batches_per_epoch"] == 21, s
 ends = [l for l in map(json.loads, open("run/metrics.jsonl")) if "batches_left_out" in l]
 assert [l["step"] for l in ends] == [6, 12] and all(l["batches_left_out"] == 3 for l in ends), ends
 PY
+  ;;
+grad_log)
+  # Issue 27.6: the gradient line says what really ran: buckets hold whole parameters (the
+  # largest is bigger than a tiny dist.bucket_mb), and mpi / recursive doubling / one-node
+  # hierarchical send float32 whatever dist.wire asks; ring applies it.
+  convert 2 400 data/fm
+  for algo in mpi recursive_doubling hierarchical ring; do
+    train 2 $algo.log --data.files='data/fm-*.tfrecord' --train.max_steps=2 --output run-$algo \
+      --dist.allreduce=$algo --dist.wire=bf16 --dist.bucket_mb=0.01 ||
+      { cat $algo.log; fail "$algo failed"; }
+    line=$(grep "gradients: " $algo.log) || { cat $algo.log; fail "$algo: no gradients line"; }
+    echo "$line" | grep -q "floats in 2 bucket(s), the largest 0.194 MiB (dist.bucket_mb = 0.01," ||
+      fail "$algo: bucket sizes not as built: $line"
+    want="wire float32 (dist.wire = bf16 applies to ring and to hierarchical across nodes only)"
+    [ $algo = ring ] && want="all-reduce ring, wire bf16$"
+    echo "$line" | grep -q "$want" || fail "$algo: wire not as sent: $line"
+  done
   ;;
 *) fail "unknown mode" ;;
 esac
