@@ -14,6 +14,8 @@
 #include <fstream>
 #include <ostream>
 
+#include <algorithm>
+
 #include "apps/inspect/format_handler.hpp"
 #include "core/check_hdf5.hpp"
 #include "io/hdf5_reader.hpp"
@@ -118,6 +120,13 @@ class Hdf5Handler final : public FormatHandler {
  private:
   static void StatsOf(const std::string& path, StatsTotals* totals) {
     io::Hdf5Reader reader(path, io::SelfCommunicator());
+    // A file's records are the rows along the first dimension (shardflow reads record i as
+    // row i of every dataset): the most rows any dataset has; scalars hold none.
+    int64_t rows = 0;
+    for (const io::Hdf5DatasetInfo& info : reader.file().ListDatasets()) {
+      if (!info.shape.empty()) rows = std::max<int64_t>(rows, info.shape[0]);
+    }
+    totals->records += rows;
     for (const io::Hdf5DatasetInfo& info : reader.file().ListDatasets()) {
       DatasetTotals d;
       d.file = path;

@@ -39,6 +39,10 @@ PY
 done
 expect_rc 0 stats.txt "$inspect" stats "$fx/sensors-48x128x6.h5"
 grep -Eq "^series +float32 +\[48, 128, 6\] +36864 +-755\.37125" stats.txt || fail "$(cat stats.txt)"
+# Issue 27.8: the records are the rows (stats printed "records: 0" for HDF5 files).
+grep -q "^records: 48$" stats.txt || fail "records of sensors-48x128x6.h5: $(cat stats.txt)"
+expect_rc 0 stats.txt "$inspect" stats "$fx/fmnist-test-1000.h5"
+grep -q "^records: 1000$" stats.txt || fail "records of fmnist-test-1000.h5: $(cat stats.txt)"
 
 # A corrupt chunk of the gzip-compressed images: verify and stats report data loss (3).
 cp "$fx/fmnist-test-1000.h5" corrupt.h5 && chmod u+w corrupt.h5
