@@ -21,6 +21,7 @@
 #           diverged run fails after max_skipped_steps in a row.
 #   left_out  uneven file shards at 3 ranks: the batches never trained on are counted (27.5).
 #   grad_log  the gradient bucket / wire log line against what runs (27.6).
+#   empty_shard  file sharding leaves a rank an empty file or none: named, with the fix (27.7).
 #   uneven  7 shards over 2 and 4 ranks with a partial last batch: exit 0, the ranks agree on
 #           a step count (logged), and the steps run are epochs x that count.
 # Each mode must finish well within the CTest timeout; every mpiexec runs under `timeout`.
@@ -171,6 +172,26 @@ grad_log)
     [ $algo = ring ] && want="all-reduce ring, wire bf16$"
     echo "$line" | grep -q "$want" || fail "$algo: wire not as sent: $line"
   done
+  ;;
+empty_shard)
+  # Issue 27.7: file sharding that gives a rank an empty file (or no file) is named as such,
+  # with the fix, once and before training (exit 2); it said "too few records for 3 ranks".
+  convert 2 1200 data/fm
+  : >data/fm-zz.tfrecord
+  rc=0
+  train 3 empty.log --data.files='data/fm-*.tfrecord' --data.shard_policy=file \
+    --data.shuffle_files=false --output run_e || rc=$?
+  [ $rc -eq 2 ] || { cat empty.log; fail "exit $rc, wanted 2"; }
+  [ "$(grep -c 'error: ' empty.log)" -eq 1 ] || { cat empty.log; fail "not one error line"; }
+  grep -q "^\[rank 2\] error: invalid argument: rank 2 has no training batch: shard_policy = file gives it data/fm-zz.tfrecord (0 records), 0 records, fewer than one batch of 64 .*hint: shard_policy = record (or auto)" empty.log ||
+    { cat empty.log; fail "the error does not name the empty file and the fix"; }
+  rm data/fm-zz.tfrecord
+  rc=0
+  train 3 none.log --data.files='data/fm-*.tfrecord' --data.shard_policy=file --output run_n ||
+    rc=$?
+  [ $rc -eq 2 ] || { cat none.log; fail "exit $rc, wanted 2 (no file for rank 2)"; }
+  grep -q "rank 2 has no training batch: shard_policy = file gives it no file (2 files for 3 ranks)" none.log ||
+    { cat none.log; fail "the error does not say rank 2 has no file"; }
   ;;
 *) fail "unknown mode" ;;
 esac
