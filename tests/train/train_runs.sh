@@ -22,6 +22,7 @@
 #   left_out  uneven file shards at 3 ranks: the batches never trained on are counted (27.5).
 #   grad_log  the gradient bucket / wire log line against what runs (27.6).
 #   empty_shard  file sharding leaves a rank an empty file or none: named, with the fix (27.7).
+#   bigger_batch  P ranks x batch B = 1 rank x batch P*B, under the README's condition (27.11).
 #   uneven  7 shards over 2 and 4 ranks with a partial last batch: exit 0, the ranks agree on
 #           a step count (logged), and the steps run are epochs x that count.
 # Each mode must finish well within the CTest timeout; every mpiexec runs under `timeout`.
@@ -192,6 +193,38 @@ empty_shard)
   [ $rc -eq 2 ] || { cat none.log; fail "exit $rc, wanted 2 (no file for rank 2)"; }
   grep -q "rank 2 has no training batch: shard_policy = file gives it no file (2 files for 3 ranks)" none.log ||
     { cat none.log; fail "the error does not say rank 2 has no file"; }
+  ;;
+bigger_batch)
+  # Issue 27.11, the README's condition: one file (or files whose record counts are multiples of
+  # P, read one after another), data.shard_policy = record, no shuffle, a model without
+  # randomness. Then global step k holds the same records at P ranks x batch B as at one rank x
+  # batch P*B, and the parameters agree to float rounding (2e-5).
+  convert 1 768 data/one
+  for np in 1 2 4; do
+    run_train $np bb$np.log --data.files='data/one-*.tfrecord' --eval.files= \
+      --model.spec='flatten, dense:32, relu, dense:10' --data.shard_policy=record \
+      --data.shuffle_buffer=0 --train.batch_size=$((32 / np)) --train.epochs=1 \
+      --train.max_steps=12 --train.warmup_steps=0 --train.optimizer=sgd --train.lr=0.05 \
+      --output run$np || { cat bb$np.log; fail "np $np failed"; }
+  done
+  $py - <<'PY' || fail "parameters differ"
+import glob
+import h5py
+import numpy as np
+def params(run):
+    path = sorted(glob.glob(run + "/checkpoints/ckpt-*.h5"))[-1]
+    with h5py.File(path, "r") as f:
+        out = {}
+        f["params"].visititems(lambda n, d: out.__setitem__(n, d[()]) if isinstance(d, h5py.Dataset) else None)
+        return out
+one = params("run1")
+for np_ in (2, 4):
+    other = params("run%d" % np_)
+    assert other.keys() == one.keys()
+    worst = max(float(np.max(np.abs(one[k] - other[k]))) for k in one)
+    print("np %d: max |difference| %.3g" % (np_, worst))
+    assert worst < 2e-5, worst
+PY
   ;;
 *) fail "unknown mode" ;;
 esac
