@@ -79,8 +79,12 @@ class Hdf5Handler final : public FormatHandler {
       reader.emplace(path, io::SelfCommunicator());
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kNotFound) throw;
-      report.loss = Status(ErrorCode::kDataLoss,
-                           std::string("HDF5 cannot open the file: ") + e.what(), {.file = path});
+      // A truncated or foreign file already says so in a user's terms (core/check_hdf5.hpp).
+      report.loss =
+          e.code() == ErrorCode::kDataLoss
+              ? e.status()
+              : Status(ErrorCode::kDataLoss, std::string("HDF5 cannot open the file: ") + e.what(),
+                       {.file = path});
       return report;
     }
     for (const io::Hdf5DatasetInfo& info : reader->file().ListDatasets()) {
