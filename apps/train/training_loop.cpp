@@ -216,8 +216,12 @@ void TrainingLoop::RunStep(int64_t step) {
   {
     SF_TRACE_SCOPE("input");
     if (!it_->Next(&batch_)) {
-      throw Error(ErrorCode::kInternal, "the input ended at step " + std::to_string(step) + " of " +
-                                            std::to_string(plan_.total_steps));
+      throw Error(ErrorCode::kDataLoss,
+                  "this rank's input ended at step " + std::to_string(step) + " of " +
+                      std::to_string(plan_.total_steps) +
+                      ", short of the batches counted at the start: a data file changed or "
+                      "was truncated during the run",
+                  {.hint = "restore the files; --resume continues from the last checkpoint"});
     }
   }
   const double wait = Since(t0);

@@ -10,7 +10,8 @@
 #              io/hdf5_file.cpp:216" from three programs, exit 3 from inspect).
 #   disk_full  an HDF5 output on a full device (a link to /dev/full): exit 1 (I/O) with
 #              "No space left on device (errno 28)" and the path, not an HDF5 "Write failed"
-#              chain.
+#              chain; an output folder the system refuses: exit 1 naming path and errno, not
+#              "internal error".
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -65,6 +66,13 @@ disk_full)
   run full.log 1 shardflow-convert --input.format=hdf5 --input.path="$fx/fmnist-test-1000.h5" \
     --input.datasets=images,labels --output.format=hdf5 --output.path=full.h5
   one_line full.log $rc 1 "I/O error: cannot create the HDF5 file: No space left on device (errno 28).*file=full.h5"
+  # An output folder the system refuses (here: under a regular file; as root, permissions do
+  # not refuse): an I/O error with the path and errno, not "internal error: filesystem error".
+  echo x >a-file
+  convert 2 100 data/fm
+  run dir.log 2 shardflow-train --config "$src/configs/fmnist_mlp.ini" --no-progress \
+    --eval.files= --data.files='data/fm-*.tfrecord' --train.max_steps=1 --output a-file/run
+  one_line dir.log $rc 1 "I/O error: cannot create directories: Not a directory (errno 20) \[file=a-file/run\]"
   ;;
 *)
   echo "unknown mode $mode"
