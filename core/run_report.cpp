@@ -96,6 +96,7 @@ nlohmann::json SummaryToJson(const RunSummary& s) {
   j["skipped_steps"] = s.skipped_steps;
   j["batches_per_epoch"] = s.batches_per_epoch;
   j["batches_left_out_per_epoch"] = s.batches_left_out_per_epoch;
+  j["skipped_records"] = s.skipped_records;
   j["samples"] = s.samples;
   j["samples_per_s"] = s.samples_per_s;
   j["aggregate_samples_per_s"] = s.aggregate_samples_per_s;
@@ -129,6 +130,9 @@ std::string FormatReport(const RunSummary& s) {
   if (s.batches_left_out_per_epoch > 0) {
     out << "left out        " << s.batches_left_out_per_epoch << " of " << s.batches_per_epoch
         << " batches per epoch (uneven shards)\n";
+  }
+  if (s.skipped_records > 0) {
+    out << "skipped records " << s.skipped_records << " (bad input records, on_error = skip)\n";
   }
   if (!s.strategy.empty()) {
     out << "strategy        " << s.strategy << (s.grid.empty() ? "" : " (" + s.grid + ")");

@@ -63,7 +63,7 @@ void PrepareInputSpec(PredictAppConfig* c) {
   }
   pipeline::InputSpec& spec = c->train.data;
   if (!c->input.empty()) spec.data.files = SplitComma(c->input);
-  if (spec.data.files.empty()) {
+  if (spec.data.files.empty() && spec.data.format != "images") {  // images: data.root or list
     throw Error(ErrorCode::kInvalidArgument, "no input files (give --input or data.files)",
                 {.key = "--input"});
   }

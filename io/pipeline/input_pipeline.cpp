@@ -49,7 +49,8 @@ SourceOptions SourceOptionsFor(const InputSpec& spec) {
     o.fixed = {.record_bytes = f.record_bytes,
                .header_bytes = f.header_bytes,
                .footer_bytes = f.footer_bytes,
-               .tail = ParseOnError(f.tail, sec + ".tail")};
+               .tail = ParseOnError(f.tail, sec + ".tail"),
+               .tail_key = sec + ".tail"};
     o.images.root = f.root;
     o.images.list_file = f.list;
     o.images.channels = static_cast<int>(f.channels);
@@ -197,6 +198,10 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
       std::move(decode), rank, world);
   SF_LOG0(Info) << "[" << spec.section << "] " << built.description;
   return built.dataset;
+}
+
+void CheckInputFilesMatch(const InputSpec& spec, const std::string& given_as) {
+  if (spec.data.format != "images") CheckFilesMatch(spec.data.files, given_as);
 }
 
 int64_t CountLocalRecords(const InputSpec& spec, int rank, int world) {

@@ -56,6 +56,12 @@ struct InputSpec {
 // spec->data by an OnResolved hook. REQUIRES: spec outlives schema.Parse.
 void RegisterDataOptions(ConfigSchema& schema, const std::string& section, InputSpec* spec);
 
+// The usage check before any rank reads, once in the apps' parse phase: the spec's file
+// patterns match a file (CheckFilesMatch; the error names `given_as`, "data.files" or
+// "--input"). Format images reads `root` or `list`, not files: nothing is checked here (the
+// source names a missing root or list file itself).
+void CheckInputFilesMatch(const InputSpec& spec, const std::string& given_as);
+
 // This rank's pipeline: list files (seeded order), plan shards for (rank, world), read
 // (parallel_reads), cache, shuffle-and-repeat (epochs), decode by schema fused with batching
 // (parallel_calls), augment, prefetch. Elements are batches. Throws Error naming the key for
