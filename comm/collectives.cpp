@@ -109,12 +109,26 @@ void AllreduceInt64(Communicator& comm, int64_t* values, size_t count, ReduceOp 
   AllreduceValues(comm, values, count, op, kInt64Names, MPI_INT64_T);
 }
 
+AsyncAllreduceInt64::~AsyncAllreduceInt64() {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (comm_ != nullptr && std::chrono::steady_clock::now() < deadline) {
+    int done = 0;
+    if (MPI_Test(&state_->request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
+    if (done)
+      comm_ = nullptr;
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  if (comm_ == nullptr) delete state_;  // still pending: the state stays with MPI
+}
+
 void AsyncAllreduceInt64::Start(Communicator& comm, int64_t value, ReduceOp op) {
   if (comm_ != nullptr) {
     throw Error(ErrorCode::kInternal, "an asynchronous all-reduce started twice");
   }
-  in_ = value;
-  SF_CHECK_MPI(MPI_Iallreduce(&in_, &out_, 1, MPI_INT64_T, ToMpi(op), comm.raw(), &request_));
+  state_->in = value;
+  SF_CHECK_MPI(MPI_Iallreduce(&state_->in, &state_->out, 1, MPI_INT64_T, ToMpi(op), comm.raw(),
+                              &state_->request));
   comm_ = &comm;
 }
 
@@ -122,9 +136,9 @@ int64_t AsyncAllreduceInt64::Finish() {
   if (comm_ == nullptr) throw Error(ErrorCode::kInternal, "no asynchronous all-reduce to finish");
   SF_TRACE_SCOPE("allreduce(int64, async)");
   CollectiveScope scope(comm_->watchdog(), "allreduce(int64, async)", sizeof(int64_t));
-  SF_CHECK_MPI(MPI_Wait(&request_, MPI_STATUS_IGNORE));
+  SF_CHECK_MPI(MPI_Wait(&state_->request, MPI_STATUS_IGNORE));
   comm_ = nullptr;
-  return out_;
+  return state_->out;
 }
 
 int64_t AllreduceInt64(Communicator& comm, int64_t value, ReduceOp op) {

@@ -32,18 +32,27 @@ using Int64Op = ReduceOp;  // the earlier name, kept for existing callers
 // A non-blocking all-reduce of one int64 (MPI_Iallreduce), for an agreement that should cost
 // no wait: Start posts it, other work (other collectives included, in the same order on every
 // rank) runs meanwhile, and Finish completes it under the communicator's watchdog and returns
-// the reduced value. A destroyed round that was started and not finished is an error of the
-// caller (the communicator would be freed under it).
+// the reduced value. Destroyed while pending (an error unwinding), it gives the other ranks up
+// to 2 s to complete it (they usually unwind the same error, with the same round pending), then
+// leaves its buffers and request to MPI: waiting longer could wait for ranks that never come,
+// and freeing the buffers would let MPI write into freed memory.
 class AsyncAllreduceInt64 {
  public:
+  AsyncAllreduceInt64() = default;
+  ~AsyncAllreduceInt64();
+  AsyncAllreduceInt64(const AsyncAllreduceInt64&) = delete;
+  AsyncAllreduceInt64& operator=(const AsyncAllreduceInt64&) = delete;
   void Start(Communicator& comm, int64_t value, ReduceOp op);
   bool pending() const { return comm_ != nullptr; }
   int64_t Finish();
 
  private:
+  struct State {
+    int64_t in = 0, out = 0;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
   Communicator* comm_ = nullptr;
-  int64_t in_ = 0, out_ = 0;
-  MPI_Request request_ = MPI_REQUEST_NULL;
+  State* state_ = new State;  // owned; left to MPI when destroyed pending
 };
 
 // Copies root's data[0..count) to every rank. REQUIRES: same count on every rank.

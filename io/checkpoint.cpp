@@ -18,6 +18,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -365,6 +369,25 @@ Status PrepareDirectory(const CheckpointOptions& options) {
   return Status::Ok();
 }
 
+// Test-only fault injection (the tests of issue 16 and bench/fault_soak.sh):
+// SHARDFLOW_TEST_CHECKPOINT_FAULT=PHASE:N makes rank 0 of the saving ranks raise SIGKILL at PHASE
+// of this process's N-th checkpoint (1-based): "write" (the temporary file half written),
+// "fsync" (closed, not yet synced), "rename" (synced, not yet renamed), "published" (renamed,
+// the directory not yet synced), "prune" (before older checkpoints are removed). Whatever the
+// phase, a resume must find an intact checkpoint: the previous one, or this one once renamed.
+int saves_started = 0;
+
+void MaybeDieAt(const char* phase, int rank) {
+  const char* env = std::getenv("SHARDFLOW_TEST_CHECKPOINT_FAULT");
+  if (env == nullptr || rank != 0) return;
+  const std::string spec = env, want = std::string(phase) + ":" + std::to_string(saves_started);
+  if (spec != want) return;
+  std::fprintf(stderr, "SHARDFLOW_TEST_CHECKPOINT_FAULT: SIGKILL at '%s' of checkpoint %d\n", phase,
+               saves_started);
+  std::fflush(stderr);
+  std::raise(SIGKILL);
+}
+
 // Phases 3 and 4 for the file at `tmp`; rank 0 publishes it as `final_path`.
 void WriteAndPublish(io::Communicator comm, const std::string& tmp, const std::string& final_path,
                      const CheckpointOptions& options,
@@ -375,7 +398,9 @@ void WriteAndPublish(io::Communicator comm, const std::string& tmp, const std::s
   try {
     io::Hdf5File file = io::Hdf5File::Create(tmp, comm, {.checksummed_metadata = true});
     write(file);
+    MaybeDieAt("write", io::CommRank(comm));
     file.Close();
+    MaybeDieAt("fsync", io::CommRank(comm));
     local = FsyncPath(tmp, false);
   } catch (const Error& e) {
     local = e.status();
@@ -383,10 +408,12 @@ void WriteAndPublish(io::Communicator comm, const std::string& tmp, const std::s
   io::AgreeOnStatus(comm, local);
   if (io::CommRank(comm) == 0) {
     local = Status::Ok();
+    MaybeDieAt("rename", 0);
     if (std::rename(tmp.c_str(), final_path.c_str()) != 0) {
       local = Status(ErrorCode::kIo, std::string("rename failed: ") + std::strerror(errno),
                      {.file = final_path});
     } else {
+      MaybeDieAt("published", 0);
       local = FsyncPath(options.dir, true);
     }
   }
@@ -412,6 +439,7 @@ void PublishCheckpoint(io::Communicator comm, const CheckpointOptions& options,
                        const std::string& final_path,
                        const std::function<void(const io::Hdf5File&)>& write) {
   const int rank = io::CommRank(comm);
+  ++saves_started;
   std::string tmp = final_path + ".tmp." + std::to_string(::getpid());
   io::AgreeOnStatus(comm, rank == 0 ? PrepareDirectory(options) : Status::Ok());
   io::Broadcast(comm, &tmp, 0);
@@ -425,6 +453,7 @@ void PublishCheckpoint(io::Communicator comm, const CheckpointOptions& options,
     }
     throw;
   }
+  MaybeDieAt("prune", rank);
   if (rank == 0 && options.keep_last > 0) {
     std::vector<std::string> all = ListCheckpoints(options);
     for (size_t i = 0; i + static_cast<size_t>(options.keep_last) < all.size(); ++i) {

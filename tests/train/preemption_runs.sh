@@ -15,6 +15,10 @@
 #   ps      asynchronous parameter servers, every rank signalled at step 10: server 0 picks the
 #           step all workers stop after, they checkpoint there; the servers end too; exit 75; --resume finishes the run, and
 #           a second --resume finds it complete (servers included: nothing waits).
+#   ckpt_kill  rank 0 killed (SIGKILL) at each phase of the second checkpoint (step 10): half
+#           written, closed, synced, renamed, before pruning; every time --resume finds an
+#           intact checkpoint (step 5 before the rename, step 10 after) and the run ends
+#           bit-identical to one never killed.
 #   timed   checkpoint.every_seconds writes checkpoints by the clock; with every_minutes too: exit 2.
 #   ps_peer asynchronous parameter servers, only worker 1 signalled (SIGUSR1 at step 10), with a
 #           checkpoint every 7 steps (collectives at fixed steps the stop must not cut across):
@@ -117,6 +121,24 @@ ps_peer)
       --dist.ps_transport=$transport --checkpoint.every_steps=7 || { cat r.log; fail "$transport: resume failed"; }
     grep -q "resuming from .*ckpt-$(printf %09d "$at").h5 at step $at" r.log ||
       { cat r.log; fail "$transport: no resume line"; }
+  done
+  ;;
+ckpt_kill)
+  run_train 2 a.log "${common[@]}" --output run_a || { cat a.log; fail "uninterrupted run failed"; }
+  for phase in write fsync rename published prune; do
+    rm -rf run_b
+    rc=0
+    SHARDFLOW_TEST_CHECKPOINT_FAULT=$phase:2 run_train 2 b.log "${common[@]}" --output run_b \
+      --checkpoint.every_steps=5 --checkpoint.every_epochs=0 || rc=$?
+    [ $rc -ne 0 ] || { cat b.log; fail "$phase: exit 0 after rank 0 was killed"; }
+    grep -q "SHARDFLOW_TEST_CHECKPOINT_FAULT: SIGKILL at '$phase' of checkpoint 2" b.log ||
+      { cat b.log; fail "$phase: the fault was not injected"; }
+    case $phase in write|fsync|rename) at=5 ;; *) at=10 ;; esac
+    run_train 2 r.log "${common[@]}" --output run_b --resume --checkpoint.every_steps=5 \
+      --checkpoint.every_epochs=0 || { cat r.log; fail "$phase: resume failed"; }
+    grep -q "resuming from .*ckpt-$(printf %09d $at).h5 at step $at" r.log ||
+      { cat r.log; fail "$phase: did not resume from step $at"; }
+    $py "$here/compare_runs.py" run_a run_b 38 || fail "$phase: the resumed run differs"
   done
   ;;
 timed)
