@@ -19,18 +19,7 @@ ModelBatch ToModelBatch(const pipeline::Element& batch, const BatchSpec& spec, T
   Shape shape = spec.input_shape;
   shape.insert(shape.begin(), out.rows);
   if (in.dtype() == DType::kFloat32) {
-    out.x = in.Reshaped(shape);
-    if (spec.scale != 1.0) {
-      if (scratch->shape() != shape || scratch->dtype() != DType::kFloat32) {
-        *scratch = Tensor(DType::kFloat32, shape);
-      }
-      const float* src = in.data<float>();
-      float* dst = scratch->data<float>();
-      const float s = static_cast<float>(spec.scale);
-      const int64_t n = in.num_elements();
-      for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * s;
-      out.x = *scratch;
-    }
+    out.x = in.Reshaped(shape);  // float inputs are the model's values: never scaled
   } else if (in.dtype() == DType::kUInt8) {
     if (scratch->shape() != shape || scratch->dtype() != DType::kFloat32) {
       *scratch = Tensor(DType::kFloat32, shape);

@@ -3,7 +3,8 @@
 // Turns a pipeline batch into the model's input and target tensors.
 //
 //   input:  the batch's `input_feature`, (B, ...) of uint8 or float32 with input_shape's
-//           element count per row; uint8 is cast to float32 and multiplied by `scale`.
+//           element count per row; uint8 is cast to float32 and multiplied by `scale`;
+//           float32 is used as it is (`scale` is for integer pixels, never applied to floats).
 //   labels: the batch's `label_feature`, (B) or (B, 1) of an integer dtype (classify only).
 // Errors name the feature, what was expected and what was found, and the batch's first record.
 #pragma once
@@ -23,7 +24,7 @@ struct BatchSpec {
   std::string input_feature;
   std::string label_feature;  // "" : no labels (reconstruction)
   Shape input_shape;          // per sample
-  double scale = 1.0;
+  double scale = 1.0;         // uint8 inputs only
 };
 
 struct ModelBatch {

@@ -78,6 +78,10 @@ void CheckResumable(const TrainerOptions& o) {
         throw;
       }
       CheckFits(info, *it, o);
+      if (!CheckSameRun(info.config_text, o.config_text, *it)) {
+        SF_LOG0(Warn) << *it << " predates run identity hashes: not checked that it was written "
+                      << "with this config's model and data";
+      }
       return;
     }
     if (o.resume_if_possible) return;
@@ -86,6 +90,48 @@ void CheckResumable(const TrainerOptions& o) {
               {.file = o.checkpoint.dir,
                .hint = "--resume=auto starts fresh when there is none; without --resume the "
                        "run starts fresh"});
+}
+
+// A fresh run (no --resume) into an OUTPUT that holds another run's checkpoints or metrics would
+// mix the two: same-step checkpoints overwritten, keep_last deleting the other's, a later
+// --resume continuing the wrong one, metrics.jsonl interleaved. Refused unless --overwrite.
+void CheckFreshOutput(const TrainerOptions& o, bool overwrite) {
+  if (overwrite && o.resume) {
+    throw Error(ErrorCode::kInvalidArgument, "--overwrite and --resume exclude each other",
+                {.key = "--overwrite"});
+  }
+  if (o.resume || overwrite) return;
+  const bool checkpoints =
+      std::filesystem::is_directory(o.checkpoint.dir) && !ListCheckpoints(o.checkpoint).empty();
+  const bool metrics = std::filesystem::exists(o.output_dir + "/metrics.jsonl");
+  if (!checkpoints && !metrics) return;
+  throw Error(ErrorCode::kInvalidArgument,
+              std::string("the output already holds a run (") +
+                  (checkpoints ? "checkpoints" : "metrics.jsonl") +
+                  "); a fresh run would mix with it",
+              {.file = checkpoints ? o.checkpoint.dir : o.output_dir,
+               .hint = "--resume continues it, --overwrite clears it first, or choose another "
+                       "--output"});
+}
+
+// --overwrite, on rank 0 before anything is written: the previous run's checkpoints (and
+// unfinished .tmp files), metrics.jsonl and summary.json go, logged.
+void ClearPreviousRun(const TrainerOptions& o) {
+  namespace fs = std::filesystem;
+  int removed = 0;
+  if (fs::is_directory(o.checkpoint.dir)) {
+    for (const std::string& f : ListCheckpoints(o.checkpoint)) removed += fs::remove(f) ? 1 : 0;
+    for (const fs::directory_entry& e : fs::directory_iterator(o.checkpoint.dir)) {
+      const std::string name = e.path().filename().string();
+      if (name.find(".h5.tmp.") != std::string::npos) fs::remove(e.path());
+    }
+  }
+  const bool metrics = fs::remove(o.output_dir + "/metrics.jsonl");
+  fs::remove(o.output_dir + "/summary.json");
+  if (removed > 0 || metrics) {
+    SF_LOG(Warn) << "--overwrite: removed " << removed << " checkpoints of the previous run from "
+                 << o.checkpoint.dir << (metrics ? " and its metrics.jsonl" : "");
+  }
 }
 
 // The shard of the data this rank reads: its data-parallel replica's (every rank of a
@@ -219,6 +265,7 @@ int main(int argc, char** argv) {
       argc, argv,
       [&](MpiEnvironment& env) {
         apps::RegisterExperimentConfig(schema, &config);
+        train::DisownTrainerSetKeys(schema);
         AppSpec app("shardflow-train",
                     "synchronous data-parallel training; run one process per rank under mpirun "
                     "or srun");
@@ -228,12 +275,16 @@ int main(int argc, char** argv) {
                            "continue from the newest checkpoint (an error when there is none); "
                            "=auto: continue if there is one, else start fresh")
             .Switch("no-progress", &config.no_progress, "no progress bar")
+            .Switch("overwrite", &config.overwrite,
+                    "start afresh in an OUTPUT that holds a previous run: its checkpoints and "
+                    "metrics are removed first (without it such an OUTPUT is refused)")
             .Switch("check", &check,
                     "dry run: resolve the config, list the files, count records and steps per "
                     "rank, estimate memory, and exit without training or writing")
             .RequireConfig(true)
             .PrintResolved(false);  // printed below, once the checks have passed
         ParseCommandLine(argc, argv, schema, app);
+        train::RefuseTrainerSetKeys(schema);
         options = train::MakeTrainerOptions(&config, env.size(), schema.ResolvedIni());
         // Input patterns that match nothing are a usage error: reported here, once, rather
         // than by every rank's pipeline at once.
@@ -241,6 +292,7 @@ int main(int argc, char** argv) {
         if (!config.eval.data.files.empty()) {
           pipeline::CheckFilesMatch(config.eval.data.files, "eval.files");
         }
+        train::CheckFreshOutput(options, config.overwrite);
         train::CheckResumable(options);
         train::CheckModelPlan(options, env.rank());
         // Counting opens every file of this rank's shard: a file every rank finds wrong alike (a
@@ -256,6 +308,7 @@ int main(int argc, char** argv) {
       [&](MpiEnvironment& env) {
         if (check) return train::DryRun(env, config, options);
         if (env.is_chief()) {
+          if (config.overwrite) train::ClearPreviousRun(options);
           std::filesystem::create_directories(config.output);
           schema.SaveResolved(config.output + "/resolved.ini");
         }

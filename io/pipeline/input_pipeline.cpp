@@ -134,8 +134,8 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
   auto_key("parallel_reads", &autos->parallel_reads, 1,
            "read-ahead threads, one per open file when > 1 (auto: 1, the consumer reads)");
   auto_key("cycle_length", &autos->cycle_length, 1,
-           "files interleaved (fixes the order; auto: parallel_reads, or min(4, cores) when that "
-           "is auto)");
+           "files interleaved, which fixes the element order (auto: 4, whatever parallel_reads, "
+           "the cores or the binding)");
   auto_key("parallel_calls", &autos->parallel_calls, 0,
            "decode/augment threads of the fused map-and-batch (0: consumer thread; auto: cores)");
   auto_key("prefetch", &autos->prefetch, 0, "batches prefetched (0: none; auto: tuned)");
@@ -183,12 +183,15 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
   }
   DataOptions data = spec.data;
   data.files = FormatFiles(data.format, spec.format, data.files);
+  // The element order depends on the seed, the config and the rank count only: the cycle
+  // length (files interleaved) is fixed here, never taken from parallel_reads, the cores or the
+  // binding (a resume on a node that binds differently restores the same iterator state).
+  if (data.cycle_length == kAutotune) data.cycle_length = kDefaultCycleLength;
   if (data.parallel_reads == kAutotune) {
-    // auto: interleave min(4, cores) files on the consumer's thread. A read-ahead thread per
-    // file costs a hand-off per record, which dominates for small page-cached records
-    // (bench tfdata, 784-byte records, 2 cores: 362k records/s with 1 read thread, 129k with
-    // 2); ask for parallel_reads > 1 where reads wait on the network or disk.
-    if (data.cycle_length == kAutotune) data.cycle_length = std::min(4, DefaultCpuBudget());
+    // auto: interleave the cycle on the consumer's thread. A read-ahead thread per file costs
+    // a hand-off per record, which dominates for small page-cached records (bench tfdata,
+    // 784-byte records, 2 cores: 362k records/s with 1 read thread, 129k with 2); ask for
+    // parallel_reads > 1 where reads wait on the network or disk.
     data.parallel_reads = 1;
   }
   BuiltPipeline built = BuildPipeline(

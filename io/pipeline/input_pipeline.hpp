@@ -19,8 +19,9 @@
 // Decode and batch are fused (map_and_batch.cpp): each worker parses an Example into a
 // per-example tensor that the batch stage copies into its row.
 // parallel_reads = auto means one read thread (the consumer's) interleaving cycle_length files
-// (auto: min(4, cores)); read-ahead threads pay a hand-off per record, worth it only when reads
-// wait on a network or disk (set parallel_reads > 1 then).
+// (auto: kDefaultCycleLength, never the cores or parallel_reads, so the element order depends
+// on the seed, the config and the rank count only); read-ahead threads pay a hand-off per
+// record, worth it only when reads wait on a network or disk (set parallel_reads > 1 then).
 // Thread-safety: the functions are reentrant; the spec must not change while they run.
 #pragma once
 
@@ -34,6 +35,9 @@
 #include "io/pipeline/sources/format_options.hpp"
 
 namespace shardflow::pipeline {
+
+// Files interleaved when data.cycle_length is auto.
+inline constexpr int kDefaultCycleLength = 4;
 
 struct InputSpec {
   DataOptions data;
