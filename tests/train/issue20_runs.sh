@@ -16,6 +16,8 @@
 #   train_keys    data.batch_size, data.epochs and the [eval] keys train sets itself are refused
 #                 when given (exit 2, one line naming the key and what acts) and left out of the
 #                 resolved table (item 4).
+#   convert_scale shards written with preprocess.normalize=scale train with the features line of
+#                 their meta.json, to the loss of the uint8 shards (item 6).
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -97,6 +99,29 @@ train_keys)
   n=$(grep -E -c "^  (data\.(batch_size|epochs)|eval\.(batch_size|epochs|shuffle_buffer|drop_remainder|augmentations)) " c.log || true)
   m=$(grep -E -c "^  (train\.batch_size|data\.shuffle_buffer|data\.drop_remainder|eval\.files) " c.log || true)
   [ "$n" -eq 0 ] && [ "$m" -eq 4 ] || { cat c.log; fail "the table shows $n keys train sets itself"; }
+  ;;
+convert_scale)
+  # What convert writes with preprocess.normalize=scale, train reads with the features line of
+  # PREFIX.meta.json (float32 images used to be bytes that no schema could read) (item 6).
+  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-convert" --input.format=idx \
+    --input.split=test --input.limit=640 --output.shards=4 --output.path=data/sc \
+    --preprocess.normalize=scale >sc.log 2>&1 || { cat sc.log; fail "convert failed"; }
+  features=$($py -c 'import json,sys; print(json.load(open(sys.argv[1]))["data_features"])' \
+    data/sc.meta.json) || fail "no data_features in data/sc.meta.json"
+  [ "$features" = "image_raw:float:float32:28x28x1, label:int64:int64:scalar, id:int64:int64:scalar" ] ||
+    fail "data_features '$features'"
+  train 2 a.log --output run --data.files='data/sc-*.tfrecord' --data.features="$features" \
+    --train.epochs=1 || { cat a.log; fail "training on the scaled shards failed"; }
+  # The same images as uint8 (x 1/255 by model.input_scale) train to the same loss: the float
+  # pixels are x/255 and used as they are.
+  convert 4 640 data/u8
+  train 2 b.log --output run_u8 --data.files='data/u8-*.tfrecord' --train.epochs=1 ||
+    { cat b.log; fail "training on uint8 failed"; }
+  $py - run/metrics.jsonl run_u8/metrics.jsonl <<'PY' || fail "scaled and uint8 shards train differently"
+import json, sys
+a, b = ([json.loads(l)["loss"] for l in open(p) if '"loss"' in l] for p in sys.argv[1:])
+assert len(a) == len(b) == 10 and all(abs(x - y) <= 1e-5 * abs(y) for x, y in zip(a, b)), (a, b)
+PY
   ;;
 *) fail "unknown mode" ;;
 esac
