@@ -1,6 +1,7 @@
 #include "io/pipeline/input_pipeline.hpp"
 
 #include <algorithm>
+#include <memory>
 
 #include "core/logging.hpp"
 #include "io/pipeline/autotune.hpp"
@@ -210,6 +211,43 @@ int64_t CountLocalRecords(const InputSpec& spec, int rank, int world) {
   const ShardPlan plan = PlanShards(source->Files(), source->SupportsByteRanges(),
                                     spec.data.shard_policy, world, rank);
   return CountPlannedRecords(*source, plan);
+}
+
+std::function<int64_t(const Provenance&)> MakeRecordNumbering(const InputSpec& spec) {
+  CheckSpec(spec);
+  const std::vector<std::string> files =
+      ListFiles(FormatFiles(spec.data.format, spec.format, spec.data.files),
+                spec.data.shuffle_files, spec.data.seed);
+  auto source = OpenRecordSource(spec.data.format, files, SourceOptionsFor(spec));
+  const auto* index = dynamic_cast<const RecordIndex*>(source.get());
+  auto offsets = std::make_shared<std::vector<std::vector<uint64_t>>>(source->Files().size());
+  auto first = std::make_shared<std::vector<int64_t>>(offsets->size() + 1, 0);
+  for (size_t f = 0; f < offsets->size(); ++f) {
+    std::vector<uint64_t>& mine = (*offsets)[f];
+    if (index != nullptr) {
+      mine = index->RecordOffsets(f);
+    } else {
+      std::unique_ptr<RecordReader> reader = source->Open(f, ByteRange{});
+      Element e;
+      while (reader->Next(&e)) mine.push_back(e.where.offset);
+    }
+    (*first)[f + 1] = (*first)[f] + static_cast<int64_t>(mine.size());
+  }
+  return [offsets, first](const Provenance& where) {
+    const auto f = static_cast<size_t>(where.file_index);
+    if (where.file_index < 0 || f >= offsets->size()) {
+      throw Error(ErrorCode::kInternal, "record of file " + std::to_string(where.file_index) +
+                                            " outside the input's " +
+                                            std::to_string(offsets->size()) + " files");
+    }
+    const std::vector<uint64_t>& in = (*offsets)[f];
+    const auto it = std::lower_bound(in.begin(), in.end(), where.offset);
+    if (it == in.end() || *it != where.offset) {
+      throw Error(ErrorCode::kInternal,
+                  "no record starts at offset " + std::to_string(where.offset), where.Context());
+    }
+    return (*first)[f] + (it - in.begin());
+  };
 }
 
 int64_t CountLocalBatches(const InputSpec& spec, int rank, int world) {

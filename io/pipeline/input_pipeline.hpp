@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -74,5 +75,12 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world);
 int64_t CountLocalBatches(const InputSpec& spec, int rank, int world);
 // Records this rank reads in one pass (before batching).
 int64_t CountLocalRecords(const InputSpec& spec, int rank, int world);
+
+// The global index of a record the pipeline of `spec` reads, from its provenance: files in
+// the pipeline's listed order, then records in file order, from 0 (what shardflow-predict
+// writes for records without an id feature). Reads every file's record offsets once (TFRecord:
+// the header scan counting does; a source without a record index: the whole file). The
+// function throws Error(kInternal) for a provenance outside the files.
+std::function<int64_t(const Provenance&)> MakeRecordNumbering(const InputSpec& spec);
 
 }  // namespace shardflow::pipeline

@@ -18,6 +18,8 @@
 #                 resolved table (item 4).
 #   convert_scale shards written with preprocess.normalize=scale train with the features line of
 #                 their meta.json, to the loss of the uint8 shards (item 6).
+#   predict_ids   shardflow-predict without an id feature writes the global record index, the
+#                 same ids and rows as with convert's id feature, on 1 and 3 ranks (item 5).
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -121,6 +123,30 @@ convert_scale)
 import json, sys
 a, b = ([json.loads(l)["loss"] for l in open(p) if '"loss"' in l] for p in sys.argv[1:])
 assert len(a) == len(b) == 10 and all(abs(x - y) <= 1e-5 * abs(y) for x, y in zip(a, b)), (a, b)
+PY
+  ;;
+predict_ids)
+  # Records without an id feature get their global record index (file order, then record
+  # order), as documented; it used to be (file_index << 40) | byte offset (item 5). On 1 and 3
+  # ranks (3 ranks on 8 files cut them in byte ranges), ids equal convert's `id` feature.
+  train 2 a.log --output run --train.epochs=1 || { cat a.log; fail "training failed"; }
+  for np in 1 3; do
+    for ids in id none; do
+      flag=--predict.id_feature=id
+      [ $ids = none ] && flag=--predict.id_feature=
+      timeout -k 5 60 "${mpi[@]}" -np $np "$bin/shardflow-predict" --config "$src/configs/fmnist_mlp.ini" \
+        --checkpoint run/checkpoints --input 'data/fm-*.tfrecord' --output p_${ids}_$np.h5 \
+        --model.spec='flatten, dense:32, relu, dense:10' --train.threads=1 $flag \
+        >p_${ids}_$np.log 2>&1 || { cat p_${ids}_$np.log; fail "predict ($ids, $np ranks) failed"; }
+    done
+  done
+  $py - <<'PY' || fail "ids without an id feature are not the global record indices"
+import h5py, numpy as np
+for np_ in (1, 3):
+    with h5py.File(f"p_id_{np_}.h5") as a, h5py.File(f"p_none_{np_}.h5") as b:
+        assert np.array_equal(a["ids"][:], np.arange(640)), "convert's ids"
+        assert np.array_equal(b["ids"][:], np.arange(640)), (np_, b["ids"][:8], b["ids"][-3:])
+        assert np.array_equal(a["probabilities"][:], b["probabilities"][:]), "other records"
 PY
   ;;
 *) fail "unknown mode" ;;
