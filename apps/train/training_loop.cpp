@@ -98,6 +98,7 @@ class TrainingLoop {
   void AfterStep(int64_t step);
   void LogInterval(int64_t step);
   void MaybeCheckpoint(int64_t step, bool interval_end);
+  void SaveCheckpoint(int64_t steps_done);
   EvalResult Evaluate(int64_t step, bool final);
   void Summarize(int64_t steps);
   bool chief() const { return job_.rank() == 0; }
@@ -175,7 +176,7 @@ TrainResult TrainingLoop::Run() {
     if (o_.task == Task::kClassify) result_.summary.test_accuracy = e.accuracy;
     result_.summary.test_loss = e.loss;
   }
-  strategy_.SaveCheckpoint(step, plan_.steps_per_epoch, it_->SaveState());
+  SaveCheckpoint(step);
   strategy_.Finish();
   Summarize(step);
   if (o_.final_params) result_.params = strategy_.FinalParams();
@@ -261,14 +262,25 @@ void TrainingLoop::MaybeCheckpoint(int64_t step, bool interval_end) {
     due = due || comm::AllreduceInt64(*steps_, late, comm::ReduceOp::kMax) != 0;
   }
   if (!due) return;
-  strategy_.SaveCheckpoint(step + 1, plan_.steps_per_epoch, it_->SaveState());
+  SaveCheckpoint(step + 1);
   last_checkpoint_ = Clock::now();
+}
+
+// Rank 0 writes while the others go on to the next collective and wait there: marked busy, so
+// their watchdogs wait on it however long the write takes (comm/watchdog.hpp).
+void TrainingLoop::SaveCheckpoint(int64_t steps_done) {
+  const comm::BusyScope busy;
+  TestFault::FromEnvironment().MaybeSlowCheckpoint(job_.rank());
+  strategy_.SaveCheckpoint(steps_done, plan_.steps_per_epoch, it_->SaveState());
 }
 
 // Evaluation after `step` (0-based): at an epoch end, and once more after the last step (a
 // line in metrics.jsonl either way, the last one marked "final").
 EvalResult TrainingLoop::Evaluate(int64_t step, bool final) {
-  const EvalResult e = strategy_.Evaluate(inputs_.eval());
+  const EvalResult e = [this] {
+    const comm::BusyScope busy;  // ranks with more evaluation data are waited for
+    return strategy_.Evaluate(inputs_.eval());
+  }();
   if (chief()) {
     SF_LOG(Info) << (final ? "final"
                            : "epoch " + std::to_string((step + 1) / plan_.steps_per_epoch))

@@ -20,6 +20,8 @@
 #                 their meta.json, to the loss of the uint8 shards (item 6).
 #   predict_ids   shardflow-predict without an id feature writes the global record index, the
 #                 same ids and rows as with convert's id feature, on 1 and 3 ranks (item 5).
+#   slow_checkpoint  rank 0 sleeps 3 s in every checkpoint with dist.watchdog_seconds=1: exit 0,
+#                 rank 1 logs that it waits on busy rank 0 (item 8).
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -148,6 +150,21 @@ for np_ in (1, 3):
         assert np.array_equal(b["ids"][:], np.arange(640)), (np_, b["ids"][:8], b["ids"][-3:])
         assert np.array_equal(a["probabilities"][:], b["probabilities"][:]), "other records"
 PY
+  ;;
+slow_checkpoint)
+  # Rank 0 takes 3 s over each checkpoint, dist.watchdog_seconds = 1: the others wait on it
+  # (it answers busy) instead of ending a healthy job (item 8). A hang still ends the job
+  # (train_runs.sh hang).
+  rc=0
+  SHARDFLOW_TEST_FAULT=slow_checkpoint:0:3000 train 2 a.log --output run --train.epochs=1 \
+    --checkpoint.every_steps=5 --dist.watchdog_seconds=1 || rc=$?
+  [ $rc -eq 0 ] || { cat a.log; fail "exit $rc with a slow checkpoint"; }
+  grep -q "SHARDFLOW_TEST_FAULT: rank 0 sleeps 3000 ms before writing a checkpoint" a.log ||
+    { cat a.log; fail "the fault was not injected"; }
+  grep -E -q "^\[rank 1\] watchdog: collective #[0-9]+ .* waits past 1\.0 s on busy ranks \[0\]" a.log ||
+    { cat a.log; fail "no line saying rank 1 waits on busy rank 0"; }
+  got=$(cd run/checkpoints && ls | tr '\n' ' ')
+  [ "$got" = "ckpt-000000005.h5 ckpt-000000010.h5 " ] || fail "checkpoints '$got'"
   ;;
 *) fail "unknown mode" ;;
 esac
