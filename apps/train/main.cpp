@@ -1,7 +1,11 @@
 // shardflow-train: synchronous data-parallel training, one process per rank.
 //   mpirun -np N shardflow-train --config FILE [--section.key=value ...] [--output DIR]
 //       [--resume[=auto]] [--check] [--no-progress]
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -132,6 +136,33 @@ void ClearPreviousRun(const TrainerOptions& o) {
     SF_LOG(Warn) << "--overwrite: removed " << removed << " checkpoints of the previous run from "
                  << o.checkpoint.dir << (metrics ? " and its metrics.jsonl" : "");
   }
+}
+
+// checkpoint.dir must be a folder this rank can create files in: found at start-up, not at the
+// first checkpoint after all of training. Every rank checks (they share the folder or not);
+// a probe file named by rank and pid is created and removed.
+void CheckCheckpointDir(const TrainerOptions& o, int rank) {
+  namespace fs = std::filesystem;
+  const std::string& dir = o.checkpoint.dir;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!ec && !fs::is_directory(dir, ec)) ec = std::make_error_code(std::errc::not_a_directory);
+  std::string what = "cannot create the checkpoint folder";
+  if (!ec) {
+    const std::string probe =
+        dir + "/.write-test." + std::to_string(rank) + "." + std::to_string(::getpid());
+    if (std::FILE* f = std::fopen(probe.c_str(), "w"); f != nullptr) {
+      std::fclose(f);
+      fs::remove(probe, ec);
+      return;
+    }
+    ec = std::error_code(errno, std::generic_category());
+    what = "cannot write in the checkpoint folder";
+  }
+  throw Error(ErrorCode::kInvalidArgument, what + ": " + ec.message(),
+              {.file = dir,
+               .key = "checkpoint.dir",
+               .hint = "set checkpoint.dir (or --output) to a writable folder"});
 }
 
 // The shard of the data this rank reads: its data-parallel replica's (every rank of a
@@ -294,6 +325,7 @@ int main(int argc, char** argv) {
         }
         train::CheckFreshOutput(options, config.overwrite);
         train::CheckResumable(options);
+        if (!check) train::CheckCheckpointDir(options, env.rank());
         train::CheckModelPlan(options, env.rank());
         // Counting opens every file of this rank's shard: a file every rank finds wrong alike (a
         // CSV header without the feature's column) is an error of the parse phase, said once.

@@ -22,6 +22,8 @@
 #                 same ids and rows as with convert's id feature, on 1 and 3 ranks (item 5).
 #   slow_checkpoint  rank 0 sleeps 3 s in every checkpoint with dist.watchdog_seconds=1: exit 0,
 #                 rank 1 logs that it waits on busy rank 0 (item 8).
+#   checkpoint_dir  checkpoint.dir under a plain file: exit 2 at start-up, one line naming it,
+#                 nothing trained (item 9).
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -165,6 +167,17 @@ slow_checkpoint)
     { cat a.log; fail "no line saying rank 1 waits on busy rank 0"; }
   got=$(cd run/checkpoints && ls | tr '\n' ' ')
   [ "$got" = "ckpt-000000005.h5 ckpt-000000010.h5 " ] || fail "checkpoints '$got'"
+  ;;
+checkpoint_dir)
+  # An unusable checkpoint.dir is found at start-up, before any training (item 9).
+  touch plain_file
+  rc=0
+  train 2 a.log --output run --checkpoint.dir=plain_file/ckpt || rc=$?
+  [ $rc -eq 2 ] || { cat a.log; fail "exit $rc with checkpoint.dir under a file, wanted 2"; }
+  n=$(grep -c "error: " a.log || true)
+  m=$(grep -E -c "error: invalid argument: cannot create the checkpoint folder: .*\[file=plain_file/ckpt key=checkpoint\.dir\]" a.log || true)
+  [ "$n" -eq 1 ] && [ "$m" -eq 1 ] || { cat a.log; fail "wanted one error line naming the folder"; }
+  [ ! -e run/metrics.jsonl ] || fail "it trained before finding the folder unusable"
   ;;
 *) fail "unknown mode" ;;
 esac
