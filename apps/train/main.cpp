@@ -118,17 +118,13 @@ void CheckFreshOutput(const TrainerOptions& o, bool overwrite) {
                        "--output"});
 }
 
-// --overwrite, on rank 0 before anything is written: the previous run's checkpoints (and
-// unfinished .tmp files), metrics.jsonl and summary.json go, logged.
+// --overwrite, on rank 0 before anything is written: the previous run's checkpoints,
+// metrics.jsonl and summary.json go, logged (unfinished .tmp files go on every start).
 void ClearPreviousRun(const TrainerOptions& o) {
   namespace fs = std::filesystem;
   int removed = 0;
   if (fs::is_directory(o.checkpoint.dir)) {
     for (const std::string& f : ListCheckpoints(o.checkpoint)) removed += fs::remove(f) ? 1 : 0;
-    for (const fs::directory_entry& e : fs::directory_iterator(o.checkpoint.dir)) {
-      const std::string name = e.path().filename().string();
-      if (name.find(".h5.tmp.") != std::string::npos) fs::remove(e.path());
-    }
   }
   const bool metrics = fs::remove(o.output_dir + "/metrics.jsonl");
   fs::remove(o.output_dir + "/summary.json");
@@ -163,6 +159,24 @@ void CheckCheckpointDir(const TrainerOptions& o, int rank) {
               {.file = dir,
                .key = "checkpoint.dir",
                .hint = "set checkpoint.dir (or --output) to a writable folder"});
+}
+
+// Rank 0, before training: checkpoint files a killed writer left unfinished
+// (NAME.h5.tmp.PID) are removed, logged. No writer of another run can be at work in the folder
+// (a fresh run into a used OUTPUT is refused).
+void RemoveUnfinishedCheckpoints(const TrainerOptions& o) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(o.checkpoint.dir)) return;
+  std::vector<fs::path> unfinished;
+  for (const fs::directory_entry& e : fs::directory_iterator(o.checkpoint.dir)) {
+    if (e.path().filename().string().find(".h5.tmp.") != std::string::npos) {
+      unfinished.push_back(e.path());
+    }
+  }
+  for (const fs::path& p : unfinished) {
+    fs::remove(p);
+    SF_LOG(Warn) << "removed " << p.string() << ", a checkpoint its killed writer left unfinished";
+  }
 }
 
 // The shard of the data this rank reads: its data-parallel replica's (every rank of a
@@ -341,6 +355,7 @@ int main(int argc, char** argv) {
         if (check) return train::DryRun(env, config, options);
         if (env.is_chief()) {
           if (config.overwrite) train::ClearPreviousRun(options);
+          train::RemoveUnfinishedCheckpoints(options);
           std::filesystem::create_directories(config.output);
           schema.SaveResolved(config.output + "/resolved.ini");
         }

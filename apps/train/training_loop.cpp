@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -26,17 +27,43 @@ double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// metrics.jsonl, one JSON object a line, appended (a resumed run continues the file).
+// metrics.jsonl, one JSON object a line, appended (a resumed run continues the file). Resumed
+// at `resumed_step` > 0, the lines of steps past it (written after the checkpoint by a run
+// that was then killed) are dropped first, so every step has one line.
 class MetricsLog {
  public:
-  explicit MetricsLog(const std::string& path) {
+  explicit MetricsLog(const std::string& path, int64_t resumed_step = 0) {
     if (!path.empty()) {
+      if (resumed_step > 0) DropLinesAfter(path, resumed_step);
       out_.open(path, std::ios::app);
       if (!out_) throw Error(ErrorCode::kIo, "cannot open metrics log", {.file = path});
     }
   }
   void Write(const nlohmann::json& line) {
     if (out_.is_open()) out_ << line.dump() << '\n' << std::flush;
+  }
+
+  static void DropLinesAfter(const std::string& path, int64_t step) {
+    std::ifstream in(path);
+    if (!in) return;
+    std::string kept, line;
+    int64_t dropped = 0;
+    while (std::getline(in, line)) {
+      const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
+          j["step"].get<int64_t>() > step) {
+        ++dropped;
+        continue;
+      }
+      kept += line + '\n';
+    }
+    in.close();
+    if (dropped == 0) return;
+    const std::string tmp = path + ".tmp";
+    std::ofstream(tmp, std::ios::trunc) << kept;
+    std::filesystem::rename(tmp, path);
+    SF_LOG(Warn) << "--resume at step " << step << ": dropped " << dropped << " lines of " << path
+                 << " past it (written after that checkpoint by the run that stopped)";
   }
 
  private:
@@ -155,7 +182,7 @@ TrainResult TrainingLoop::Run() {
     return result_;
   }
   metrics_ = std::make_unique<MetricsLog>(
-      chief() && !o_.output_dir.empty() ? o_.output_dir + "/metrics.jsonl" : "");
+      chief() && !o_.output_dir.empty() ? o_.output_dir + "/metrics.jsonl" : "", start.step);
   if (chief() && o_.progress) {
     progress_ = std::make_unique<ProgressReporter>(
         plan_.total_steps, ProgressOptions{.label = "train", .unit = "samples"});

@@ -24,6 +24,8 @@
 #                 rank 1 logs that it waits on busy rank 0 (item 8).
 #   checkpoint_dir  checkpoint.dir under a plain file: exit 2 at start-up, one line naming it,
 #                 nothing trained (item 9).
+#   killed_writer a run killed after its step-10 checkpoint, with a .tmp checkpoint left: the
+#                 resume removes it (logged) and metrics.jsonl has steps 1..20 once each (item 10).
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -178,6 +180,25 @@ checkpoint_dir)
   m=$(grep -E -c "error: invalid argument: cannot create the checkpoint folder: .*\[file=plain_file/ckpt key=checkpoint\.dir\]" a.log || true)
   [ "$n" -eq 1 ] && [ "$m" -eq 1 ] || { cat a.log; fail "wanted one error line naming the folder"; }
   [ ! -e run/metrics.jsonl ] || fail "it trained before finding the folder unusable"
+  ;;
+killed_writer)
+  # A run killed after its checkpoint at step 10 (rank 1 dies at step 14), with an unfinished
+  # checkpoint file left behind: the resume removes the .tmp file and metrics.jsonl ends with
+  # one line per step, 1..20 (the steps past 10 used to appear twice) (item 10).
+  rc=0
+  SHARDFLOW_TEST_FAULT=kill:1:13 train 2 a.log --output run --checkpoint.every_steps=5 \
+    --dist.watchdog_seconds=3 || rc=$?
+  [ $rc -ne 0 ] || { cat a.log; fail "the killed run exited 0"; }
+  [ -f run/checkpoints/ckpt-000000010.h5 ] || { cat a.log; fail "no checkpoint at step 10"; }
+  touch run/checkpoints/ckpt-000000015.h5.tmp.99999
+  train 2 b.log --output run --resume --checkpoint.every_steps=5 || { cat b.log; fail "resume failed"; }
+  grep -q "resuming from run/checkpoints/ckpt-000000010.h5 at step 10" b.log ||
+    { cat b.log; fail "no resume line"; }
+  grep -q "removed run/checkpoints/ckpt-000000015.h5.tmp.99999, a checkpoint its killed writer left unfinished" b.log ||
+    { cat b.log; fail "no line saying the unfinished checkpoint was removed"; }
+  [ ! -e run/checkpoints/ckpt-000000015.h5.tmp.99999 ] || fail "the .tmp file is still there"
+  got=$($py -c 'import json; print(" ".join(str(json.loads(l)["step"]) for l in open("run/metrics.jsonl") if "\"loss\"" in l))')
+  [ "$got" = "$(seq -s ' ' 1 20)" ] || fail "metrics.jsonl training steps '$got', wanted 1..20 once each"
   ;;
 *) fail "unknown mode" ;;
 esac
