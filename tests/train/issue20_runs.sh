@@ -26,6 +26,8 @@
 #                 nothing trained (item 9).
 #   killed_writer a run killed after its step-10 checkpoint, with a .tmp checkpoint left: the
 #                 resume removes it (logged) and metrics.jsonl has steps 1..20 once each (item 10).
+#   header_flip   a flipped byte in the newest checkpoint's root object header: inspect verify
+#                 exits 3, --resume falls back to the earlier checkpoint (item 11).
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -199,6 +201,31 @@ killed_writer)
   [ ! -e run/checkpoints/ckpt-000000015.h5.tmp.99999 ] || fail "the .tmp file is still there"
   got=$($py -c 'import json; print(" ".join(str(json.loads(l)["step"]) for l in open("run/metrics.jsonl") if "\"loss\"" in l))')
   [ "$got" = "$(seq -s ' ' 1 20)" ] || fail "metrics.jsonl training steps '$got', wanted 1..20 once each"
+  ;;
+header_flip)
+  # A flipped byte in the root object header of the newest checkpoint: --resume falls back to
+  # the earlier one, and shardflow-inspect verify calls the file damaged, exit 3 (it exited 2,
+  # usage) (item 11; the loader's side is io_unit_tests CheckpointHeaderDamage).
+  train 2 a.log --output run --checkpoint.every_steps=5 --train.max_steps=10 ||
+    { cat a.log; fail "training failed"; }
+  f=run/checkpoints/ckpt-000000010.h5
+  $py - "$f" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+at = b.find(b"OHDR")  # the root group's object header
+b[at + 12] ^= 0xFF
+open(p, "wb").write(b)
+PY
+  rc=0
+  "$bin/shardflow-inspect" verify "$f" >v.log 2>&1 || rc=$?
+  [ $rc -eq 3 ] || { cat v.log; fail "inspect verify: exit $rc on a damaged header, wanted 3"; }
+  grep -q "HDF5 cannot list the objects" v.log || { cat v.log; fail "no line saying so"; }
+  train 2 b.log --output run --resume --train.max_steps=0 || { cat b.log; fail "resume failed"; }
+  grep -q "skipping checkpoint run/checkpoints/ckpt-000000010.h5: data loss" b.log ||
+    { cat b.log; fail "the damaged checkpoint was not skipped as data loss"; }
+  grep -q "resuming from run/checkpoints/ckpt-000000005.h5 at step 5" b.log ||
+    { cat b.log; fail "no fallback to step 5"; }
   ;;
 *) fail "unknown mode" ;;
 esac
