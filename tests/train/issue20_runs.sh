@@ -28,6 +28,8 @@
 #                 resume removes it (logged) and metrics.jsonl has steps 1..20 once each (item 10).
 #   header_flip   a flipped byte in the newest checkpoint's root object header: inspect verify
 #                 exits 3, --resume falls back to the earlier checkpoint (item 11).
+#   tfrecord_damage  a damaged length field and a truncated shard: train names the cause, file,
+#                 offset and record as inspect verify does (exit 3); on_corrupt=skip trains (item 12).
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -226,6 +228,44 @@ PY
     { cat b.log; fail "the damaged checkpoint was not skipped as data loss"; }
   grep -q "resuming from run/checkpoints/ckpt-000000005.h5 at step 5" b.log ||
     { cat b.log; fail "no fallback to step 5"; }
+  ;;
+tfrecord_damage)
+  # A damaged length field (record 5 of one shard) and a truncated shard: training names the
+  # cause and record that shardflow-inspect verify names (it said "runs past the end of the
+  # file" at the next record), and on_corrupt = skip trains on the good records (it failed in
+  # the counting pass) (item 12).
+  mkdir -p bad trunc
+  cp data/fm-*.tfrecord bad/
+  cp data/fm-*.tfrecord trunc/
+  $py - bad/fm-00003-of-00008.tfrecord trunc/fm-00005-of-00008.tfrecord <<'PY'
+import os, struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+at = 0
+for _ in range(5):
+    at += 16 + struct.unpack("<Q", b[at:at + 8])[0]
+b[at + 1] ^= 0x40  # record 5's length: its length CRC no longer matches
+open(sys.argv[1], "wb").write(b)
+os.truncate(sys.argv[2], os.path.getsize(sys.argv[2]) - 100)  # ends inside the last record
+PY
+  for case in bad trunc; do
+    f=bad/fm-00003-of-00008.tfrecord
+    [ $case = trunc ] && f=trunc/fm-00005-of-00008.tfrecord
+    rc=0
+    "$bin/shardflow-inspect" verify "$f" >v_$case.log 2>&1 || rc=$?
+    [ $rc -eq 3 ] || { cat v_$case.log; fail "verify $case: exit $rc"; }
+    # "F: data loss at byte O (record R): CAUSE" -> "CAUSE [file=F offset=O record=R]"
+    want=$(sed -E -n 's/^(.*): data loss at byte ([0-9]+) \(record ([0-9]+)\): (.*)$/\4 [file=\1 offset=\2 record=\3]/p' v_$case.log)
+    [ -n "$want" ] || { cat v_$case.log; fail "no verify line for $case"; }
+    rc=0
+    train 2 f_$case.log --output run_f_$case --data.files="$case/fm-*.tfrecord" --train.epochs=1 || rc=$?
+    [ $rc -eq 3 ] || { cat f_$case.log; fail "$case, on_corrupt=fail: exit $rc, wanted 3"; }
+    n=$(grep -c "error: " f_$case.log || true)
+    m=$(grep -c -F "error: data loss: $want" f_$case.log || true)
+    [ "$n" -eq 1 ] && [ "$m" -eq 1 ] || { cat f_$case.log; fail "$case: wanted one line 'error: data loss: $want'"; }
+    train 2 s_$case.log --output run_s_$case --data.files="$case/fm-*.tfrecord" --train.epochs=1 \
+      --data.on_corrupt=skip || { cat s_$case.log; fail "$case, on_corrupt=skip failed"; }
+    grep -q "skipped .* damaged bytes" s_$case.log || { cat s_$case.log; fail "$case: no skipped line"; }
+  done
   ;;
 *) fail "unknown mode" ;;
 esac
