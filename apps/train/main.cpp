@@ -179,6 +179,21 @@ void RemoveUnfinishedCheckpoints(const TrainerOptions& o) {
   }
 }
 
+// A folder among the data files would be read as a damaged record file ("truncated record
+// header", exit 3): a usage error naming it and the key instead (images read folders through
+// data.root, not data.files).
+void CheckNotFolders(const pipeline::InputSpec& spec, const std::string& key) {
+  if (spec.data.format == "images") return;
+  for (const std::string& f : pipeline::ListFiles(spec.data.files)) {
+    if (std::filesystem::is_directory(f)) {
+      throw Error(ErrorCode::kInvalidArgument, "a data file is a directory",
+                  {.file = f,
+                   .key = key,
+                   .hint = "give the files in it, e.g. " + f + "/*." + spec.data.format});
+    }
+  }
+}
+
 // The shard of the data this rank reads: its data-parallel replica's (every rank of a
 // model-parallel replica reads the same batches).
 struct DataShard {
@@ -334,8 +349,10 @@ int main(int argc, char** argv) {
         // Input patterns that match nothing are a usage error: reported here, once, rather
         // than by every rank's pipeline at once.
         pipeline::CheckFilesMatch(config.data.data.files, "data.files");
+        train::CheckNotFolders(config.data, "data.files");
         if (!config.eval.data.files.empty()) {
           pipeline::CheckFilesMatch(config.eval.data.files, "eval.files");
+          train::CheckNotFolders(config.eval, "eval.files");
         }
         train::CheckFreshOutput(options, config.overwrite);
         train::CheckResumable(options);

@@ -30,6 +30,7 @@
 #                 exits 3, --resume falls back to the earlier checkpoint (item 11).
 #   tfrecord_damage  a damaged length field and a truncated shard: train names the cause, file,
 #                 offset and record as inspect verify does (exit 3); on_corrupt=skip trains (item 12).
+#   folders       a directory among the data files, or as --config: exit 2 saying so (item 13).
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -266,6 +267,23 @@ PY
       --data.on_corrupt=skip || { cat s_$case.log; fail "$case, on_corrupt=skip failed"; }
     grep -q "skipped .* damaged bytes" s_$case.log || { cat s_$case.log; fail "$case: no skipped line"; }
   done
+  ;;
+folders)
+  # A directory given as a data file, or as --config: a usage error saying so (exit 2); it was
+  # "data loss ... truncated record header" (exit 3), and an empty config (item 13).
+  mkdir -p data/sub.tfrecord
+  rc=0
+  train 2 a.log --output run --data.files='data/*.tfrecord' || rc=$?
+  [ $rc -eq 2 ] || { cat a.log; fail "a folder among the data files: exit $rc, wanted 2"; }
+  n=$(grep -c "error: " a.log || true)
+  m=$(grep -c "error: invalid argument: a data file is a directory \[file=data/sub.tfrecord key=data.files\]" a.log || true)
+  [ "$n" -eq 1 ] && [ "$m" -eq 1 ] || { cat a.log; fail "wanted one line naming the folder"; }
+  rmdir data/sub.tfrecord
+  rc=0
+  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-train" --config data --output run >b.log 2>&1 || rc=$?
+  [ $rc -eq 2 ] || { cat b.log; fail "--config DIR: exit $rc, wanted 2"; }
+  grep -q "error: invalid argument: the config file is a directory \[file=data\]" b.log ||
+    { cat b.log; fail "--config DIR: no line saying so"; }
   ;;
 *) fail "unknown mode" ;;
 esac
