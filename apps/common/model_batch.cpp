@@ -55,4 +55,29 @@ ModelBatch ToModelBatch(const pipeline::Element& batch, const BatchSpec& spec, T
   return out;
 }
 
+pipeline::MapFn LabelRangeCheck(const std::string& label_feature, int64_t classes) {
+  return [label_feature, classes](pipeline::Element& e, const pipeline::MapContext&) {
+    if (!e.Has(label_feature)) return;
+    const Tensor& t = e.Get(label_feature);
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      int64_t label = 0;
+      if (t.dtype() == DType::kInt64) {
+        label = t.data<int64_t>()[i];
+      } else if (t.dtype() == DType::kInt32) {
+        label = t.data<int32_t>()[i];
+      } else {
+        return;  // not integer: ToModelBatch names the dtype
+      }
+      if (label >= 0 && label < classes) continue;
+      ErrorContext ctx = e.where.Context();
+      ctx.key = label_feature;
+      ctx.hint = "check the number of classes of the model's last layer";
+      throw Error(ErrorCode::kInvalidArgument,
+                  "label " + std::to_string(label) + " is outside [0, " + std::to_string(classes) +
+                      "), the model's classes",
+                  ctx);
+    }
+  };
+}
+
 }  // namespace shardflow::apps

@@ -13,6 +13,7 @@
 
 #include "core/tensor.hpp"
 #include "io/pipeline/element.hpp"
+#include "io/pipeline/nodes.hpp"
 
 namespace shardflow::apps {
 
@@ -35,5 +36,11 @@ struct ModelBatch {
 
 // `scratch` is reused between calls for the float conversion (it grows as needed).
 ModelBatch ToModelBatch(const pipeline::Element& batch, const BatchSpec& spec, Tensor* scratch);
+
+// A check of one decoded example (pipeline::InputSpec::check_example): its integer
+// `label_feature` values lie in [0, classes). Throws Error(kInvalidArgument) naming the label,
+// the example's file and record, and the feature; an example without the feature passes (the
+// batch conversion names a missing one).
+pipeline::MapFn LabelRangeCheck(const std::string& label_feature, int64_t classes);
 
 }  // namespace shardflow::apps

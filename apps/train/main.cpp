@@ -356,6 +356,13 @@ int main(int argc, char** argv) {
         }
         train::CheckFreshOutput(options, config.overwrite);
         train::CheckResumable(options);
+        if (options.task == apps::Task::kClassify) {  // a bad label names its file and record
+          const Shape out = DescribeLayers(options.model_spec, options.input_shape, options.model)
+                                .back()
+                                .output_shape;
+          config.data.check_example = apps::LabelRangeCheck(options.label_feature, out.back());
+          config.eval.check_example = config.data.check_example;
+        }
         if (!check) train::CheckCheckpointDir(options, env.rank());
         train::CheckModelPlan(options, env.rank());
         // Counting opens every file of this rank's shard: a file every rank finds wrong alike (a

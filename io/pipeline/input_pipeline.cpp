@@ -182,6 +182,13 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
                  ? MakeExampleDecoder(std::move(schema), ImageFeatureNames(spec.features))
                  : MakeTensorSelector(std::move(schema));
   }
+  if (spec.check_example) {
+    decode = [decode = std::move(decode), check = spec.check_example](Element& e,
+                                                                      const MapContext& ctx) {
+      if (decode) decode(e, ctx);
+      check(e, ctx);
+    };
+  }
   DataOptions data = spec.data;
   data.files = FormatFiles(data.format, spec.format, data.files);
   // The element order depends on the seed, the config and the rank count only: the cycle

@@ -54,6 +54,10 @@ struct InputSpec {
   FormatOptions format;
   // Section the spec was registered under, for error messages ("data", "eval").
   std::string section = "data";
+  // Set by the app, not a config key: run on every decoded example before the augmentations
+  // (e.g. labels within the model's classes); an Error it throws names the example's file and
+  // record when its context does (Provenance::Context()).
+  MapFn check_example;
 };
 
 // Registers every key of `section` ("data", or e.g. "eval" for a second input) bound to *spec,

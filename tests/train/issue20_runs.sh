@@ -31,6 +31,7 @@
 #   tfrecord_damage  a damaged length field and a truncated shard: train names the cause, file,
 #                 offset and record as inspect verify does (exit 3); on_corrupt=skip trains (item 12).
 #   folders       a directory among the data files, or as --config: exit 2 saying so (item 13).
+#   label_range   labels past a 5-class model: one line naming the label, file and record (item 14).
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -284,6 +285,17 @@ folders)
   [ $rc -eq 2 ] || { cat b.log; fail "--config DIR: exit $rc, wanted 2"; }
   grep -q "error: invalid argument: the config file is a directory \[file=data\]" b.log ||
     { cat b.log; fail "--config DIR: no line saying so"; }
+  ;;
+label_range)
+  # Labels 0..9 on a 5-class model: the error names the label, the file and record (it named
+  # only the batch row, "record=52", and no file) (item 14).
+  rc=0
+  train 2 a.log --output run --model.spec='flatten, dense:32, relu, dense:5' || rc=$?
+  [ $rc -eq 2 ] || { cat a.log; fail "exit $rc, wanted 2"; }
+  n=$(grep -c "error: " a.log || true)
+  [ "$n" -ge 1 ] || { cat a.log; fail "no error line"; }
+  grep "error: " a.log | grep -E -q "error: invalid argument: (stage 'decode': )?label [5-9] is outside \[0, 5\), the model's classes \[file=data/fm-0000[0-7]-of-00008\.tfrecord offset=[0-9]+ record=[0-9]+ .*key=label\]" ||
+    { cat a.log; fail "the error does not name the label, file and record"; }
   ;;
 *) fail "unknown mode" ;;
 esac
