@@ -9,7 +9,8 @@
 #                 the old checkpoints and metrics (logged) and trains (item 1).
 #   foreign_resume  --resume with a config whose data order differs (data.seed) is refused, one
 #                 line naming the checkpoint, both hashes and the key with both values; more
-#                 epochs or another lr are accepted (item 1).
+#                 epochs or another lr are accepted, and so is a checkpoint without the hash
+#                 (written before it), with a warning (item 1).
 #   order         same config and seed, parallel_reads 2 vs 4 and parallel_calls 1 vs 3: bit-equal
 #                 metrics and parameters; a run saved with parallel_reads=2 resumes with
 #                 parallel_reads=4 and ends bit-equal to the uninterrupted run (item 2).
@@ -78,6 +79,21 @@ foreign_resume)
   n=$(grep -c "error: " b.log || true)
   m=$(grep -E -c "error: invalid argument: the checkpoint belongs to another run \(config hash [0-9a-f]{16} there, [0-9a-f]{16} here: data\.seed '1' there, '7' here\) \[file=run/checkpoints/ckpt-000000010\.h5\]" b.log || true)
   [ "$n" -eq 1 ] && [ "$m" -eq 1 ] || { cat b.log; fail "wanted one error line naming the key"; }
+  # A checkpoint written before the hash (its config text without the identity line): accepted,
+  # with a warning.
+  cp -r run run_old
+  $py - run_old/checkpoints/ckpt-000000010.h5 <<'PY'
+import sys
+import h5py, numpy as np
+with h5py.File(sys.argv[1], "r+") as f:
+    text = f["config"][()].decode()
+    text = "".join(l for l in text.splitlines(True) if not l.startswith("# run identity: "))
+    del f["config"]
+    f.create_dataset("config", data=np.bytes_(text.encode()))
+PY
+  train 2 d.log --output run_old --resume --train.epochs=2 || { cat d.log; fail "resume of an old checkpoint failed"; }
+  grep -q "ckpt-000000010.h5 predates run identity hashes: not checked" d.log ||
+    { cat d.log; fail "no warning for a checkpoint without the hash"; }
   train 2 c.log --output run --resume --train.epochs=2 --train.lr=0.02 ||
     { cat c.log; fail "resume with more epochs and another lr failed"; }
   grep -q "resuming from run/checkpoints/ckpt-000000010.h5 at step 10" c.log ||
