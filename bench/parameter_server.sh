@@ -2,7 +2,7 @@
 # Parameter-server training measured (issue 14): throughput with a straggler, data-parallel vs
 # asynchronous parameter server on the same workers, and test accuracy against data-parallel.
 #   bench/parameter_server.sh [--bin DIR] [--data DIR] [--reps N] [--steps N] [--slow MS]
-#                             [--only straggler,accuracy]
+#                             [--only straggler,accuracy,transport]
 # --data: the folder holding data/ (./run.sh's Fashion-MNIST shards); --slow: the straggler's
 # extra milliseconds per step (default 6: about 3x a step of this model on this machine).
 #   straggler  configs/fmnist_mlp.ini, --steps steps per worker: data_parallel on 2 ranks vs
@@ -12,10 +12,12 @@
 #   accuracy   3 epochs: data_parallel on 2 ranks, parameter_server 2 workers + 1 server and
 #              2 workers + 2 servers (asynchronous) and 2 + 1 synchronous; data_parallel on 3
 #              ranks and parameter_server 3 workers + 1 server; test accuracy.
+#   transport  --steps steps, 2 workers + 1 server, asynchronous and synchronous, over messages
+#              (dist.ps_transport=p2p) and one-sided windows (rma): samples/s.
 # Runs interleaved, medians reported.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-bin=$here/build/bin data=$here reps=3 steps=300 slow=6 only=straggler,accuracy
+bin=$here/build/bin data=$here reps=3 steps=300 slow=6 only=straggler,accuracy,transport
 while [ $# -gt 0 ]; do
   case $1 in
     --bin) bin=$2; shift 2 ;;
@@ -77,6 +79,23 @@ if want straggler; then
       echo "| $c | $label | $(median "$c$v" 's["samples_per_s"]') |" \
         "$(median "$c$v" 's["aggregate_samples_per_s"]') | $ratio_job | $ratio_agg |"
     done
+  done
+  echo
+fi
+
+if want transport; then
+  for ((r = 0; r < reps; r++)); do
+    for t in p2p rma; do
+      run "t_${t}_async" 3 "" --eval.files= --train.max_steps="$steps" "${ps[@]}" --dist.ps_transport=$t
+      run "t_${t}_sync" 3 "" --eval.files= --train.max_steps="$steps" "${ps[@]}" \
+        --dist.ps_transport=$t --dist.max_staleness=0
+    done
+  done
+  echo "| mode | p2p samples/s | rma samples/s | rma / p2p |"
+  echo "|---|---|---|---|"
+  for m in async sync; do
+    p=$(median "t_p2p_$m" 's["samples_per_s"]') q=$(median "t_rma_$m" 's["samples_per_s"]')
+    echo "| $m | $p | $q | $(python3 -c "print(f'{$q / $p:.3f}')") |"
   done
   echo
 fi

@@ -109,6 +109,24 @@ void AllreduceInt64(Communicator& comm, int64_t* values, size_t count, ReduceOp 
   AllreduceValues(comm, values, count, op, kInt64Names, MPI_INT64_T);
 }
 
+void AsyncAllreduceInt64::Start(Communicator& comm, int64_t value, ReduceOp op) {
+  if (comm_ != nullptr) {
+    throw Error(ErrorCode::kInternal, "an asynchronous all-reduce started twice");
+  }
+  in_ = value;
+  SF_CHECK_MPI(MPI_Iallreduce(&in_, &out_, 1, MPI_INT64_T, ToMpi(op), comm.raw(), &request_));
+  comm_ = &comm;
+}
+
+int64_t AsyncAllreduceInt64::Finish() {
+  if (comm_ == nullptr) throw Error(ErrorCode::kInternal, "no asynchronous all-reduce to finish");
+  SF_TRACE_SCOPE("allreduce(int64, async)");
+  CollectiveScope scope(comm_->watchdog(), "allreduce(int64, async)", sizeof(int64_t));
+  SF_CHECK_MPI(MPI_Wait(&request_, MPI_STATUS_IGNORE));
+  comm_ = nullptr;
+  return out_;
+}
+
 int64_t AllreduceInt64(Communicator& comm, int64_t value, ReduceOp op) {
   AllreduceInt64(comm, &value, 1, op);
   return value;

@@ -29,6 +29,23 @@ namespace shardflow::comm {
 enum class ReduceOp { kSum, kMin, kMax };
 using Int64Op = ReduceOp;  // the earlier name, kept for existing callers
 
+// A non-blocking all-reduce of one int64 (MPI_Iallreduce), for an agreement that should cost
+// no wait: Start posts it, other work (other collectives included, in the same order on every
+// rank) runs meanwhile, and Finish completes it under the communicator's watchdog and returns
+// the reduced value. A destroyed round that was started and not finished is an error of the
+// caller (the communicator would be freed under it).
+class AsyncAllreduceInt64 {
+ public:
+  void Start(Communicator& comm, int64_t value, ReduceOp op);
+  bool pending() const { return comm_ != nullptr; }
+  int64_t Finish();
+
+ private:
+  Communicator* comm_ = nullptr;
+  int64_t in_ = 0, out_ = 0;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+};
+
 // Copies root's data[0..count) to every rank. REQUIRES: same count on every rank.
 // Throws Error(kInvalidArgument) for a root that is not a rank of `comm`.
 void Broadcast(Communicator& comm, float* data, size_t count, int root = 0);

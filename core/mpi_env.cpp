@@ -38,6 +38,11 @@ MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
   SF_CHECK_MPI(MPI_Comm_set_errhandler(node_comm_, MPI_ERRORS_RETURN));
   SF_CHECK_MPI(MPI_Comm_rank(node_comm_, &local_rank_));
   SF_CHECK_MPI(MPI_Comm_size(node_comm_, &local_size_));
+  int leader = rank_;
+  SF_CHECK_MPI(MPI_Bcast(&leader, 1, MPI_INT, 0, node_comm_));
+  node_of_rank_.resize(static_cast<size_t>(size_));
+  SF_CHECK_MPI(
+      MPI_Allgather(&leader, 1, MPI_INT, node_of_rank_.data(), 1, MPI_INT, MPI_COMM_WORLD));
   SilenceHdf5Errors();
   SetLogRank(rank_);
   InitLoggingFromEnvironment();

@@ -18,6 +18,7 @@
 
 #include <mpi.h>
 #include <functional>
+#include <vector>
 
 namespace shardflow {
 
@@ -42,6 +43,8 @@ class MpiEnvironment {
   bool is_chief() const { return rank_ == 0; }
   int thread_level() const { return thread_level_; }  // MPI_THREAD_* provided
   MPI_Comm node_comm() const { return node_comm_; }   // the ranks sharing this node's memory
+  // Every rank's node, as the world rank of that node's local rank 0 (gathered once at start).
+  const std::vector<int>& node_of_rank() const { return node_of_rank_; }
 
  private:
   int rank_ = 0;
@@ -50,6 +53,7 @@ class MpiEnvironment {
   int local_size_ = 1;
   int thread_level_ = 0;
   MPI_Comm node_comm_ = MPI_COMM_NULL;
+  std::vector<int> node_of_rank_;
   bool owns_init_ = false;
 };
 

@@ -94,6 +94,7 @@ nlohmann::json SummaryToJson(const RunSummary& s) {
   j["epochs"] = s.epochs;
   j["steps"] = s.steps;
   j["skipped_steps"] = s.skipped_steps;
+  j["skipped_records"] = s.skipped_records;
   j["samples"] = s.samples;
   j["samples_per_s"] = s.samples_per_s;
   j["aggregate_samples_per_s"] = s.aggregate_samples_per_s;
@@ -123,6 +124,9 @@ std::string FormatReport(const RunSummary& s) {
   out << line;
   if (s.skipped_steps > 0) {
     out << "skipped steps   " << s.skipped_steps << " (non-finite loss or gradients)\n";
+  }
+  if (s.skipped_records > 0) {
+    out << "skipped records " << s.skipped_records << " (bad input records, on_error = skip)\n";
   }
   if (!s.strategy.empty()) {
     out << "strategy        " << s.strategy << (s.grid.empty() ? "" : " (" + s.grid + ")");

@@ -72,6 +72,8 @@ struct RunSummary {
   std::optional<double> test_accuracy;
   std::optional<double> test_loss;
   int64_t skipped_steps = 0;  // non-finite steps whose update was dropped (on_nonfinite)
+  // Bad input records (data and eval) skipped under on_error = skip, each counted once.
+  int64_t skipped_records = 0;
   StepTimeTotals times;
   Verdict verdict;
   // What the strategy adds: its grid ("" for plain data parallelism) and its own figures
@@ -86,9 +88,9 @@ struct RunSummary {
 };
 
 // summary.json: ranks, global_batch, per_rank_batch, epochs, steps, samples_per_s,
-// test_accuracy or test_loss, skipped_steps, input_wait_fraction, compute_fraction, comm_fraction,
-// verdict, advice, wall_s, aggregate_samples_per_s, peak_rss_mib (per rank); grid,
-// strategy_figures and staleness_histogram when set.
+// test_accuracy or test_loss, skipped_steps, skipped_records, input_wait_fraction,
+// compute_fraction, comm_fraction, verdict, advice, wall_s, aggregate_samples_per_s,
+// peak_rss_mib (per rank); grid, strategy_figures and staleness_histogram when set.
 nlohmann::json SummaryToJson(const RunSummary& s);
 
 // The human-readable end-of-run report (several lines, ending in a newline).

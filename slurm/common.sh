@@ -18,7 +18,33 @@ echo "shardflow: job ${SLURM_JOB_ID:-?} on ${SLURM_JOB_NUM_NODES:-1} node(s) [${
 launch_args=(--check)
 [ -n "${SHARDFLOW_GPUS_PER_NODE:-}" ] && launch_args+=(--gpus-per-node "$SHARDFLOW_GPUS_PER_NODE")
 case "${SHARDFLOW_LAUNCHER:-srun}" in
-  srun) exec srun --mpi=pmix --kill-on-bad-exit=1 "$launch" "${launch_args[@]}" -- "$train" --config "$config" --output "$output" "$@" ;;
-  mpirun) exec mpirun --bind-to none --allow-run-as-root "$launch" "${launch_args[@]}" -- "$train" --config "$config" --output "$output" "$@" ;;
+  srun) step=(srun --mpi=pmix --kill-on-bad-exit=1) ;;
+  mpirun) step=(mpirun --bind-to none --allow-run-as-root) ;;
   *) echo "error: SHARDFLOW_LAUNCHER must be srun or mpirun, not '$SHARDFLOW_LAUNCHER'" >&2; exit 2 ;;
 esac
+
+# Preemption and time limits (the templates ask for --requeue and --signal=B:USR1@120): the batch
+# shell gets USR1 before the limit, or TERM on scancel/preemption, and passes USR1 to the step
+# (srun and mpirun forward it to every rank). shardflow-train then finishes its step, writes a
+# checkpoint and exits 75; this script requeues the job (SHARDFLOW_REQUEUE=0: it does not), and
+# the job, started again under the same id and output folder, resumes (--resume=auto starts fresh
+# when there is no checkpoint).
+forward() { [ -n "${pid:-}" ] && kill -USR1 "$pid" 2>/dev/null || true; }
+trap forward USR1 TERM
+resume=(--resume=auto)
+for arg in "$@"; do [[ $arg == --resume* ]] && resume=(); done  # the caller's own choice
+"${step[@]}" "$launch" "${launch_args[@]}" -- "$train" --config "$config" --output "$output" \
+  "${resume[@]}" "$@" &
+pid=$!
+rc=0
+wait "$pid" || rc=$?
+while kill -0 "$pid" 2>/dev/null; do  # a trapped signal ended the wait, not the step
+  rc=0
+  wait "$pid" || rc=$?
+done
+if [ "$rc" -eq 75 ] && [ -n "${SLURM_JOB_ID:-}" ] && [ "${SHARDFLOW_REQUEUE:-1}" = 1 ]; then
+  echo "shardflow: job $SLURM_JOB_ID stopped with a checkpoint (exit 75); requeueing it"
+  scontrol requeue "$SLURM_JOB_ID" && exit 0
+  echo "shardflow: scontrol requeue failed; resubmit with the same SHARDFLOW_OUTPUT to continue" >&2
+fi
+exit "$rc"

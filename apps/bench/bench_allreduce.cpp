@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/bench/bench_flags.hpp"
 #include "apps/bench/bench_registry.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/allreduce_shm.hpp"
@@ -77,41 +78,6 @@ constexpr const char* kUsage =
     "                       (or shm slot) size that overrides --segment-bytes, e.g. ring@4M\n"
     "                       (default ring,rd,shm,shm-inplace,hierarchical,mpi,auto,ring/bf16;\n"
     "                       shm-inplace: the buffer in shared memory, reduced in place)\n";
-
-size_t ParseBytes(const std::string& flag, const std::string& text) {
-  try {
-    size_t pos = 0;
-    const double value = std::stod(text, &pos);
-    double scale = 1;
-    const std::string suffix = text.substr(pos);
-    if (suffix == "K" || suffix == "KiB") {
-      scale = 1024;
-    } else if (suffix == "M" || suffix == "MiB") {
-      scale = 1024.0 * 1024;
-    } else if (suffix == "G" || suffix == "GiB") {
-      scale = 1024.0 * 1024 * 1024;
-    } else if (!suffix.empty()) {
-      throw std::invalid_argument(suffix);
-    }
-    if (value < 0) throw std::invalid_argument(text);
-    return static_cast<size_t>(value * scale);
-  } catch (const std::exception&) {
-    throw Error(ErrorCode::kInvalidArgument, "bad byte count '" + text + "' for " + flag,
-                {.key = flag, .hint = "e.g. 4096, 64K, 16M"});
-  }
-}
-
-int ParsePositive(const std::string& flag, const std::string& text) {
-  try {
-    size_t pos = 0;
-    const int v = std::stoi(text, &pos);
-    if (pos != text.size() || v <= 0) throw std::invalid_argument(text);
-    return v;
-  } catch (const std::exception&) {
-    throw Error(ErrorCode::kInvalidArgument, "bad value '" + text + "' for " + flag,
-                {.key = flag, .hint = "a positive integer"});
-  }
-}
 
 std::vector<Variant> ParseVariants(const std::string& list) {
   std::vector<Variant> out;

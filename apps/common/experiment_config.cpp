@@ -80,12 +80,20 @@ void RegisterDistAndCheckpointSections(ConfigSchema& s, ExperimentConfig* c) {
   s.DescribeSection("dist", "distribution over ranks");
   s.AddChoice("dist", "strategy", &c->strategy, {"data_parallel", "parameter_server"},
               "data_parallel: synchronous, gradients averaged every step; parameter_server: "
-              "the last dist.ps_ranks ranks hold the parameters, workers pull and push "
+              "dist.ps_ranks ranks hold the parameters, workers pull and push "
               "(asynchronous, or bounded by dist.max_staleness)");
   s.Add("dist", "ps_ranks", &c->ps_ranks,
-        "parameter_server: server ranks (the last ones); each holds a slice of the parameters "
-        "balanced by bytes, and its optimizer state")
+        "parameter_server: server ranks; each holds a slice of the parameters balanced by "
+        "bytes, and its optimizer state")
       .Positive();
+  s.Add("dist", "ps_placement", &c->ps_placement,
+        "parameter_server: which ranks serve: last (the last dist.ps_ranks ranks), per_node "
+        "(the highest rank of each node, round-robin), or a list of ranks such as 3,7; rank 0 "
+        "is always the chief worker");
+  s.AddChoice("dist", "ps_transport", &c->ps_transport, {"auto", "p2p", "rma"},
+              "parameter_server: how workers pull and push: p2p (messages, a server event "
+              "loop), rma (one-sided MPI windows the server only scans), auto (rma when every "
+              "rank is on one node, p2p across nodes)");
   s.Add("dist", "max_staleness", &c->max_staleness,
         "parameter_server: how many steps a worker may run ahead of the slowest (0: "
         "synchronous, as data_parallel; -1: unbounded, fully asynchronous)");

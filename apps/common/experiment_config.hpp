@@ -65,6 +65,8 @@ struct ExperimentConfig {
   int64_t micro_batches = 0;               // M per step; 0: 2 x S
   std::string pipeline_schedule = "1f1b";  // [dist] schedule: gpipe | 1f1b
   int ps_ranks = 1;
+  std::string ps_placement = "last";
+  std::string ps_transport = "auto";
   int64_t max_staleness = -1;
   // [checkpoint]
   std::string checkpoint_dir;

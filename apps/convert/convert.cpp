@@ -146,7 +146,8 @@ int RunSeries(MpiEnvironment& env, const ConvertOptions& o, comm::Communicator& 
   const int64_t channels = input->channels();
 
   // Phase 1: each rank reads a contiguous part of the assets for their lengths and statistics
-  // (one block per asset).
+  // (one block per asset; an asset shorter than the window gives no window, so its block stays
+  // empty: the statistics cover the assets with >= 1 output window, as --help says).
   const io::RowRange first = io::ShardRows(assets, env.rank(), env.size());
   std::vector<Tensor> read = input->Read(first.begin, first.end);
   std::vector<int64_t> steps(static_cast<size_t>(assets), 0);
@@ -154,7 +155,9 @@ int RunSeries(MpiEnvironment& env, const ConvertOptions& o, comm::Communicator& 
   for (int64_t a = first.begin; a < first.end; ++a) {
     const Tensor& t = read[static_cast<size_t>(a - first.begin)];
     steps[static_cast<size_t>(a)] = t.dim(0);
-    if (o.normalize != "none") stats.Set(a, Summarize(t.data<double>(), t.dim(0), channels));
+    if (o.normalize != "none" && t.dim(0) >= o.window) {
+      stats.Set(a, Summarize(t.data<double>(), t.dim(0), channels));
+    }
   }
   comm::AllreduceInt64(comm, steps.data(), steps.size(), comm::ReduceOp::kSum);
   const WindowLayout layout(steps, o.window, o.stride);

@@ -211,12 +211,13 @@ Sensor CSV generator (for the LSTM autoencoder workload):
   writes DIR/asset-0000.csv ... with header t,ch0,...,chC-1: noisy sinusoids per channel with
   a few injected anomalies (spikes, level shifts), and DIR/anomalies.txt listing them.
 
-Examples:
+Examples (a line continues on the next when that is indented further):
   mpirun -np 4 shardflow-convert --input.split=test --output.path=out/fmnist-test
+  /usr/bin/python3 scripts/make_sensor_csv.py --out sensors --assets 8 --steps 300 --channels 4
   mpirun -np 2 shardflow-convert --input.format=csv --input.path=sensors --preprocess.window=64
       --preprocess.stride=16 --preprocess.normalize=standardize --output.path=out/sensors
   mpirun -np 2 shardflow-convert --input.format=jsonl --input.files='logs/*.jsonl'
-      --input.schema='id:int64,text:bytes,emb:float32[4]' --output.path=out/logs
+      --input.schema='key:int64,text:bytes,emb:float32[4]' --output.path=out/logs
   mpirun -np 2 shardflow-convert --input.format=images --input.root=photos --output.path=out/photos
   mpirun -np 2 shardflow-convert --input.format=hdf5 --input.path=f.h5 --input.datasets=images,labels
       --output.format=hdf5 --output.path=out/f.h5

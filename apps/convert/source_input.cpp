@@ -40,7 +40,8 @@ std::shared_ptr<const RecordSource> OpenSource(const ConvertOptions& o) {
                                            {.record_bytes = static_cast<uint64_t>(o.record_bytes),
                                             .header_bytes = static_cast<uint64_t>(o.header_bytes),
                                             .footer_bytes = static_cast<uint64_t>(o.footer_bytes),
-                                            .tail = on_error});
+                                            .tail = on_error,
+                                            .tail_key = "input.on_error"});
   }
   const auto schema = pipeline::ParseJsonSchema(o.schema, "input.schema");
   return pipeline::OpenJsonLinesSource(

@@ -22,6 +22,7 @@
 #include "core/timer.hpp"
 #include "io/pipeline/input_pipeline.hpp"
 #include "io/pipeline/list_files.hpp"
+#include "io/pipeline/sources/source_counters.hpp"
 
 namespace shardflow::predict {
 namespace {
@@ -108,10 +109,12 @@ int Run(MpiEnvironment& env, PredictAppConfig& config, Prepared& p) {
   const ForwardFn forward = MakeForward(p, world, &pipe, &stage, micro_batches);
   const PredictionRows mine = PredictDataset(forward, p.output_shape, records, spec);
 
-  // Exact sums: rows, expected records (undamaged files), labelled, correct; error sum.
-  int64_t counts[4] = {mine.rows(), reporter ? p.local_records : 0, mine.labelled, mine.correct};
+  // Exact sums: rows, expected records (undamaged files), labelled, correct, bad records
+  // skipped (on_error = skip; each once, by the replica's reporter); error sum.
+  int64_t counts[5] = {mine.rows(), reporter ? p.local_records : 0, mine.labelled, mine.correct,
+                       reporter ? pipeline::DistinctSkippedRecords() : 0};
   double error_sum = mine.error_sum;
-  comm::AllreduceInt64(world, counts, 4, comm::ReduceOp::kSum);
+  comm::AllreduceInt64(world, counts, 5, comm::ReduceOp::kSum);
   error_sum = comm::AllreduceDouble(world, error_sum, comm::ReduceOp::kSum);
   const int64_t total = counts[0];
   if (total != counts[1]) {
@@ -140,6 +143,10 @@ int Run(MpiEnvironment& env, PredictAppConfig& config, Prepared& p) {
     if (p.options.task == apps::Task::kReconstruct && total > 0) {
       std::printf("mean reconstruction error: %.6g\n", error_sum / static_cast<double>(total));
     }
+    if (counts[4] > 0) {
+      std::printf("skipped %lld bad records (on_error = skip)\n",
+                  static_cast<long long>(counts[4]));
+    }
     std::printf("predictions of %s in %s\n", p.loaded.checkpoint.c_str(), config.output.c_str());
     std::fflush(stdout);
   }
@@ -165,8 +172,8 @@ int main(int argc, char** argv) {
         app.RequireConfig(true).PrintResolved(false);
         ParseCommandLine(argc, argv, schema, app);
         predict::PrepareInputSpec(&config);
-        pipeline::CheckFilesMatch(config.train.data.data.files,
-                                  config.input.empty() ? "data.files" : "--input");
+        pipeline::CheckInputFilesMatch(config.train.data,
+                                       config.input.empty() ? "data.files" : "--input");
         prepared.options = apps::MakeModelSetup(config.train);
         cpu::SetIntraOpThreads(apps::ResolveThreads(config.train, env.local_size()));
         // A model split over ranks predicts on the grid it is given ([dist] pipeline_stages,

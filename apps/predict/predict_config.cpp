@@ -38,7 +38,8 @@ void RegisterPredictConfig(ConfigSchema& schema, PredictAppConfig* c) {
   schema.Add("predict", "id_feature", &c->id_feature,
              "int64 feature holding each record's global id (shardflow-convert writes `id`); "
              "records without it get their global record index (files in name order, then "
-             "records in file order, from 0); empty: always that index");
+             "records in file order, from 0; text, jsonl, fixed, images: (file << 40) | "
+             "offset); empty: always that index");
 }
 
 void AddPredictFlags(AppSpec& app, PredictAppConfig* c) {
@@ -64,7 +65,7 @@ void PrepareInputSpec(PredictAppConfig* c) {
   }
   pipeline::InputSpec& spec = c->train.data;
   if (!c->input.empty()) spec.data.files = SplitComma(c->input);
-  if (spec.data.files.empty()) {
+  if (spec.data.files.empty() && spec.data.format != "images") {  // images: data.root or list
     throw Error(ErrorCode::kInvalidArgument, "no input files (give --input or data.files)",
                 {.key = "--input"});
   }

@@ -15,12 +15,14 @@
 #include "apps/common/stage_plan.hpp"
 #include "apps/train/memory_guard.hpp"
 #include "apps/train/model_parallel.hpp"
+#include "apps/train/ps_placement.hpp"
 #include "apps/train/trainer.hpp"
 #include "apps/train/trainer_options.hpp"
 #include "comm/collectives.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/logging.hpp"
 #include "core/mpi_env.hpp"
+#include "core/stop_signal.hpp"
 #include "io/pipeline/input_pipeline.hpp"
 #include "io/pipeline/list_files.hpp"
 
@@ -202,8 +204,9 @@ struct DataShard {
 };
 DataShard ShardOf(const TrainerOptions& o, int rank) {
   if (o.strategy == "parameter_server") {  // the workers share the data; servers read none
-    const int workers = o.model_parallel.grid.ranks() - o.ps_ranks;
-    return {.index = std::min(rank, workers - 1), .count = workers};
+    const PsRoles roles = RolesOf(o.model_parallel.grid.ranks(), o.ps_ranks, o.ps_servers);
+    const int index = roles.worker_index(rank);
+    return {.index = index < 0 ? 0 : index, .count = static_cast<int>(roles.workers.size())};
   }
   const apps::GridShape& grid = o.model_parallel.grid;
   return {.index = apps::PlaceOf(grid, rank).replica, .count = grid.replicas};
@@ -234,7 +237,22 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
     };
   }
   const comm::Communicator job(comm::Group::kWorld, {.discover_topology = false});
+  InstallStopHandlers();
   const TrainResult result = RunTraining(job, options, inputs);
+  if (result.stopped) {
+    if (chief) {
+      std::ofstream(config.output + "/summary.json")
+          << SummaryToJson(result.summary).dump(2) << "\n";
+      std::printf(
+          "stopped by %s after step %lld: checkpoint written in %s; the job exits %d, and "
+          "--resume continues it\n",
+          result.stop_signal != 0 ? StopSignalName(result.stop_signal) : "a peer's stop signal",
+          static_cast<long long>(result.summary.steps), options.checkpoint.dir.c_str(),
+          kExitPreempted);
+      std::fflush(stdout);
+    }
+    return kExitPreempted;
+  }
   if (chief && result.already_complete) {
     std::printf("the run in %s is complete; nothing changed (raise train.epochs to go on)\n",
                 config.output.c_str());
@@ -346,9 +364,15 @@ int main(int argc, char** argv) {
         ParseCommandLine(argc, argv, schema, app);
         train::RefuseTrainerSetKeys(schema);
         options = train::MakeTrainerOptions(&config, env.size(), schema.ResolvedIni());
+        if (options.strategy == "parameter_server") {
+          options.ps_servers = train::PlaceParameterServers(env.size(), options.ps_ranks,
+                                                            config.ps_placement, env.node_of_rank())
+                                   .servers;
+          options.ps_transport = train::ResolvePsTransport(config.ps_transport, env.node_of_rank());
+        }
         // Input patterns that match nothing are a usage error: reported here, once, rather
         // than by every rank's pipeline at once.
-        pipeline::CheckFilesMatch(config.data.data.files, "data.files");
+        pipeline::CheckInputFilesMatch(config.data, "data.files");
         train::CheckNotFolders(config.data, "data.files");
         if (!config.eval.data.files.empty()) {
           pipeline::CheckFilesMatch(config.eval.data.files, "eval.files");

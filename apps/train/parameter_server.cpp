@@ -6,116 +6,13 @@
 #include <deque>
 #include <thread>
 
-#include "apps/train/replica_strategy.hpp"
+#include "apps/train/parameter_server_internal.hpp"
 #include "comm/collectives.hpp"
 #include "core/logging.hpp"
 #include "core/trace.hpp"
 
 namespace shardflow::train {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// Message tags of the protocol (on the strategy's own communicator).
-constexpr int kPullTag = 101;       // worker -> server: int64 step
-constexpr int kParamsTag = 102;     // server -> worker: the slice's parameters
-constexpr int kPushHeadTag = 103;   // worker -> server: PushHead
-constexpr int kPushDataTag = 104;   // worker -> server: the slice's gradient (unless skipped)
-constexpr int kDoneTag = 105;       // worker -> server: int64, the worker's last step
-constexpr int kStateTag = 106;      // chief -> server: int64 (checkpoint)
-constexpr int kStateIterTag = 107;  // server -> chief: int64 optimizer iterations
-constexpr int kStateDataTag = 108;  // server -> chief: parameters, then each optimizer slot
-constexpr int kHistogramBins = 32;  // staleness 0..30, and 31 or more
-
-struct PushHead {
-  int64_t step = 0;
-  int64_t skipped = 0;
-  double learning_rate = 0;
-};
-
-// A send whose buffer must live until it completes.
-struct PendingSend {
-  std::vector<float> data;
-  comm::RequestList requests;
-};
-
-class ParameterServerStrategy final : public ReplicaStrategy {
- public:
-  explicit ParameterServerStrategy(const StrategyEnv& env)
-      : ReplicaStrategy(env),
-        num_servers_(env.options->ps_ranks),
-        num_workers_(env.job->size() - env.options->ps_ranks),
-        staleness_(env.options->max_staleness),
-        server_(env.job->rank() >= num_workers_) {}
-
-  std::string name() const override { return "parameter_server"; }
-  StartPoint Setup() override;
-  bool trains_batches() const override { return !server_; }
-  void Serve() override;
-  comm::Communicator* step_comm() override { return group_.get(); }
-  bool synchronous_metrics() const override { return staleness_ == 0; }
-  void Finish() override;
-  EvalResult Evaluate(const pipeline::Dataset& eval) override;
-  void SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch,
-                      const std::string& iterator_state) override;
-  void FinishReport(RunSummary* summary) override;
-  std::vector<float> FinalParams() override;
-  int data_parallel_size() const override { return num_workers_; }
-
- protected:
-  double FinishGradients() override { return pull_s_; }  // gradients go out whole, unreduced
-  void BeforeForward(const StepInput& in) override { Pull(in.step); }
-  void ApplyUpdate(const StepInput& in) override { Push(in, false); }
-  void SkipUpdate(const StepInput& in) override { Push(in, true); }
-  comm::Communicator& replicas() const override { return *group_; }
-
- private:
-  int ServerRank(int k) const { return num_workers_ + k; }
-  void LogRoles() const;
-  // Worker side.
-  void Pull(int64_t step);
-  void Push(const StepInput& in, bool skipped);
-  void WaitPushes();
-  void FetchServerState();
-  // Server side.
-  void MakeServerState();
-  void Handle(const comm::Communicator::Envelope& e);
-  void OnPush(int worker);
-  void AnswerPulls();
-  void SendTo(int worker, int tag, std::vector<float> data);
-  void CompleteSends(bool wait);
-  int64_t SlowestApplied() const;
-  template <typename T>
-  T RecvValue(int source, int tag);
-
-  const int num_servers_, num_workers_;
-  const int64_t staleness_;
-  const bool server_;
-  std::unique_ptr<comm::Communicator> ps_;     // every rank: the protocol
-  std::unique_ptr<comm::Communicator> group_;  // the workers (or the servers, on a server)
-  std::vector<ServerSlice> slices_;
-  // Worker.
-  int64_t pull_step_ = 0, last_step_ = -1;
-  double pull_s_ = 0;
-  PushHead head_;
-  comm::RequestList pushes_;
-  // Server.
-  ServerSlice mine_;
-  Arena<float> slice_;
-  std::unique_ptr<Optimizer> slice_optimizer_;
-  std::vector<float> incoming_, sum_;
-  int pushes_this_step_ = 0;
-  int64_t updates_ = 0;
-  int done_ = 0;
-  std::vector<int64_t> applied_, pulled_at_;
-  std::deque<std::pair<int, int64_t>> pending_pulls_;  // (worker, step)
-  std::deque<PendingSend> sends_;
-  std::vector<double> histogram_ = std::vector<double>(kHistogramBins, 0.0);
-  double max_gap_ = 0, pushes_counted_ = 0, staleness_sum_ = 0;
-};
+namespace ps {
 
 StartPoint ParameterServerStrategy::Setup() {
   const comm::Communicator& job = this->job();
@@ -129,18 +26,20 @@ StartPoint ParameterServerStrategy::Setup() {
   for (int id : model().arena().arena_order()) sizes.push_back(model().arena().spec(id).size);
   slices_ = CutArena(sizes, num_servers_);
   if (server_) MakeServerState();
+  if (rma_) MakeWindows();
   LogRoles();
   return start;
 }
 
 void ParameterServerStrategy::LogRoles() const {
   if (ps_->rank() != 0) return;
-  SF_LOG(Info) << "parameter server: " << num_workers_ << " worker(s) (ranks 0-" << num_workers_ - 1
-               << ", worker 0 the chief), " << num_servers_ << " server(s) (ranks " << num_workers_
-               << "-" << ps_->size() - 1 << "); max_staleness "
+  SF_LOG(Info) << "parameter server: " << num_workers_ << " worker(s) (ranks "
+               << RankList(roles_.workers) << ", rank 0 the chief), " << num_servers_
+               << " server(s) (ranks " << RankList(roles_.servers) << "); max_staleness "
                << (staleness_ < 0
                        ? std::string("unbounded (asynchronous)")
-                       : std::to_string(staleness_) + (staleness_ == 0 ? " (synchronous)" : ""));
+                       : std::to_string(staleness_) + (staleness_ == 0 ? " (synchronous)" : ""))
+               << "; transport " << (rma_ ? "rma (one-sided windows)" : "p2p (messages)");
   for (int k = 0; k < num_servers_; ++k) {
     SF_LOG(Info) << "parameter server: server " << k << " (rank " << ServerRank(k) << ") holds "
                  << slices_[static_cast<size_t>(k)].size << " floats at arena offset "
@@ -158,6 +57,11 @@ void ParameterServerStrategy::Pull(int64_t step) {
   WaitPushes();  // the gradients' buffer is about to be overwritten
   pull_step_ = step;
   last_step_ = std::max(last_step_, step - 1);
+  if (rma_) {
+    PullRma(step);
+    pull_s_ = Since(t0);
+    return;
+  }
   comm::RequestList requests;
   float* params = model().arena().params();
   for (int k = 0; k < num_servers_; ++k) {
@@ -174,6 +78,7 @@ void ParameterServerStrategy::Push(const StepInput& in, bool skipped) {
   SF_TRACE_SCOPE("push");
   last_step_ = in.step;
   head_ = {.step = in.step, .skipped = skipped ? 1 : 0, .learning_rate = in.learning_rate};
+  if (rma_) return PushRma(skipped);
   const float* grads = model().arena().grads();
   for (int k = 0; k < num_servers_; ++k) {
     const ServerSlice& s = slices_[static_cast<size_t>(k)];
@@ -185,9 +90,28 @@ void ParameterServerStrategy::Push(const StepInput& in, bool skipped) {
   }
 }
 
+// A stop signal on this worker: every other worker hears of it at its next step.
+void ParameterServerStrategy::AnnounceStop() {
+  if (announced_ || server_) return;
+  announced_ = true;
+  for (int w : roles_.workers) {
+    if (w != ps_->rank())
+      ps_->PostSendBytes(&stop_note_, sizeof(stop_note_), w, kStopTag, stop_notes_);
+  }
+}
+
+bool ParameterServerStrategy::PeerStopping() { return !server_ && ps_->Poll(kStopTag).has_value(); }
+
 void ParameterServerStrategy::Finish() {
   if (server_) return;
+  ps_->WaitAll(stop_notes_);
+  // Every announcement sent to this worker arrived before its sender reached the final
+  // checkpoint, which this worker's Finish follows; received here so none is left unmatched.
+  while (const std::optional<comm::Communicator::Envelope> e = ps_->Poll(kStopTag)) {
+    RecvValue<int64_t>(e->source, kStopTag);
+  }
   WaitPushes();
+  if (rma_) return FinishRma();
   comm::RequestList requests;
   for (int k = 0; k < num_servers_; ++k) {
     ps_->PostSendBytes(&last_step_, sizeof(last_step_), ServerRank(k), kDoneTag, requests);
@@ -242,7 +166,7 @@ T ParameterServerStrategy::RecvValue(int source, int tag) {
 }
 
 void ParameterServerStrategy::MakeServerState() {
-  mine_ = slices_[static_cast<size_t>(ps_->rank() - num_workers_)];
+  mine_ = slices_[static_cast<size_t>(roles_.server_index(ps_->rank()))];
   const Arena<float>& whole = model().arena();
   for (int id : whole.arena_order()) {
     const ParamSpec& s = whole.spec(id);
@@ -285,21 +209,27 @@ void ParameterServerStrategy::CompleteSends(bool wait) {
   }
 }
 
-void ParameterServerStrategy::OnPush(int worker) {
-  const PushHead head = RecvValue<PushHead>(worker, kPushHeadTag);
+void ParameterServerStrategy::OnPush(int source) {
+  const PushHead head = RecvValue<PushHead>(source, kPushHeadTag);
   if (head.skipped == 0) {
     comm::RequestList requests;
-    ps_->PostRecvFloats(incoming_.data(), incoming_.size(), worker, kPushDataTag, requests);
+    ps_->PostRecvFloats(incoming_.data(), incoming_.size(), source, kPushDataTag, requests);
     ps_->WaitAll(requests);
   }
-  const int64_t stale = updates_ - pulled_at_[static_cast<size_t>(worker)];
+  Apply(static_cast<size_t>(roles_.worker_index(source)), head, incoming_.data());
+}
+
+// A worker's push: counted (its staleness), then applied as it comes (asynchronous) or summed
+// until the step's W pushes are in (synchronous).
+void ParameterServerStrategy::Apply(size_t worker, const PushHead& head, const float* gradient) {
+  const int64_t stale = updates_ - pulled_at_[worker];
   histogram_[static_cast<size_t>(std::min<int64_t>(stale, kHistogramBins - 1))] += 1;
   staleness_sum_ += static_cast<double>(stale);
   pushes_counted_ += 1;
   const float inv = 1.0f / static_cast<float>(num_workers_);
   if (staleness_ == 0) {  // synchronous: the mean of the step's W gradients, applied once
     if (head.skipped == 0) {
-      for (int64_t i = 0; i < mine_.size; ++i) sum_[i] += incoming_[i];
+      for (int64_t i = 0; i < mine_.size; ++i) sum_[i] += gradient[i];
     }
     if (++pushes_this_step_ < num_workers_) return;
     float* g = slice_.grads();
@@ -313,31 +243,43 @@ void ParameterServerStrategy::OnPush(int worker) {
   }
   if (head.skipped == 0) {  // asynchronous: every gradient as it comes, its share of a step
     float* g = slice_.grads();
-    for (int64_t i = 0; i < mine_.size; ++i) g[i] = incoming_[i] * inv;
+    for (int64_t i = 0; i < mine_.size; ++i) g[i] = gradient[i] * inv;
     slice_optimizer_->Step(slice_, head.learning_rate);
     ++updates_;
   }
-  applied_[static_cast<size_t>(worker)] = head.step + 1;
+  applied_[worker] = head.step + 1;
 }
 
 // A pull for step t is answered once the slowest worker has its steps up to t - 1 - s applied.
 void ParameterServerStrategy::AnswerPulls() {
   const int64_t slowest = SlowestApplied();
   for (auto it = pending_pulls_.begin(); it != pending_pulls_.end();) {
-    const auto [worker, step] = *it;
+    const auto [source, step] = *it;
     if (staleness_ >= 0 && step - slowest > staleness_) {
       ++it;
       continue;
     }
     max_gap_ = std::max(max_gap_, static_cast<double>(step - slowest));
-    pulled_at_[static_cast<size_t>(worker)] = updates_;
-    SendTo(worker, kParamsTag, std::vector<float>(slice_.params(), slice_.params() + mine_.size));
+    pulled_at_[static_cast<size_t>(roles_.worker_index(source))] = updates_;
+    Grant(source);
     it = pending_pulls_.erase(it);
   }
 }
 
+// The parameters go to the worker (point-to-point), or the worker may now read them (one-sided:
+// PublishParams has put them in the window).
+void ParameterServerStrategy::Grant(int source) {
+  const int worker = roles_.worker_index(source);
+  if (rma_) {
+    auto* slots = static_cast<WorkerSlot*>(control_win_->local());
+    slots[worker].granted_seq = seen_req_[static_cast<size_t>(worker)];
+    return;
+  }
+  SendTo(source, kParamsTag, std::vector<float>(slice_.params(), slice_.params() + mine_.size));
+}
+
 void ParameterServerStrategy::Handle(const comm::Communicator::Envelope& e) {
-  if (e.source >= num_workers_) {
+  if (roles_.worker_index(e.source) < 0) {
     throw Error(ErrorCode::kInternal, "parameter server got tag " + std::to_string(e.tag) +
                                           " from rank " + std::to_string(e.source) +
                                           ", not a worker");
@@ -382,21 +324,27 @@ void ParameterServerStrategy::Serve() {
   int idle = 0;
   while (done_ < num_workers_) {
     CompleteSends(false);
+    const bool scanned = rma_ && ScanWindows();  // pushes, pulls, done (one-sided transport)
+    if (scanned) {
+      heard = Clock::now();
+      idle = 0;
+    }
     const std::optional<comm::Communicator::Envelope> e = ps_->Poll();
+    if (!e && scanned) continue;
     if (!e) {
       if (++idle > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
       if (Since(heard) > timeout) {
-        std::string silent;
+        std::vector<int> silent;
         for (int w = 0; w < num_workers_; ++w) {
           if (applied_[static_cast<size_t>(w)] < SlowestApplied() + 1) {
-            silent += (silent.empty() ? "" : ", ") + std::to_string(w);
+            silent.push_back(roles_.workers[static_cast<size_t>(w)]);
           }
         }
         throw Error(ErrorCode::kCommunication,
                     "parameter server (rank " + std::to_string(ps_->rank()) +
                         ") heard nothing for " + std::to_string(static_cast<int>(timeout)) +
                         " s with " + std::to_string(num_workers_ - done_) +
-                        " worker(s) not done (workers " + silent + ")",
+                        " worker(s) not done (ranks " + RankList(silent) + ")",
                     {.key = "dist.watchdog_seconds"});
       }
       continue;
@@ -404,7 +352,7 @@ void ParameterServerStrategy::Serve() {
     idle = 0;
     heard = Clock::now();
     Handle(*e);
-    AnswerPulls();
+    if (!rma_) AnswerPulls();  // one-sided: ScanWindows grants, under the records' lock
   }
   CompleteSends(true);
 }
@@ -413,10 +361,12 @@ void ParameterServerStrategy::Serve() {
 
 void ParameterServerStrategy::FinishReport(RunSummary* summary) {
   summary->strategy = name();
-  summary->grid =
-      std::to_string(num_workers_) + (num_workers_ == 1 ? " worker + " : " workers + ") +
-      std::to_string(num_servers_) + (num_servers_ == 1 ? " server" : " servers") +
-      ", max_staleness " + (staleness_ < 0 ? std::string("unbounded") : std::to_string(staleness_));
+  summary->grid = std::to_string(num_workers_) +
+                  (num_workers_ == 1 ? " worker + " : " workers + ") +
+                  std::to_string(num_servers_) + (num_servers_ == 1 ? " server" : " servers") +
+                  ", max_staleness " +
+                  (staleness_ < 0 ? std::string("unbounded") : std::to_string(staleness_)) +
+                  (rma_ ? ", rma" : ", p2p");
   std::vector<double> sums = histogram_;
   sums.push_back(pushes_counted_);
   sums.push_back(staleness_sum_);
@@ -430,19 +380,26 @@ void ParameterServerStrategy::FinishReport(RunSummary* summary) {
                                {"mean_staleness_updates", pushes > 0 ? stale / pushes : 0.0}};
 }
 
-// The servers' slices in rank order are the whole arena.
+// Rank 0 gathers every server's slice into its place in the arena and shares the result.
 std::vector<float> ParameterServerStrategy::FinalParams() {
-  std::vector<float> whole;
-  if (server_) whole.assign(slice_.params(), slice_.params() + mine_.size);
-  whole = comm::GatherConcat(ctl(), whole.data(), whole.size());
-  int64_t size = static_cast<int64_t>(whole.size());
-  size = comm::AllreduceInt64(ctl(), size, comm::ReduceOp::kMax);
-  whole.resize(static_cast<size_t>(size));
+  const int64_t total = slices_.back().offset + slices_.back().size;
+  std::vector<float> whole(static_cast<size_t>(total));
+  const size_t bytes = server_ ? static_cast<size_t>(mine_.size) * sizeof(float) : 0;
+  const std::vector<std::vector<uint8_t>> parts =
+      comm::GatherBytes(ctl(), server_ ? slice_.params() : nullptr, bytes);
+  if (ctl().rank() == 0) {
+    for (int k = 0; k < num_servers_; ++k) {
+      const std::vector<uint8_t>& part = parts[static_cast<size_t>(ServerRank(k))];
+      std::copy_n(
+          part.data(), part.size(),
+          reinterpret_cast<uint8_t*>(whole.data() + slices_[static_cast<size_t>(k)].offset));
+    }
+  }
   comm::Broadcast(ctl(), whole.data(), whole.size(), 0);
   return whole;
 }
 
-}  // namespace
+}  // namespace ps
 
 std::vector<ServerSlice> CutArena(const std::vector<int64_t>& sizes, int servers) {
   const size_t n = sizes.size();
@@ -480,7 +437,7 @@ std::vector<ServerSlice> CutArena(const std::vector<int64_t>& sizes, int servers
 }
 
 std::unique_ptr<Strategy> MakeParameterServer(const StrategyEnv& env) {
-  return std::make_unique<ParameterServerStrategy>(env);
+  return std::make_unique<ps::ParameterServerStrategy>(env);
 }
 
 }  // namespace shardflow::train

@@ -117,6 +117,11 @@ class Strategy {
   // False when ranks run their steps independently (asynchronous training): the loop then
   // logs rank 0's own metrics instead of reducing them over the ranks at every interval.
   virtual bool synchronous_metrics() const { return true; }
+  // Ranks whose steps are not synchronous (synchronous_metrics() false) learn of a stop signal
+  // another rank got through these: AnnounceStop tells the others this rank got one, and
+  // PeerStopping is true once some other rank has announced it (never blocks).
+  virtual void AnnounceStop() {}
+  virtual bool PeerStopping() { return false; }
   // After the last checkpoint, before the report: lets ranks that serve (Serve) stop.
   virtual void Finish() {}
   // Adds the strategy's own fields to the report (its name, what communication cost, ...).

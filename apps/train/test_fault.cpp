@@ -11,22 +11,43 @@
 #include "core/logging.hpp"
 
 namespace shardflow::train {
+namespace {
+
+const char* SignalName(int signal) {
+  switch (signal) {
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGSTOP:
+      return "SIGSTOP";
+    case SIGTERM:
+      return "SIGTERM";
+    default:
+      return "SIGUSR1";
+  }
+}
+
+}  // namespace
 
 TestFault TestFault::FromEnvironment() {
   const char* env = std::getenv("SHARDFLOW_TEST_FAULT");
   if (env == nullptr || *env == '\0') return {};
-  char kind[16] = {};
-  int rank = -1;
+  char kind[16] = {}, who[8] = {};
   long long step = -1;
   char extra = 0;
-  const int n = std::sscanf(env, "%15[a-z_]:%d:%lld%c", kind, &rank, &step, &extra);
-  const std::string k = kind;
-  if (n != 3 || (k != "kill" && k != "hang" && k != "slow" && k != "slow_checkpoint") || rank < 0 ||
-      step < 0) {
+  const int n = std::sscanf(env, "%15[a-z1_]:%7[a-z0-9]:%lld%c", kind, who, &step, &extra);
+  const std::string k = kind, w = who;
+  const bool known = k == "kill" || k == "hang" || k == "slow" || k == "term" || k == "usr1" ||
+                     k == "slow_checkpoint";
+  const bool every = w == "all" && (k == "term" || k == "usr1");
+  const int rank = every ? kEveryRank
+                   : !w.empty() && w.find_first_not_of("0123456789") == std::string::npos
+                       ? std::atoi(who)
+                       : -1;
+  if (n != 3 || !known || rank == -1 || step < 0) {
     throw Error(ErrorCode::kInvalidArgument,
                 std::string("bad SHARDFLOW_TEST_FAULT '") + env +
-                    "': expected kill:RANK:STEP, hang:RANK:STEP, slow:RANK:MILLISECONDS or "
-                    "slow_checkpoint:RANK:MILLISECONDS");
+                    "': expected kill:RANK:STEP, hang:RANK:STEP, slow:RANK:MILLISECONDS, "
+                    "slow_checkpoint:RANK:MILLISECONDS, term:RANK|all:STEP or usr1:RANK|all:STEP");
   }
   TestFault f;
   f.rank_ = rank;
@@ -39,7 +60,7 @@ TestFault TestFault::FromEnvironment() {
     return f;
   }
   f.step_ = step;
-  f.signal_ = k == "kill" ? SIGKILL : SIGSTOP;
+  f.signal_ = k == "kill" ? SIGKILL : k == "hang" ? SIGSTOP : k == "term" ? SIGTERM : SIGUSR1;
   return f;
 }
 
@@ -48,10 +69,11 @@ void TestFault::MaybeRaise(int rank, int64_t step) const {
     std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms_));
     return;
   }
-  if (rank != rank_ || step != step_) return;
-  SF_LOG(Warn) << "SHARDFLOW_TEST_FAULT: rank " << rank << " raises "
-               << (signal_ == SIGKILL ? "SIGKILL" : "SIGSTOP") << " at step " << step;
+  if ((rank != rank_ && rank_ != kEveryRank) || step != step_) return;
+  SF_LOG(Warn) << "SHARDFLOW_TEST_FAULT: rank " << rank << " raises " << SignalName(signal_)
+               << " at step " << step;
   std::raise(signal_);
+  if (signal_ == SIGTERM) std::raise(signal_);  // a second one, as an impatient scheduler sends
 }
 
 void TestFault::MaybeSlowCheckpoint(int rank) const {

@@ -3,8 +3,10 @@
 // SHARDFLOW_TEST_FAULT=kill:R:S (or hang:R:S) makes rank R raise SIGKILL (or SIGSTOP) at the
 // start of step S (0-based); slow:R:MS makes rank R sleep MS milliseconds at the start of every
 // step (a straggler, for benchmarks); slow_checkpoint:R:MS makes rank R sleep MS milliseconds
-// before each checkpoint it writes (a slow file system). Unset or empty: no fault. A malformed
-// value is an error.
+// before each checkpoint it writes (a slow file system); term:R:S and usr1:R:S make rank R (or
+// every rank, R = all) send itself SIGTERM (twice: the second must not disturb the first's
+// checkpoint) or SIGUSR1 at the start of step S, as a scheduler's preemption or time limit
+// would (core/stop_signal.hpp). Unset or empty: no fault. A malformed value is an error.
 // Thread-safety: none needed (read once, then const).
 #pragma once
 
@@ -22,6 +24,7 @@ class TestFault {
   void MaybeSlowCheckpoint(int rank) const;
 
  private:
+  static constexpr int kEveryRank = -2;
   int rank_ = -1;
   int64_t step_ = -1;
   int signal_ = 0;

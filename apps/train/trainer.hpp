@@ -74,8 +74,10 @@ struct TrainerOptions : apps::ModelSetup {
   bool overlap = true;
   double watchdog_seconds = 300;
   ModelParallelOptions model_parallel;
-  int ps_ranks = 1;            // parameter_server: the last ps_ranks ranks serve
-  int64_t max_staleness = -1;  // parameter_server: steps ahead of the slowest; < 0 unbounded
+  int ps_ranks = 1;                  // parameter_server: how many ranks serve
+  std::vector<int> ps_servers;       // parameter_server: which (ps_placement.hpp); empty: the last
+  std::string ps_transport = "p2p";  // parameter_server: p2p or rma (ps_placement.hpp)
+  int64_t max_staleness = -1;        // parameter_server: steps ahead of the slowest; < 0 unbounded
 
   // Output and checkpoints (rank 0 writes).
   std::string output_dir;               // "" : no files
@@ -114,6 +116,11 @@ struct TrainResult {
   // Resumed from a checkpoint at or past the last planned step: nothing ran, and `summary` and
   // `params` are empty; the caller leaves the run's outputs as they are.
   bool already_complete = false;
+  // Stopped early by a stop signal (core/stop_signal.hpp) on some rank: the ranks agreed on the
+  // step, the checkpoint holds it, and the run continues with --resume. The signal this rank
+  // got, or 0 when only a peer got one.
+  bool stopped = false;
+  int stop_signal = 0;
 };
 
 class Strategy;

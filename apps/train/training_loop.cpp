@@ -7,20 +7,41 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "apps/common/rank_grid.hpp"
 #include "apps/train/strategy.hpp"
 #include "apps/train/test_fault.hpp"
 #include "apps/train/trainer.hpp"
 #include "comm/collectives.hpp"
 #include "core/logging.hpp"
 #include "core/progress.hpp"
+#include "core/stop_signal.hpp"
 #include "core/trace.hpp"
+#include "io/pipeline/sources/source_counters.hpp"
 #include "io/pipeline/step_count.hpp"
 
 namespace shardflow::train {
 namespace {
+
+// Bad input records skipped over the job, each once. The ranks of a model-parallel replica read
+// the same records, so a replica counts as its largest tally; parameter-server workers read
+// disjoint shards (servers read none).
+int64_t JobSkippedRecords(comm::Communicator& job, const TrainerOptions& o) {
+  const std::vector<int64_t> per_rank =
+      comm::AllgatherInt64(job, pipeline::DistinctSkippedRecords());
+  std::map<int, int64_t> per_replica;
+  for (int r = 0; r < static_cast<int>(per_rank.size()); ++r) {
+    const bool shared = o.strategy != "parameter_server" && o.model_parallel.grid.ranks() > r;
+    const int key = shared ? apps::PlaceOf(o.model_parallel.grid, r).replica : r;
+    per_replica[key] = std::max(per_replica[key], per_rank[static_cast<size_t>(r)]);
+  }
+  int64_t total = 0;
+  for (const auto& [replica, n] : per_replica) total += n;
+  return total;
+}
 
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) {
@@ -128,6 +149,8 @@ class TrainingLoop {
   void SaveCheckpoint(int64_t steps_done);
   EvalResult Evaluate(int64_t step, bool final);
   void Summarize(int64_t steps);
+  int64_t StopAfter(int64_t steps_done);
+  void Stop(int64_t steps_done);
   bool chief() const { return job_.rank() == 0; }
 
   comm::Communicator& job_;  // every rank (the report)
@@ -150,6 +173,8 @@ class TrainingLoop {
   Clock::time_point last_checkpoint_ = Clock::now();
   int64_t samples_seen_ = 0;
   int64_t skipped_steps_ = 0;  // train.on_nonfinite = skip_step (every rank counts alike)
+  int64_t stop_at_ = -1;       // the step count a stop signal ends the run at, once agreed
+  comm::AsyncAllreduceInt64 stop_round_;  // the agreement posted after the last step
   pipeline::Element batch_;
   Tensor scratch_;
 };
@@ -157,6 +182,10 @@ class TrainingLoop {
 TrainResult TrainingLoop::Run() {
   const StartPoint start = strategy_.Setup();
   if (!strategy_.trains_batches()) {  // a server: serves until the training ranks are done
+    if (comm::AllreduceInt64(job_, 0, comm::ReduceOp::kMax) != 0) {  // nothing left to train
+      result_.already_complete = true;
+      return result_;
+    }
     strategy_.Serve();
     Summarize(0);  // its times count as nothing (the training ranks' wall time is the run's)
     if (o_.final_params) result_.params = strategy_.FinalParams();
@@ -172,7 +201,9 @@ TrainResult TrainingLoop::Run() {
   it_ = std::make_unique<pipeline::PipelineIterator>(
       pipeline::LimitSteps(one_pass, plan_.steps_per_epoch, left_out_).Repeat().MakeIterator());
   if (!start.iterator_state.empty()) it_->RestoreState(start.iterator_state);
-  if (start.step > 0 && start.step >= plan_.total_steps) {
+  const bool complete = start.step > 0 && start.step >= plan_.total_steps;
+  // Every rank of the job learns it, the ranks that serve included (they wait here).
+  if (comm::AllreduceInt64(job_, complete ? 1 : 0, comm::ReduceOp::kMax) != 0) {
     // A finished run resumed: nothing to train, and its outputs stay as they are.
     if (chief()) {
       SF_LOG(Info) << "--resume: the run is complete (step " << start.step << " of "
@@ -195,6 +226,11 @@ TrainResult TrainingLoop::Run() {
     fault.MaybeRaise(job_.rank(), step);
     RunStep(step);
     AfterStep(step);
+    if (StopAfter(step + 1) == step + 1 && step + 1 < plan_.total_steps) {
+      times_.wall_s = Since(loop_start);
+      Stop(step + 1);
+      return result_;
+    }
   }
   times_.wall_s = Since(loop_start);
   if (progress_) progress_->Finish();
@@ -208,6 +244,48 @@ TrainResult TrainingLoop::Run() {
   Summarize(step);
   if (o_.final_params) result_.params = strategy_.FinalParams();
   return result_;
+}
+
+// After `steps_done` steps: the step count at which a stop signal ends the run, or -1. Ranks
+// that step together agree every step without waiting: a non-blocking MAX of the flag posted
+// after each step is completed after the next one (by then every rank has posted it, so the
+// wait is nil), and a signal on any rank stops all after that same step. Asynchronous
+// parameter-server workers never wait for each other, so a worker that got the signal tells the
+// others (a message they look for after each step, never waiting), stops stepping and meets them
+// here; they all run on to the furthest worker's step (at most dist.max_staleness steps behind it,
+// when bounded).
+int64_t TrainingLoop::StopAfter(int64_t steps_done) {
+  if (stop_at_ >= 0) return stop_at_;
+  if (strategy_.synchronous_metrics()) {
+    if (stop_round_.pending() && stop_round_.Finish() != 0) return stop_at_ = steps_done;
+    if (steps_done < plan_.total_steps) {
+      stop_round_.Start(*steps_, StopSignal() != 0 ? 1 : 0, comm::ReduceOp::kMax);
+    }
+  } else if (StopSignal() != 0 || strategy_.PeerStopping()) {
+    if (StopSignal() != 0) strategy_.AnnounceStop();  // a worker not signalled hears it
+    stop_at_ = comm::AllreduceInt64(*steps_, steps_done, comm::ReduceOp::kMax);
+  }
+  return stop_at_;
+}
+
+// A stop signal: the checkpoint of `steps_done` steps (every rank's input position), the
+// servers released, the report; no final evaluation (the grace time is short).
+void TrainingLoop::Stop(int64_t steps_done) {
+  if (progress_) progress_->Finish();
+  if (chief()) {
+    SF_LOG(Warn) << "stop signal ("
+                 << (StopSignal() != 0 ? StopSignalName(StopSignal()) : "on a peer")
+                 << "): stopping after step " << steps_done << " of " << plan_.total_steps
+                 << "; writing a checkpoint";
+  }
+  SaveCheckpoint(steps_done);
+  strategy_.Finish();
+  metrics_->Write({{"step", steps_done},
+                   {"epoch", (steps_done - 1) / plan_.steps_per_epoch},
+                   {"stopped", StopSignal() != 0 ? StopSignalName(StopSignal()) : "peer"}});
+  result_.stopped = true;
+  result_.stop_signal = StopSignal();
+  Summarize(steps_done);
 }
 
 void TrainingLoop::RunStep(int64_t step) {
@@ -334,6 +412,8 @@ void TrainingLoop::Summarize(int64_t steps) {
                      strategy_.trains_batches() ? 1.0 : 0.0,
                      times_.wall_s > 0 ? static_cast<double>(samples_seen_) / times_.wall_s : 0.0};
   comm::AllreduceDoubles(job_, parts, 6, comm::ReduceOp::kSum);
+  // The servers of a parameter-server job learn here that the workers stopped on a signal.
+  result_.stopped = comm::AllreduceInt64(job_, result_.stopped ? 1 : 0, comm::ReduceOp::kMax) != 0;
   const double size = std::max(1.0, parts[4]);
   const double wall = comm::AllreduceDouble(job_, times_.wall_s, comm::ReduceOp::kMax);
   steps = comm::AllreduceInt64(job_, steps, comm::ReduceOp::kMax);
@@ -348,6 +428,7 @@ void TrainingLoop::Summarize(int64_t steps) {
   s.global_batch = o_.per_rank_batch * strategy_.data_parallel_size();
   s.steps = steps;
   s.skipped_steps = skipped_steps_;
+  s.skipped_records = JobSkippedRecords(job_, o_);
   s.epochs = per_epoch > 0 ? (steps + per_epoch - 1) / per_epoch : 0;
   s.samples = static_cast<int64_t>(parts[3]);
   s.samples_per_s = wall > 0 ? parts[3] / wall : 0;

@@ -38,7 +38,9 @@ void BatchBuffer::Place(int64_t slot, const Element& element) {
     if (src.dtype() != dst.dtype() || src.shape() != want) {
       ErrorContext ctx = element.where.Context();
       ctx.key = name;
-      ctx.hint = "use padded_batch for variable shapes";
+      ctx.hint =
+          "give every record one shape: images of several sizes take [data] augmentations = "
+          "resize:HxW (or random_crop:HxW); in the Dataset API, PaddedBatch pads";
       throw Error(ErrorCode::kInvalidArgument,
                   "batch: feature '" + name + "' is " + DTypeName(src.dtype()) +
                       ShapeToString(src.shape()) + " but the batch holds " +

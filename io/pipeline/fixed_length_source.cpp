@@ -107,12 +107,13 @@ FixedLengthRecordSource::FixedLengthRecordSource(std::vector<std::string> files,
           std::to_string(options.record_bytes) + "-byte records; " + std::to_string(tail) +
           " bytes left over";
       if (options.tail == OnError::kFail) {
-        where.hint = "check record/header/footer sizes, or set tail to skip to drop the tail";
+        where.hint = "check record/header/footer sizes, or set " + options.tail_key +
+                     " = skip to drop the tail";
         throw Error(ErrorCode::kDataLoss, what, where);
       }
       counters_->dropped_bytes.fetch_add(static_cast<int64_t>(tail));
-      SF_LOG(Warn) << "dropping a partial record: "
-                   << Error(ErrorCode::kDataLoss, what, where).what();
+      WarnOnce(std::string("dropping a partial record: ") +
+               Error(ErrorCode::kDataLoss, what, where).what());
     }
     infos_.push_back(std::move(info));
   }

@@ -28,6 +28,8 @@ struct FixedLengthOptions {
   uint64_t header_bytes = 0;      // skipped at the start of every file. Default 0.
   uint64_t footer_bytes = 0;      // skipped at the end of every file. Default 0.
   OnError tail = OnError::kFail;  // a partial last record: fail (default) or drop and count
+  // The setting that chooses `tail`, named in the error's hint ("data.tail", "input.on_error").
+  std::string tail_key = "tail";
 };
 
 class FixedLengthRecordSource : public RecordSource {

@@ -50,7 +50,8 @@ SourceOptions SourceOptionsFor(const InputSpec& spec) {
     o.fixed = {.record_bytes = f.record_bytes,
                .header_bytes = f.header_bytes,
                .footer_bytes = f.footer_bytes,
-               .tail = ParseOnError(f.tail, sec + ".tail")};
+               .tail = ParseOnError(f.tail, sec + ".tail"),
+               .tail_key = sec + ".tail"};
     o.images.root = f.root;
     o.images.list_file = f.list;
     o.images.channels = static_cast<int>(f.channels);
@@ -209,6 +210,10 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
   return built.dataset;
 }
 
+void CheckInputFilesMatch(const InputSpec& spec, const std::string& given_as) {
+  if (spec.data.format != "images") CheckFilesMatch(spec.data.files, given_as);
+}
+
 int64_t CountLocalRecords(const InputSpec& spec, int rank, int world) {
   CheckSpec(spec);
   const std::vector<std::string> files =
@@ -227,17 +232,14 @@ std::function<int64_t(const Provenance&)> MakeRecordNumbering(const InputSpec& s
                 spec.data.shuffle_files, spec.data.seed);
   auto source = OpenRecordSource(spec.data.format, files, SourceOptionsFor(spec));
   const auto* index = dynamic_cast<const RecordIndex*>(source.get());
+  // Without a record index the files would have to be read twice (and their bad records
+  // reported twice): the pipeline's element ids stay.
+  if (index == nullptr) return {};
   auto offsets = std::make_shared<std::vector<std::vector<uint64_t>>>(source->Files().size());
   auto first = std::make_shared<std::vector<int64_t>>(offsets->size() + 1, 0);
   for (size_t f = 0; f < offsets->size(); ++f) {
     std::vector<uint64_t>& mine = (*offsets)[f];
-    if (index != nullptr) {
-      mine = index->RecordOffsets(f);
-    } else {
-      std::unique_ptr<RecordReader> reader = source->Open(f, ByteRange{});
-      Element e;
-      while (reader->Next(&e)) mine.push_back(e.where.offset);
-    }
+    mine = index->RecordOffsets(f);
     (*first)[f + 1] = (*first)[f] + static_cast<int64_t>(mine.size());
   }
   return [offsets, first](const Provenance& where) {

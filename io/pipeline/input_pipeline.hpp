@@ -65,6 +65,12 @@ struct InputSpec {
 // spec->data by an OnResolved hook. REQUIRES: spec outlives schema.Parse.
 void RegisterDataOptions(ConfigSchema& schema, const std::string& section, InputSpec* spec);
 
+// The usage check before any rank reads, once in the apps' parse phase: the spec's file
+// patterns match a file (CheckFilesMatch; the error names `given_as`, "data.files" or
+// "--input"). Format images reads `root` or `list`, not files: nothing is checked here (the
+// source names a missing root or list file itself).
+void CheckInputFilesMatch(const InputSpec& spec, const std::string& given_as);
+
 // This rank's pipeline: list files (seeded order), plan shards for (rank, world), read
 // (parallel_reads), cache, shuffle-and-repeat (epochs), decode by schema fused with batching
 // (parallel_calls), augment, prefetch. Elements are batches. Throws Error naming the key for
@@ -82,9 +88,10 @@ int64_t CountLocalRecords(const InputSpec& spec, int rank, int world);
 
 // The global index of a record the pipeline of `spec` reads, from its provenance: files in
 // the pipeline's listed order, then records in file order, from 0 (what shardflow-predict
-// writes for records without an id feature). Reads every file's record offsets once (TFRecord:
-// the header scan counting does; a source without a record index: the whole file). The
-// function throws Error(kInternal) for a provenance outside the files.
+// writes for records without an id feature). From the formats' record indexes (TFRecord: the
+// header scan counting does; hdf5, idx, csv: row counts); an empty function for formats without
+// one (text, jsonl, fixed, images), whose element ids stay. The function throws
+// Error(kInternal) for a provenance outside the files.
 std::function<int64_t(const Provenance&)> MakeRecordNumbering(const InputSpec& spec);
 
 }  // namespace shardflow::pipeline

@@ -9,7 +9,8 @@
       normalized as NORMALIZE (none | scale | standardize) says.
   convert_check.py windows CSV_DIR W S NORMALIZE LIMIT OUT.h5 [STATS.json]
       A naive reference: every *.csv of CSV_DIR (name order), channels = columns but `t`,
-      normalized with the population mean/std (or min/max) of the assets that give output windows,
+      normalized with the population mean/std (or min/max) of the whole series of the assets
+      that give >= 1 output window (not those too short for one, nor those past the limit),
       windows by asset then start; compared with OUT.h5 and with the shards' stats.
   convert_check.py h5-sums OUT.h5 DATASET=SUM...
 """
@@ -103,9 +104,11 @@ def windows(csv_dir, w, s, normalize, limit, out, stats_path=None):
             refs.append((ai, k * s))
     if limit >= 0:
         refs = refs[:limit]
-    used = (refs[-1][0] + 1) if refs else 0
+    # The documented selection: the whole series of every asset with >= 1 output window (an
+    # asset shorter than the window, or past the limit, is left out).
+    used = sorted({a for a, _ in refs})
     if used:
-        allv = np.concatenate(series[:used])
+        allv = np.concatenate([series[a] for a in used])
         if normalize == "standardize":
             off, div = allv.mean(axis=0), allv.std(axis=0)
         elif normalize == "scale":

@@ -85,6 +85,14 @@ csv)
   convert 1 --input.format=csv --input.path=sensors --preprocess.window=16 \
     --output.format=hdf5 --output.path=n.h5
   $check windows sensors 16 1 none -1 n.h5
+  # Window 30: assets 0, 2, 4 and 6 (24-28 steps) give no window and so stay out of the
+  # statistics, though later assets give windows (issue 28, item 5).
+  convert 2 --input.format=csv --input.path=sensors --preprocess.window=30 --preprocess.stride=4 \
+    --preprocess.normalize=standardize --output.format=hdf5 --output.path=short-std.h5
+  $check windows sensors 30 4 standardize -1 short-std.h5
+  convert 3 --input.format=csv --input.path=sensors --preprocess.window=30 --preprocess.stride=4 \
+    --preprocess.normalize=scale --input.limit=20 --output.format=hdf5 --output.path=short-scale.h5
+  $check windows sensors 30 4 scale 20 short-scale.h5
   ;;
 h5-input)
   # HDF5 inputs (fixtures written by h5py): images+labels to shards, series to windows.

@@ -133,7 +133,7 @@ TEST(PipelineCore, BatchRejectsShapeChangeNamingFeature) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("'v'"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("padded_batch"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("PaddedBatch"), std::string::npos) << e.what();
   }
 }
 

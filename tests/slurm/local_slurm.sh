@@ -65,7 +65,7 @@ SlurmctldHost=localhost
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-AuthInfo=socket=$socket
+AuthInfo=socket=$socket,cred_expire=5
 CredType=cred/munge
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none

@@ -1,8 +1,10 @@
-// Parameter-server training (the last ranks serve, the others work): synchronous mode
-// (max_staleness 0) ends with the parameters of one rank trained on the workers' global batch,
-// with 1 or 2 servers; bounded staleness never lets a worker run more than s steps ahead
-// (every answered pull counted); fully asynchronous training learns; the arena is cut at
-// parameter boundaries balanced by bytes. Runs under mpiexec at 1, 2 and 4 ranks (PS needs 2).
+// Parameter-server training (the last ranks serve, the others work, or the servers are placed
+// right after rank 0): synchronous mode (max_staleness 0) ends with the parameters of one rank
+// trained on the workers' global batch, with 1 or 2 servers, wherever they are placed, over
+// either transport (point-to-point or one-sided); bounded
+// staleness never lets a worker run more than s steps ahead (every answered pull counted); fully
+// asynchronous training learns; the arena is cut at parameter boundaries balanced by bytes. Runs
+// under mpiexec at 1, 2 and 4 ranks (PS needs 2).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +12,7 @@
 #include <random>
 
 #include "apps/train/parameter_server.hpp"
+#include "apps/train/ps_placement.hpp"
 #include "apps/train/trainer.hpp"
 #include "core/error.hpp"
 #include "tests/train/train_on_tensors.hpp"
@@ -64,16 +67,20 @@ TrainResult Train(const comm::Communicator& job, const Data& d, const TrainerOpt
 
 using testing::MaxDiff;
 
-// Runs parameter-server training on the world with `servers` servers.
-TrainResult TrainPs(int servers, int64_t staleness, int64_t per_worker, int64_t steps = kSteps) {
+// Runs parameter-server training on the world with `servers` servers: the last ranks, or
+// `placed` (job ranks).
+TrainResult TrainPs(int servers, int64_t staleness, int64_t per_worker, int64_t steps = kSteps,
+                    const std::vector<int>& placed = {}, const std::string& transport = "p2p") {
   const comm::Communicator world(comm::Group::kWorld);
   const int workers = world.size() - servers;
   TrainerOptions o = Options();
   o.strategy = "parameter_server";
   o.ps_ranks = servers;
+  o.ps_servers = placed;
+  o.ps_transport = transport;
   o.max_staleness = staleness;
   o.per_rank_batch = per_worker;
-  const int part = std::min(world.rank(), workers - 1);
+  const int part = std::max(0, RolesOf(world.size(), servers, placed).worker_index(world.rank()));
   return Train(world, MakeData(per_worker * workers, part, workers, steps), o);
 }
 
@@ -87,43 +94,56 @@ TEST(ParameterServer, SynchronousModeIsDataParallelTraining) {
     ref_options.per_rank_batch = per_worker * workers;
     const comm::Communicator self(comm::Group::kSelf);
     const TrainResult ref = Train(self, MakeData(per_worker * workers, 0, 1), ref_options);
-    const TrainResult got = TrainPs(servers, 0, per_worker);
-    ASSERT_EQ(got.params.size(), ref.params.size());
-    EXPECT_LT(MaxDiff(got.params, ref.params), 2e-5) << servers << " server(s)";
-    EXPECT_EQ(got.summary.steps, kSteps);
-    EXPECT_EQ(got.summary.samples, kSteps * per_worker * workers);
-    if (world.rank() < workers) {  // the workers evaluate (the servers hold no model to)
-      EXPECT_NEAR(*got.summary.test_accuracy, *ref.summary.test_accuracy, 1e-9);
+    std::vector<int> after_chief;  // ranks 1..servers serve, the workers around them
+    for (int k = 1; k <= servers; ++k) after_chief.push_back(k);
+    for (const auto& [placed, transport] : std::vector<std::pair<std::vector<int>, std::string>>{
+             {{}, "p2p"}, {after_chief, "p2p"}, {{}, "rma"}, {after_chief, "rma"}}) {
+      const TrainResult got = TrainPs(servers, 0, per_worker, kSteps, placed, transport);
+      const std::string where = std::to_string(servers) + " server(s) at " +
+                                (placed.empty() ? std::string("the end") : RankList(placed)) +
+                                " over " + transport;
+      ASSERT_EQ(got.params.size(), ref.params.size());
+      EXPECT_LT(MaxDiff(got.params, ref.params), 2e-5) << where;
+      EXPECT_EQ(got.summary.steps, kSteps);
+      EXPECT_EQ(got.summary.samples, kSteps * per_worker * workers);
+      const bool worker = RolesOf(world.size(), servers, placed).worker_index(world.rank()) >= 0;
+      if (worker) {  // the workers evaluate (the servers hold no model to)
+        EXPECT_NEAR(*got.summary.test_accuracy, *ref.summary.test_accuracy, 1e-9) << where;
+      }
+      std::map<std::string, double> f(got.summary.strategy_figures.begin(),
+                                      got.summary.strategy_figures.end());
+      EXPECT_EQ(f.at("max_step_gap"), 0);
     }
-    std::map<std::string, double> f(got.summary.strategy_figures.begin(),
-                                    got.summary.strategy_figures.end());
-    EXPECT_EQ(f.at("max_step_gap"), 0);
   }
 }
 
 TEST(ParameterServer, NoWorkerRunsMoreThanMaxStalenessAhead) {
   const comm::Communicator world(comm::Group::kWorld);
   if (world.size() < 3) GTEST_SKIP() << "needs two workers";
-  for (int64_t s : {1, 2}) {
-    const TrainResult r = TrainPs(1, s, 4, 12);
-    std::map<std::string, double> f(r.summary.strategy_figures.begin(),
-                                    r.summary.strategy_figures.end());
-    EXPECT_LE(f.at("max_step_gap"), static_cast<double>(s));
-    double pushes = 0;
-    for (double c : r.summary.staleness_histogram) pushes += c;
-    EXPECT_EQ(pushes, 12.0 * (world.size() - 1)) << "every push counted once";
+  for (const std::string transport : {"p2p", "rma"}) {
+    for (int64_t s : {1, 2}) {
+      const TrainResult r = TrainPs(1, s, 4, 12, {}, transport);
+      std::map<std::string, double> f(r.summary.strategy_figures.begin(),
+                                      r.summary.strategy_figures.end());
+      EXPECT_LE(f.at("max_step_gap"), static_cast<double>(s)) << transport;
+      double pushes = 0;
+      for (double c : r.summary.staleness_histogram) pushes += c;
+      EXPECT_EQ(pushes, 12.0 * (world.size() - 1)) << "every push counted once, " << transport;
+    }
   }
 }
 
 TEST(ParameterServer, AsynchronousTrainingLearns) {
   const comm::Communicator world(comm::Group::kWorld);
   if (world.size() < 2) GTEST_SKIP() << "needs a worker and a server";
-  const TrainResult r = TrainPs(1, -1, 8, 40);
-  if (world.rank() == world.size() - 1) return;  // the server takes no steps, evaluates nothing
-  ASSERT_TRUE(r.summary.test_accuracy.has_value());
-  EXPECT_GT(*r.summary.test_accuracy, 0.5);  // chance: 1/3; the arrival order varies
-  ASSERT_EQ(r.step_losses.size(), 40u);
-  EXPECT_LT(r.step_losses.back(), r.step_losses.front());
+  for (const std::string transport : {"p2p", "rma"}) {
+    const TrainResult r = TrainPs(1, -1, 8, 40, {}, transport);
+    if (world.rank() == world.size() - 1) continue;  // the server takes no steps, evaluates none
+    ASSERT_TRUE(r.summary.test_accuracy.has_value());
+    EXPECT_GT(*r.summary.test_accuracy, 0.5) << transport;  // chance 1/3; arrival order varies
+    ASSERT_EQ(r.step_losses.size(), 40u);
+    EXPECT_LT(r.step_losses.back(), r.step_losses.front()) << transport;
+  }
 }
 
 TEST(ParameterServer, ArenaCutAtParameterBoundariesBalancedByBytes) {

@@ -5,11 +5,14 @@
 #   parameter_server_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
 # MODE:
 #   errors  one line each, exit 2, nothing aborted: ps_ranks leaving no worker, more servers than
-#           parameter tensors, a parameter server with pipeline stages.
+#           parameter tensors, a parameter server with pipeline stages, placements that name
+#           rank 0 or the wrong number of ranks.
 #   train   2 workers + 1 server, asynchronous: learns, reports the roles, the staleness
 #           histogram (one count per push) and writes a checkpoint in the data-parallel layout,
-#           which data-parallel training resumes on 2 ranks and shardflow-predict reads.
-#   kill    a worker killed at step 5 ends the job non-zero within 30 s, servers included.
+#           which data-parallel training resumes on 2 ranks and shardflow-predict reads. Then
+#           the server placed on rank 1 (dist.ps_placement=1) and per node: the same figures.
+#   kill    a worker killed at step 5 ends the job non-zero within 30 s, servers included, over
+#           messages and over one-sided windows.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -43,16 +46,20 @@ errors)
     4 --dist.ps_ranks=3 --model.spec='flatten, dense:10'
   expect_usage_error c.log "dist.strategy parameter_server does not combine with pipeline stages" \
     2 --dist.pipeline_stages=2
+  expect_usage_error d.log "dist.ps_placement: rank 0 is worker 0, the chief, and cannot serve" \
+    3 --dist.ps_placement=0
+  expect_usage_error e.log "dist.ps_placement lists 1 rank\(s\) for dist.ps_ranks = 2" \
+    4 --dist.ps_ranks=2 --dist.ps_placement=2
   ;;
 train)
   train 3 a.log --output run --dist.strategy=parameter_server || { cat a.log; fail "training failed"; }
-  grep -q "parameter server: 2 worker(s) (ranks 0-1, worker 0 the chief), 1 server(s) (ranks 2-2); max_staleness unbounded (asynchronous)" a.log ||
+  grep -q "parameter server: 2 worker(s) (ranks 0,1, rank 0 the chief), 1 server(s) (ranks 2); max_staleness unbounded (asynchronous); transport rma (one-sided windows)" a.log ||
     { cat a.log; fail "no roles line"; }
   $py - run/summary.json <<'PY' || { cat a.log; fail "summary"; }
 import json, sys
 s = json.load(open(sys.argv[1]))
 assert s["strategy"] == "parameter_server", s
-assert s["grid"] == "2 workers + 1 server, max_staleness unbounded", s["grid"]
+assert s["grid"] == "2 workers + 1 server, max_staleness unbounded, rma", s["grid"]  # auto, one node
 assert sum(s["staleness_histogram"]) == 2 * s["steps"], (s["staleness_histogram"], s["steps"])
 # Asynchronous: the accuracy depends on the order pushes arrive in (chance is 0.1).
 assert s["test_accuracy"] > 0.35, s["test_accuracy"]
@@ -67,20 +74,43 @@ PY
     --checkpoint run/checkpoints --input 'data/fm-*.tfrecord' --output p.csv >p.log 2>&1 ||
     { cat p.log; fail "predict failed"; }
   grep -q "^predicted 600 records on 1 ranks" p.log || { cat p.log; fail "no predict line"; }
+  # The server in the middle (rank 1) over messages, then one per node (here one node: its
+  # highest rank) over one-sided windows.
+  for placement in 1 per_node; do
+    [ $placement = 1 ] && transport=p2p || transport=rma
+    train 3 c.log --output run-$placement --dist.strategy=parameter_server \
+      --dist.ps_placement=$placement --dist.ps_transport=$transport ||
+      { cat c.log; fail "$placement: training failed"; }
+    [ $placement = 1 ] && roles="ranks 0,2, rank 0 the chief), 1 server(s) (ranks 1)" ||
+      roles="ranks 0,1, rank 0 the chief), 1 server(s) (ranks 2)"
+    grep -q "parameter server: 2 worker(s) ($roles.*; transport $transport" c.log ||
+      { cat c.log; fail "$placement: roles"; }
+    $py - run-$placement/summary.json <<'PY' || { cat c.log; fail "$placement: summary"; }
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert sum(s["staleness_histogram"]) == 2 * s["steps"], (s["staleness_histogram"], s["steps"])
+assert s["test_accuracy"] > 0.35, s["test_accuracy"]
+assert s["samples"] == 2 * 600, s
+PY
+  done
   ;;
 kill)
-  # A worker that dies ends the job, servers included, with mpiexec's one line about it.
-  start=$(date +%s)
-  rc=0
-  SHARDFLOW_TEST_FAULT=kill:1:5 train 3 a.log --output run --dist.strategy=parameter_server \
-    --dist.watchdog_seconds=10 || rc=$?
-  took=$(( $(date +%s) - start ))
-  [ $rc -ne 0 ] || { cat a.log; fail "exit status 0 after a worker was killed"; }
-  grep -q "SHARDFLOW_TEST_FAULT: rank 1 raises SIGKILL at step 5" a.log ||
-    { cat a.log; fail "the fault was not injected"; }
-  n=$(grep -E -c "process rank 1 .*exited on signal 9" a.log || true)
-  [ "$n" -eq 1 ] || { cat a.log; fail "$n lines say rank 1 died, wanted 1"; }
-  [ $took -le 30 ] || fail "the job took ${took}s to end"
+  # A worker that dies ends the job, servers included, with mpiexec's one line about it, over
+  # either transport.
+  for transport in p2p rma; do
+    start=$(date +%s)
+    rc=0
+    SHARDFLOW_TEST_FAULT=kill:1:5 train 3 a.log --output run-$transport \
+      --dist.strategy=parameter_server --dist.ps_transport=$transport \
+      --dist.watchdog_seconds=10 || rc=$?
+    took=$(( $(date +%s) - start ))
+    [ $rc -ne 0 ] || { cat a.log; fail "$transport: exit status 0 after a worker was killed"; }
+    grep -q "SHARDFLOW_TEST_FAULT: rank 1 raises SIGKILL at step 5" a.log ||
+      { cat a.log; fail "$transport: the fault was not injected"; }
+    n=$(grep -E -c "process rank 1 .*exited on signal 9" a.log || true)
+    [ "$n" -eq 1 ] || { cat a.log; fail "$transport: $n lines say rank 1 died, wanted 1"; }
+    [ $took -le 30 ] || fail "$transport: the job took ${took}s to end"
+  done
   ;;
 *) fail "unknown mode" ;;
 esac

@@ -27,7 +27,114 @@ void JpegErrorExit(j_common_ptr cinfo) {
   std::longjmp(err->jump, 1);
 }
 
-void JpegSilence(j_common_ptr, int) {}
+// Trace messages (level >= 0) are dropped. A warning (level -1) means corrupt data that libjpeg
+// would paper over (premature end of data, bad Huffman codes, extraneous bytes): it fails the
+// decode like an error, as TensorFlow's decode_jpeg does and djpeg's exit status says.
+void JpegOnMessage(j_common_ptr cinfo, int level) {
+  if (level >= 0) return;
+  JpegErrorExit(cinfo);
+}
+
+// TensorFlow's tf.image.rgb_to_grayscale on uint8: x = float32(v) * float32(1/255),
+// g = x_r * 0.2989 + x_g * 0.5870 + x_b * 0.1140 (float32, each product rounded, summed left to
+// right), grey = uint8(g * 255.5) (truncation, convert_image_dtype's float -> uint8). The
+// products come from tables, so no fused multiply-add changes the rounding.
+struct GreyTables {
+  float weighted[3][256];
+  GreyTables() {
+    const float kWeights[3] = {0.2989f, 0.5870f, 0.1140f};
+    for (int c = 0; c < 3; ++c) {
+      for (int v = 0; v < 256; ++v) {
+        const float x = static_cast<float>(v) * (1.0f / 255.0f);
+        weighted[c][v] = x * kWeights[c];
+      }
+    }
+  }
+  uint8_t Grey(const uint8_t* rgb) const {
+    const float g = (weighted[0][rgb[0]] + weighted[1][rgb[1]]) + weighted[2][rgb[2]];
+    return static_cast<uint8_t>(g * 255.5f);
+  }
+};
+
+// uint8 [h, w, n] (n = 1 grey, 2 grey+alpha, 3 RGB, 4 RGBA) to `channels` channels: alpha is
+// dropped or added as 255, grey is replicated to RGB, RGB becomes grey by GreyTables.
+Tensor ConvertChannels(Tensor image, int channels) {
+  const int64_t n = image.dim(2);
+  if (channels == 0 || channels == n) return image;
+  static const GreyTables tables;
+  const int64_t pixels = image.dim(0) * image.dim(1);
+  Tensor out(DType::kUInt8, {image.dim(0), image.dim(1), channels});
+  const uint8_t* in = image.data<uint8_t>();
+  uint8_t* o = out.data<uint8_t>();
+  const bool in_colour = n >= 3, in_alpha = n == 2 || n == 4;
+  const bool out_colour = channels >= 3, out_alpha = channels == 2 || channels == 4;
+  for (int64_t i = 0; i < pixels; ++i, in += n, o += channels) {
+    if (out_colour) {
+      for (int c = 0; c < 3; ++c) o[c] = in[in_colour ? c : 0];
+    } else {
+      o[0] = in_colour ? tables.Grey(in) : in[0];
+    }
+    if (out_alpha) o[channels - 1] = in_alpha ? in[n - 1] : 255;
+  }
+  return out;
+}
+
+// PNG through libpng's own API (not the simplified png_image one, which converts 16-bit
+// samples and colour to grey with gamma). Errors jump back to the setjmp of the phase running.
+struct PngState {
+  const uint8_t* data;
+  size_t size;
+  size_t pos;
+  std::jmp_buf jump;
+  char message[256];
+};
+
+void PngReadData(png_structp png, png_bytep out, png_size_t n) {
+  auto* state = static_cast<PngState*>(png_get_io_ptr(png));
+  if (n > state->size - state->pos) png_error(png, "premature end of data (truncated PNG)");
+  std::memcpy(out, state->data + state->pos, n);
+  state->pos += n;
+}
+
+void PngOnError(png_structp png, png_const_charp message) {
+  auto* state = static_cast<PngState*>(png_get_error_ptr(png));
+  std::snprintf(state->message, sizeof(state->message), "%s", message);
+  std::longjmp(state->jump, 1);
+}
+
+void PngOnWarning(png_structp, png_const_charp) {}
+
+struct PngLayout {
+  png_uint_32 width = 0, height = 0;
+  int channels = 0;
+};
+
+// Reads the header and sets the transforms: palette -> RGB (RGBA with a tRNS chunk), grey of
+// 1/2/4 bits -> 8 bits, 16 bits -> the high byte (v >> 8, linear: TensorFlow's uint16 -> uint8
+// convert_image_dtype). No gamma is applied.
+bool PngStart(png_structp png, png_infop info, PngState* state, PngLayout* layout) {
+  if (setjmp(state->jump) != 0) return false;
+  png_read_info(png, info);
+  const int type = png_get_color_type(png, info);
+  const int depth = png_get_bit_depth(png, info);
+  if (type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
+  if (type == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+  if (png_get_valid(png, info, PNG_INFO_tRNS)) png_set_tRNS_to_alpha(png);
+  if (depth == 16) png_set_strip_16(png);
+  png_set_interlace_handling(png);
+  png_read_update_info(png, info);
+  layout->width = png_get_image_width(png, info);
+  layout->height = png_get_image_height(png, info);
+  layout->channels = png_get_channels(png, info);
+  return true;
+}
+
+bool PngFinish(png_structp png, png_infop info, PngState* state, png_bytepp rows) {
+  if (setjmp(state->jump) != 0) return false;
+  png_read_image(png, rows);
+  png_read_end(png, info);
+  return true;
+}
 
 void CheckImage(const Tensor& image, const char* what, int max_channels) {
   if (image.dtype() != DType::kUInt8 || image.rank() != 3 || image.dim(2) < 1 ||
@@ -48,7 +155,7 @@ Tensor DecodeJpeg(const uint8_t* data, size_t size, int channels) {
   JpegError err;
   cinfo.err = jpeg_std_error(&err.mgr);
   err.mgr.error_exit = JpegErrorExit;
-  err.mgr.emit_message = JpegSilence;
+  err.mgr.emit_message = JpegOnMessage;
   Tensor image;
   if (setjmp(err.jump) != 0) {
     jpeg_destroy_decompress(&cinfo);
@@ -57,8 +164,9 @@ Tensor DecodeJpeg(const uint8_t* data, size_t size, int channels) {
   jpeg_create_decompress(&cinfo);
   jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(&cinfo, TRUE);
-  if (channels == 1) cinfo.out_color_space = JCS_GRAYSCALE;
-  if (channels == 3) cinfo.out_color_space = JCS_RGB;
+  // Grey from a colour JPEG is computed from RGB (GreyTables), as for PNG, not libjpeg's Y.
+  const bool stored_grey = cinfo.jpeg_color_space == JCS_GRAYSCALE;
+  if (channels == 3 || (channels == 1 && !stored_grey)) cinfo.out_color_space = JCS_RGB;
   jpeg_start_decompress(&cinfo);
   const int64_t h = cinfo.output_height, w = cinfo.output_width, c = cinfo.output_components;
   image = Tensor(DType::kUInt8, {h, w, c});
@@ -69,7 +177,7 @@ Tensor DecodeJpeg(const uint8_t* data, size_t size, int channels) {
   }
   jpeg_finish_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);
-  return image;
+  return ConvertChannels(std::move(image), channels);
 }
 
 std::string EncodeJpeg(const Tensor& image, int quality) {
@@ -112,26 +220,34 @@ Tensor DecodePng(const uint8_t* data, size_t size, int channels) {
   if (channels < 0 || channels > 4) {
     throw Error(ErrorCode::kInvalidArgument, "PNG decode: channels must be 0..4");
   }
-  png_image png;
-  std::memset(&png, 0, sizeof(png));
-  png.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_memory(&png, data, size)) {
-    const std::string message = png.message;
-    png_image_free(&png);
-    throw Error(ErrorCode::kDataLoss, "PNG decode failed: " + message);
+  if (size < 8 || png_sig_cmp(data, 0, 8) != 0) {
+    throw Error(ErrorCode::kDataLoss, "PNG decode failed: not a PNG signature");
   }
-  if (channels == 0) channels = PNG_IMAGE_PIXEL_CHANNELS(png.format);
-  static const png_uint_32 kFormats[] = {0, PNG_FORMAT_GRAY, PNG_FORMAT_GA, PNG_FORMAT_RGB,
-                                         PNG_FORMAT_RGBA};
-  png.format = kFormats[channels];
-  Tensor image(DType::kUInt8,
-               {static_cast<int64_t>(png.height), static_cast<int64_t>(png.width), channels});
-  if (!png_image_finish_read(&png, nullptr, image.raw_data(), 0, nullptr)) {
-    const std::string message = png.message;
-    png_image_free(&png);
-    throw Error(ErrorCode::kDataLoss, "PNG decode failed: " + message);
+  PngState state{};
+  state.data = data;
+  state.size = size;
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &state, PngOnError, PngOnWarning);
+  png_infop info = png ? png_create_info_struct(png) : nullptr;
+  if (info == nullptr) {
+    png_destroy_read_struct(&png, nullptr, nullptr);
+    throw Error(ErrorCode::kInternal, "PNG decode: out of memory");
   }
-  return image;
+  png_set_read_fn(png, &state, PngReadData);
+  PngLayout layout;
+  bool ok = PngStart(png, info, &state, &layout);
+  Tensor image;
+  std::vector<png_bytep> rows;
+  if (ok) {
+    image = Tensor(DType::kUInt8, {static_cast<int64_t>(layout.height),
+                                   static_cast<int64_t>(layout.width), layout.channels});
+    const size_t stride = static_cast<size_t>(layout.width) * layout.channels;
+    for (png_uint_32 y = 0; y < layout.height; ++y)
+      rows.push_back(image.data<uint8_t>() + y * stride);
+    ok = PngFinish(png, info, &state, rows.data());
+  }
+  png_destroy_read_struct(&png, &info, nullptr);
+  if (!ok) throw Error(ErrorCode::kDataLoss, std::string("PNG decode failed: ") + state.message);
+  return ConvertChannels(std::move(image), channels);
 }
 
 std::string EncodePng(const Tensor& image) {

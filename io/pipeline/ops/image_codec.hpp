@@ -1,8 +1,16 @@
 // Image codecs: JPEG (libjpeg-turbo) and PNG (libpng) to and from uint8 [height, width,
 // channels] tensors, and the DecodeImage map function.
 //
-// Decoding a corrupt or truncated image throws Error(kDataLoss) with the codec's own message;
-// DecodeImage adds the feature name, and the map stage adds the file, record and stage.
+// Decoding a corrupt or truncated image throws Error(kDataLoss) with the codec's own message
+// (libjpeg's warnings, such as "premature end of data", count as corrupt data); DecodeImage adds
+// the feature name, and the map stage adds the file, record and stage.
+//
+// Decoded pixels follow TensorFlow's decode_png / decode_jpeg with dtype uint8, as the fixtures
+// of tests/fixtures/images check: a palette PNG is RGB (RGBA with a tRNS chunk), 16-bit samples
+// become their high byte (v >> 8, linear, no gamma), and no gamma is applied anywhere. Asking for
+// other channels: alpha is dropped (or added as 255), grey is replicated to RGB, and RGB becomes
+// grey by tf.image.rgb_to_grayscale's formula for PNG and JPEG alike: float32
+// x = v/255, g = 0.2989 r + 0.5870 g + 0.1140 b, grey = uint8(g * 255.5).
 // Thread-safety: all functions are reentrant (no global codec state).
 #pragma once
 
@@ -14,7 +22,8 @@
 
 namespace shardflow::pipeline {
 
-// channels: 0 = as stored (1 or 3 for JPEG; 1-4 for PNG), 1 = grey, 3 = RGB.
+// channels: 0 = as stored (JPEG: 1 or 3; PNG: 1 grey, 2 grey+alpha, 3 RGB, 4 RGBA), 1 = grey,
+// 3 = RGB; PNG also 2 = grey+alpha, 4 = RGBA.
 Tensor DecodeJpeg(const uint8_t* data, size_t size, int channels = 0);
 Tensor DecodePng(const uint8_t* data, size_t size, int channels = 0);
 // By signature: JPEG (FF D8 FF) or PNG (89 'P' 'N' 'G'); otherwise Error(kInvalidArgument).

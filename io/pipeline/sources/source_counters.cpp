@@ -1,7 +1,11 @@
 #include "io/pipeline/sources/source_counters.hpp"
 
+#include <functional>
+#include <unordered_set>
+
 #include "core/error.hpp"
 #include "core/logging.hpp"
+#include "core/thread_annotations.hpp"
 
 namespace shardflow::pipeline {
 
@@ -14,13 +18,54 @@ OnError ParseOnError(const std::string& text, const std::string& key) {
 
 const char* OnErrorName(OnError on_error) { return on_error == OnError::kFail ? "fail" : "skip"; }
 
+namespace {
+
+constexpr int64_t kLoggedRecords = 10;
+
+// Texts met by this process, by their hash (8 bytes each).
+class SeenSet {
+ public:
+  // The number of texts seen, counting `text`, when it is new; 0 when it was seen before.
+  int64_t Insert(const std::string& text) {
+    MutexLock lock(mu_);
+    if (!seen_.insert(std::hash<std::string>{}(text)).second) return 0;
+    return static_cast<int64_t>(seen_.size());
+  }
+  int64_t size() {
+    MutexLock lock(mu_);
+    return static_cast<int64_t>(seen_.size());
+  }
+
+ private:
+  Mutex mu_;
+  std::unordered_set<size_t> seen_ GUARDED_BY(mu_);
+};
+
+SeenSet& BadRecords() {  // by reason text
+  static SeenSet set;
+  return set;
+}
+
+SeenSet& Warnings() {
+  static SeenSet set;
+  return set;
+}
+
+}  // namespace
+
 void CountSkip(SourceCounters& counters, const std::string& reason) {
   counters.skipped_records.fetch_add(1, std::memory_order_relaxed);
-  const int64_t n = counters.logged.fetch_add(1, std::memory_order_relaxed);
-  if (n < 10) {
+  const int64_t n = BadRecords().Insert(reason);
+  if (n > 0 && n <= kLoggedRecords) {
     SF_LOG(Warn) << "skipping bad record: " << reason
-                 << (n == 9 ? " (further skips not logged)" : "");
+                 << (n == kLoggedRecords ? " (further bad records are counted, not logged)" : "");
   }
 }
+
+void WarnOnce(const std::string& message) {
+  if (Warnings().Insert(message) > 0) SF_LOG(Warn) << message;
+}
+
+int64_t DistinctSkippedRecords() { return BadRecords().size(); }
 
 }  // namespace shardflow::pipeline

@@ -1,0 +1,162 @@
+// The parameter-server strategy's class, shared by its two transports: point-to-point messages
+// and a server event loop (parameter_server.cpp), and one-sided windows the server scans
+// (parameter_server_rma.cpp). Only those two files include this header; the strategy's
+// contract is parameter_server.hpp's.
+// Thread-safety: as Strategy.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/train/parameter_server.hpp"
+#include "apps/train/ps_placement.hpp"
+#include "apps/train/replica_strategy.hpp"
+#include "comm/rma_window.hpp"
+
+namespace shardflow::train::ps {
+
+using Clock = std::chrono::steady_clock;
+inline double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Message tags of the protocol (on the strategy's own communicator).
+constexpr int kPullTag = 101;       // worker -> server: int64 step
+constexpr int kParamsTag = 102;     // server -> worker: the slice's parameters
+constexpr int kPushHeadTag = 103;   // worker -> server: PushHead
+constexpr int kPushDataTag = 104;   // worker -> server: the slice's gradient (unless skipped)
+constexpr int kDoneTag = 105;       // worker -> server: int64, the worker's last step
+constexpr int kStateTag = 106;      // chief -> server: int64 (checkpoint)
+constexpr int kStateIterTag = 107;  // server -> chief: int64 optimizer iterations
+constexpr int kStateDataTag = 108;  // server -> chief: parameters, then each optimizer slot
+constexpr int kStopTag = 109;       // worker -> the other workers: int64, it got a stop signal
+constexpr int kHistogramBins = 32;  // staleness 0..30, and 31 or more
+
+struct PushHead {
+  int64_t step = 0;
+  int64_t skipped = 0;
+  double learning_rate = 0;
+};
+
+// One worker's record in each server's control window (one-sided transport). The worker writes
+// its fields with one Put each ({req_seq, req_step}; {push_seq, head}; done), the server its
+// own under LockLocal; a Put is whole or absent to the server's scan (exclusive vs shared lock).
+struct WorkerSlot {
+  int64_t req_seq = 0;       // worker: pull requests made
+  int64_t req_step = 0;      // worker: the step of the newest one
+  int64_t push_seq = 0;      // worker: pushes made; the gradient is in the slot when this grows
+  PushHead head;             // worker: the newest push's step, whether skipped, learning rate
+  int64_t done = 0;          // worker: 1 when it has finished
+  int64_t granted_seq = 0;   // server: the pull request answered (parameters published)
+  int64_t consumed_seq = 0;  // server: the push applied (the gradient slot is free again)
+};
+
+// A send whose buffer must live until it completes.
+struct PendingSend {
+  std::vector<float> data;
+  comm::RequestList requests;
+};
+
+class ParameterServerStrategy final : public ReplicaStrategy {
+ public:
+  explicit ParameterServerStrategy(const StrategyEnv& env)
+      : ReplicaStrategy(env),
+        roles_(RolesOf(env.job->size(), env.options->ps_ranks, env.options->ps_servers)),
+        num_servers_(static_cast<int>(roles_.servers.size())),
+        num_workers_(static_cast<int>(roles_.workers.size())),
+        staleness_(env.options->max_staleness),
+        server_(roles_.server_index(env.job->rank()) >= 0),
+        rma_(env.options->ps_transport == "rma") {}
+
+  std::string name() const override { return "parameter_server"; }
+  StartPoint Setup() override;
+  bool trains_batches() const override { return !server_; }
+  void Serve() override;
+  comm::Communicator* step_comm() override { return group_.get(); }
+  bool synchronous_metrics() const override { return staleness_ == 0; }
+  void Finish() override;
+  void AnnounceStop() override;
+  bool PeerStopping() override;
+  EvalResult Evaluate(const pipeline::Dataset& eval) override;
+  void SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch,
+                      const std::string& iterator_state) override;
+  void FinishReport(RunSummary* summary) override;
+  std::vector<float> FinalParams() override;
+  int data_parallel_size() const override { return num_workers_; }
+
+ protected:
+  double FinishGradients() override { return pull_s_; }  // gradients go out whole, unreduced
+  void BeforeForward(const StepInput& in) override { Pull(in.step); }
+  void ApplyUpdate(const StepInput& in) override { Push(in, false); }
+  void SkipUpdate(const StepInput& in) override { Push(in, true); }
+  comm::Communicator& replicas() const override { return *group_; }
+
+ private:
+  int ServerRank(int k) const { return roles_.servers[static_cast<size_t>(k)]; }
+  void LogRoles() const;
+  // Worker side.
+  void Pull(int64_t step);
+  void Push(const StepInput& in, bool skipped);
+  void WaitPushes();
+  void FetchServerState();
+  // Server side.
+  void MakeServerState();
+  void Handle(const comm::Communicator::Envelope& e);
+  void OnPush(int source);
+  void Apply(size_t worker, const PushHead& head, const float* gradient);
+  void Grant(int source);
+  void AnswerPulls();
+  void SendTo(int worker, int tag, std::vector<float> data);
+  void CompleteSends(bool wait);
+  int64_t SlowestApplied() const;
+  template <typename T>
+  T RecvValue(int source, int tag);
+  // One-sided transport (parameter_server_rma.cpp).
+  void MakeWindows();
+  void PullRma(int64_t step);
+  void PushRma(bool skipped);
+  void FinishRma();
+  bool ScanWindows();
+  void PublishParams();
+  size_t SlotOffset(int worker) const { return static_cast<size_t>(worker) * sizeof(WorkerSlot); }
+  template <typename Done>
+  void WaitFor(int server, const char* what, Done done) const;
+
+  const PsRoles roles_;
+  const int num_servers_, num_workers_;
+  const int64_t staleness_;
+  const bool server_;
+  const bool rma_;
+  std::unique_ptr<comm::Communicator> ps_;     // every rank: the protocol
+  std::unique_ptr<comm::Communicator> group_;  // the workers (or the servers, on a server)
+  std::vector<ServerSlice> slices_;
+  std::unique_ptr<comm::RmaWindow> params_win_, grads_win_, control_win_;  // rma_ only
+  // Worker.
+  int64_t pull_step_ = 0, last_step_ = -1;
+  double pull_s_ = 0;
+  PushHead head_;
+  comm::RequestList pushes_;
+  int64_t pull_seq_ = 0, push_seq_ = 0;
+  int64_t stop_note_ = 1;
+  comm::RequestList stop_notes_;  // this worker's announcements, completed in Finish
+  bool announced_ = false;
+  // Server.
+  ServerSlice mine_;
+  Arena<float> slice_;
+  std::unique_ptr<Optimizer> slice_optimizer_;
+  std::vector<float> incoming_, sum_;
+  int pushes_this_step_ = 0;
+  int64_t updates_ = 0;
+  int done_ = 0;
+  std::vector<int64_t> applied_, pulled_at_;
+  std::vector<int64_t> seen_req_, done_seen_;          // rma_: per worker
+  std::deque<std::pair<int, int64_t>> pending_pulls_;  // (worker, step)
+  std::deque<PendingSend> sends_;
+  std::vector<double> histogram_ = std::vector<double>(kHistogramBins, 0.0);
+  double max_gap_ = 0, pushes_counted_ = 0, staleness_sum_ = 0;
+};
+
+}  // namespace shardflow::train::ps

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Fault soak of shardflow-train (issue 16; not CI): N short runs, each with a random fault at a
+# random step, then a `--resume=auto` run of the same output. Every faulty run must end within its
+# bound with its documented status; every resume must finish the run (never load a damaged
+# checkpoint: a damaged newest one is skipped with a warning naming it).
+#   bench/fault_soak.sh [--runs N] [--seed S] [--bin DIR] [--work DIR]
+# Faults (SHARDFLOW_TEST_FAULT unless said): none; kill:R:S (a rank dies: non-zero, not 75);
+# hang:R:S (a rank stops: the watchdog, 4 s, ends the job non-zero); term:all:S and usr1:R:S (a
+# stop: exit 75 and a checkpoint); truncate (a stop, then the newest checkpoint cut to half its
+# bytes before the resume). Strategies: data_parallel on 2 ranks, or parameter_server on 3.
+# Prints one line per run and a summary: runs, outcomes, hangs (a run past its bound), resumes
+# that failed; exits 1 if any hang or failed resume.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+runs=200 seed=1 bin=$here/build/bin work=/tmp/shardflow-soak
+while [ $# -gt 0 ]; do
+  case $1 in
+    --runs) runs=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    --bin) bin=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    *) echo "fault_soak.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+mpi=(mpirun --oversubscribe)
+[ "$(id -u)" -eq 0 ] && mpi=(mpirun --allow-run-as-root --oversubscribe)
+export OMPI_MCA_mpi_yield_when_idle=1 SHARDFLOW_THREADS=1
+rm -rf "$work"; mkdir -p "$work"; cd "$work"
+"${mpi[@]}" -np 2 "$bin/shardflow-convert" --input.format=idx --input.split=test \
+  --input.limit=1200 --output.shards=3 --output.path=data/fm --log.level=warn >/dev/null
+# 1200 records / 2 workers / batch 32: 19 steps an epoch, 3 epochs: 57 steps; a checkpoint
+# every 7 steps (and at the stop).
+common=(--config "$here/configs/fmnist_mlp.ini" --no-progress --train.threads=1
+        --data.files='data/fm-*.tfrecord' --eval.files= --train.batch_size=32 --train.epochs=3
+        --checkpoint.every_steps=7 --checkpoint.keep_last=0 --dist.watchdog_seconds=4
+        --data.parallel_reads=1 --data.parallel_calls=1)
+RANDOM=$seed
+declare -A outcomes=()
+hangs=0 bad_resumes=0
+for ((i = 0; i < runs; i++)); do
+  kinds=(none kill hang term usr1 truncate)
+  kind=${kinds[RANDOM % ${#kinds[@]}]}
+  step=$((RANDOM % 50))
+  np=2 strategy=()
+  if ((RANDOM % 4 == 0)); then np=3 strategy=(--dist.strategy=parameter_server); fi
+  rank=$((RANDOM % 2))  # a worker: a server takes no steps, so a step fault never reaches it
+  case $kind in
+    none) fault="" ;;
+    kill) fault=kill:$rank:$step ;;
+    hang) fault=hang:$rank:$step ;;
+    term|truncate) fault=term:all:$step ;;
+    usr1) fault=usr1:$rank:$step ;;
+  esac
+  rm -rf out
+  start=$(date +%s.%N)
+  rc=0
+  SHARDFLOW_TEST_FAULT=$fault timeout -k 5 60 "${mpi[@]}" -np $np "$bin/shardflow-train" \
+    "${common[@]}" "${strategy[@]}" --output out >run.log 2>&1 || rc=$?
+  took=$(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')")
+  hung=0
+  # A hang the watchdog (4 s) must end; 30 s is the bound for any run here.
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 -a "$kind" != kill ] ||
+     python3 -c "import sys; sys.exit(0 if $took > 30 else 1)"; then
+    hung=1; hangs=$((hangs + 1))
+  fi
+  expected=ok
+  case $kind in
+    none) [ $rc -eq 0 ] || expected=WRONG ;;
+    kill|hang) [ $rc -ne 0 ] && [ $rc -ne 75 ] || expected=WRONG ;;
+    term|usr1|truncate) [ $rc -eq 75 ] || [ $rc -eq 0 ] || expected=WRONG ;;  # 0: signal after the last step
+  esac
+  damaged=""
+  if [ "$kind" = truncate ] && ls out/checkpoints/ckpt-*.h5 >/dev/null 2>&1; then
+    damaged=$(ls out/checkpoints/ckpt-*.h5 | tail -1)
+    truncate -s $(( $(stat -c %s "$damaged") / 2 )) "$damaged"
+  fi
+  rrc=0
+  timeout -k 5 60 "${mpi[@]}" -np $np "$bin/shardflow-train" "${common[@]}" "${strategy[@]}" \
+    --output out --resume=auto >resume.log 2>&1 || rrc=$?
+  resumed=ok
+  if [ $rrc -ne 0 ] || ! python3 -c "import json,sys; s=json.load(open('out/summary.json')); sys.exit(0 if s['steps']==57 else 1)" 2>/dev/null; then
+    resumed=FAILED; bad_resumes=$((bad_resumes + 1))
+    cp run.log "fail-$i-run.log"; cp resume.log "fail-$i-resume.log"
+  fi
+  if [ -n "$damaged" ] && ! grep -q "$(basename "$damaged")" resume.log; then
+    resumed="$resumed (no warning naming $(basename "$damaged"))"
+    bad_resumes=$((bad_resumes + 1))
+  fi
+  key="$kind:$rc"
+  outcomes[$key]=$(( ${outcomes[$key]:-0} + 1 ))
+  echo "run $i: ${strategy[*]:-data_parallel} np $np fault '${fault:-none}'${damaged:+ + truncated newest} -> exit $rc in ${took}s ($expected$([ $hung = 1 ] && echo ', HUNG')); resume exit $rrc: $resumed"
+done
+echo "== $runs runs (seed $seed)"
+for key in "${!outcomes[@]}"; do echo "  fault:exit $key  x ${outcomes[$key]}"; done | sort
+echo "hangs: $hangs; resumes that failed or loaded a damaged checkpoint silently: $bad_resumes"
+[ $hangs -eq 0 ] && [ $bad_resumes -eq 0 ]

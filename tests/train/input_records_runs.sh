@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Process-level tests of shardflow-train and shardflow-predict on the pipeline-source formats
+# (issue 28). Prints "input_records_runs.sh MODE: ok" last when every check passed.
+#   input_records_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
+# MODE:
+#   images_no_files  [data] format = images reads data.root: train and predict run without
+#                    data.files (it used to be demanded: "no file patterns given").
+#   skip_total       JSON lines with 3 bad lines over 2 files and on_error = skip, 2 ranks,
+#                    2 epochs: each bad line is warned once (not once per pass), and the total is
+#                    in the run report, in summary.json (skipped_records) and in predict's output.
+set -euo pipefail
+source "$(dirname "$0")/../support/process_test.sh" "$@"
+
+# A model small enough to train in a second; its exit status is returned.
+train() {
+  local log=$1
+  shift
+  run_train 2 "$log" --eval.files= --train.epochs=2 --train.batch_size=4 --train.warmup_steps=1 \
+    --model.spec='flatten, dense:3' --model.label_feature=label --output run "$@"
+}
+predict() {
+  local log=$1
+  shift
+  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-predict" --config run/resolved.ini \
+    --checkpoint run/checkpoints --output p.csv --train.threads=1 "$@" >"$log" 2>&1
+}
+count() { grep -c -- "$1" "$2" || true; }
+
+case "$mode" in
+images_no_files)
+  # 2 classes x 3 copies of a 4x3 grey PNG written by Pillow (tests/fixtures/images).
+  for cls in a b; do
+    mkdir -p "root/$cls"
+    for i in 1 2 3; do cp "$src/tests/fixtures/images/grey16.png" "root/$cls/$i.png"; done
+  done
+  img=(--data.format=images --data.root=root --data.channels=1 --data.files=
+       --model.input_shape=3,4,1 --model.input_feature=image)
+  train a.log "${img[@]}" || { cat a.log; fail "training on format images without data.files"; }
+  [ -f run/summary.json ] || fail "no summary.json"
+  predict p.log || { cat p.log; fail "predicting on format images without data.files"; }
+  grep -q "^predicted 6 records on 2 ranks" p.log || { cat p.log; fail "predict did not see 6 images"; }
+  ;;
+skip_total)
+  mkdir d
+  $py - <<'PY'
+import json
+for f in range(2):
+    with open(f"d/part-{f}.jsonl", "w") as out:
+        for i in range(20):
+            if (f, i) == (0, 5):
+                out.write('{"x": [1, 2, 3], "label": 1}\n')  # 3 numbers for x:float32[4]
+            elif (f, i) == (0, 11):
+                out.write('{"x": [1, 2, 3, 4], "label": 1\n')  # malformed JSON
+            elif (f, i) == (1, 7):
+                out.write('{"label": 2}\n')  # x missing
+            else:
+                out.write(json.dumps({"x": [i % 3, f, i / 20, 1.0], "label": i % 3}) + "\n")
+PY
+  src_args=(--data.files='d/*.jsonl' --data.format=jsonl --data.json_schema='x:float32[4],label:int64'
+            --data.on_error=skip --model.input_shape=4 --model.input_feature=x)
+  train a.log "${src_args[@]}" || { cat a.log; fail "training failed"; }
+  n=$(count "skipping bad record" a.log)
+  [ "$n" = 3 ] || { cat a.log; fail "$n 'skipping bad record' warnings in training, wanted 3 (one per bad line)"; }
+  for where in "line 6, field 'x'.*part-0.jsonl" "line 12: malformed JSON.*part-0.jsonl" \
+               "line 8, field 'x': missing field.*part-1.jsonl"; do
+    [ "$(count "skipping bad record: data loss: $where" a.log)" = 1 ] || { cat a.log; fail "no single warning for $where"; }
+  done
+  grep -q "^skipped records 3 (bad input records, on_error = skip)$" a.log ||
+    { cat a.log; fail "no 'skipped records 3' line in the run report"; }
+  got=$($py -c 'import json; print(json.load(open("run/summary.json")).get("skipped_records"))')
+  [ "$got" = 3 ] || fail "summary.json skipped_records = $got, wanted 3"
+  predict p.log || { cat p.log; fail "prediction failed"; }
+  n=$(count "skipping bad record" p.log)
+  [ "$n" = 3 ] || { cat p.log; fail "$n 'skipping bad record' warnings in predict, wanted 3"; }
+  grep -q "^predicted 37 records on 2 ranks" p.log || { cat p.log; fail "predict did not give 37 records"; }
+  grep -q "^skipped 3 bad records (on_error = skip)$" p.log || { cat p.log; fail "no 'skipped 3 bad records' in predict's output"; }
+  ;;
+*)
+  fail "unknown mode"
+  ;;
+esac
+echo "$script $mode: ok"

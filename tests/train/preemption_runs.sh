@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Preemption and time limits (issue 16): a stop signal ends shardflow-train after a step every rank
+# agrees on, with a checkpoint and exit status 75, and --resume finishes the run with the
+# parameters of a run never stopped. Prints "preemption_runs.sh MODE: ok" last when every check
+# passed.
+#   preemption_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
+# MODE:
+#   all     every rank gets SIGTERM twice at the start of step 25 (0-based; as scancel, then an
+#           impatient second one): the ranks agree after the next step, a checkpoint at step 27, a "stopped" line in metrics.jsonl, exit 75; resumed, the run
+#           matches an uninterrupted one bit for bit (compare_runs.py).
+#   peer    only rank 1 gets SIGUSR1 (step 10): rank 0 stops at the same step (12), says the signal
+#           came from a peer; resumed, bit-identical again.
+#   mpirun  SIGUSR1 to mpiexec itself while a slowed run trains (mpiexec forwards it to every
+#           rank): exit 75 from mpiexec, a checkpoint, and the resumed run bit-identical.
+#   ps      asynchronous parameter servers, every rank signalled at step 10: the workers meet,
+#           catch up, checkpoint; the servers end too; exit 75; --resume finishes the run, and
+#           a second --resume finds it complete (servers included: nothing waits).
+#   ps_peer asynchronous parameter servers, only worker 1 signalled (SIGUSR1 at step 10): worker
+#           0 hears of it from worker 1, both stop, exit 75, a checkpoint; --resume finishes.
+set -euo pipefail
+source "$(dirname "$0")/../support/process_test.sh" "$@"
+
+convert 3 1200 data/fm
+# 1200 records / 2 ranks / batch 32 = 19 steps per epoch; 2 epochs = 38 steps; Adam and a cosine
+# schedule, so that the learning rate and the optimizer state differ at every step.
+common=(--data.files='data/fm-*.tfrecord' --data.shuffle_buffer=500 --train.batch_size=32
+        --train.epochs=2 --train.warmup_steps=3 --train.log_every=1 --train.optimizer=adam
+        --train.lr=0.002 --checkpoint.keep_last=0 --data.parallel_reads=1 --data.parallel_calls=1
+        --eval.files=)
+
+stopped_run() {  # LOG EXPECTED_STEP ARGS...: a run a signal stops; checks status and checkpoint
+  local log=$1 at=$2 rc=0
+  shift 2
+  run_train 2 "$log" "${common[@]}" --output run_b "$@" || rc=$?
+  [ $rc -eq 75 ] || { cat "$log"; fail "exit status $rc, wanted 75"; }
+  [ -f "run_b/checkpoints/ckpt-$(printf %09d "$at").h5" ] || { cat "$log"; fail "no checkpoint at step $at"; }
+  grep -q "^stopped by .* after step $at: checkpoint written in run_b/checkpoints; the job exits 75" \
+    "$log" || { cat "$log"; fail "no stop line"; }
+  tail -1 run_b/metrics.jsonl | grep -q "\"step\":$at,\"stopped\"" ||
+    { tail -3 run_b/metrics.jsonl; fail "no stopped line in metrics.jsonl"; }
+}
+
+resume_and_compare() {  # AT
+  run_train 2 a.log "${common[@]}" --output run_a || { cat a.log; fail "uninterrupted run failed"; }
+  run_train 2 r.log "${common[@]}" --output run_b --resume || { cat r.log; fail "resume failed"; }
+  grep -q "resuming from .*ckpt-$(printf %09d "$1").h5 at step $1" r.log ||
+    { cat r.log; fail "no resume line"; }
+  $py "$here/compare_runs.py" run_a run_b 38 || fail "the resumed run differs"
+}
+
+case "$mode" in
+all)
+  SHARDFLOW_TEST_FAULT=term:all:25 stopped_run b.log 27
+  grep -q "stop signal (SIGTERM): stopping after step 27 of 38" b.log || { cat b.log; fail "no SIGTERM line"; }
+  resume_and_compare 27
+  ;;
+peer)
+  SHARDFLOW_TEST_FAULT=usr1:1:10 stopped_run b.log 12
+  grep -q "stop signal (on a peer): stopping after step 12 of 38" b.log ||
+    { cat b.log; fail "rank 0 does not say a peer was signalled"; }
+  resume_and_compare 12
+  ;;
+mpirun)
+  # 38 steps of >= 150 ms on rank 0: the signal at 1.5 s lands mid-run.
+  rc=0
+  SHARDFLOW_TEST_FAULT=slow:0:150 "${mpi[@]}" -np 2 "$bin/shardflow-train" \
+    --config "$src/configs/fmnist_mlp.ini" --no-progress --train.threads=1 "${common[@]}" \
+    --output run_b >b.log 2>&1 &
+  pid=$!
+  sleep 1.5
+  kill -USR1 $pid
+  ( sleep 60; kill -9 $pid 2>/dev/null ) & watchdog=$!
+  wait $pid || rc=$?
+  kill $watchdog 2>/dev/null || true
+  [ $rc -eq 75 ] || { cat b.log; fail "mpiexec exit status $rc, wanted 75"; }
+  at=$(sed -n 's/^stopped by SIGUSR1 after step \([0-9]*\):.*/\1/p' b.log)
+  [ -n "$at" ] || { cat b.log; fail "no stop line"; }
+  [ -f "run_b/checkpoints/ckpt-$(printf %09d "$at").h5" ] || fail "no checkpoint at step $at"
+  resume_and_compare "$at"
+  ;;
+ps)
+  rc=0
+  SHARDFLOW_TEST_FAULT=term:all:10 run_train 3 b.log "${common[@]}" --output run_b \
+    --dist.strategy=parameter_server || rc=$?
+  [ $rc -eq 75 ] || { cat b.log; fail "exit status $rc, wanted 75"; }
+  at=$(sed -n 's/^stopped by SIGTERM after step \([0-9]*\):.*/\1/p' b.log)
+  [ "$at" = 11 ] || { cat b.log; fail "stopped after step '$at', wanted 11 (every worker at 11)"; }
+  [ -f run_b/checkpoints/ckpt-000000011.h5 ] || { cat b.log; fail "no checkpoint"; }
+  run_train 3 r.log "${common[@]}" --output run_b --resume --dist.strategy=parameter_server ||
+    { cat r.log; fail "resume failed"; }
+  grep -q "resuming from .*ckpt-000000011.h5 at step 11" r.log || { cat r.log; fail "no resume line"; }
+  $py - run_b/summary.json <<'PY' || fail "summary"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["steps"] == 38, s["steps"]
+PY
+  run_train 3 d.log "${common[@]}" --output run_b --resume --dist.strategy=parameter_server ||
+    { cat d.log; fail "resuming the finished run failed"; }
+  grep -q "^the run in run_b is complete; nothing changed" d.log || { cat d.log; fail "no complete line"; }
+  ;;
+ps_peer)
+  rc=0
+  SHARDFLOW_TEST_FAULT=usr1:1:10 run_train 3 b.log "${common[@]}" --output run_b \
+    --dist.strategy=parameter_server --dist.watchdog_seconds=20 || rc=$?
+  [ $rc -eq 75 ] || { cat b.log; fail "exit status $rc, wanted 75"; }
+  at=$(sed -n 's/^stopped by .* after step \([0-9]*\):.*/\1/p' b.log)
+  [ -n "$at" ] && [ -f "run_b/checkpoints/ckpt-$(printf %09d "$at").h5" ] ||
+    { cat b.log; fail "no stop line or no checkpoint"; }
+  run_train 3 r.log "${common[@]}" --output run_b --resume --dist.strategy=parameter_server ||
+    { cat r.log; fail "resume failed"; }
+  grep -q "resuming from .*ckpt-$(printf %09d "$at").h5 at step $at" r.log || { cat r.log; fail "no resume line"; }
+  ;;
+*) fail "unknown mode" ;;
+esac
+echo "preemption_runs.sh $mode: ok"
