@@ -196,6 +196,23 @@ void CheckNotFolders(const pipeline::InputSpec& spec, const std::string& key) {
   }
 }
 
+// The inputs, in the parse phase: patterns that match nothing and folders among the files are
+// usage errors reported here, once, rather than by every rank's pipeline at once; a label
+// outside the model's classes will name its file and record (checked per example).
+void CheckInputs(apps::ExperimentConfig* config, const TrainerOptions& o) {
+  pipeline::CheckInputFilesMatch(config->data, "data.files");
+  CheckNotFolders(config->data, "data.files");
+  if (!config->eval.data.files.empty()) {
+    pipeline::CheckFilesMatch(config->eval.data.files, "eval.files");
+    CheckNotFolders(config->eval, "eval.files");
+  }
+  if (o.task == apps::Task::kClassify) {
+    const Shape out = DescribeLayers(o.model_spec, o.input_shape, o.model).back().output_shape;
+    config->data.check_example = apps::LabelRangeCheck(o.label_feature, out.back());
+    config->eval.check_example = config->data.check_example;
+  }
+}
+
 // The shard of the data this rank reads: its data-parallel replica's (every rank of a
 // model-parallel replica reads the same batches).
 struct DataShard {
@@ -370,23 +387,9 @@ int main(int argc, char** argv) {
                                    .servers;
           options.ps_transport = train::ResolvePsTransport(config.ps_transport, env.node_of_rank());
         }
-        // Input patterns that match nothing are a usage error: reported here, once, rather
-        // than by every rank's pipeline at once.
-        pipeline::CheckInputFilesMatch(config.data, "data.files");
-        train::CheckNotFolders(config.data, "data.files");
-        if (!config.eval.data.files.empty()) {
-          pipeline::CheckFilesMatch(config.eval.data.files, "eval.files");
-          train::CheckNotFolders(config.eval, "eval.files");
-        }
+        train::CheckInputs(&config, options);
         train::CheckFreshOutput(options, config.overwrite);
         train::CheckResumable(options);
-        if (options.task == apps::Task::kClassify) {  // a bad label names its file and record
-          const Shape out = DescribeLayers(options.model_spec, options.input_shape, options.model)
-                                .back()
-                                .output_shape;
-          config.data.check_example = apps::LabelRangeCheck(options.label_feature, out.back());
-          config.eval.check_example = config.data.check_example;
-        }
         if (!check) train::CheckCheckpointDir(options, env.rank());
         train::CheckModelPlan(options, env.rank());
         // Counting opens every file of this rank's shard: a file every rank finds wrong alike (a
