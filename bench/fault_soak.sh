@@ -25,7 +25,10 @@ done
 mpi=(mpirun --oversubscribe)
 [ "$(id -u)" -eq 0 ] && mpi=(mpirun --allow-run-as-root --oversubscribe)
 export OMPI_MCA_mpi_yield_when_idle=1 SHARDFLOW_THREADS=1
-rm -rf "$work"; mkdir -p "$work"; cd "$work"
+rm -rf "$work"; mkdir -p "$work/bin"; cd "$work"
+# Copies of the programs: a rebuild of the checkout during the soak must not change them.
+cp "$bin/shardflow-train" "$bin/shardflow-convert" bin/
+bin=$work/bin
 "${mpi[@]}" -np 2 "$bin/shardflow-convert" --input.format=idx --input.split=test \
   --input.limit=1200 --output.shards=3 --output.path=data/fm --log.level=warn >/dev/null
 # 1200 records / 2 workers / batch 32: 19 steps an epoch, 3 epochs: 57 steps; a checkpoint

@@ -1,5 +1,7 @@
 #include "comm/allreduce.hpp"
 
+#include <algorithm>
+
 #include <iterator>
 
 #include "comm/allreduce_hierarchical.hpp"
@@ -145,6 +147,49 @@ void Allreduce(Communicator& comm, float* data, size_t count, const AllreduceOpt
     const auto n = static_cast<float>(comm.size());
     for (size_t i = 0; i < count; ++i) data[i] /= n;
   }
+}
+
+namespace {
+
+// The wire format `algorithm` really sends with `wire` asked for.
+WireFormat EffectiveWire(const Communicator& comm, AllreduceAlgorithm algorithm, WireFormat wire) {
+  if (algorithm == AllreduceAlgorithm::kRing) return wire;
+  if (algorithm == AllreduceAlgorithm::kHierarchical && comm.num_nodes() > 1) return wire;
+  return WireFormat::kFloat32;
+}
+
+}  // namespace
+
+std::string DescribeAllreducePath(const Communicator& comm, const AllreduceOptions& options,
+                                  const std::vector<size_t>& bucket_bytes) {
+  // (algorithm, wire) -> buckets, in first-use order.
+  std::vector<std::pair<std::pair<AllreduceAlgorithm, WireFormat>, int>> uses;
+  for (size_t bytes : bucket_bytes) {
+    const AllreduceAlgorithm a = options.algorithm == AllreduceAlgorithm::kAuto
+                                     ? ChooseAlgorithm(comm, bytes)
+                                     : options.algorithm;
+    const auto key = std::make_pair(a, EffectiveWire(comm, a, options.wire));
+    auto it = std::find_if(uses.begin(), uses.end(), [&](const auto& u) { return u.first == key; });
+    if (it == uses.end()) {
+      uses.push_back({key, 1});
+    } else {
+      ++it->second;
+    }
+  }
+  std::string out = options.algorithm == AllreduceAlgorithm::kAuto ? "auto: " : "";
+  bool narrowed_away = false;
+  for (size_t i = 0; i < uses.size(); ++i) {
+    const auto& [key, n] = uses[i];
+    if (i > 0) out += "; ";
+    if (uses.size() > 1) out += std::to_string(n) + " bucket(s) by ";
+    out += std::string(AlgorithmName(key.first)) + ", wire " + WireFormatName(key.second);
+    narrowed_away = narrowed_away || key.second != options.wire;
+  }
+  if (narrowed_away) {
+    out += std::string(" (dist.wire = ") + WireFormatName(options.wire) +
+           " applies to ring and to hierarchical across nodes only)";
+  }
+  return out;
 }
 
 }  // namespace shardflow::comm

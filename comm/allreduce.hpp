@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.hpp"
 #include "comm/wire_format.hpp"
@@ -63,6 +64,13 @@ using AllreduceFunction = void (*)(Communicator& comm, float* data, size_t count
                                    const AllreduceOptions& options);
 // Factory: the function that runs `algorithm` (kAuto resolves per call through ChooseAlgorithm).
 AllreduceFunction AllreduceFunctionFor(AllreduceAlgorithm algorithm);
+
+// What buckets of these sizes (bytes of float32) travel as over `comm`, for a log line: the
+// algorithm each runs (kAuto resolved per size) and the wire format it really sends. A 16-bit
+// `options.wire` applies to kRing and to kHierarchical's leader ring (more than one node);
+// elsewhere the line says float32 and that the option does not apply. Not collective.
+std::string DescribeAllreducePath(const Communicator& comm, const AllreduceOptions& options,
+                                  const std::vector<size_t>& bucket_bytes);
 
 // REQUIRES: data points at count floats (may be null when count == 0); collective over comm,
 // every rank with the same count and options.

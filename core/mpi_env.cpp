@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -82,6 +83,16 @@ std::pair<std::string, int> DescribeCurrentException() {
     throw;
   } catch (const Error& e) {
     return {e.what(), ExitCodeFor(e.code())};
+  } catch (const std::filesystem::filesystem_error& e) {
+    // The operating system refused a file operation (permission denied, not a directory, no
+    // space): an I/O error naming the path and errno, not an internal one.
+    std::string what = e.what();
+    const std::string prefix = "filesystem error: ";
+    if (what.rfind(prefix, 0) == 0) what.erase(0, prefix.size());
+    if (const size_t paths = what.find(" ["); paths != std::string::npos) what.erase(paths);
+    what += " (errno " + std::to_string(e.code().value()) + ")";
+    const Error error(ErrorCode::kIo, what, {.file = e.path1().string()});
+    return {error.what(), ExitCodeFor(ErrorCode::kIo)};
   } catch (const std::exception& e) {
     return {std::string("internal error: ") + e.what(), 1};
   } catch (...) {
@@ -157,6 +168,20 @@ void AbortJob(const char* what, int code) {
   MPI_Finalized(&finalized);
   if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, code == 0 ? 1 : code);
   std::_Exit(code == 0 ? 1 : code);
+}
+
+namespace {
+thread_local int recovery_depth = 0;
+}  // namespace
+
+CollectiveRecovery::CollectiveRecovery() { ++recovery_depth; }
+CollectiveRecovery::~CollectiveRecovery() { --recovery_depth; }
+
+bool UnwindingAlone() {
+  if (std::uncaught_exceptions() == 0 || recovery_depth > 0 || WorldRank() < 0) return false;
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size > 1;
 }
 
 int RunMain(int argc, char** argv, const std::function<void(MpiEnvironment&)>& parse,

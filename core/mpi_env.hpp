@@ -69,4 +69,24 @@ int RunMain(int argc, char** argv, const std::function<void(MpiEnvironment&)>& p
 // For fatal conditions detected off the main thread (a watchdog, a communication thread).
 [[noreturn]] void AbortJob(const char* what, int code);
 
+// Collective cleanup while an error unwinds. An error on one rank of a multi-rank job ends the
+// whole job (RunMain calls AbortJob with that rank's line), so a destructor met on the way must
+// not start a collective operation (closing an MPI-IO file, freeing a shared window) that the
+// other ranks, waiting in some other collective, never join: it skips the cleanup when
+// UnwindingAlone() is true and leaves it to the job's end. Code that catches an error and then
+// agrees on it with every rank (a checkpoint write) holds a CollectiveRecovery for that section,
+// and cleanup inside it runs as usual, matched by the other ranks' cleanup.
+// Thread-safety: the recovery depth is per thread; UnwindingAlone() is safe from any thread.
+class CollectiveRecovery {
+ public:
+  CollectiveRecovery();
+  ~CollectiveRecovery();
+  CollectiveRecovery(const CollectiveRecovery&) = delete;
+  CollectiveRecovery& operator=(const CollectiveRecovery&) = delete;
+};
+
+// True while this thread unwinds an exception, outside any CollectiveRecovery, in a job of more
+// than one rank.
+bool UnwindingAlone();
+
 }  // namespace shardflow

@@ -94,6 +94,8 @@ nlohmann::json SummaryToJson(const RunSummary& s) {
   j["epochs"] = s.epochs;
   j["steps"] = s.steps;
   j["skipped_steps"] = s.skipped_steps;
+  j["batches_per_epoch"] = s.batches_per_epoch;
+  j["batches_left_out_per_epoch"] = s.batches_left_out_per_epoch;
   j["skipped_records"] = s.skipped_records;
   j["samples"] = s.samples;
   j["samples_per_s"] = s.samples_per_s;
@@ -124,6 +126,10 @@ std::string FormatReport(const RunSummary& s) {
   out << line;
   if (s.skipped_steps > 0) {
     out << "skipped steps   " << s.skipped_steps << " (non-finite loss or gradients)\n";
+  }
+  if (s.batches_left_out_per_epoch > 0) {
+    out << "left out        " << s.batches_left_out_per_epoch << " of " << s.batches_per_epoch
+        << " batches per epoch (uneven shards)\n";
   }
   if (s.skipped_records > 0) {
     out << "skipped records " << s.skipped_records << " (bad input records, on_error = skip)\n";

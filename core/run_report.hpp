@@ -72,6 +72,10 @@ struct RunSummary {
   std::optional<double> test_accuracy;
   std::optional<double> test_loss;
   int64_t skipped_steps = 0;  // non-finite steps whose update was dropped (on_nonfinite)
+  // All ranks' batches per pass over their shards, and those past the equal step count, never
+  // trained on (uneven shards).
+  int64_t batches_per_epoch = 0;
+  int64_t batches_left_out_per_epoch = 0;
   // Bad input records (data and eval) skipped under on_error = skip, each counted once.
   int64_t skipped_records = 0;
   StepTimeTotals times;

@@ -27,6 +27,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/mpi_env.hpp"
 #include "io/checkpoint_format.hpp"
 #include "io/checkpoint_internal.hpp"
 #include "io/hdf5_objects.hpp"
@@ -77,7 +78,8 @@ RootMeta ShareRootMeta(io::Communicator comm, Optimizer* optimizer, const Traini
                              optimizer != nullptr ? optimizer->iterations() : 0};
     PutPiece(&bytes, ints, sizeof(ints));
     PutVector(&bytes, state.rng);
-    PutVector(&bytes, state.iterator_state);
+    const uint64_t iterator_bytes = state.iterator_state.size();
+    PutPiece(&bytes, &iterator_bytes, sizeof(iterator_bytes));
     for (const std::string& s : {state.config_text, model_spec, input_shape,
                                  optimizer != nullptr ? optimizer->name() : std::string()}) {
       PutPiece(&bytes, s.data(), s.size());
@@ -92,7 +94,8 @@ RootMeta ShareRootMeta(io::Communicator comm, Optimizer* optimizer, const Traini
   m.state.seed = static_cast<uint64_t>(ints.at(2));
   m.iterations = ints.at(3);
   m.state.rng = TakeVector<uint64_t>(bytes, &pos);
-  m.state.iterator_state = TakeVector<uint8_t>(bytes, &pos);
+  m.iterator_bytes = TakeVector<uint64_t>(bytes, &pos).at(0);
+  if (io::CommRank(comm) == 0) m.iterator_state = &state.iterator_state;
   m.state.config_text = TakePiece(bytes, &pos);
   m.model_spec = TakePiece(bytes, &pos);
   m.input_shape = TakePiece(bytes, &pos);
@@ -279,15 +282,28 @@ Status CheckFinite(const std::string& kind, const std::string& name, const float
                          "train.warmup_steps, and resume from the last good checkpoint"});
 }
 
+// The iterator states' chunks: small, so that writing them in parallel (which buffers the
+// chunks of a call, filtered and unfiltered) costs a few MiB beyond the states themselves.
+constexpr int64_t kIteratorChunkBytes = int64_t{4} << 20;
+
 void WriteByOneRank(const io::Hdf5File& file, const std::string& name, hid_t type, const void* data,
-                    const std::vector<hsize_t>& dims, int writer) {
-  io::H5Id d = io::CreateChecksummedDataset(file, name, type, dims, fmt::kMaxChunkBytes);
+                    const std::vector<hsize_t>& dims, int writer, int64_t chunk_bytes) {
+  io::H5Id d = io::CreateChecksummedDataset(file, name, type, dims, chunk_bytes);
   int64_t n = 1;
   for (hsize_t x : dims) n *= static_cast<int64_t>(x);
   if (n == 0) return;
-  io::WriteFlatRanges(
-      file, d.get(), name, type, data,
-      file.rank() == writer ? std::vector<io::FlatRange>{{0, n}} : std::vector<io::FlatRange>{});
+  // One chunk's worth per (collective) call: parallel HDF5 buffers every filtered chunk a call
+  // touches, so a large dataset written in one call (the iterator states) would cost its size
+  // again in memory; in pieces the extra memory stays about one chunk.
+  const int64_t row = dims.empty() ? 1 : n / static_cast<int64_t>(dims[0]);
+  const int64_t element = static_cast<int64_t>(H5Tget_size(type));
+  const int64_t piece = std::max<int64_t>(1, chunk_bytes / (row * element)) * row;
+  for (int64_t begin = 0; begin < n; begin += piece) {
+    const int64_t end = std::min(n, begin + piece);
+    io::WriteFlatRanges(file, d.get(), name, type, data,
+                        file.rank() == writer ? std::vector<io::FlatRange>{{begin, end}}
+                                              : std::vector<io::FlatRange>{});
+  }
 }
 
 void WriteRootObjects(const io::Hdf5File& file, const RootMeta& meta, int64_t num_params,
@@ -300,8 +316,9 @@ void WriteRootObjects(const io::Hdf5File& file, const RootMeta& meta, int64_t nu
   }
   const TrainingState& st = meta.state;
   WriteByOneRank(file, fmt::kRng, H5T_NATIVE_UINT64, st.rng.data(), {st.rng.size()}, 0);
-  WriteByOneRank(file, fmt::kIterator, H5T_NATIVE_UINT8, st.iterator_state.data(),
-                 {st.iterator_state.size()}, 0);
+  WriteByOneRank(file, fmt::kIterator, H5T_NATIVE_UINT8,
+                 meta.iterator_state != nullptr ? meta.iterator_state->data() : nullptr,
+                 {meta.iterator_bytes}, 0, kIteratorChunkBytes);
   io::WriteStringDataset(file, fmt::kConfig, st.config_text);
   io::WriteAttribute(file, "/", "format", std::string(fmt::kFormat));
   io::WriteAttribute(file, "/", "version", fmt::kVersion);
@@ -353,6 +370,8 @@ void WriteAndPublish(io::Communicator comm, const std::string& tmp, const std::s
                      const CheckpointOptions& options,
                      const std::function<void(const io::Hdf5File&)>& write) {
   Status local;
+  // An error here is agreed on below: closing the file while it unwinds is matched by the others.
+  const CollectiveRecovery recovery;
   try {
     io::Hdf5File file = io::Hdf5File::Create(tmp, comm, {.checksummed_metadata = true});
     write(file);

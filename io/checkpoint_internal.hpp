@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/checkpoint.hpp"
+#include "io/checkpoint_format.hpp"
 #include "io/hdf5_file.hpp"
 
 namespace shardflow::checkpoint_internal {
@@ -17,15 +18,20 @@ namespace shardflow::checkpoint_internal {
 // Rank 0's part of the file besides the model's tensors, shared with every rank before writing
 // (HDF5's metadata calls must be made with equal values on every rank).
 struct RootMeta {
-  TrainingState state;
+  TrainingState state;  // iterator_state left empty: see iterator_state below
   std::string model_spec;
   std::string input_shape;
   std::string optimizer_name;  // empty: no optimizer
   int64_t iterations = 0;
+  // The iterator states (issue 20.7 / 27.12): only their length travels; rank 0, which writes
+  // them, points at the caller's bytes, which are never copied (null elsewhere).
+  uint64_t iterator_bytes = 0;
+  const std::vector<uint8_t>* iterator_state = nullptr;
 };
 
-// Collective: rank 0's state, optimizer name and iterations, model_spec and input_shape on
-// every rank (the broadcast of a length-prefixed packing).
+// Collective: rank 0's state (but the iterator state's bytes, see RootMeta), optimizer name and
+// iterations, model_spec and input_shape on every rank (the broadcast of a length-prefixed
+// packing). REQUIRES: `state` outlives the result on rank 0.
 RootMeta ShareRootMeta(io::Communicator comm, Optimizer* optimizer, const TrainingState& state,
                        const std::string& model_spec, const std::string& input_shape);
 
@@ -39,7 +45,8 @@ Status CheckFinite(const std::string& kind, const std::string& name, const float
 // Creates a checksummed dataset and writes `data` from rank `writer` alone (the others take part
 // with an empty selection).
 void WriteByOneRank(const io::Hdf5File& file, const std::string& name, hid_t type, const void* data,
-                    const std::vector<hsize_t>& dims, int writer);
+                    const std::vector<hsize_t>& dims, int writer,
+                    int64_t chunk_bytes = checkpoint_format::kMaxChunkBytes);
 
 // The optimizer group's attributes, /state, /config and the root attributes.
 void WriteRootObjects(const io::Hdf5File& file, const RootMeta& meta, int64_t num_params,

@@ -7,6 +7,7 @@
 
 #include "core/check_hdf5.hpp"
 #include "core/check_mpi.hpp"
+#include "core/mpi_env.hpp"
 
 namespace shardflow::io {
 
@@ -353,6 +354,14 @@ Hdf5File& Hdf5File::operator=(Hdf5File&& other) noexcept {
 }
 
 Hdf5File::~Hdf5File() {
+  if (mpio_ && size_ > 1 && UnwindingAlone()) {
+    // Closing is collective and the other ranks may never join it: the error unwinding here
+    // ends the job (core/mpi_env.hpp), which releases the file.
+    file_.Release();
+    dxpl_.Release();
+    comm_ = MPI_COMM_NULL;
+    return;
+  }
   file_.Reset();
   dxpl_.Reset();
   if (comm_ != MPI_COMM_NULL && MpiIsInitialized()) MPI_Comm_free(&comm_);

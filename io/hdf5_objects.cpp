@@ -201,8 +201,10 @@ std::vector<Hdf5Block> FlatRangeBlocks(const std::vector<hsize_t>& dims, FlatRan
 
 void CreateGroup(const Hdf5File& file, const std::string& name) {
   const ErrorContext ctx{.file = file.path(), .key = name};
+  H5Id gcpl(SF_CHECK_H5(H5Pcreate(H5P_GROUP_CREATE), ctx));
+  SF_CHECK_H5(H5Pset_obj_track_times(gcpl.get(), false), ctx);  // same data, same bytes
   H5Id group(
-      SF_CHECK_H5(H5Gcreate2(file.id(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), ctx));
+      SF_CHECK_H5(H5Gcreate2(file.id(), name.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), ctx));
 }
 
 H5Id CreateChecksummedDataset(const Hdf5File& file, const std::string& name, hid_t type,
@@ -222,6 +224,7 @@ H5Id CreateChecksummedDataset(const Hdf5File& file, const std::string& name, hid
     SF_CHECK_H5(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()), ctx);
     SF_CHECK_H5(H5Pset_fletcher32(dcpl.get()), ctx);
   }
+  SF_CHECK_H5(H5Pset_obj_track_times(dcpl.get(), false), ctx);
   return H5Id(SF_CHECK_H5(
       H5Dcreate2(file.id(), name.c_str(), type, space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT),
       ctx));
@@ -289,8 +292,10 @@ void WriteStringDataset(const Hdf5File& file, const std::string& name, const std
   const ErrorContext ctx{.file = file.path(), .key = name};
   H5Id type = StringType(value.size(), ctx);
   H5Id space(SF_CHECK_H5(H5Screate(H5S_SCALAR), ctx));
+  H5Id dcpl(SF_CHECK_H5(H5Pcreate(H5P_DATASET_CREATE), ctx));
+  SF_CHECK_H5(H5Pset_obj_track_times(dcpl.get(), false), ctx);
   H5Id dataset(SF_CHECK_H5(H5Dcreate2(file.id(), name.c_str(), type.get(), space.get(), H5P_DEFAULT,
-                                      H5P_DEFAULT, H5P_DEFAULT),
+                                      dcpl.get(), H5P_DEFAULT),
                            ctx));
   // Rank 0 writes; the others take part in the (possibly collective) call with no selection.
   H5Id file_space(SF_CHECK_H5(H5Screate(H5S_SCALAR), ctx));

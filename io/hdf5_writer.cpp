@@ -56,6 +56,10 @@ void Hdf5Writer::CreateDataset(const std::string& name, DType dtype, const Shape
   }
   // Every row is written by some rank: skip writing fill values first.
   SF_CHECK_H5(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), ctx);
+  // No object timestamps, and storage allocated at creation whatever the driver (parallel HDF5
+  // always does so): the same data gives the same bytes, run after run and at any rank count.
+  SF_CHECK_H5(H5Pset_obj_track_times(dcpl.get(), false), ctx);
+  SF_CHECK_H5(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), ctx);
   H5Id lcpl(SF_CHECK_H5(H5Pcreate(H5P_LINK_CREATE), ctx));
   SF_CHECK_H5(H5Pset_create_intermediate_group(lcpl.get(), 1), ctx);
   H5Id dataset(SF_CHECK_H5(H5Dcreate2(file_->id(), name.c_str(), Hdf5NativeType(dtype), space.get(),

@@ -109,40 +109,32 @@ std::vector<Variant> ParseVariants(const std::string& list) {
 Options Parse(const std::vector<std::string>& args, int rank) {
   Options o;
   o.variants = ParseVariants(kDefaultVariants);
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
-    auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) {
-        throw Error(ErrorCode::kInvalidArgument, flag + " needs a value", {.key = flag});
-      }
-      return args[++i];
-    };
-    if (flag == "--help" || flag == "-h") {
+  for (FlagCursor f(args, "allreduce"); f.Next();) {
+    if (f.IsHelp()) {
       if (rank == 0) std::fputs(kUsage, stdout);
       o.help = true;
       return o;
-    } else if (flag == "--json") {
+    } else if (f.Is("--json")) {
       o.json = true;
-    } else if (flag == "--min-bytes") {
-      o.min_bytes = ParseBytes(flag, value());
-    } else if (flag == "--max-bytes") {
-      o.max_bytes = ParseBytes(flag, value());
-    } else if (flag == "--step-factor") {
-      o.step_factor = static_cast<size_t>(ParsePositive(flag, value()));
-    } else if (flag == "--iters") {
-      o.iters = ParsePositive(flag, value());
-    } else if (flag == "--warmup") {
-      o.warmup = ParsePositive(flag, value());
-    } else if (flag == "--repeats") {
-      o.repeats = ParsePositive(flag, value());
-    } else if (flag == "--segment-bytes") {
-      o.segment_bytes = ParseBytes(flag, value());
-    } else if (flag == "--algorithms") {
-      o.variants = ParseVariants(value());
+    } else if (f.Is("--min-bytes")) {
+      o.min_bytes = ParseBytes(f.flag(), f.Value());
+    } else if (f.Is("--max-bytes")) {
+      o.max_bytes = ParseBytes(f.flag(), f.Value());
+    } else if (f.Is("--step-factor")) {
+      o.step_factor = static_cast<size_t>(ParsePositive(f.flag(), f.Value()));
+    } else if (f.Is("--iters")) {
+      o.iters = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--warmup")) {
+      o.warmup = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--repeats")) {
+      o.repeats = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--segment-bytes")) {
+      o.segment_bytes = ParseBytes(f.flag(), f.Value());
+    } else if (f.Is("--algorithms")) {
+      o.variants = ParseVariants(f.Value());
       o.variants_are_default = false;
     } else {
-      throw Error(ErrorCode::kInvalidArgument, "unknown flag '" + flag + "'",
-                  {.hint = "shardflow-bench allreduce --help lists the flags"});
+      f.Unknown();
     }
   }
   if (o.min_bytes < sizeof(float) || o.max_bytes < o.min_bytes || o.step_factor < 2) {
@@ -219,18 +211,8 @@ double TimeOnce(comm::Communicator& c, const Variant& v, const comm::AllreduceOp
 int RunAllreduce(const std::vector<std::string>& args) {
   comm::Communicator c(comm::Group::kWorld);
   const int world_rank = c.rank();
-  // Every rank parses the same flags; a bad flag is reported once and every rank exits 2
-  // (instead of the run phase's abort from each rank).
   Options o;
-  std::string parse_error;
-  try {
-    o = Parse(args, world_rank);
-  } catch (const Error& e) {
-    parse_error = e.what();
-  }
-  const int64_t bad = parse_error.empty() ? 0 : 1;
-  if (comm::AllreduceInt64(c, bad, comm::ReduceOp::kMax) != 0) {
-    if (world_rank == 0) std::fprintf(stderr, "error: %s\n", parse_error.c_str());
+  if (!ParsedOnEveryRank(c, [&] { o = Parse(args, world_rank); })) {
     return ExitCodeFor(ErrorCode::kInvalidArgument);
   }
   if (o.help) return 0;

@@ -1,8 +1,10 @@
 #include "apps/bench/bench_flags.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 
+#include "comm/collectives.hpp"
 #include "core/error.hpp"
 
 namespace shardflow::bench {
@@ -40,6 +42,34 @@ int ParsePositive(const std::string& flag, const std::string& text) {
     throw Error(ErrorCode::kInvalidArgument, "bad value '" + text + "' for " + flag,
                 {.key = flag, .hint = "a positive integer"});
   }
+}
+
+bool ParsedOnEveryRank(comm::Communicator& comm, const std::function<void()>& parse) {
+  std::string error;
+  try {
+    parse();
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  const int64_t bad = error.empty() ? 0 : 1;
+  if (comm::AllreduceInt64(comm, bad, comm::ReduceOp::kMax) == 0) return true;
+  // The lowest failing rank's message (every rank parses the same flags, so usually rank 0's).
+  const int64_t first =
+      comm::AllreduceInt64(comm, bad ? comm.rank() : comm.size(), comm::ReduceOp::kMin);
+  if (comm.rank() == first) std::fprintf(stderr, "error: %s\n", error.c_str());
+  return false;
+}
+
+const std::string& FlagCursor::Value() {
+  if (i_ + 1 >= args_.size()) {
+    throw Error(ErrorCode::kInvalidArgument, flag() + " needs a value", {.key = flag()});
+  }
+  return args_[++i_];
+}
+
+void FlagCursor::Unknown() const {
+  throw Error(ErrorCode::kInvalidArgument, "unknown flag '" + flag() + "'",
+              {.hint = "shardflow-bench " + command_ + " --help lists the flags"});
 }
 
 std::vector<size_t> ParseByteList(const std::string& flag, const std::string& text) {

@@ -5,7 +5,7 @@
 //   p2p  the protocol of apps/train/parameter_server.cpp: a pull request answered by the
 //        server's event loop (Poll, then a non-blocking send), the push a header and the data,
 //        which the server receives and adds into its buffer;
-//   rma  one-sided: MPI_Get of the server's parameters, MPI_Accumulate(MPI_SUM) of the gradient
+//   rma  one-sided: a get of the server's parameters, a summing accumulate of the gradient
 //        into its buffer, each a passive-target epoch (comm/rma_window.hpp); the server only
 //        waits in a barrier.
 //   allreduce  the workers' all-reduce (dist.allreduce auto) of the same bytes, as data-parallel
@@ -67,33 +67,25 @@ constexpr const char* kUsage =
 
 Options Parse(const std::vector<std::string>& args, int ranks) {
   Options o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
-    auto value = [&]() -> const std::string& {
-      if (i + 1 >= args.size()) {
-        throw Error(ErrorCode::kInvalidArgument, flag + " needs a value", {.key = flag});
-      }
-      return args[++i];
-    };
-    if (flag == "--help" || flag == "-h") {
+  for (FlagCursor f(args, "ps-transport"); f.Next();) {
+    if (f.IsHelp()) {
       o.help = true;
-    } else if (flag == "--json") {
+    } else if (f.Is("--json")) {
       o.json = true;
-    } else if (flag == "--servers") {
-      o.servers = ParsePositive(flag, value());
-    } else if (flag == "--sizes") {
-      o.sizes = ParseByteList(flag, value());
-    } else if (flag == "--iters") {
-      o.iters = ParsePositive(flag, value());
-    } else if (flag == "--warmup") {
-      o.warmup = ParsePositive(flag, value());
-    } else if (flag == "--repeats") {
-      o.repeats = ParsePositive(flag, value());
-    } else if (flag == "--allreduce") {
-      o.algorithm = comm::ParseAlgorithm(value());
+    } else if (f.Is("--servers")) {
+      o.servers = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--sizes")) {
+      o.sizes = ParseByteList(f.flag(), f.Value());
+    } else if (f.Is("--iters")) {
+      o.iters = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--warmup")) {
+      o.warmup = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--repeats")) {
+      o.repeats = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--allreduce")) {
+      o.algorithm = comm::ParseAlgorithm(f.Value());
     } else {
-      throw Error(ErrorCode::kInvalidArgument, "unknown flag '" + flag + "'",
-                  {.hint = "shardflow-bench ps-transport --help lists the flags"});
+      f.Unknown();
     }
   }
   if (!o.help && o.servers >= ranks) {
@@ -304,7 +296,10 @@ double Run::Allreduce(bool* ok) {
 
 int RunPsTransport(const std::vector<std::string>& args) {
   comm::Communicator job(comm::Group::kWorld, {.discover_topology = false});
-  const Options o = Parse(args, job.size());
+  Options o;
+  if (!ParsedOnEveryRank(job, [&] { o = Parse(args, job.size()); })) {
+    return ExitCodeFor(ErrorCode::kInvalidArgument);
+  }
   if (o.help) {
     if (job.rank() == 0) std::fputs(kUsage, stdout);
     return 0;

@@ -135,6 +135,9 @@ void RegisterDistAndCheckpointSections(ConfigSchema& s, ExperimentConfig* c) {
         "a checkpoint at the end of every Nth epoch (0: off); the last step always has one")
       .NonNegative();
   s.Add("checkpoint", "every_minutes", &c->checkpoint_every_minutes, "0: off").NonNegative();
+  s.Add("checkpoint", "every_seconds", &c->checkpoint_every_seconds,
+        "0: off; the same as every_minutes, in seconds (set one of the two)")
+      .NonNegative();
   s.Add("checkpoint", "keep_last", &c->keep_last, "checkpoints kept (0: all)").NonNegative();
   s.Add("checkpoint", "warm_start", &c->warm_start, "take the weights of this checkpoint first");
 }

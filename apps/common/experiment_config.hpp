@@ -73,6 +73,7 @@ struct ExperimentConfig {
   int64_t checkpoint_every_steps = 0;
   int64_t checkpoint_every_epochs = 1;
   double checkpoint_every_minutes = 0;
+  double checkpoint_every_seconds = 0;
   int keep_last = 3;
   std::string warm_start;
   // [log]

@@ -15,6 +15,8 @@
 #include <ostream>
 #include <vector>
 
+#include <algorithm>
+
 #include "apps/inspect/format_handler.hpp"
 #include "core/check_hdf5.hpp"
 #include "io/hdf5_reader.hpp"
@@ -78,8 +80,12 @@ class Hdf5Handler final : public FormatHandler {
       reader.emplace(path, io::SelfCommunicator());
     } catch (const Error& e) {
       if (e.code() == ErrorCode::kNotFound) throw;
-      report.loss = Status(ErrorCode::kDataLoss,
-                           std::string("HDF5 cannot open the file: ") + e.what(), {.file = path});
+      // A truncated or foreign file already says so in a user's terms (core/check_hdf5.hpp).
+      report.loss =
+          e.code() == ErrorCode::kDataLoss
+              ? e.status()
+              : Status(ErrorCode::kDataLoss, std::string("HDF5 cannot open the file: ") + e.what(),
+                       {.file = path});
       return report;
     }
     std::vector<io::Hdf5DatasetInfo> datasets;
@@ -129,6 +135,13 @@ class Hdf5Handler final : public FormatHandler {
  private:
   static void StatsOf(const std::string& path, StatsTotals* totals) {
     io::Hdf5Reader reader(path, io::SelfCommunicator());
+    // A file's records are the rows along the first dimension (shardflow reads record i as
+    // row i of every dataset): the most rows any dataset has; scalars hold none.
+    int64_t rows = 0;
+    for (const io::Hdf5DatasetInfo& info : reader.file().ListDatasets()) {
+      if (!info.shape.empty()) rows = std::max<int64_t>(rows, info.shape[0]);
+    }
+    totals->records += rows;
     for (const io::Hdf5DatasetInfo& info : reader.file().ListDatasets()) {
       DatasetTotals d;
       d.file = path;

@@ -1,6 +1,9 @@
 #include "apps/train/data_parallel.hpp"
 
 #include <algorithm>
+#include <iomanip>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "comm/allreduce_shm.hpp"
@@ -24,7 +27,7 @@ class DataParallelStrategy final : public ReplicaStrategy {
   // Gradients in a shared-memory window when every rank is on one node and the all-reduce
   // allows it; null otherwise.
   void PlaceGradients();
-  void LogGradientPath(int64_t floats, size_t buckets) const;
+  void LogGradientPath(const std::vector<GradBucket>& buckets) const;
 
   std::unique_ptr<comm::Communicator> grad_comm_;  // the reducer thread's own
   std::unique_ptr<comm::SharedFloatBuffer> shared_grads_;
@@ -47,7 +50,7 @@ void DataParallelStrategy::AttachToModel() {
       *grad_comm_, arena.grads(), slices,
       comm::ReducerOptions{
           .allreduce = o.allreduce, .overlap = o.overlap, .shared = shared_grads_.get()});
-  LogGradientPath(arena.size(), buckets.size());
+  LogGradientPath(buckets);
   // The reducer starts each gradient bucket as soon as backprop has finished it.
   tracker_ = std::make_unique<GradReadyTracker>(
       buckets, [this](const GradBucket& b) { reducer_->BucketReady(b.index); }, arena.specs());
@@ -73,18 +76,31 @@ void DataParallelStrategy::PlaceGradients() {
   }
 }
 
-void DataParallelStrategy::LogGradientPath(int64_t floats, size_t buckets) const {
+void DataParallelStrategy::LogGradientPath(const std::vector<GradBucket>& buckets) const {
   const TrainerOptions& o = options();
   if (ctl().rank() != 0 || ctl().size() == 1) return;
-  std::string path = "in place in shared memory (shm, one node)";
-  if (!shared_grads_) {
-    path = std::string(comm::AlgorithmName(o.allreduce.algorithm)) + ", wire " +
-           comm::WireFormatName(o.allreduce.wire);
+  // Buckets hold whole parameters, so one can exceed dist.bucket_mb: the line gives the real
+  // largest one and what each bucket travels as.
+  std::vector<size_t> bytes;
+  int64_t floats = 0;
+  for (const GradBucket& b : buckets) {
+    bytes.push_back(static_cast<size_t>(b.size) * sizeof(float));
+    floats += b.size;
   }
-  SF_LOG(Info) << "gradients: " << floats << " floats in " << buckets
-               << " bucket(s) of <= " << o.bucket_mb << " MiB, overlap "
-               << (o.overlap ? "on" : "off") << ", " << grad_comm_->num_nodes()
-               << " node(s); all-reduce " << path;
+  const size_t largest = bytes.empty() ? 0 : *std::max_element(bytes.begin(), bytes.end());
+  std::string path = "in place in shared memory (shm, one node, wire float32";
+  path += o.allreduce.wire == comm::WireFormat::kFloat32
+              ? ")"
+              : std::string("; dist.wire = ") + comm::WireFormatName(o.allreduce.wire) +
+                    " applies to ring and to hierarchical across nodes only)";
+  if (!shared_grads_) path = comm::DescribeAllreducePath(*grad_comm_, o.allreduce, bytes);
+  std::ostringstream mib;
+  mib << std::setprecision(3) << static_cast<double>(largest) / (1 << 20);
+  SF_LOG(Info) << "gradients: " << floats << " floats in " << buckets.size()
+               << " bucket(s), the largest " << mib.str()
+               << " MiB (dist.bucket_mb = " << o.bucket_mb
+               << ", whole parameters per bucket), overlap " << (o.overlap ? "on" : "off") << ", "
+               << grad_comm_->num_nodes() << " node(s); all-reduce " << path;
 }
 
 }  // namespace

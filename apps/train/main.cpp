@@ -395,7 +395,7 @@ int main(int argc, char** argv) {
         // Counting opens every file of this rank's shard: a file every rank finds wrong alike (a
         // CSV header without the feature's column) is an error of the parse phase, said once.
         const train::DataShard shard = train::ShardOf(options, env.rank());
-        local_batches = pipeline::CountLocalBatches(config.data, shard.index, shard.count);
+        local_batches = pipeline::CountLocalTrainingBatches(config.data, shard.index, shard.count);
         options.tuning.threads = apps::ResolveThreads(config, env.local_size());
         options.tuning.local_ranks = env.local_size();
         options.tuning.cores = static_cast<int>(std::thread::hardware_concurrency());

@@ -90,26 +90,50 @@ void ParameterServerStrategy::Push(const StepInput& in, bool skipped) {
   }
 }
 
-// A stop signal on this worker: every other worker hears of it at its next step.
-void ParameterServerStrategy::AnnounceStop() {
-  if (announced_ || server_) return;
-  announced_ = true;
-  for (int w : roles_.workers) {
-    if (w != ps_->rank())
-      ps_->PostSendBytes(&stop_note_, sizeof(stop_note_), w, kStopTag, stop_notes_);
+// A stop signal on this worker: server 0 decides where every worker stops (DecideStop).
+void ParameterServerStrategy::RequestStop() {
+  if (requested_ || server_) return;
+  requested_ = true;
+  if (rma_) {
+    const int64_t one = 1;
+    control_win_->Put(
+        &one, sizeof(one), ServerRank(0),
+        SlotOffset(roles_.worker_index(ps_->rank())) + offsetof(WorkerSlot, stop_request));
+    return;
   }
+  ps_->PostSendBytes(&stop_note_, sizeof(stop_note_), ServerRank(0), kStopTag, stop_notes_);
 }
 
-bool ParameterServerStrategy::PeerStopping() { return !server_ && ps_->Poll(kStopTag).has_value(); }
+// Server 0 sends the target before it answers any later pull (one-sided: writes it before any
+// later grant), so a worker has it once its next pull is done; PullRma reads it with the grant.
+int64_t ParameterServerStrategy::StopTarget() {
+  if (stop_target_ < 0 && !rma_ && !server_ && ps_->Poll(kStopAtTag).has_value()) {
+    stop_target_ = RecvValue<int64_t>(ServerRank(0), kStopAtTag);
+  }
+  return stop_target_;
+}
+
+// Every worker's next pull is for at most its newest pull's step + 1, answered after this
+// decision reaches it: stopping after (newest of all) + 2 steps, every worker learns the target
+// while it still has steps to take before it.
+void ParameterServerStrategy::DecideStop() {
+  if (stop_at_ >= 0 || ServerRank(0) != ps_->rank()) return;
+  stop_at_ = *std::max_element(latest_pull_.begin(), latest_pull_.end()) + 2;
+  SF_LOG(Info) << "parameter server: a worker got a stop signal; every worker stops after step "
+               << stop_at_;
+  if (rma_) {
+    auto* slots = static_cast<WorkerSlot*>(control_win_->local());  // under the scan's lock
+    for (int w = 0; w < num_workers_; ++w) slots[w].stop_at = stop_at_;
+    return;
+  }
+  for (int w : roles_.workers) {
+    ps_->PostSendBytes(&stop_at_, sizeof(stop_at_), w, kStopAtTag, stop_sends_);
+  }
+}
 
 void ParameterServerStrategy::Finish() {
   if (server_) return;
   ps_->WaitAll(stop_notes_);
-  // Every announcement sent to this worker arrived before its sender reached the final
-  // checkpoint, which this worker's Finish follows; received here so none is left unmatched.
-  while (const std::optional<comm::Communicator::Envelope> e = ps_->Poll(kStopTag)) {
-    RecvValue<int64_t>(e->source, kStopTag);
-  }
   WaitPushes();
   if (rma_) return FinishRma();
   comm::RequestList requests;
@@ -186,6 +210,7 @@ void ParameterServerStrategy::MakeServerState() {
   sum_.assign(static_cast<size_t>(mine_.size), 0.0f);
   applied_.assign(static_cast<size_t>(num_workers_), 0);
   pulled_at_.assign(static_cast<size_t>(num_workers_), 0);
+  latest_pull_.assign(static_cast<size_t>(num_workers_), 0);
 }
 
 int64_t ParameterServerStrategy::SlowestApplied() const {
@@ -285,8 +310,16 @@ void ParameterServerStrategy::Handle(const comm::Communicator::Envelope& e) {
                                           ", not a worker");
   }
   switch (e.tag) {
-    case kPullTag:
-      pending_pulls_.emplace_back(e.source, RecvValue<int64_t>(e.source, kPullTag));
+    case kPullTag: {
+      const int64_t step = RecvValue<int64_t>(e.source, kPullTag);
+      int64_t& latest = latest_pull_[static_cast<size_t>(roles_.worker_index(e.source))];
+      latest = std::max(latest, step);
+      pending_pulls_.emplace_back(e.source, step);
+      break;
+    }
+    case kStopTag:
+      RecvValue<int64_t>(e.source, kStopTag);
+      DecideStop();
       break;
     case kPushHeadTag:
       OnPush(e.source);
@@ -355,6 +388,7 @@ void ParameterServerStrategy::Serve() {
     if (!rma_) AnswerPulls();  // one-sided: ScanWindows grants, under the records' lock
   }
   CompleteSends(true);
+  ps_->WaitAll(stop_sends_);
 }
 
 // ---------------------------------------------------------------- report

@@ -32,7 +32,8 @@ constexpr int kDoneTag = 105;       // worker -> server: int64, the worker's las
 constexpr int kStateTag = 106;      // chief -> server: int64 (checkpoint)
 constexpr int kStateIterTag = 107;  // server -> chief: int64 optimizer iterations
 constexpr int kStateDataTag = 108;  // server -> chief: parameters, then each optimizer slot
-constexpr int kStopTag = 109;       // worker -> the other workers: int64, it got a stop signal
+constexpr int kStopTag = 109;       // worker -> server 0: int64, it got a stop signal
+constexpr int kStopAtTag = 110;     // server 0 -> every worker: int64, the step count to stop at
 constexpr int kHistogramBins = 32;  // staleness 0..30, and 31 or more
 
 struct PushHead {
@@ -52,6 +53,8 @@ struct WorkerSlot {
   int64_t done = 0;          // worker: 1 when it has finished
   int64_t granted_seq = 0;   // server: the pull request answered (parameters published)
   int64_t consumed_seq = 0;  // server: the push applied (the gradient slot is free again)
+  int64_t stop_request = 0;  // worker, at server 0: 1 when it got a stop signal
+  int64_t stop_at = -1;      // server 0: the step count every worker stops at, once decided
 };
 
 // A send whose buffer must live until it completes.
@@ -78,8 +81,8 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   comm::Communicator* step_comm() override { return group_.get(); }
   bool synchronous_metrics() const override { return staleness_ == 0; }
   void Finish() override;
-  void AnnounceStop() override;
-  bool PeerStopping() override;
+  void RequestStop() override;
+  int64_t StopTarget() override;
   EvalResult Evaluate(const pipeline::Dataset& eval) override;
   void SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch,
                       const std::string& iterator_state) override;
@@ -140,9 +143,9 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   PushHead head_;
   comm::RequestList pushes_;
   int64_t pull_seq_ = 0, push_seq_ = 0;
-  int64_t stop_note_ = 1;
-  comm::RequestList stop_notes_;  // this worker's announcements, completed in Finish
-  bool announced_ = false;
+  int64_t stop_note_ = 1, stop_target_ = -1;
+  comm::RequestList stop_notes_;  // the request to server 0, completed in Finish
+  bool requested_ = false;
   // Server.
   ServerSlice mine_;
   Arena<float> slice_;
@@ -152,7 +155,12 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   int64_t updates_ = 0;
   int done_ = 0;
   std::vector<int64_t> applied_, pulled_at_;
-  std::vector<int64_t> seen_req_, done_seen_;          // rma_: per worker
+  std::vector<int64_t> seen_req_, done_seen_;  // rma_: per worker
+  // Server 0: the newest step each worker has asked parameters for, and the stop it decided.
+  std::vector<int64_t> latest_pull_;
+  int64_t stop_at_ = -1;
+  comm::RequestList stop_sends_;
+  void DecideStop();
   std::deque<std::pair<int, int64_t>> pending_pulls_;  // (worker, step)
   std::deque<PendingSend> sends_;
   std::vector<double> histogram_ = std::vector<double>(kHistogramBins, 0.0);

@@ -77,7 +77,10 @@ void ParameterServerStrategy::PullRma(int64_t step) {
   }
   float* params = model().arena().params();
   for (int k = 0; k < num_servers_; ++k) {
-    WaitFor(k, "to answer a pull", [&](const WorkerSlot& s) { return s.granted_seq >= pull_seq_; });
+    WaitFor(k, "to answer a pull", [&](const WorkerSlot& s) {
+      if (k == 0 && s.stop_at >= 0) stop_target_ = s.stop_at;  // written before the grant
+      return s.granted_seq >= pull_seq_;
+    });
     const ServerSlice& s = slices_[static_cast<size_t>(k)];
     params_win_->Get(params + s.offset, static_cast<size_t>(s.size) * sizeof(float), ServerRank(k),
                      0);
@@ -138,9 +141,11 @@ bool ParameterServerStrategy::ScanWindows() {
     }
     if (slot.req_seq > seen_req_[w]) {
       seen_req_[w] = slot.req_seq;
+      latest_pull_[w] = std::max(latest_pull_[w], slot.req_step);
       pending_pulls_.emplace_back(roles_.workers[w], slot.req_step);
       any = true;
     }
+    if (slot.stop_request != 0) DecideStop();  // writes stop_at in every record
     if (slot.done != 0 && done_seen_[w] == 0) {
       done_seen_[w] = 1;
       ++done_;

@@ -31,18 +31,23 @@ T Get(const std::vector<uint8_t>& in, size_t* pos) {
 }  // namespace
 
 std::vector<uint8_t> GatherRankStates(const std::string& mine, comm::Communicator& comm) {
-  const std::vector<std::vector<uint8_t>> states =
-      comm::GatherBytes(comm, mine.data(), mine.size());
+  const std::vector<size_t> lengths = comm::GatherLengths(comm, mine.size());
   std::vector<uint8_t> blob;
-  if (comm.rank() != 0) return blob;
-  blob.resize(4);
-  std::memcpy(blob.data(), kMagic, 4);
-  Put<uint32_t>(&blob, 1);
-  Put<uint32_t>(&blob, static_cast<uint32_t>(states.size()));
-  for (const std::vector<uint8_t>& state : states) {
-    Put<uint64_t>(&blob, static_cast<uint64_t>(state.size()));
-    blob.insert(blob.end(), state.begin(), state.end());
+  size_t header = 0;
+  if (comm.rank() == 0) {
+    size_t total = 0;
+    for (size_t length : lengths) total += length;
+    header = 12 + 8 * lengths.size();
+    blob.reserve(header + total);
+    blob.resize(4);
+    std::memcpy(blob.data(), kMagic, 4);
+    Put<uint32_t>(&blob, 2);
+    Put<uint32_t>(&blob, static_cast<uint32_t>(lengths.size()));
+    for (size_t length : lengths) Put<uint64_t>(&blob, static_cast<uint64_t>(length));
+    blob.resize(header + total);
   }
+  comm::GatherInto(comm, mine.data(), mine.size(), lengths,
+                   comm.rank() == 0 ? blob.data() + header : nullptr);
   return blob;
 }
 
@@ -52,7 +57,8 @@ std::string RankStateFromBlob(const std::vector<uint8_t>& blob, int rank, int si
     throw Error(ErrorCode::kDataLoss, "iterator-state blob in checkpoint has a bad header");
   }
   size_t pos = 4;
-  if (Get<uint32_t>(blob, &pos) != 1) {
+  const uint32_t version = Get<uint32_t>(blob, &pos);
+  if (version != 1 && version != 2) {
     throw Error(ErrorCode::kDataLoss, "iterator-state blob has an unknown version");
   }
   const uint32_t ranks = Get<uint32_t>(blob, &pos);
@@ -65,6 +71,18 @@ std::string RankStateFromBlob(const std::vector<uint8_t>& blob, int rank, int si
                          ", or use --checkpoint.warm_start for weights only"});
   }
   std::string mine;
+  if (version == 2) {
+    size_t at = pos + 8 * static_cast<size_t>(size);  // the first state
+    for (int r = 0; r < size; ++r) {
+      const uint64_t length = Get<uint64_t>(blob, &pos);
+      if (at > blob.size() || length > blob.size() - at) {
+        throw Error(ErrorCode::kDataLoss, "iterator-state blob in checkpoint is truncated");
+      }
+      if (r == rank) mine.assign(reinterpret_cast<const char*>(blob.data() + at), length);
+      at += length;
+    }
+    return mine;
+  }
   for (int r = 0; r < size; ++r) {
     const uint64_t length = Get<uint64_t>(blob, &pos);
     if (pos + length > blob.size()) {

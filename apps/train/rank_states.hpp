@@ -2,8 +2,10 @@
 //
 // Each rank reads its own shard, so an exact resume needs every rank's iterator position; rank 0
 // writes checkpoints, so the states are gathered to it and packed:
-//   "SFRS" | u32 version=1 | u32 ranks | ranks x (u64 length | bytes)      (little-endian)
-// The gather is comm::GatherBytes: size_t lengths, any size, under the watchdog.
+//   "SFRS" | u32 version=2 | u32 ranks | ranks x u64 length | the states, in rank order
+// (little-endian; version 1, still read, put each length before its state). Each state is
+// received straight into its place in the blob (comm::GatherInto: size_t lengths, any size,
+// under the watchdog): rank 0 holds the blob and its own state, nothing more.
 // Thread-safety: GatherRankStates as Communicator; RankStateFromBlob is thread-compatible.
 #pragma once
 

@@ -117,11 +117,12 @@ class Strategy {
   // False when ranks run their steps independently (asynchronous training): the loop then
   // logs rank 0's own metrics instead of reducing them over the ranks at every interval.
   virtual bool synchronous_metrics() const { return true; }
-  // Ranks whose steps are not synchronous (synchronous_metrics() false) learn of a stop signal
-  // another rank got through these: AnnounceStop tells the others this rank got one, and
-  // PeerStopping is true once some other rank has announced it (never blocks).
-  virtual void AnnounceStop() {}
-  virtual bool PeerStopping() { return false; }
+  // Ranks whose steps are not synchronous (synchronous_metrics() false) agree on a stop through
+  // the strategy: RequestStop says this rank got a stop signal (idempotent, never blocks), and
+  // StopTarget is the step count every such rank stops at once one is agreed, else -1. The
+  // strategy guarantees that every rank learns the target before it has taken that many steps.
+  virtual void RequestStop() {}
+  virtual int64_t StopTarget() { return -1; }
   // After the last checkpoint, before the report: lets ranks that serve (Serve) stop.
   virtual void Finish() {}
   // Adds the strategy's own fields to the report (its name, what communication cost, ...).

@@ -84,7 +84,7 @@ struct TrainerOptions : apps::ModelSetup {
   CheckpointOptions checkpoint;         // dir "" : no checkpoints
   int64_t checkpoint_every_steps = 0;   // 0: off
   int64_t checkpoint_every_epochs = 1;  // 0: off; the last step always has one
-  double checkpoint_every_minutes = 0;  // 0: off
+  double checkpoint_every_seconds = 0;  // 0: off (checkpoint.every_minutes or every_seconds)
   bool resume = false;                  // continue from the latest checkpoint in checkpoint.dir
   bool resume_if_possible = false;      // with resume: no checkpoint starts fresh (else an error)
   std::string warm_start;               // a checkpoint to take weights from (not with resume)

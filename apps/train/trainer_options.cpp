@@ -139,7 +139,13 @@ void SetOutputs(const apps::ExperimentConfig& c, const std::string& config_text,
   o->checkpoint.keep_last = c.keep_last;
   o->checkpoint_every_steps = c.checkpoint_every_steps;
   o->checkpoint_every_epochs = c.checkpoint_every_epochs;
-  o->checkpoint_every_minutes = c.checkpoint_every_minutes;
+  if (c.checkpoint_every_minutes > 0 && c.checkpoint_every_seconds > 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "checkpoint.every_minutes and checkpoint.every_seconds are both set",
+                {.key = "checkpoint.every_seconds", .hint = "set one of the two"});
+  }
+  o->checkpoint_every_seconds =
+      c.checkpoint_every_seconds > 0 ? c.checkpoint_every_seconds : 60 * c.checkpoint_every_minutes;
   o->resume = !c.resume.empty();
   o->resume_if_possible = c.resume == "auto";
   o->warm_start = c.warm_start;

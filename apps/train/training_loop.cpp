@@ -7,9 +7,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "apps/common/rank_grid.hpp"
 #include "apps/train/strategy.hpp"
@@ -97,7 +99,38 @@ struct StepPlan {
   int64_t steps_per_epoch = 0;
   int64_t total_steps = 0;
   LrScheduleOptions schedule;
+  int64_t batches_per_epoch = 0;           // all ranks' batches in one pass over their shards
+  int64_t batches_left_out_per_epoch = 0;  // past the agreed steps: never trained on
 };
+
+// Above this fraction of an epoch's batches left out, the plan is logged as a warning.
+constexpr double kLeftOutWarnFraction = 0.05;
+
+// Every rank learns, and rank 0 logs, how much of each epoch the equal step count leaves out.
+void CountLeftOut(comm::Communicator& ctl, const TrainerOptions& o, int64_t local_batches,
+                  StepPlan* plan) {
+  plan->batches_per_epoch = comm::AllreduceInt64(ctl, local_batches, comm::ReduceOp::kSum);
+  plan->batches_left_out_per_epoch =
+      comm::AllreduceInt64(ctl, local_batches - plan->steps_per_epoch, comm::ReduceOp::kSum);
+  const int64_t most = comm::AllreduceInt64(ctl, local_batches, comm::ReduceOp::kMax);
+  if (ctl.rank() != 0 || plan->batches_left_out_per_epoch == 0) return;
+  const double fraction = static_cast<double>(plan->batches_left_out_per_epoch) /
+                          static_cast<double>(plan->batches_per_epoch);
+  std::ostringstream line;
+  line << "ranks agree on " << plan->steps_per_epoch << " steps per epoch (the longest shard has "
+       << most << " batches): " << plan->batches_left_out_per_epoch << " of "
+       << plan->batches_per_epoch << " batches (up to "
+       << plan->batches_left_out_per_epoch * o.per_rank_batch << " records, "
+       << std::setprecision(3) << 100.0 * fraction
+       << "%) are left out of every epoch (batches_left_out in metrics.jsonl and summary.json)";
+  if (fraction > kLeftOutWarnFraction) {
+    SF_LOG(Warn) << line.str()
+                 << "; the shards are uneven: data.shard_policy = record (or auto) splits the "
+                    "records evenly";
+  } else {
+    SF_LOG(Info) << line.str();
+  }
+}
 
 StepPlan PlanSteps(comm::Communicator& ctl, const TrainerOptions& o, int64_t local_batches) {
   StepPlan plan;
@@ -109,11 +142,7 @@ StepPlan PlanSteps(comm::Communicator& ctl, const TrainerOptions& o, int64_t loc
                     std::to_string(ctl.size()) + " ranks",
                 {.hint = "lower train.batch_size or use fewer ranks"});
   }
-  const int64_t most = comm::AllreduceInt64(ctl, local_batches, comm::ReduceOp::kMax);
-  if (ctl.rank() == 0 && most != plan.steps_per_epoch) {
-    SF_LOG(Info) << "ranks agree on " << plan.steps_per_epoch << " steps per epoch (the longest "
-                 << "shard has " << most << " batches; the rest is left out and counted)";
-  }
+  CountLeftOut(ctl, o, local_batches, &plan);
   const int64_t planned = plan.steps_per_epoch * o.epochs;
   plan.total_steps = o.max_steps > 0 ? std::min(planned, o.max_steps) : planned;
   // A cosine schedule without total_steps runs over all the epochs, whatever max_steps says:
@@ -250,10 +279,10 @@ TrainResult TrainingLoop::Run() {
 // that step together agree every step without waiting: a non-blocking MAX of the flag posted
 // after each step is completed after the next one (by then every rank has posted it, so the
 // wait is nil), and a signal on any rank stops all after that same step. Asynchronous
-// parameter-server workers never wait for each other, so a worker that got the signal tells the
-// others (a message they look for after each step, never waiting), stops stepping and meets them
-// here; they all run on to the furthest worker's step (at most dist.max_staleness steps behind it,
-// when bounded).
+// parameter-server workers never wait for each other, and their collectives (checkpoints,
+// evaluations) come at fixed step counts, so they must stop at one step count too: a signalled
+// worker asks the first server, which sees every worker's pulls and picks a count every worker
+// can still reach (parameter_server.cpp); each learns it from its next pull.
 int64_t TrainingLoop::StopAfter(int64_t steps_done) {
   if (stop_at_ >= 0) return stop_at_;
   if (strategy_.synchronous_metrics()) {
@@ -261,9 +290,13 @@ int64_t TrainingLoop::StopAfter(int64_t steps_done) {
     if (steps_done < plan_.total_steps) {
       stop_round_.Start(*steps_, StopSignal() != 0 ? 1 : 0, comm::ReduceOp::kMax);
     }
-  } else if (StopSignal() != 0 || strategy_.PeerStopping()) {
-    if (StopSignal() != 0) strategy_.AnnounceStop();  // a worker not signalled hears it
-    stop_at_ = comm::AllreduceInt64(*steps_, steps_done, comm::ReduceOp::kMax);
+  } else {
+    if (StopSignal() != 0) strategy_.RequestStop();
+    stop_at_ = strategy_.StopTarget();
+    if (stop_at_ >= 0 && stop_at_ < steps_done) {
+      throw Error(ErrorCode::kInternal, "the agreed stop after step " + std::to_string(stop_at_) +
+                                            " came after step " + std::to_string(steps_done));
+    }
   }
   return stop_at_;
 }
@@ -293,8 +326,12 @@ void TrainingLoop::RunStep(int64_t step) {
   {
     SF_TRACE_SCOPE("input");
     if (!it_->Next(&batch_)) {
-      throw Error(ErrorCode::kInternal, "the input ended at step " + std::to_string(step) + " of " +
-                                            std::to_string(plan_.total_steps));
+      throw Error(ErrorCode::kDataLoss,
+                  "this rank's input ended at step " + std::to_string(step) + " of " +
+                      std::to_string(plan_.total_steps) +
+                      ", short of the batches counted at the start: a data file changed or "
+                      "was truncated during the run",
+                  {.hint = "restore the files; --resume continues from the last checkpoint"});
     }
   }
   const double wait = Since(t0);
@@ -346,6 +383,9 @@ void TrainingLoop::LogInterval(int64_t step) {
                          {"allreduce_s", interval_.comm_s},
                          {"lr", LearningRate(plan_.schedule, step)},
                          {"skipped_steps", skipped_steps_}};
+  if ((step + 1) % plan_.steps_per_epoch == 0) {
+    line["batches_left_out"] = plan_.batches_left_out_per_epoch;  // in the epoch just ended
+  }
   if (o_.task == Task::kClassify && sums[2] > 0) line["accuracy"] = sums[1] / sums[2];
   metrics_->Write(line);
   if (progress_) {
@@ -362,8 +402,8 @@ void TrainingLoop::MaybeCheckpoint(int64_t step, bool interval_end) {
   bool due = o_.checkpoint_every_steps > 0 && (step + 1) % o_.checkpoint_every_steps == 0;
   const int64_t epoch_steps = o_.checkpoint_every_epochs * plan_.steps_per_epoch;
   due = due || (epoch_steps > 0 && (step + 1) % epoch_steps == 0);
-  if (interval_end && o_.checkpoint_every_minutes > 0) {
-    const int64_t late = chief() && Since(last_checkpoint_) >= 60 * o_.checkpoint_every_minutes;
+  if (interval_end && o_.checkpoint_every_seconds > 0) {
+    const int64_t late = chief() && Since(last_checkpoint_) >= o_.checkpoint_every_seconds;
     due = due || comm::AllreduceInt64(*steps_, late, comm::ReduceOp::kMax) != 0;
   }
   if (!due) return;
@@ -428,6 +468,8 @@ void TrainingLoop::Summarize(int64_t steps) {
   s.global_batch = o_.per_rank_batch * strategy_.data_parallel_size();
   s.steps = steps;
   s.skipped_steps = skipped_steps_;
+  s.batches_per_epoch = plan_.batches_per_epoch;
+  s.batches_left_out_per_epoch = plan_.batches_left_out_per_epoch;
   s.skipped_records = JobSkippedRecords(job_, o_);
   s.epochs = per_epoch > 0 ? (steps + per_epoch - 1) / per_epoch : 0;
   s.samples = static_cast<int64_t>(parts[3]);

@@ -119,7 +119,7 @@ BuiltPipeline BuildPipeline(const DataOptions& o, const SourceFactory& factory, 
   if (o.cache == "memory") {
     ds = ds.Cache();
   } else if (!o.cache.empty()) {
-    ds = ds.Cache(o.cache);
+    ds = ds.Cache(RankCacheFile(o.cache, rank, num_ranks), o.cache_refill_damaged);
   }
   if (o.shuffle_buffer > 0) {
     ds = ds.ShuffleAndRepeat({.buffer_elements = o.shuffle_buffer,

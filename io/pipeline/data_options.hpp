@@ -43,8 +43,11 @@ struct DataOptions {
   int parallel_calls = kAutotune;
   // Batches read ahead by a background thread (0: none; kAutotune: tuned within the RAM budget).
   int64_t prefetch = kAutotune;
-  // "" none, "memory", or a file path for a cache that survives restarts.
+  // "" none, "memory", or a file path for a cache that survives restarts (each rank has its
+  // own file, PATH.rankR-of-N).
   std::string cache;
+  // A damaged cache file is refilled with a warning (data.on_corrupt = skip) instead of failing.
+  bool cache_refill_damaged = false;
   // Same element sequence for any thread count (false lets fast elements overtake slow ones).
   bool deterministic = true;
   // Seed for file order, shuffle and random augmentations.

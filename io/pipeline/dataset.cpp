@@ -56,8 +56,8 @@ Dataset Dataset::Unbatch() const { return Dataset(MakeUnbatchNode(node_)); }
 Dataset Dataset::Interleave(DatasetFn fn, const InterleaveOptions& o) const {
   return Dataset(MakeInterleaveNode(node_, std::move(fn), o));
 }
-Dataset Dataset::Cache(const std::string& path) const {
-  return Dataset(MakeCacheNode(node_, path));
+Dataset Dataset::Cache(const std::string& path, bool refill_damaged) const {
+  return Dataset(MakeCacheNode(node_, path, refill_damaged));
 }
 Dataset Dataset::Prefetch(int64_t n) const { return Dataset(MakePrefetchNode(node_, n)); }
 

@@ -85,8 +85,9 @@ class Dataset {
                       const PaddedBatchOptions& options = {}) const;
   Dataset Unbatch() const;
   Dataset Interleave(DatasetFn fn, const InterleaveOptions& options) const;
-  Dataset Cache(const std::string& path = "") const;  // "" = memory
-  Dataset Prefetch(int64_t buffer_size) const;        // kAutotune allowed
+  // "" = memory; refill_damaged: a damaged cache file is refilled with a warning, not an error.
+  Dataset Cache(const std::string& path = "", bool refill_damaged = false) const;
+  Dataset Prefetch(int64_t buffer_size) const;  // kAutotune allowed
 
   PipelineIterator MakeIterator(const IteratorOptions& options = {}) const;
   const NodePtr& node() const { return node_; }

@@ -196,6 +196,7 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
   // length (files interleaved) is fixed here, never taken from parallel_reads, the cores or the
   // binding (a resume on a node that binds differently restores the same iterator state).
   if (data.cycle_length == kAutotune) data.cycle_length = kDefaultCycleLength;
+  data.cache_refill_damaged = spec.on_corrupt == "skip";
   if (data.parallel_reads == kAutotune) {
     // auto: interleave the cycle on the consumer's thread. A read-ahead thread per file costs
     // a hand-off per record, which dominates for small page-cached records (bench tfdata,
@@ -267,6 +268,47 @@ int64_t CountLocalBatches(const InputSpec& spec, int rank, int world) {
   const int64_t n = CountLocalRecords(spec, rank, world);
   const int64_t b = spec.data.batch_size;
   return spec.data.drop_remainder ? n / b : (n + b - 1) / b;
+}
+
+int64_t CountLocalTrainingBatches(const InputSpec& spec, int rank, int world) {
+  const int64_t batches = CountLocalBatches(spec, rank, world);
+  if (batches > 0) return batches;
+  const std::vector<std::string> files =
+      ListFiles(FormatFiles(spec.data.format, spec.format, spec.data.files),
+                spec.data.shuffle_files, spec.data.seed);
+  auto source = OpenRecordSource(spec.data.format, files, SourceOptionsFor(spec));
+  const ShardPlan plan = PlanShards(source->Files(), source->SupportsByteRanges(),
+                                    spec.data.shard_policy, world, rank);
+  // This rank's files and the records it reads from each.
+  std::string parts;
+  int64_t records = 0;
+  for (const ShardUnit& unit : plan.units) {
+    ShardPlan one = plan;
+    one.units = {unit};
+    const int64_t n = CountPlannedRecords(*source, one);
+    records += n;
+    if (!parts.empty()) parts += ", ";
+    if (parts.size() > 400) {
+      parts += "...";
+      break;
+    }
+    parts += source->Files()[unit.file_index].name + " (" + std::to_string(n) + " records)";
+  }
+  const std::string policy = ShardPolicyName(plan.policy);
+  throw Error(
+      ErrorCode::kInvalidArgument,
+      "rank " + std::to_string(rank) + " has no training batch: shard_policy = " + policy +
+          " gives it " +
+          (parts.empty() ? std::string("no file (") + std::to_string(files.size()) + " files for " +
+                               std::to_string(world) + " ranks)"
+                         : parts) +
+          ", " + std::to_string(records) + " records, fewer than one batch of " +
+          std::to_string(spec.data.batch_size),
+      {.key = spec.section + ".shard_policy",
+       .hint = plan.policy == ShardPolicy::kRecord
+                   ? "lower the batch size or use fewer ranks"
+                   : "shard_policy = record (or auto) splits the records evenly over the ranks; "
+                     "or lower the batch size or use fewer ranks"});
 }
 
 }  // namespace shardflow::pipeline

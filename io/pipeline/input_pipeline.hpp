@@ -85,6 +85,11 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world);
 int64_t CountLocalBatches(const InputSpec& spec, int rank, int world);
 // Records this rank reads in one pass (before batching).
 int64_t CountLocalRecords(const InputSpec& spec, int rank, int world);
+// CountLocalBatches for a training input, where every rank needs at least one batch: throws
+// Error(kInvalidArgument) when this rank has none, naming its shard's files and their record
+// counts under the shard policy, and the fix (shard_policy = record or auto, a smaller batch,
+// fewer ranks).
+int64_t CountLocalTrainingBatches(const InputSpec& spec, int rank, int world);
 
 // The global index of a record the pipeline of `spec` reads, from its provenance: files in
 // the pipeline's listed order, then records in file order, from 0 (what shardflow-predict

@@ -91,7 +91,11 @@ using DatasetFn = std::function<NodePtr(const Element&)>;
 NodePtr MakeInterleaveNode(NodePtr input, DatasetFn fn, const InterleaveOptions& options);
 
 // ---- cache.cpp ----  path empty: in memory. Otherwise a file cache at `path`, reused across
-// runs while the input's description (file names, sizes, mtimes, stages) is unchanged.
-NodePtr MakeCacheNode(NodePtr input, const std::string& path);
+// runs while the input's description (file names, sizes, mtimes, stages) is unchanged. A
+// damaged cache file fails the pass (kDataLoss), or is refilled with a warning when
+// `refill_damaged`.
+NodePtr MakeCacheNode(NodePtr input, const std::string& path, bool refill_damaged = false);
+// Rank `rank`'s cache file of the cache `path` in a job of `num_ranks`: "PATH.rankR-of-N".
+std::string RankCacheFile(const std::string& path, int rank, int num_ranks);
 
 }  // namespace shardflow::pipeline

@@ -65,6 +65,17 @@ idx-h5)
   convert 3 --input.split=test --input.limit=1000 --preprocess.normalize=standardize \
     --output.format=hdf5 --output.path=std.h5
   $check idx-h5 $fm/t10k-images-idx3-ubyte.gz $fm/t10k-labels-idx1-ubyte.gz 1000 std.h5 standardize
+  # Issue 27.10: byte-identical HDF5 files for any number of ranks, run after run (no object
+  # timestamps; the same storage allocation serial and parallel), raw and gzip-compressed.
+  for gz in none gzip; do
+    for run in 1a 1b 3; do
+      [ $run = 1b ] && sleep 1.1  # a timestamp would differ by now
+      convert "${run%[ab]}" --input.split=test --input.limit=500 --output.format=hdf5 \
+        --output.compression=$gz --output.path=same-$gz-$run.h5
+    done
+    cmp same-$gz-1a.h5 same-$gz-1b.h5 || { echo "two 1-rank HDF5 conversions differ ($gz)"; exit 1; }
+    cmp same-$gz-1a.h5 same-$gz-3.h5 || { echo "1 and 3 ranks give different HDF5 files ($gz)"; exit 1; }
+  done
   ;;
 csv)
   # Ragged sensor series (some shorter than the window): standardized windows, byte-identical

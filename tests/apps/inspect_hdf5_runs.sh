@@ -39,6 +39,10 @@ PY
 done
 expect_rc 0 stats.txt "$inspect" stats "$fx/sensors-48x128x6.h5"
 grep -Eq "^series +float32 +\[48, 128, 6\] +36864 +-755\.37125" stats.txt || fail "$(cat stats.txt)"
+# Issue 27.8: the records are the rows (stats printed "records: 0" for HDF5 files).
+grep -q "^records: 48$" stats.txt || fail "records of sensors-48x128x6.h5: $(cat stats.txt)"
+expect_rc 0 stats.txt "$inspect" stats "$fx/fmnist-test-1000.h5"
+grep -q "^records: 1000$" stats.txt || fail "records of fmnist-test-1000.h5: $(cat stats.txt)"
 
 # A corrupt chunk of the gzip-compressed images: verify and stats report data loss (3).
 cp "$fx/fmnist-test-1000.h5" corrupt.h5 && chmod u+w corrupt.h5
@@ -47,11 +51,13 @@ printf '\377\377\377\377\377\377\377\377\377\377\377\377' |
 expect_rc 3 out.txt "$inspect" verify corrupt.h5
 grep -q "^corrupt.h5: data loss in dataset images: cannot read" out.txt || fail "$(cat out.txt)"
 expect_rc 3 out.txt "$inspect" stats corrupt.h5
-grep -q "error: data loss: unreadable HDF5 data" out.txt || fail "$(cat out.txt)"
+grep -q "error: data loss: cannot read the HDF5 data: the data is damaged" out.txt ||
+  fail "$(cat out.txt)"
 # A truncated file: HDF5 cannot open it -> data loss (3), and the clean file still verifies.
 head -c 300000 "$fx/fmnist-test-1000.h5" >trunc.h5
 expect_rc 3 out.txt "$inspect" verify trunc.h5 "$fx/sensors-48x128x6.h5"
-grep -q "^trunc.h5: data loss: HDF5 cannot open the file" out.txt || fail "$(cat out.txt)"
+grep -q "^trunc.h5: data loss: cannot open the HDF5 file: the file is truncated" out.txt ||
+  fail "$(cat out.txt)"
 grep -q "sensors-48x128x6.h5: ok, 2 datasets" out.txt || fail "$(cat out.txt)"
 # Missing file (unreadable, 2, wins over data loss) and cat (not supported, 2).
 expect_rc 2 out.txt "$inspect" verify missing.h5 trunc.h5

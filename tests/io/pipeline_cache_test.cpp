@@ -6,6 +6,7 @@
 #include <fstream>
 #include <thread>
 
+#include "io/pipeline/data_options.hpp"
 #include "io/pipeline/fixed_length_source.hpp"
 #include "io/pipeline/shard_policy.hpp"
 #include "pipeline_test_util.hpp"
@@ -46,10 +47,10 @@ void WriteRecords(const std::filesystem::path& path, int n, char base) {
 }
 
 Dataset FileCached(const std::vector<std::string>& files, const std::string& cache,
-                   std::shared_ptr<std::atomic<int>> calls) {
+                   std::shared_ptr<std::atomic<int>> calls, bool refill_damaged = false) {
   auto source = std::make_shared<FixedLengthRecordSource>(files, 4);
   ShardPlan plan = PlanShards(source->Files(), true, ShardPolicy::kFile, 1, 0);
-  return Dataset::FromRecordSource(source, plan).Map(Counting(calls)).Cache(cache);
+  return Dataset::FromRecordSource(source, plan).Map(Counting(calls)).Cache(cache, refill_damaged);
 }
 
 TEST(PipelineCache, FileCacheSurvivesRestartAndIsInvalidatedByChanges) {
@@ -96,6 +97,124 @@ TEST(PipelineCache, FileCacheSurvivesRestartAndIsInvalidatedByChanges) {
     it.Next(&e);
   }
   EXPECT_FALSE(std::filesystem::exists(cache + ".tmp"));
+}
+
+std::vector<std::string> Texts(const std::vector<Element>& elements) {
+  std::vector<std::string> out;
+  for (const Element& e : elements) out.push_back(RecordText(e));
+  return out;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+void WriteAll(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// Issue 27.3: one flipped byte in the middle of a cache file was replayed silently. Every
+// block is checked: damage fails the pass naming the file (on_corrupt = fail), or the cache is
+// refilled from the input and the pass goes on with the right elements (refill_damaged).
+TEST(PipelineCache, DamagedCacheFileIsDetected) {
+  shardflow::testing::ScratchDir dir("pipeline_cache_damage");
+  const std::vector<std::string> files = {(dir / "a.bin").string()};
+  WriteRecords(files[0], 40, '0');
+  const std::string cache = (dir / "train.cache").string();
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  const auto want = Texts(Drain(FileCached(files, cache, calls)));
+  ASSERT_EQ(want.size(), 40u);
+  const std::string good = ReadAll(cache);
+  for (size_t at : {good.size() / 2, size_t{40}, good.size() - 20}) {
+    SCOPED_TRACE("byte " + std::to_string(at));
+    std::string bad = good;
+    bad[at] = static_cast<char>(bad[at] ^ 0x10);
+    WriteAll(cache, bad);
+    try {
+      Drain(FileCached(files, cache, calls));
+      FAIL() << "a damaged cache file was replayed";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kDataLoss) << e.what();
+      EXPECT_NE(std::string(e.what()).find("cache file is damaged"), std::string::npos);
+      EXPECT_EQ(e.context().file, cache);
+    }
+    WriteAll(cache, bad);
+    const int before = calls->load();
+    EXPECT_EQ(Texts(Drain(FileCached(files, cache, calls, true))), want);
+    EXPECT_EQ(calls->load(), before + 40);  // refilled from the input once
+    EXPECT_EQ(ReadAll(cache), good);
+  }
+  // Truncated: never replayed short.
+  WriteAll(cache, good.substr(0, good.size() - 30));
+  EXPECT_THROW(Drain(FileCached(files, cache, calls)), Error);
+}
+
+// Issue 27.4: a cache file written by another rank, a partial or garbled one (two ranks
+// writing one path) is a clear message or a refill, never an internal error; each rank of a
+// job has its own file.
+TEST(PipelineCache, ForeignOrGarbledCacheFilesAreNeverInternalErrors) {
+  shardflow::testing::ScratchDir dir("pipeline_cache_foreign");
+  const std::vector<std::string> files = {(dir / "a.bin").string()};
+  WriteRecords(files[0], 12, 'a');
+  const std::string cache = (dir / "c.cache").string();
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  const auto want = Texts(Drain(FileCached(files, cache, calls)));
+  const std::string good = ReadAll(cache);
+  // A header and then another writer's bytes: a huge element length.
+  std::string garbled = good.substr(0, 32) + std::string(24, '\xff') + good.substr(56);
+  WriteAll(cache, garbled);
+  try {
+    Drain(FileCached(files, cache, calls));
+    FAIL() << "a garbled cache file was replayed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kDataLoss) << e.what();
+  }
+  // Not a cache file at all, or one of the first format: refilled.
+  for (const std::string& other : {std::string(100, 'z'), std::string("SFCACHE1") + good}) {
+    WriteAll(cache, other);
+    EXPECT_EQ(Texts(Drain(FileCached(files, cache, calls))), want);
+    EXPECT_EQ(ReadAll(cache), good);
+  }
+  EXPECT_EQ(RankCacheFile("/d/c.cache", 1, 3), "/d/c.cache.rank1-of-3");
+  // Through the data options, two ranks write two files and both replay them.
+  DataOptions o;
+  o.files = files;
+  o.format = "u32";
+  o.cache = cache;
+  o.batch_size = 2;
+  o.epochs = 2;
+  const SourceFactory factory = [](const std::string&, const std::vector<std::string>& f) {
+    return std::make_shared<FixedLengthRecordSource>(f, 4);
+  };
+  for (int rank : {0, 1}) {
+    Drain(BuildPipeline(o, factory, MapFn{}, rank, 2).dataset);
+    EXPECT_TRUE(std::filesystem::exists(RankCacheFile(cache, rank, 2))) << rank;
+  }
+}
+
+// Issue 27.2 for a file cache: the file deleted between the save and the restore is refilled.
+TEST(PipelineCache, FileCacheResumesWhenTheFileIsGone) {
+  shardflow::testing::ScratchDir dir("pipeline_cache_resume");
+  const std::vector<std::string> files = {(dir / "a.bin").string()};
+  WriteRecords(files[0], 10, 'a');
+  const std::string cache = (dir / "r.cache").string();
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  auto build = [&] {
+    return FileCached(files, cache, calls).Shuffle({.buffer_elements = 3, .seed = 5}).Repeat(3);
+  };
+  const auto want = Texts(Drain(build()));
+  ASSERT_EQ(want.size(), 30u);
+  std::filesystem::remove(cache);
+  PipelineIterator first = build().MakeIterator();
+  std::vector<std::string> got;
+  Element e;
+  for (int i = 0; i < 17 && first.Next(&e); ++i) got.push_back(RecordText(e));
+  const std::string blob = first.SaveState();
+  std::filesystem::remove(cache);
+  PipelineIterator resumed = build().MakeIterator();
+  resumed.RestoreState(blob);
+  while (resumed.Next(&e)) got.push_back(RecordText(e));
+  EXPECT_EQ(got, want);
 }
 
 TEST(PipelineCache, FixedLengthSourceReportsTruncationAndMissingFiles) {

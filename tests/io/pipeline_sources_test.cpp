@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <fstream>
 #include <numeric>
 
@@ -81,6 +83,35 @@ std::vector<int64_t> Ids(const Dataset& ds, const std::string& name = "id") {
     for (int64_t i = 0; i < t.num_elements(); ++i) ids.push_back(t.data<int64_t>()[i]);
   }
   return ids;
+}
+
+// Issue 20.15: a shard truncated at a record boundary during a run made the pipeline end early
+// and training fail with "internal error: the input ended at step 782 of 938", naming no file.
+TEST(TFRecordSource, AFileTruncatedDuringTheRunIsNamed) {
+  testing::ScratchDir dir("tfsource-truncated");
+  const std::string path = (dir / "a.tfrecord").string();
+  WriteExamples(path, 0, 10);
+  for (bool ranged : {false, true}) {
+    TFRecordSource source({path});  // sizes and record counts taken now, as at a run's start
+    const uint64_t size = source.Files()[0].size_bytes;
+    const uint64_t cut = source.RecordOffsets(0).at(6);
+    std::filesystem::resize_file(path, cut);
+    auto reader = source.Open(0, ranged ? ByteRange{0, size} : ByteRange{});
+    Element e;
+    int read = 0;
+    try {
+      while (reader->Next(&e)) ++read;
+      FAIL() << "the truncated file just ended";
+    } catch (const Error& err) {
+      EXPECT_EQ(err.code(), ErrorCode::kDataLoss) << err.what();
+      EXPECT_EQ(err.context().file, path);
+      EXPECT_NE(std::string(err.what()).find("truncated or replaced during the run"),
+                std::string::npos)
+          << err.what();
+    }
+    EXPECT_EQ(read, 6);
+    WriteExamples(path, 0, 10);  // whole again for the next round
+  }
 }
 
 TEST(TFRecordSource, PositionAndSeekResumeExactly) {

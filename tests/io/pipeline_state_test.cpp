@@ -90,6 +90,20 @@ TEST(PipelineState, ParallelStagesAndInterleaveResumeExactly) {
   }
 }
 
+// Issue 27.2: a resumed process has an empty memory cache; a state saved while the cache
+// replays (any epoch after the first) must refill it and continue exactly.
+TEST(PipelineState, MemoryCacheResumesPastTheFirstEpoch) {
+  ExpectResumesExactly(
+      [] {
+        return testing::Range(30)
+            .Map(AddNoise())
+            .Cache()
+            .Shuffle({.buffer_elements = 8, .seed = 3})
+            .Repeat(3);
+      },
+      {0, 12, 30, 31, 47, 60, 61, 89});
+}
+
 TEST(PipelineState, MapAndBatchResumesExactly) {
   ExpectResumesExactly(
       [] {

@@ -12,11 +12,14 @@
 #           came from a peer; resumed, bit-identical again.
 #   mpirun  SIGUSR1 to mpiexec itself while a slowed run trains (mpiexec forwards it to every
 #           rank): exit 75 from mpiexec, a checkpoint, and the resumed run bit-identical.
-#   ps      asynchronous parameter servers, every rank signalled at step 10: the workers meet,
-#           catch up, checkpoint; the servers end too; exit 75; --resume finishes the run, and
+#   ps      asynchronous parameter servers, every rank signalled at step 10: server 0 picks the
+#           step all workers stop after, they checkpoint there; the servers end too; exit 75; --resume finishes the run, and
 #           a second --resume finds it complete (servers included: nothing waits).
-#   ps_peer asynchronous parameter servers, only worker 1 signalled (SIGUSR1 at step 10): worker
-#           0 hears of it from worker 1, both stop, exit 75, a checkpoint; --resume finishes.
+#   timed   checkpoint.every_seconds writes checkpoints by the clock; with every_minutes too: exit 2.
+#   ps_peer asynchronous parameter servers, only worker 1 signalled (SIGUSR1 at step 10), with a
+#           checkpoint every 7 steps (collectives at fixed steps the stop must not cut across):
+#           worker 0 hears of it from server 0, both stop, exit 75, a checkpoint; --resume
+#           finishes; over both transports.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -84,11 +87,12 @@ ps)
     --dist.strategy=parameter_server || rc=$?
   [ $rc -eq 75 ] || { cat b.log; fail "exit status $rc, wanted 75"; }
   at=$(sed -n 's/^stopped by SIGTERM after step \([0-9]*\):.*/\1/p' b.log)
-  [ "$at" = 11 ] || { cat b.log; fail "stopped after step '$at', wanted 11 (every worker at 11)"; }
-  [ -f run_b/checkpoints/ckpt-000000011.h5 ] || { cat b.log; fail "no checkpoint"; }
+  grep -q "parameter server: a worker got a stop signal; every worker stops after step $at" b.log ||
+    { cat b.log; fail "server 0 did not pick the stop step"; }
+  [ -f "run_b/checkpoints/ckpt-$(printf %09d "$at").h5" ] || { cat b.log; fail "no checkpoint"; }
   run_train 3 r.log "${common[@]}" --output run_b --resume --dist.strategy=parameter_server ||
     { cat r.log; fail "resume failed"; }
-  grep -q "resuming from .*ckpt-000000011.h5 at step 11" r.log || { cat r.log; fail "no resume line"; }
+  grep -q "resuming from .*ckpt-$(printf %09d "$at").h5 at step $at" r.log || { cat r.log; fail "no resume line"; }
   $py - run_b/summary.json <<'PY' || fail "summary"
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -99,16 +103,35 @@ PY
   grep -q "^the run in run_b is complete; nothing changed" d.log || { cat d.log; fail "no complete line"; }
   ;;
 ps_peer)
+  for transport in p2p rma; do
+    rm -rf run_b
+    rc=0
+    SHARDFLOW_TEST_FAULT=usr1:1:10 run_train 3 b.log "${common[@]}" --output run_b \
+      --dist.strategy=parameter_server --dist.ps_transport=$transport \
+      --checkpoint.every_steps=7 --dist.watchdog_seconds=20 || rc=$?
+    [ $rc -eq 75 ] || { cat b.log; fail "$transport: exit status $rc, wanted 75"; }
+    at=$(sed -n 's/^stopped by .* after step \([0-9]*\):.*/\1/p' b.log)
+    [ -n "$at" ] && [ -f "run_b/checkpoints/ckpt-$(printf %09d "$at").h5" ] ||
+      { cat b.log; fail "$transport: no stop line or no checkpoint"; }
+    run_train 3 r.log "${common[@]}" --output run_b --resume --dist.strategy=parameter_server \
+      --dist.ps_transport=$transport --checkpoint.every_steps=7 || { cat r.log; fail "$transport: resume failed"; }
+    grep -q "resuming from .*ckpt-$(printf %09d "$at").h5 at step $at" r.log ||
+      { cat r.log; fail "$transport: no resume line"; }
+  done
+  ;;
+timed)
+  # checkpoint.every_seconds: a run of ~4 s (rank 0 slowed 100 ms a step, a metrics line every
+  # step, where the time is checked) writes checkpoints by the clock; both keys set: exit 2.
+  SHARDFLOW_TEST_FAULT=slow:0:100 run_train 2 b.log "${common[@]}" --output run_b \
+    --checkpoint.every_epochs=0 --checkpoint.every_seconds=1 || { cat b.log; fail "timed run failed"; }
+  n=$(ls run_b/checkpoints/ckpt-*.h5 | wc -l)
+  [ "$n" -ge 3 ] || { ls run_b/checkpoints; fail "$n checkpoints in ~4 s at one a second"; }
   rc=0
-  SHARDFLOW_TEST_FAULT=usr1:1:10 run_train 3 b.log "${common[@]}" --output run_b \
-    --dist.strategy=parameter_server --dist.watchdog_seconds=20 || rc=$?
-  [ $rc -eq 75 ] || { cat b.log; fail "exit status $rc, wanted 75"; }
-  at=$(sed -n 's/^stopped by .* after step \([0-9]*\):.*/\1/p' b.log)
-  [ -n "$at" ] && [ -f "run_b/checkpoints/ckpt-$(printf %09d "$at").h5" ] ||
-    { cat b.log; fail "no stop line or no checkpoint"; }
-  run_train 3 r.log "${common[@]}" --output run_b --resume --dist.strategy=parameter_server ||
-    { cat r.log; fail "resume failed"; }
-  grep -q "resuming from .*ckpt-$(printf %09d "$at").h5 at step $at" r.log || { cat r.log; fail "no resume line"; }
+  run_train 2 c.log "${common[@]}" --output run_c --checkpoint.every_seconds=1 \
+    --checkpoint.every_minutes=1 || rc=$?
+  [ $rc -eq 2 ] || { cat c.log; fail "both intervals: exit $rc, wanted 2"; }
+  grep -q "error: invalid argument: checkpoint.every_minutes and checkpoint.every_seconds are both set" c.log ||
+    { cat c.log; fail "no error line for both intervals"; }
   ;;
 *) fail "unknown mode" ;;
 esac

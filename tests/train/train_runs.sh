@@ -8,6 +8,9 @@
 #           the final checkpoint's /params, /buffers and /optimizer must equal A's bit for bit.
 #           The model has dropout and the data is shuffled, so step seeds, the shuffle and
 #           iterator state, the schedule and the optimizer state all have to be restored.
+#   resume_cache, resume_file_cache  the same with data.cache = memory (issue 27.2: the saved
+#           state replays a cache the resumed process must refill) or a file cache at 2 ranks
+#           (issue 27.4: one file per rank).
 #   kill    SHARDFLOW_TEST_FAULT=kill:1:S: rank 1 dies at step S; the job must end non-zero.
 #   hang    SHARDFLOW_TEST_FAULT=hang:1:S: rank 1 stops (SIGSTOP) at step S; the others' watchdog
 #           (dist.watchdog_seconds=3) must end the job non-zero, naming rank 1, once.
@@ -16,6 +19,10 @@
 #           line naming the step, epoch, quantity, learning rate and a hint; ckpt 4 unchanged
 #           byte for byte and still loads (a warm start from it trains). Under skip_step the
 #           diverged run fails after max_skipped_steps in a row.
+#   left_out  uneven file shards at 3 ranks: the batches never trained on are counted (27.5).
+#   grad_log  the gradient bucket / wire log line against what runs (27.6).
+#   empty_shard  file sharding leaves a rank an empty file or none: named, with the fix (27.7).
+#   bigger_batch  P ranks x batch B = 1 rank x batch P*B, under the README's condition (27.11).
 #   uneven  7 shards over 2 and 4 ranks with a partial last batch: exit 0, the ranks agree on
 #           a step count (logged), and the steps run are epochs x that count.
 # Each mode must finish well within the CTest timeout; every mpiexec runs under `timeout`.
@@ -31,14 +38,18 @@ train() {
 }
 
 case "$mode" in
-resume)
+resume | resume_cache | resume_file_cache)
   convert 3 1200 data/fm
+  cache=(--data.shuffle_buffer=500)
+  # Without a shuffle the cache stage's own state is saved (a shuffle keeps its elements).
+  [ "$mode" = resume_cache ] && cache=(--data.cache=memory --data.shuffle_buffer=0)
+  [ "$mode" = resume_file_cache ] && cache=(--data.cache="$work/cache/fm")
   # 1200 records / 2 ranks / batch 32 = 19 steps per epoch (a partial last batch); 2 epochs =
   # 38 steps. K = 25 cuts the second epoch mid-way (the shuffle of epoch 2 is under way).
   # A short warm-up and a cosine schedule: the learning rate differs at every step.
-  common=(--data.files='data/fm-*.tfrecord' --data.shuffle_buffer=500 --train.batch_size=32
+  common=(--data.files='data/fm-*.tfrecord' --train.batch_size=32
           --train.epochs=2 --train.warmup_steps=3 --train.log_every=1 --train.optimizer=adam
-          --train.lr=0.002 --checkpoint.keep_last=0)
+          --train.lr=0.002 --checkpoint.keep_last=0 "${cache[@]}")
   train 2 a.log "${common[@]}" --checkpoint.every_steps=25 --output run_a ||
     { cat a.log; fail "run A failed"; }
   train 2 b1.log "${common[@]}" --train.max_steps=25 --output run_b ||
@@ -47,6 +58,9 @@ resume)
   train 2 b2.log "${common[@]}" --output run_b --resume || { cat b2.log; fail "resume failed"; }
   grep -q "resuming from .*ckpt-000000025.h5 at step 25" b2.log || fail "no resume line"
   $py "$here/compare_runs.py" run_a run_b 38 || fail "runs differ"
+  if [ "$mode" = resume_file_cache ]; then
+    for r in 0 1; do [ -f cache/fm.rank$r-of-2 ] || fail "no cache file for rank $r"; done
+  fi
   ;;
 kill)
   convert 3 1200 data/fm
@@ -123,6 +137,94 @@ uneven)
     [ "$steps" -eq $((2 * agreed)) ] || fail "np $np: $steps steps, wanted 2 x $agreed"
     echo "np $np: ranks agree on $agreed steps per epoch; $steps steps run"
   done
+  ;;
+left_out)
+  # Issue 27.5: 7 shards of 142-143 records over 3 ranks under shard_policy = file give the
+  # ranks 3, 2 and 2 files: 9, 6 and 6 batches of 48, so 3 of 21 batches per epoch are never
+  # trained on. The count is logged (a warning: over 5%), in metrics.jsonl at each epoch's end
+  # and in summary.json.
+  convert 7 1000 data/fm
+  train 3 left_out.log --data.files='data/fm-*.tfrecord' --data.shard_policy=file \
+    --data.shuffle_files=false --train.batch_size=48 --train.epochs=2 --output run ||
+    { cat left_out.log; fail "training failed"; }
+  grep -q "W.*ranks agree on 6 steps per epoch .*: 3 of 21 batches (up to 144 records, 14.3%) are left out of every epoch.*shard_policy = record" left_out.log ||
+    { cat left_out.log; fail "no warning with the left-out count"; }
+  $py - <<'PY'
+import json
+s = json.load(open("run/summary.json"))
+assert s["batches_left_out_per_epoch"] == 3 and s["batches_per_epoch"] == 21, s
+ends = [l for l in map(json.loads, open("run/metrics.jsonl")) if "batches_left_out" in l]
+assert [l["step"] for l in ends] == [6, 12] and all(l["batches_left_out"] == 3 for l in ends), ends
+PY
+  ;;
+grad_log)
+  # Issue 27.6: the gradient line says what really ran: buckets hold whole parameters (the
+  # largest is bigger than a tiny dist.bucket_mb), and mpi / recursive doubling / one-node
+  # hierarchical send float32 whatever dist.wire asks; ring applies it.
+  convert 2 400 data/fm
+  for algo in mpi recursive_doubling hierarchical ring; do
+    train 2 $algo.log --data.files='data/fm-*.tfrecord' --train.max_steps=2 --output run-$algo \
+      --dist.allreduce=$algo --dist.wire=bf16 --dist.bucket_mb=0.01 ||
+      { cat $algo.log; fail "$algo failed"; }
+    line=$(grep "gradients: " $algo.log) || { cat $algo.log; fail "$algo: no gradients line"; }
+    echo "$line" | grep -q "floats in 2 bucket(s), the largest 0.194 MiB (dist.bucket_mb = 0.01," ||
+      fail "$algo: bucket sizes not as built: $line"
+    want="wire float32 (dist.wire = bf16 applies to ring and to hierarchical across nodes only)"
+    [ $algo = ring ] && want="all-reduce ring, wire bf16$"
+    echo "$line" | grep -q "$want" || fail "$algo: wire not as sent: $line"
+  done
+  ;;
+empty_shard)
+  # Issue 27.7: file sharding that gives a rank an empty file (or no file) is named as such,
+  # with the fix, once and before training (exit 2); it said "too few records for 3 ranks".
+  convert 2 1200 data/fm
+  : >data/fm-zz.tfrecord
+  rc=0
+  train 3 empty.log --data.files='data/fm-*.tfrecord' --data.shard_policy=file \
+    --data.shuffle_files=false --output run_e || rc=$?
+  [ $rc -eq 2 ] || { cat empty.log; fail "exit $rc, wanted 2"; }
+  [ "$(grep -c 'error: ' empty.log)" -eq 1 ] || { cat empty.log; fail "not one error line"; }
+  grep -q "^\[rank 2\] error: invalid argument: rank 2 has no training batch: shard_policy = file gives it data/fm-zz.tfrecord (0 records), 0 records, fewer than one batch of 64 .*hint: shard_policy = record (or auto)" empty.log ||
+    { cat empty.log; fail "the error does not name the empty file and the fix"; }
+  rm data/fm-zz.tfrecord
+  rc=0
+  train 3 none.log --data.files='data/fm-*.tfrecord' --data.shard_policy=file --output run_n ||
+    rc=$?
+  [ $rc -eq 2 ] || { cat none.log; fail "exit $rc, wanted 2 (no file for rank 2)"; }
+  grep -q "rank 2 has no training batch: shard_policy = file gives it no file (2 files for 3 ranks)" none.log ||
+    { cat none.log; fail "the error does not say rank 2 has no file"; }
+  ;;
+bigger_batch)
+  # Issue 27.11, the README's condition: one file (or files whose record counts are multiples of
+  # P, read one after another), data.shard_policy = record, no shuffle, a model without
+  # randomness. Then global step k holds the same records at P ranks x batch B as at one rank x
+  # batch P*B, and the parameters agree to float rounding (2e-5).
+  convert 1 768 data/one
+  for np in 1 2 4; do
+    run_train $np bb$np.log --data.files='data/one-*.tfrecord' --eval.files= \
+      --model.spec='flatten, dense:32, relu, dense:10' --data.shard_policy=record \
+      --data.shuffle_buffer=0 --train.batch_size=$((32 / np)) --train.epochs=1 \
+      --train.max_steps=12 --train.warmup_steps=0 --train.optimizer=sgd --train.lr=0.05 \
+      --output run$np || { cat bb$np.log; fail "np $np failed"; }
+  done
+  $py - <<'PY' || fail "parameters differ"
+import glob
+import h5py
+import numpy as np
+def params(run):
+    path = sorted(glob.glob(run + "/checkpoints/ckpt-*.h5"))[-1]
+    with h5py.File(path, "r") as f:
+        out = {}
+        f["params"].visititems(lambda n, d: out.__setitem__(n, d[()]) if isinstance(d, h5py.Dataset) else None)
+        return out
+one = params("run1")
+for np_ in (2, 4):
+    other = params("run%d" % np_)
+    assert other.keys() == one.keys()
+    worst = max(float(np.max(np.abs(one[k] - other[k]))) for k in one)
+    print("np %d: max |difference| %.3g" % (np_, worst))
+    assert worst < 2e-5, worst
+PY
   ;;
 *) fail "unknown mode" ;;
 esac

@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "core/logging.hpp"
 #include "io/crc32c.hpp"
@@ -72,8 +74,12 @@ Status CheckFinite(std::string_view data, const std::vector<std::string>& featur
 class TFRecordSourceReader : public RecordReader {
  public:
   TFRecordSourceReader(std::string path, io::TFRecordReaderOptions options, const ByteRange& range,
-                       FiniteCheck finite)
-      : path_(std::move(path)), options_(options), range_(range), finite_(std::move(finite)) {
+                       FiniteCheck finite, uint64_t planned_bytes)
+      : path_(std::move(path)),
+        options_(options),
+        range_(range),
+        finite_(std::move(finite)),
+        planned_bytes_(planned_bytes) {
     if (!range.whole_file()) {
       options_.begin = range.begin;
       options_.end = range.end;
@@ -85,7 +91,10 @@ class TFRecordSourceReader : public RecordReader {
   bool Next(Element* out) override {
     io::TFRecordReader::Record r;
     for (;;) {
-      if (!reader_->Next(&r)) return false;
+      if (!reader_->Next(&r)) {
+        CheckNotShrunk();
+        return false;
+      }
       if (Acceptable(r)) break;
     }
     Tensor t(DType::kUInt8, {static_cast<int64_t>(r.data.size())});
@@ -101,6 +110,24 @@ class TFRecordSourceReader : public RecordReader {
   }
 
   ReaderPosition Position() const override { return {next_offset_, read_}; }
+
+  // At the end of the part to read: a file now shorter than when the source was opened (the
+  // record counts were taken then) was truncated or replaced during the run. Said as such,
+  // naming the file, instead of a pipeline that just ends early.
+  void CheckNotShrunk() const {
+    const uint64_t end =
+        range_.whole_file() ? planned_bytes_ : std::min(range_.end, planned_bytes_);
+    if (reader_->compression() != io::Compression::kNone || next_offset_ >= end) return;
+    std::error_code ec;
+    const uint64_t now = std::filesystem::file_size(path_, ec);
+    if (ec || now >= planned_bytes_) return;
+    throw Error(ErrorCode::kDataLoss,
+                "the file is " + std::to_string(now) + " bytes, " + std::to_string(planned_bytes_) +
+                    " when the run started: it was truncated or replaced during the run",
+                {.file = path_,
+                 .offset = next_offset_,
+                 .hint = "restore the file; --resume continues from the last checkpoint"});
+  }
 
   // Whether `r` passes the finite check; a skipped record still counts as read (Position).
   bool Acceptable(const io::TFRecordReader::Record& r) {
@@ -145,6 +172,7 @@ class TFRecordSourceReader : public RecordReader {
   int64_t read_ = 0;
   int64_t index_base_ = 0;  // added to the reader's indices after a Seek in a whole file
   FiniteCheck finite_;
+  uint64_t planned_bytes_;  // the file's size when the source was opened
 };
 
 // Counting drops nothing silently: a damaged region under on_corrupt = skip is counted by the
@@ -257,7 +285,7 @@ std::unique_ptr<RecordReader> TFRecordSource::Open(size_t file_index,
                      .skip = options_.on_corrupt == io::OnCorrupt::kSkip,
                      .skipped = nonfinite_skipped_};
   return std::make_unique<TFRecordSourceReader>(files_[file_index].name, o, range,
-                                                std::move(finite));
+                                                std::move(finite), files_[file_index].size_bytes);
 }
 
 std::string TFRecordSource::FormatDescription() const {
