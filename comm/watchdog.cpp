@@ -1,5 +1,6 @@
 #include "comm/watchdog.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -30,7 +31,16 @@ std::string RankList(const std::vector<int>& ranks) {
   return out + "]";
 }
 
+// Open BusyScopes of this process.
+std::atomic<int> g_busy{0};
+
 }  // namespace
+
+BusyScope::BusyScope() { g_busy.fetch_add(1, std::memory_order_release); }
+
+BusyScope::~BusyScope() { g_busy.fetch_sub(1, std::memory_order_release); }
+
+bool BusyScope::busy() { return g_busy.load(std::memory_order_acquire) > 0; }
 
 Watchdog::Watchdog(MPI_Comm comm, const WatchdogOptions& options) : options_(options) {
   if (!(options_.timeout_seconds > 0)) {
@@ -79,16 +89,20 @@ void Watchdog::AnswerQueries() {
     }
     int64_t asked = 0;
     MPI_Recv(&asked, 1, MPI_INT64_T, status.MPI_SOURCE, kQueryTag, comm_, MPI_STATUS_IGNORE);
-    const int64_t reply[2] = {static_cast<int64_t>(entered_.load(std::memory_order_acquire)),
-                              static_cast<int64_t>(completed_.load(std::memory_order_acquire))};
-    // 16 bytes go eagerly: this returns without waiting for the asker.
-    MPI_Send(reply, 2, MPI_INT64_T, status.MPI_SOURCE, kReplyTag, comm_);
+    const int64_t reply[3] = {static_cast<int64_t>(entered_.load(std::memory_order_acquire)),
+                              static_cast<int64_t>(completed_.load(std::memory_order_acquire)),
+                              BusyScope::busy() ? 1 : 0};
+    // 24 bytes go eagerly: this returns without waiting for the asker.
+    MPI_Send(reply, 3, MPI_INT64_T, status.MPI_SOURCE, kReplyTag, comm_);
   }
 }
 
 void Watchdog::Run() {
   const auto poll = std::chrono::duration<double>(options_.poll_seconds);
   const auto timeout_ns = static_cast<int64_t>(options_.timeout_seconds * 1e9);
+  // A collective that waits on busy ranks is timed from when they last said so.
+  uint64_t waited_for = 0;
+  int64_t restarted_ns = 0;
   MutexLock lock(mutex_);
   while (!stop_) {
     wake_.WaitFor(mutex_, poll);  // a spurious wake-up just polls early
@@ -96,16 +110,20 @@ void Watchdog::Run() {
     if (can_query_) AnswerQueries();
     const uint64_t entered = entered_.load(std::memory_order_acquire);
     if (entered == completed_.load(std::memory_order_acquire)) continue;
-    if (NowNs() - started_ns_.load(std::memory_order_relaxed) > timeout_ns &&
-        entered == entered_.load(std::memory_order_acquire) &&
+    int64_t started = started_ns_.load(std::memory_order_relaxed);
+    if (waited_for == entered) started = std::max(started, restarted_ns);
+    if (NowNs() - started > timeout_ns && entered == entered_.load(std::memory_order_acquire) &&
         entered != completed_.load(std::memory_order_acquire)) {
-      ReportTimeout(entered);
+      ReportTimeout(entered);  // returns only when the ranks it waits on are busy
+      waited_for = entered;
+      restarted_ns = NowNs();
     }
   }
 }
 
 void Watchdog::ReportTimeout(uint64_t collective) {
   std::vector<std::array<int64_t, 2>> progress(static_cast<size_t>(size_), {-1, -1});
+  std::vector<std::array<int64_t, 3>> answers(static_cast<size_t>(size_), {-1, -1, 0});
   if (can_query_ && size_ > 1) {
     const int64_t asked = static_cast<int64_t>(collective);
     std::vector<MPI_Request> queries;
@@ -116,7 +134,7 @@ void Watchdog::ReportTimeout(uint64_t collective) {
       if (MPI_Isend(&asked, 1, MPI_INT64_T, r, kQueryTag, comm_, &q) == MPI_SUCCESS) {
         queries.push_back(q);
       }
-      MPI_Irecv(progress[static_cast<size_t>(r)].data(), 2, MPI_INT64_T, r, kReplyTag, comm_,
+      MPI_Irecv(answers[static_cast<size_t>(r)].data(), 3, MPI_INT64_T, r, kReplyTag, comm_,
                 &replies[static_cast<size_t>(r)]);
     }
     // Wait for answers, answering other ranks' queries meanwhile (they may be timing out too).
@@ -129,6 +147,27 @@ void Watchdog::ReportTimeout(uint64_t collective) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     // Requests still pending are left alone: the job is about to end.
+  }
+  bool all_busy = can_query_ && size_ > 1;  // every rank not in #collective answered busy
+  std::vector<int> busy_ranks;
+  for (int r = 0; r < size_; ++r) {
+    const std::array<int64_t, 3>& a = answers[static_cast<size_t>(r)];
+    progress[static_cast<size_t>(r)] = {a[0], a[1]};
+    if (r == rank_ || (a[0] >= static_cast<int64_t>(collective))) continue;
+    if (a[0] < 0 || a[2] == 0) all_busy = false;
+    busy_ranks.push_back(r);
+  }
+  if (all_busy && !busy_ranks.empty()) {
+    if (collective != logged_busy_) {
+      logged_busy_ = collective;
+      std::fprintf(stderr,
+                   "[rank %d] watchdog: collective #%llu %s waits past %.1f s on busy ranks %s "
+                   "(a checkpoint or evaluation); waiting on\n",
+                   rank_, static_cast<unsigned long long>(collective),
+                   op_.load(std::memory_order_relaxed), options_.timeout_seconds,
+                   RankList(busy_ranks).c_str());
+    }
+    return;
   }
   const std::string message = Describe(collective, op_.load(std::memory_order_relaxed),
                                        bytes_.load(std::memory_order_relaxed), size_, rank_,

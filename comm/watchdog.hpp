@@ -22,6 +22,18 @@
 // support (MPI's THREAD_MULTIPLE level); with less, the watchdog still times out and aborts,
 // with only its own view.
 //
+// Busy phases: a rank that spends long outside collectives on purpose (rank 0 writing a
+// checkpoint while the others wait in the next step's all-reduce; an evaluation) opens a
+// BusyScope. The flag is process-wide: every watchdog of the process sends it with its answer
+// to a status query. A rank whose collective timed out restarts its clock, instead of ending
+// the job, when every rank that has not joined the collective answered and said it is busy
+// (logged once per collective); a rank that does not answer, or has not joined and is not
+// busy, ends the job as above. So a slow checkpoint write never kills a healthy job, and a
+// rank that hangs inside a busy phase but still answers keeps its peers waiting (it is alive
+// and doing I/O; the job's own time limit bounds it). Without full thread support no queries
+// are made and a busy peer is not seen: the timeout then ends the job as before.
+// BusyScope is thread-safe (nested or concurrent scopes are counted).
+//
 // Point-to-point: a wait outside any collective (Communicator::WaitAll, SendRecv) is not
 // watched by the thread; WaitPointToPoint polls the requests itself and, when they are not done
 // within the same timeout, cancels what it can and throws Error(kCommunication) with one line
@@ -87,13 +99,16 @@ class Watchdog {
  private:
   void Run() EXCLUDES(mutex_);
   void AnswerQueries();
-  [[noreturn]] void ReportTimeout(uint64_t collective);
+  // Ends the job naming the ranks' progress, unless every rank that has not joined collective
+  // #`collective` answered busy: then returns (the caller restarts its clock).
+  void ReportTimeout(uint64_t collective);
 
   WatchdogOptions options_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
   bool can_query_ = false;
+  uint64_t logged_busy_ = 0;  // the last collective a wait on busy ranks was logged for
 
   std::atomic<uint64_t> entered_{0};
   std::atomic<uint64_t> completed_{0};
@@ -129,6 +144,17 @@ void WaitPointToPoint(std::vector<MPI_Request>& requests, const std::vector<Poin
 std::string DescribePointToPointTimeout(const PointToPoint& op, double timeout_seconds,
                                         double waited_seconds, int rank, size_t pending,
                                         size_t total);
+
+// Marks this process busy (see "Busy phases" above) while it lives.
+class BusyScope {
+ public:
+  BusyScope();
+  ~BusyScope();
+  BusyScope(const BusyScope&) = delete;
+  BusyScope& operator=(const BusyScope&) = delete;
+  // Whether a BusyScope is open in this process.
+  static bool busy();
+};
 
 // RAII Begin/End; a null watchdog does nothing.
 class CollectiveScope {

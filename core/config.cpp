@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -272,6 +273,11 @@ void ConfigSchema::SetValue(Option& option, std::string_view text, const ConfigS
 void ConfigSchema::Parse(const std::string& path, const std::vector<ConfigOverride>& overrides) {
   std::string text;
   if (!path.empty()) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {  // it would read as an empty config
+      throw Error(ErrorCode::kInvalidArgument, "the config file is a directory",
+                  {.file = path, .hint = "give the path of an INI file"});
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) {
       throw Error(ErrorCode::kNotFound,

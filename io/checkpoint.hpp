@@ -163,6 +163,7 @@ struct CheckpointInfo {
   std::string input_shape;
   std::string optimizer;                              // empty: weights only
   std::vector<std::pair<std::string, Shape>> params;  // "03_dense/kernel", full shape; by name
+  std::string config_text;                            // the resolved config that wrote it
 };
 CheckpointInfo ReadCheckpointInfo(const std::string& path);
 

@@ -347,6 +347,7 @@ CheckpointInfo ReadCheckpointInfo(const std::string& path) {
     if (file.HasLink(fmt::kOptimizer)) {
       info.optimizer = io::ReadStringAttribute(file, fmt::kOptimizer, "name");
     }
+    if (file.HasLink(fmt::kConfig)) info.config_text = io::ReadStringDataset(file, fmt::kConfig);
     const std::string head = std::string(fmt::kParams).substr(1);
     for (const io::Hdf5DatasetInfo& d : file.ListDatasets()) {
       if (d.name.compare(0, head.size(), head) == 0) {

@@ -23,7 +23,8 @@ void RegisterModelSection(ConfigSchema& s, ExperimentConfig* c) {
               "classify: softmax cross-entropy on integer labels; reconstruct: MSE to the input");
   s.Add("model", "input_feature", &c->input_feature, "batch feature fed to the model").NonEmpty();
   s.Add("model", "label_feature", &c->label_feature, "batch feature holding integer labels");
-  s.Add("model", "input_scale", &c->input_scale, "uint8 inputs are multiplied by this");
+  s.Add("model", "input_scale", &c->input_scale,
+        "uint8 inputs are multiplied by this; float32 inputs are used as they are");
   s.Add("model", "seed", &c->seed, "initial weights and dropout masks (same on every rank)");
   s.AddChoice("model", "init", &c->init, {"he", "glorot"},
               "initialisation of dense and conv kernels");

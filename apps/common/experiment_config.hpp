@@ -83,6 +83,7 @@ struct ExperimentConfig {
   std::string output = "runs/latest";
   std::string resume;  // "" (start fresh), "latest" (--resume) or "auto" (--resume=auto)
   bool no_progress = false;
+  bool overwrite = false;  // train: clear a previous run's checkpoints and metrics in OUTPUT
 };
 
 void RegisterExperimentConfig(ConfigSchema& schema, ExperimentConfig* config);
@@ -94,7 +95,8 @@ struct ModelSetup {
   ModelOptions model;
   Task task = Task::kClassify;
   // Which features of a batch are the input and the label (classify) and how the input is
-  // converted: uint8 inputs are cast to float32 and multiplied by input_scale.
+  // converted: uint8 inputs are cast to float32 and multiplied by input_scale (float32 inputs
+  // are never scaled).
   std::string input_feature = "image";
   std::string label_feature = "label";
   double input_scale = 1.0;

@@ -19,18 +19,7 @@ ModelBatch ToModelBatch(const pipeline::Element& batch, const BatchSpec& spec, T
   Shape shape = spec.input_shape;
   shape.insert(shape.begin(), out.rows);
   if (in.dtype() == DType::kFloat32) {
-    out.x = in.Reshaped(shape);
-    if (spec.scale != 1.0) {
-      if (scratch->shape() != shape || scratch->dtype() != DType::kFloat32) {
-        *scratch = Tensor(DType::kFloat32, shape);
-      }
-      const float* src = in.data<float>();
-      float* dst = scratch->data<float>();
-      const float s = static_cast<float>(spec.scale);
-      const int64_t n = in.num_elements();
-      for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * s;
-      out.x = *scratch;
-    }
+    out.x = in.Reshaped(shape);  // float inputs are the model's values: never scaled
   } else if (in.dtype() == DType::kUInt8) {
     if (scratch->shape() != shape || scratch->dtype() != DType::kFloat32) {
       *scratch = Tensor(DType::kFloat32, shape);
@@ -64,6 +53,31 @@ ModelBatch ToModelBatch(const pipeline::Element& batch, const BatchSpec& spec, T
     out.labels = labels.Reshaped({out.rows});
   }
   return out;
+}
+
+pipeline::MapFn LabelRangeCheck(const std::string& label_feature, int64_t classes) {
+  return [label_feature, classes](pipeline::Element& e, const pipeline::MapContext&) {
+    if (!e.Has(label_feature)) return;
+    const Tensor& t = e.Get(label_feature);
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      int64_t label = 0;
+      if (t.dtype() == DType::kInt64) {
+        label = t.data<int64_t>()[i];
+      } else if (t.dtype() == DType::kInt32) {
+        label = t.data<int32_t>()[i];
+      } else {
+        return;  // not integer: ToModelBatch names the dtype
+      }
+      if (label >= 0 && label < classes) continue;
+      ErrorContext ctx = e.where.Context();
+      ctx.key = label_feature;
+      ctx.hint = "check the number of classes of the model's last layer";
+      throw Error(ErrorCode::kInvalidArgument,
+                  "label " + std::to_string(label) + " is outside [0, " + std::to_string(classes) +
+                      "), the model's classes",
+                  ctx);
+    }
+  };
 }
 
 }  // namespace shardflow::apps

@@ -3,7 +3,8 @@
 // Turns a pipeline batch into the model's input and target tensors.
 //
 //   input:  the batch's `input_feature`, (B, ...) of uint8 or float32 with input_shape's
-//           element count per row; uint8 is cast to float32 and multiplied by `scale`.
+//           element count per row; uint8 is cast to float32 and multiplied by `scale`;
+//           float32 is used as it is (`scale` is for integer pixels, never applied to floats).
 //   labels: the batch's `label_feature`, (B) or (B, 1) of an integer dtype (classify only).
 // Errors name the feature, what was expected and what was found, and the batch's first record.
 #pragma once
@@ -12,6 +13,7 @@
 
 #include "core/tensor.hpp"
 #include "io/pipeline/element.hpp"
+#include "io/pipeline/nodes.hpp"
 
 namespace shardflow::apps {
 
@@ -23,7 +25,7 @@ struct BatchSpec {
   std::string input_feature;
   std::string label_feature;  // "" : no labels (reconstruction)
   Shape input_shape;          // per sample
-  double scale = 1.0;
+  double scale = 1.0;         // uint8 inputs only
 };
 
 struct ModelBatch {
@@ -34,5 +36,11 @@ struct ModelBatch {
 
 // `scratch` is reused between calls for the float conversion (it grows as needed).
 ModelBatch ToModelBatch(const pipeline::Element& batch, const BatchSpec& spec, Tensor* scratch);
+
+// A check of one decoded example (pipeline::InputSpec::check_example): its integer
+// `label_feature` values lie in [0, classes). Throws Error(kInvalidArgument) naming the label,
+// the example's file and record, and the feature; an example without the feature passes (the
+// batch conversion names a missing one).
+pipeline::MapFn LabelRangeCheck(const std::string& label_feature, int64_t classes);
 
 }  // namespace shardflow::apps

@@ -82,6 +82,14 @@ void WriteMeta(const ConvertOptions& o, const ShardPlan& plan, nlohmann::json me
   if (!out) throw Error(ErrorCode::kIo, "cannot write the metadata file", {.file = path});
 }
 
+// The [data] features line shardflow-train reads image shards with (image_raw as written).
+std::string ImageFeaturesLine(DType dtype, const Shape& shape) {
+  const std::string dims =
+      std::to_string(shape[0]) + "x" + std::to_string(shape[1]) + "x" + std::to_string(shape[2]);
+  return (dtype == DType::kUInt8 ? "image_raw:bytes:uint8:" : "image_raw:float:float32:") + dims +
+         ", label:int64:int64:scalar, id:int64:int64:scalar";
+}
+
 int RunImages(MpiEnvironment& env, const ConvertOptions& o, comm::Communicator& comm) {
   auto input = ImageInput::Open(o, comm);
   const int64_t n = o.limit >= 0 ? std::min(o.limit, input->total()) : input->total();
@@ -123,6 +131,7 @@ int RunImages(MpiEnvironment& env, const ConvertOptions& o, comm::Communicator& 
                 {{"kind", "images"},
                  {"shape", shape},
                  {"image_raw_dtype", DTypeName(records.images.dtype())},
+                 {"data_features", ImageFeaturesLine(records.images.dtype(), shape)},
                  {"features", {"image_raw", "label", "id", "shape"}}},
                 norm);
     }

@@ -178,8 +178,9 @@ folder names for images from input.root):
   jsonl   one feature per input.schema field: int64 -> int64, float32 -> float, bytes -> bytes
   images  image_raw  bytes   decoded uint8 [H,W,C]; shape int64 [H,W,C]; label int64
 Example schema, images (TFRecord, one tf.train.Example per image):
-  image_raw  bytes   H*W*C values, row-major [H,W,C]: uint8 when preprocess.normalize=none and
-                     the input is uint8, else float32 little-endian
+  image_raw  bytes   H*W*C uint8 values, row-major [H,W,C], when preprocess.normalize=none and
+                     the input is uint8; else float (H*W*C float32 values). PREFIX.meta.json's
+                     data_features is the [data] features line that reads the shards back
   label      int64   the class (-1 when an HDF5 input has no labels dataset)
   id         int64   the global record index
   shape      int64   [H, W, C]

@@ -8,7 +8,8 @@
 
 namespace shardflow::convert {
 
-// image_raw and the float features are documented as little-endian; the bytes are copied as-is.
+// uint8 image_raw and the HDF5 datasets are documented as little-endian; the bytes are copied
+// as-is.
 static_assert(std::endian::native == std::endian::little,
               "shardflow-convert assumes little-endian");
 
@@ -20,8 +21,15 @@ void WriteImageShards(const ShardPlan& plan, const ImageRecords& records,
   const auto* base = static_cast<const char*>(records.images.raw_data());
   WriteShardRecords(plan, options, progress, [&](int64_t id, io::ExampleBuilder& builder) {
     const int64_t i = id - records.first;
-    builder.AddBytes("image_raw",
-                     {std::string(base + i * record_bytes, static_cast<size_t>(record_bytes))});
+    if (records.images.dtype() == DType::kFloat32) {
+      // Normalized images: a float feature, which image_raw:float:float32:HxWxC reads back.
+      const auto count = static_cast<size_t>(record_bytes) / sizeof(float);
+      builder.AddFloat("image_raw",
+                       std::span<const float>(records.images.data<float>() + i * count, count));
+    } else {
+      builder.AddBytes("image_raw",
+                       {std::string(base + i * record_bytes, static_cast<size_t>(record_bytes))});
+    }
     builder.AddInt64("label", {records.labels[static_cast<size_t>(i)]});
     builder.AddInt64("id", {id});
     builder.AddInt64("shape", {shape[1], shape[2], shape[3]});

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <ostream>
+#include <vector>
 
 #include <algorithm>
 
@@ -87,7 +88,17 @@ class Hdf5Handler final : public FormatHandler {
                        {.file = path});
       return report;
     }
-    for (const io::Hdf5DatasetInfo& info : reader->file().ListDatasets()) {
+    std::vector<io::Hdf5DatasetInfo> datasets;
+    try {
+      datasets = reader->file().ListDatasets();
+    } catch (const Error& e) {
+      // A damaged object header (a flipped byte the metadata checksum catches): data loss.
+      report.loss =
+          Status(ErrorCode::kDataLoss, std::string("HDF5 cannot list the objects: ") + e.what(),
+                 {.file = path});
+      return report;
+    }
+    for (const io::Hdf5DatasetInfo& info : datasets) {
       try {
         if (info.dtype) {
           reader->Sum(info.name);  // reads every element, block by block

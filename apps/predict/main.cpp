@@ -89,6 +89,7 @@ int Run(MpiEnvironment& env, PredictAppConfig& config, Prepared& p) {
                 .scale = p.options.input_scale};
   spec.task = p.options.task;
   spec.id_feature = config.id_feature;
+  spec.record_index = pipeline::MakeRecordNumbering(config.train.data);
   spec.batch_size = config.batch_size;
   // Every rank of a model replica reads the replica's shard; its reporter records the rows.
   const apps::GridPlace& at = p.plan.place;

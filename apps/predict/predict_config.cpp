@@ -37,7 +37,9 @@ void RegisterPredictConfig(ConfigSchema& schema, PredictAppConfig* c) {
   schema.Add("predict", "batch_size", &c->batch_size, "records per forward pass").Positive();
   schema.Add("predict", "id_feature", &c->id_feature,
              "int64 feature holding each record's global id (shardflow-convert writes `id`); "
-             "records without it use the pipeline's element id; empty: always the element id");
+             "records without it get their global record index (files in name order, then "
+             "records in file order, from 0; text, jsonl, fixed, images: (file << 40) | "
+             "offset); empty: always that index");
 }
 
 void AddPredictFlags(AppSpec& app, PredictAppConfig* c) {

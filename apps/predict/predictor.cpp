@@ -39,8 +39,12 @@ Tensor StackFeature(const std::vector<pipeline::Element>& records, const std::st
   return out;
 }
 
-int64_t RecordId(const pipeline::Element& record, const std::string& id_feature) {
-  if (id_feature.empty() || !record.Has(id_feature)) return record.id;
+int64_t RecordId(const pipeline::Element& record, const PredictorSpec& spec) {
+  const std::string& id_feature = spec.id_feature;
+  const auto fallback = [&] {
+    return spec.record_index ? spec.record_index(record.where) : record.id;
+  };
+  if (id_feature.empty() || !record.Has(id_feature)) return fallback();
   const Tensor& t = record.Get(id_feature);
   if (t.dtype() != DType::kInt64 || t.num_elements() != 1) {
     ErrorContext ctx = record.where.Context();
@@ -51,7 +55,7 @@ int64_t RecordId(const pipeline::Element& record, const std::string& id_feature)
                 ctx);
   }
   const int64_t v = t.data<int64_t>()[0];
-  return v >= 0 ? v : record.id;  // -1: the record has no id (the spec's default)
+  return v >= 0 ? v : fallback();  // -1: the record has no id (the spec's default)
 }
 
 class BatchPredictor {
@@ -75,7 +79,7 @@ class BatchPredictor {
     const apps::ModelBatch mb = apps::ToModelBatch(batch, bspec, &scratch_);
     const Tensor out = forward_(mb.x);
     if (out.num_elements() == 0 && mb.rows > 0) return;  // another rank holds the outputs
-    for (const auto& r : records) rows_->ids.push_back(RecordId(r, spec_.id_feature));
+    for (const auto& r : records) rows_->ids.push_back(RecordId(r, spec_));
     const int64_t n = mb.rows;
     const int64_t width = n > 0 ? out.num_elements() / n : 0;
     const float* y = out.data<float>();

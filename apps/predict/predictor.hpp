@@ -31,6 +31,9 @@ struct PredictorSpec {
   apps::BatchSpec batch;  // label_feature: used when the records have it
   apps::Task task = apps::Task::kClassify;
   std::string id_feature;  // "" : element ids only
+  // The id of a record without an id feature, from its provenance (the global record index,
+  // pipeline::MakeRecordNumbering); unset: the pipeline's element id.
+  std::function<int64_t(const pipeline::Provenance&)> record_index;
   int64_t batch_size = 256;
 };
 

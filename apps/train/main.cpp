@@ -1,7 +1,11 @@
 // shardflow-train: synchronous data-parallel training, one process per rank.
 //   mpirun -np N shardflow-train --config FILE [--section.key=value ...] [--output DIR]
 //       [--resume[=auto]] [--check] [--no-progress]
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -80,6 +84,10 @@ void CheckResumable(const TrainerOptions& o) {
         throw;
       }
       CheckFits(info, *it, o);
+      if (!CheckSameRun(info.config_text, o.config_text, *it)) {
+        SF_LOG0(Warn) << *it << " predates run identity hashes: not checked that it was written "
+                      << "with this config's model and data";
+      }
       return;
     }
     if (o.resume_if_possible) return;
@@ -88,6 +96,121 @@ void CheckResumable(const TrainerOptions& o) {
               {.file = o.checkpoint.dir,
                .hint = "--resume=auto starts fresh when there is none; without --resume the "
                        "run starts fresh"});
+}
+
+// A fresh run (no --resume) into an OUTPUT that holds another run's checkpoints or metrics would
+// mix the two: same-step checkpoints overwritten, keep_last deleting the other's, a later
+// --resume continuing the wrong one, metrics.jsonl interleaved. Refused unless --overwrite.
+void CheckFreshOutput(const TrainerOptions& o, bool overwrite) {
+  if (overwrite && o.resume) {
+    throw Error(ErrorCode::kInvalidArgument, "--overwrite and --resume exclude each other",
+                {.key = "--overwrite"});
+  }
+  if (o.resume || overwrite) return;
+  const bool checkpoints =
+      std::filesystem::is_directory(o.checkpoint.dir) && !ListCheckpoints(o.checkpoint).empty();
+  const bool metrics = std::filesystem::exists(o.output_dir + "/metrics.jsonl");
+  if (!checkpoints && !metrics) return;
+  throw Error(ErrorCode::kInvalidArgument,
+              std::string("the output already holds a run (") +
+                  (checkpoints ? "checkpoints" : "metrics.jsonl") +
+                  "); a fresh run would mix with it",
+              {.file = checkpoints ? o.checkpoint.dir : o.output_dir,
+               .hint = "--resume continues it, --overwrite clears it first, or choose another "
+                       "--output"});
+}
+
+// --overwrite, on rank 0 before anything is written: the previous run's checkpoints,
+// metrics.jsonl and summary.json go, logged (unfinished .tmp files go on every start).
+void ClearPreviousRun(const TrainerOptions& o) {
+  namespace fs = std::filesystem;
+  int removed = 0;
+  if (fs::is_directory(o.checkpoint.dir)) {
+    for (const std::string& f : ListCheckpoints(o.checkpoint)) removed += fs::remove(f) ? 1 : 0;
+  }
+  const bool metrics = fs::remove(o.output_dir + "/metrics.jsonl");
+  fs::remove(o.output_dir + "/summary.json");
+  if (removed > 0 || metrics) {
+    SF_LOG(Warn) << "--overwrite: removed " << removed << " checkpoints of the previous run from "
+                 << o.checkpoint.dir << (metrics ? " and its metrics.jsonl" : "");
+  }
+}
+
+// checkpoint.dir must be a folder this rank can create files in: found at start-up, not at the
+// first checkpoint after all of training. Every rank checks (they share the folder or not);
+// a probe file named by rank and pid is created and removed.
+void CheckCheckpointDir(const TrainerOptions& o, int rank) {
+  namespace fs = std::filesystem;
+  const std::string& dir = o.checkpoint.dir;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!ec && !fs::is_directory(dir, ec)) ec = std::make_error_code(std::errc::not_a_directory);
+  std::string what = "cannot create the checkpoint folder";
+  if (!ec) {
+    const std::string probe =
+        dir + "/.write-test." + std::to_string(rank) + "." + std::to_string(::getpid());
+    if (std::FILE* f = std::fopen(probe.c_str(), "w"); f != nullptr) {
+      std::fclose(f);
+      fs::remove(probe, ec);
+      return;
+    }
+    ec = std::error_code(errno, std::generic_category());
+    what = "cannot write in the checkpoint folder";
+  }
+  throw Error(ErrorCode::kInvalidArgument, what + ": " + ec.message(),
+              {.file = dir,
+               .key = "checkpoint.dir",
+               .hint = "set checkpoint.dir (or --output) to a writable folder"});
+}
+
+// Rank 0, before training: checkpoint files a killed writer left unfinished
+// (NAME.h5.tmp.PID) are removed, logged. No writer of another run can be at work in the folder
+// (a fresh run into a used OUTPUT is refused).
+void RemoveUnfinishedCheckpoints(const TrainerOptions& o) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(o.checkpoint.dir)) return;
+  std::vector<fs::path> unfinished;
+  for (const fs::directory_entry& e : fs::directory_iterator(o.checkpoint.dir)) {
+    if (e.path().filename().string().find(".h5.tmp.") != std::string::npos) {
+      unfinished.push_back(e.path());
+    }
+  }
+  for (const fs::path& p : unfinished) {
+    fs::remove(p);
+    SF_LOG(Warn) << "removed " << p.string() << ", a checkpoint its killed writer left unfinished";
+  }
+}
+
+// A folder among the data files would be read as a damaged record file ("truncated record
+// header", exit 3): a usage error naming it and the key instead (images read folders through
+// data.root, not data.files).
+void CheckNotFolders(const pipeline::InputSpec& spec, const std::string& key) {
+  if (spec.data.format == "images") return;
+  for (const std::string& f : pipeline::ListFiles(spec.data.files)) {
+    if (std::filesystem::is_directory(f)) {
+      throw Error(ErrorCode::kInvalidArgument, "a data file is a directory",
+                  {.file = f,
+                   .key = key,
+                   .hint = "give the files in it, e.g. " + f + "/*." + spec.data.format});
+    }
+  }
+}
+
+// The inputs, in the parse phase: patterns that match nothing and folders among the files are
+// usage errors reported here, once, rather than by every rank's pipeline at once; a label
+// outside the model's classes will name its file and record (checked per example).
+void CheckInputs(apps::ExperimentConfig* config, const TrainerOptions& o) {
+  pipeline::CheckInputFilesMatch(config->data, "data.files");
+  CheckNotFolders(config->data, "data.files");
+  if (!config->eval.data.files.empty()) {
+    pipeline::CheckFilesMatch(config->eval.data.files, "eval.files");
+    CheckNotFolders(config->eval, "eval.files");
+  }
+  if (o.task == apps::Task::kClassify) {
+    const Shape out = DescribeLayers(o.model_spec, o.input_shape, o.model).back().output_shape;
+    config->data.check_example = apps::LabelRangeCheck(o.label_feature, out.back());
+    config->eval.check_example = config->data.check_example;
+  }
 }
 
 // The shard of the data this rank reads: its data-parallel replica's (every rank of a
@@ -237,6 +360,7 @@ int main(int argc, char** argv) {
       argc, argv,
       [&](MpiEnvironment& env) {
         apps::RegisterExperimentConfig(schema, &config);
+        train::DisownTrainerSetKeys(schema);
         AppSpec app("shardflow-train",
                     "synchronous data-parallel training; run one process per rank under mpirun "
                     "or srun");
@@ -246,12 +370,16 @@ int main(int argc, char** argv) {
                            "continue from the newest checkpoint (an error when there is none); "
                            "=auto: continue if there is one, else start fresh")
             .Switch("no-progress", &config.no_progress, "no progress bar")
+            .Switch("overwrite", &config.overwrite,
+                    "start afresh in an OUTPUT that holds a previous run: its checkpoints and "
+                    "metrics are removed first (without it such an OUTPUT is refused)")
             .Switch("check", &check,
                     "dry run: resolve the config, list the files, count records and steps per "
                     "rank, estimate memory, and exit without training or writing")
             .RequireConfig(true)
             .PrintResolved(false);  // printed below, once the checks have passed
         ParseCommandLine(argc, argv, schema, app);
+        train::RefuseTrainerSetKeys(schema);
         options = train::MakeTrainerOptions(&config, env.size(), schema.ResolvedIni());
         if (options.strategy == "parameter_server") {
           options.ps_servers = train::PlaceParameterServers(env.size(), options.ps_ranks,
@@ -259,13 +387,10 @@ int main(int argc, char** argv) {
                                    .servers;
           options.ps_transport = train::ResolvePsTransport(config.ps_transport, env.node_of_rank());
         }
-        // Input patterns that match nothing are a usage error: reported here, once, rather
-        // than by every rank's pipeline at once.
-        pipeline::CheckInputFilesMatch(config.data, "data.files");
-        if (!config.eval.data.files.empty()) {
-          pipeline::CheckFilesMatch(config.eval.data.files, "eval.files");
-        }
+        train::CheckInputs(&config, options);
+        train::CheckFreshOutput(options, config.overwrite);
         train::CheckResumable(options);
+        if (!check) train::CheckCheckpointDir(options, env.rank());
         train::CheckModelPlan(options, env.rank());
         // Counting opens every file of this rank's shard: a file every rank finds wrong alike (a
         // CSV header without the feature's column) is an error of the parse phase, said once.
@@ -280,6 +405,8 @@ int main(int argc, char** argv) {
       [&](MpiEnvironment& env) {
         if (check) return train::DryRun(env, config, options);
         if (env.is_chief()) {
+          if (config.overwrite) train::ClearPreviousRun(options);
+          train::RemoveUnfinishedCheckpoints(options);
           std::filesystem::create_directories(config.output);
           schema.SaveResolved(config.output + "/resolved.ini");
         }

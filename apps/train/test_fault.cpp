@@ -31,12 +31,13 @@ const char* SignalName(int signal) {
 TestFault TestFault::FromEnvironment() {
   const char* env = std::getenv("SHARDFLOW_TEST_FAULT");
   if (env == nullptr || *env == '\0') return {};
-  char kind[8] = {}, who[8] = {};
+  char kind[16] = {}, who[8] = {};
   long long step = -1;
   char extra = 0;
-  const int n = std::sscanf(env, "%7[a-z1]:%7[a-z0-9]:%lld%c", kind, who, &step, &extra);
+  const int n = std::sscanf(env, "%15[a-z1_]:%7[a-z0-9]:%lld%c", kind, who, &step, &extra);
   const std::string k = kind, w = who;
-  const bool known = k == "kill" || k == "hang" || k == "slow" || k == "term" || k == "usr1";
+  const bool known = k == "kill" || k == "hang" || k == "slow" || k == "term" || k == "usr1" ||
+                     k == "slow_checkpoint";
   const bool every = w == "all" && (k == "term" || k == "usr1");
   const int rank = every ? kEveryRank
                    : !w.empty() && w.find_first_not_of("0123456789") == std::string::npos
@@ -46,10 +47,14 @@ TestFault TestFault::FromEnvironment() {
     throw Error(ErrorCode::kInvalidArgument,
                 std::string("bad SHARDFLOW_TEST_FAULT '") + env +
                     "': expected kill:RANK:STEP, hang:RANK:STEP, slow:RANK:MILLISECONDS, "
-                    "term:RANK|all:STEP or usr1:RANK|all:STEP");
+                    "slow_checkpoint:RANK:MILLISECONDS, term:RANK|all:STEP or usr1:RANK|all:STEP");
   }
   TestFault f;
   f.rank_ = rank;
+  if (k == "slow_checkpoint") {
+    f.slow_checkpoint_ms_ = step;
+    return f;
+  }
   if (k == "slow") {
     f.slow_ms_ = step;
     return f;
@@ -69,6 +74,13 @@ void TestFault::MaybeRaise(int rank, int64_t step) const {
                << " at step " << step;
   std::raise(signal_);
   if (signal_ == SIGTERM) std::raise(signal_);  // a second one, as an impatient scheduler sends
+}
+
+void TestFault::MaybeSlowCheckpoint(int rank) const {
+  if (rank != rank_ || slow_checkpoint_ms_ <= 0) return;
+  SF_LOG(Warn) << "SHARDFLOW_TEST_FAULT: rank " << rank << " sleeps " << slow_checkpoint_ms_
+               << " ms before writing a checkpoint";
+  std::this_thread::sleep_for(std::chrono::milliseconds(slow_checkpoint_ms_));
 }
 
 }  // namespace shardflow::train

@@ -2,10 +2,11 @@
 //
 // SHARDFLOW_TEST_FAULT=kill:R:S (or hang:R:S) makes rank R raise SIGKILL (or SIGSTOP) at the
 // start of step S (0-based); slow:R:MS makes rank R sleep MS milliseconds at the start of every
-// step (a straggler, for benchmarks); term:R:S and usr1:R:S make rank R (or every rank, R = all)
-// send itself SIGTERM (twice: the second must not disturb the first's checkpoint) or SIGUSR1 at
-// the start of step S, as a scheduler's preemption or time limit would (core/stop_signal.hpp).
-// Unset or empty: no fault. A malformed value is an error.
+// step (a straggler, for benchmarks); slow_checkpoint:R:MS makes rank R sleep MS milliseconds
+// before each checkpoint it writes (a slow file system); term:R:S and usr1:R:S make rank R (or
+// every rank, R = all) send itself SIGTERM (twice: the second must not disturb the first's
+// checkpoint) or SIGUSR1 at the start of step S, as a scheduler's preemption or time limit
+// would (core/stop_signal.hpp). Unset or empty: no fault. A malformed value is an error.
 // Thread-safety: none needed (read once, then const).
 #pragma once
 
@@ -19,6 +20,8 @@ class TestFault {
   static TestFault FromEnvironment();
   // Raises the signal when this is the rank and step named (logs it first).
   void MaybeRaise(int rank, int64_t step) const;
+  // slow_checkpoint: sleeps when this is the rank named (logs it first).
+  void MaybeSlowCheckpoint(int rank) const;
 
  private:
   static constexpr int kEveryRank = -2;
@@ -26,6 +29,7 @@ class TestFault {
   int64_t step_ = -1;
   int signal_ = 0;
   int64_t slow_ms_ = 0;
+  int64_t slow_checkpoint_ms_ = 0;
 };
 
 }  // namespace shardflow::train

@@ -1,10 +1,65 @@
 #include "apps/train/trainer_options.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
 
 namespace shardflow::train {
 
 namespace {
+
+// The keys DisownTrainerSetKeys hides, and what sets each instead.
+const std::vector<std::pair<std::string, std::string>>& TrainerSetKeys() {
+  static const std::vector<std::pair<std::string, std::string>> keys = {
+      {"data.batch_size", "train.batch_size (with train.batch_semantics) sets the batch"},
+      {"data.epochs", "train.epochs sets the passes"},
+      {"eval.batch_size", "evaluation batches are max(256, the batch per rank)"},
+      {"eval.epochs", "evaluation reads every record once"},
+      {"eval.shuffle_buffer", "evaluation reads in order"},
+      {"eval.drop_remainder", "evaluation covers every record"},
+      {"eval.augmentations", "evaluation is not augmented"}};
+  return keys;
+}
+
+constexpr const char* kIdentityLine = "# run identity: ";
+
+// The values of the identity keys in a resolved config ("[section]" lines, then "key = value").
+std::map<std::string, std::string> IdentityValues(const std::string& text) {
+  const std::vector<std::string>& keys = RunIdentityKeys();
+  std::map<std::string, std::string> values;
+  std::istringstream in(text);
+  std::string line, section;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line[0] == '[' && line.back() == ']') {
+      section = line.substr(1, line.size() - 2);
+      continue;
+    }
+    const size_t eq = line.find(" =");
+    if (eq == std::string::npos) continue;
+    const std::string key = section + "." + line.substr(0, eq);
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) continue;
+    const size_t start = line.find_first_not_of(' ', eq + 2);
+    values[key] = start == std::string::npos ? "" : line.substr(start);
+  }
+  return values;
+}
+
+// FNV-1a (64 bit) over "key=value\n" of every identity key, in RunIdentityKeys() order.
+std::string IdentityHash(const std::map<std::string, std::string>& values) {
+  uint64_t h = 14695981039346656037ull;
+  for (const std::string& key : RunIdentityKeys()) {
+    const auto it = values.find(key);
+    const std::string item = key + "=" + (it == values.end() ? "" : it->second) + "\n";
+    for (const char ch : item) {
+      h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+    }
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
 
 // The per-rank batch, and the data specs' batch sizes and passes.
 int64_t SetBatchSizes(apps::ExperimentConfig* c, int ranks) {
@@ -98,7 +153,7 @@ void SetOutputs(const apps::ExperimentConfig& c, const std::string& config_text,
     throw Error(ErrorCode::kInvalidArgument, "--resume and a warm start exclude each other",
                 {.key = "checkpoint.warm_start"});
   }
-  o->config_text = config_text;
+  o->config_text = WithRunIdentity(config_text);
   o->progress = !c.no_progress;
   o->trace = c.trace;
 }
@@ -159,6 +214,65 @@ TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* c, int ranks,
               // BuildInputPipeline reads with one thread when parallel_reads is auto.
               .parallel_reads_used = c->data.data.parallel_reads == pipeline::kAutotune ? 1 : 0};
   return o;
+}
+
+void DisownTrainerSetKeys(ConfigSchema& schema) {
+  for (const auto& [key, instead] : TrainerSetKeys()) {
+    schema.ActsWhen(key, [] { return false; });
+  }
+}
+
+void RefuseTrainerSetKeys(const ConfigSchema& schema) {
+  for (const auto& [key, instead] : TrainerSetKeys()) {
+    const ConfigSource source = schema.SourceOf(key);
+    if (source.kind == ConfigSource::Kind::kDefault) continue;
+    throw Error(ErrorCode::kInvalidArgument,
+                key + " (" + source.ToString() + ") has no effect in shardflow-train: " + instead,
+                {.key = key, .hint = "remove it"});
+  }
+}
+
+const std::vector<std::string>& RunIdentityKeys() {
+  static const std::vector<std::string> keys = {
+      "model.spec",          "model.input_shape",   "model.task",        "model.input_feature",
+      "model.label_feature", "model.input_scale",   "model.init",        "model.seed",
+      "data.files",          "data.format",         "data.features",     "data.shard_policy",
+      "data.shuffle_files",  "data.shuffle_buffer", "data.cycle_length", "data.seed",
+      "data.augmentations",  "data.image_feature",  "train.batch_size",  "train.batch_semantics"};
+  return keys;
+}
+
+std::string WithRunIdentity(const std::string& config_text) {
+  std::string text = config_text;
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  return text + kIdentityLine + IdentityHash(IdentityValues(config_text)) + "\n";
+}
+
+bool CheckSameRun(const std::string& stored_text, const std::string& current_text,
+                  const std::string& path) {
+  const size_t at = stored_text.rfind(kIdentityLine);
+  if (at == std::string::npos) return false;
+  const size_t from = at + std::string(kIdentityLine).size();
+  const std::string stored_hash = stored_text.substr(from, stored_text.find('\n', from) - from);
+  const std::map<std::string, std::string> now = IdentityValues(current_text);
+  const std::string current_hash = IdentityHash(now);
+  if (stored_hash == current_hash) return true;
+  const std::map<std::string, std::string> then = IdentityValues(stored_text);
+  std::string differences;
+  for (const std::string& key : RunIdentityKeys()) {
+    const auto a = then.find(key), b = now.find(key);
+    const std::string old_value = a == then.end() ? "(unset)" : "'" + a->second + "'";
+    const std::string new_value = b == now.end() ? "(unset)" : "'" + b->second + "'";
+    if (old_value == new_value) continue;
+    differences += (differences.empty() ? "" : "; ") + key + " " + old_value + " there, " +
+                   new_value + " here";
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              "the checkpoint belongs to another run (config hash " + stored_hash + " there, " +
+                  current_hash + " here" + (differences.empty() ? "" : ": " + differences) + ")",
+              {.file = path,
+               .hint = "resume with the config that wrote it, or train afresh into another "
+                       "--output (or --overwrite)"});
 }
 
 }  // namespace shardflow::train

@@ -15,4 +15,27 @@ namespace shardflow::train {
 TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* config, int ranks,
                                   const std::string& config_text);
 
+// Keys of [data] and [eval] that shardflow-train sets itself (the batch per rank from
+// train.batch_size, one pass per epoch, evaluation in order, whole and unaugmented): they are
+// left out of its resolved table (DisownTrainerSetKeys, before parsing), and giving one is
+// refused (RefuseTrainerSetKeys, after parsing: Error(kInvalidArgument) naming the key and the
+// one that acts instead).
+void DisownTrainerSetKeys(ConfigSchema& schema);
+void RefuseTrainerSetKeys(const ConfigSchema& schema);
+
+// A run's identity: the resolved keys that fix what the parameters mean and the element order
+// (the model, its input and the data's files, features, order and batching), not the length of
+// training or the optimisation schedule (train.epochs, train.max_steps, train.lr, ... may change
+// on resume), nor threads or read-ahead. The checkpoint stores it as a hash on a comment line of
+// its config text ("# run identity: HEX").
+const std::vector<std::string>& RunIdentityKeys();
+// `config_text` with its identity line appended.
+std::string WithRunIdentity(const std::string& config_text);
+// Whether the run that wrote `stored_text` (a checkpoint's config, at `path`) is the run of
+// `current_text`: false when the stored text has no identity line (a checkpoint written before
+// hashes; not checked). Throws Error(kInvalidArgument) naming the checkpoint, both hashes and
+// each differing key with both values when the identities differ.
+bool CheckSameRun(const std::string& stored_text, const std::string& current_text,
+                  const std::string& path);
+
 }  // namespace shardflow::train

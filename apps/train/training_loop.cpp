@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <map>
@@ -49,17 +50,43 @@ double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// metrics.jsonl, one JSON object a line, appended (a resumed run continues the file).
+// metrics.jsonl, one JSON object a line, appended (a resumed run continues the file). Resumed
+// at `resumed_step` > 0, the lines of steps past it (written after the checkpoint by a run
+// that was then killed) are dropped first, so every step has one line.
 class MetricsLog {
  public:
-  explicit MetricsLog(const std::string& path) {
+  explicit MetricsLog(const std::string& path, int64_t resumed_step = 0) {
     if (!path.empty()) {
+      if (resumed_step > 0) DropLinesAfter(path, resumed_step);
       out_.open(path, std::ios::app);
       if (!out_) throw Error(ErrorCode::kIo, "cannot open metrics log", {.file = path});
     }
   }
   void Write(const nlohmann::json& line) {
     if (out_.is_open()) out_ << line.dump() << '\n' << std::flush;
+  }
+
+  static void DropLinesAfter(const std::string& path, int64_t step) {
+    std::ifstream in(path);
+    if (!in) return;
+    std::string kept, line;
+    int64_t dropped = 0;
+    while (std::getline(in, line)) {
+      const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
+          j["step"].get<int64_t>() > step) {
+        ++dropped;
+        continue;
+      }
+      kept += line + '\n';
+    }
+    in.close();
+    if (dropped == 0) return;
+    const std::string tmp = path + ".tmp";
+    std::ofstream(tmp, std::ios::trunc) << kept;
+    std::filesystem::rename(tmp, path);
+    SF_LOG(Warn) << "--resume at step " << step << ": dropped " << dropped << " lines of " << path
+                 << " past it (written after that checkpoint by the run that stopped)";
   }
 
  private:
@@ -148,6 +175,7 @@ class TrainingLoop {
   void AfterStep(int64_t step);
   void LogInterval(int64_t step);
   void MaybeCheckpoint(int64_t step, bool interval_end);
+  void SaveCheckpoint(int64_t steps_done);
   EvalResult Evaluate(int64_t step, bool final);
   void Summarize(int64_t steps);
   int64_t StopAfter(int64_t steps_done);
@@ -214,7 +242,7 @@ TrainResult TrainingLoop::Run() {
     return result_;
   }
   metrics_ = std::make_unique<MetricsLog>(
-      chief() && !o_.output_dir.empty() ? o_.output_dir + "/metrics.jsonl" : "");
+      chief() && !o_.output_dir.empty() ? o_.output_dir + "/metrics.jsonl" : "", start.step);
   if (chief() && o_.progress) {
     progress_ = std::make_unique<ProgressReporter>(
         plan_.total_steps, ProgressOptions{.label = "train", .unit = "samples"});
@@ -240,7 +268,7 @@ TrainResult TrainingLoop::Run() {
     if (o_.task == Task::kClassify) result_.summary.test_accuracy = e.accuracy;
     result_.summary.test_loss = e.loss;
   }
-  strategy_.SaveCheckpoint(step, plan_.steps_per_epoch, it_->SaveState());
+  SaveCheckpoint(step);
   strategy_.Finish();
   Summarize(step);
   if (o_.final_params) result_.params = strategy_.FinalParams();
@@ -283,7 +311,7 @@ void TrainingLoop::Stop(int64_t steps_done) {
                  << "): stopping after step " << steps_done << " of " << plan_.total_steps
                  << "; writing a checkpoint";
   }
-  strategy_.SaveCheckpoint(steps_done, plan_.steps_per_epoch, it_->SaveState());
+  SaveCheckpoint(steps_done);
   strategy_.Finish();
   metrics_->Write({{"step", steps_done},
                    {"epoch", (steps_done - 1) / plan_.steps_per_epoch},
@@ -379,14 +407,25 @@ void TrainingLoop::MaybeCheckpoint(int64_t step, bool interval_end) {
     due = due || comm::AllreduceInt64(*steps_, late, comm::ReduceOp::kMax) != 0;
   }
   if (!due) return;
-  strategy_.SaveCheckpoint(step + 1, plan_.steps_per_epoch, it_->SaveState());
+  SaveCheckpoint(step + 1);
   last_checkpoint_ = Clock::now();
+}
+
+// Rank 0 writes while the others go on to the next collective and wait there: marked busy, so
+// their watchdogs wait on it however long the write takes (comm/watchdog.hpp).
+void TrainingLoop::SaveCheckpoint(int64_t steps_done) {
+  const comm::BusyScope busy;
+  TestFault::FromEnvironment().MaybeSlowCheckpoint(job_.rank());
+  strategy_.SaveCheckpoint(steps_done, plan_.steps_per_epoch, it_->SaveState());
 }
 
 // Evaluation after `step` (0-based): at an epoch end, and once more after the last step (a
 // line in metrics.jsonl either way, the last one marked "final").
 EvalResult TrainingLoop::Evaluate(int64_t step, bool final) {
-  const EvalResult e = strategy_.Evaluate(inputs_.eval());
+  const EvalResult e = [this] {
+    const comm::BusyScope busy;  // ranks with more evaluation data are waited for
+    return strategy_.Evaluate(inputs_.eval());
+  }();
   if (chief()) {
     SF_LOG(Info) << (final ? "final"
                            : "epoch " + std::to_string((step + 1) / plan_.steps_per_epoch))

@@ -120,14 +120,18 @@ void Autotuner::Step() {
   const int64_t now = NowNs();
   for (const auto& m : managed_) {
     StageStats& s = m->stage->stats();
+    // A wait in progress counts up to now (stage_stats.hpp); time measured when a call or wait
+    // ends can still straddle intervals, so both fractions are capped at the whole interval.
+    const int64_t since = s.output_wait_since_ns.load();
     const int64_t busy = s.busy_ns.load(), input_wait = s.input_wait_ns.load(),
-                  output_wait = s.output_wait_ns.load();
+                  output_wait = s.output_wait_ns.load() + (since > 0 ? now - since : 0);
     const double interval = static_cast<double>(now - m->last_ns);
     if (interval <= 0) continue;
     const int workers = m->stage->parallelism();
-    const double starved = (output_wait - m->last_output_wait) / interval;
-    const double util =
-        (busy - m->last_busy + input_wait - m->last_input_wait) / (interval * std::max(1, workers));
+    const double starved = std::clamp((output_wait - m->last_output_wait) / interval, 0.0, 1.0);
+    const double util = std::clamp(
+        (busy - m->last_busy + input_wait - m->last_input_wait) / (interval * std::max(1, workers)),
+        0.0, 1.0);
     m->last_ns = now;
     m->last_busy = busy;
     m->last_input_wait = input_wait;

@@ -1,6 +1,7 @@
 #include "io/pipeline/input_pipeline.hpp"
 
 #include <algorithm>
+#include <memory>
 
 #include "core/logging.hpp"
 #include "io/pipeline/autotune.hpp"
@@ -135,8 +136,8 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
   auto_key("parallel_reads", &autos->parallel_reads, 1,
            "read-ahead threads, one per open file when > 1 (auto: 1, the consumer reads)");
   auto_key("cycle_length", &autos->cycle_length, 1,
-           "files interleaved (fixes the order; auto: parallel_reads, or min(4, cores) when that "
-           "is auto)");
+           "files interleaved, which fixes the element order (auto: 4, whatever parallel_reads, "
+           "the cores or the binding)");
   auto_key("parallel_calls", &autos->parallel_calls, 0,
            "decode/augment threads of the fused map-and-batch (0: consumer thread; auto: cores)");
   auto_key("prefetch", &autos->prefetch, 0, "batches prefetched (0: none; auto: tuned)");
@@ -182,15 +183,25 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
                  ? MakeExampleDecoder(std::move(schema), ImageFeatureNames(spec.features))
                  : MakeTensorSelector(std::move(schema));
   }
+  if (spec.check_example) {
+    decode = [decode = std::move(decode), check = spec.check_example](Element& e,
+                                                                      const MapContext& ctx) {
+      if (decode) decode(e, ctx);
+      check(e, ctx);
+    };
+  }
   DataOptions data = spec.data;
   data.files = FormatFiles(data.format, spec.format, data.files);
+  // The element order depends on the seed, the config and the rank count only: the cycle
+  // length (files interleaved) is fixed here, never taken from parallel_reads, the cores or the
+  // binding (a resume on a node that binds differently restores the same iterator state).
+  if (data.cycle_length == kAutotune) data.cycle_length = kDefaultCycleLength;
   data.cache_refill_damaged = spec.on_corrupt == "skip";
   if (data.parallel_reads == kAutotune) {
-    // auto: interleave min(4, cores) files on the consumer's thread. A read-ahead thread per
-    // file costs a hand-off per record, which dominates for small page-cached records
-    // (bench tfdata, 784-byte records, 2 cores: 362k records/s with 1 read thread, 129k with
-    // 2); ask for parallel_reads > 1 where reads wait on the network or disk.
-    if (data.cycle_length == kAutotune) data.cycle_length = std::min(4, DefaultCpuBudget());
+    // auto: interleave the cycle on the consumer's thread. A read-ahead thread per file costs
+    // a hand-off per record, which dominates for small page-cached records (bench tfdata,
+    // 784-byte records, 2 cores: 362k records/s with 1 read thread, 129k with 2); ask for
+    // parallel_reads > 1 where reads wait on the network or disk.
     data.parallel_reads = 1;
   }
   BuiltPipeline built = BuildPipeline(
@@ -213,6 +224,40 @@ int64_t CountLocalRecords(const InputSpec& spec, int rank, int world) {
   const ShardPlan plan = PlanShards(source->Files(), source->SupportsByteRanges(),
                                     spec.data.shard_policy, world, rank);
   return CountPlannedRecords(*source, plan);
+}
+
+std::function<int64_t(const Provenance&)> MakeRecordNumbering(const InputSpec& spec) {
+  CheckSpec(spec);
+  const std::vector<std::string> files =
+      ListFiles(FormatFiles(spec.data.format, spec.format, spec.data.files),
+                spec.data.shuffle_files, spec.data.seed);
+  auto source = OpenRecordSource(spec.data.format, files, SourceOptionsFor(spec));
+  const auto* index = dynamic_cast<const RecordIndex*>(source.get());
+  // Without a record index the files would have to be read twice (and their bad records
+  // reported twice): the pipeline's element ids stay.
+  if (index == nullptr) return {};
+  auto offsets = std::make_shared<std::vector<std::vector<uint64_t>>>(source->Files().size());
+  auto first = std::make_shared<std::vector<int64_t>>(offsets->size() + 1, 0);
+  for (size_t f = 0; f < offsets->size(); ++f) {
+    std::vector<uint64_t>& mine = (*offsets)[f];
+    mine = index->RecordOffsets(f);
+    (*first)[f + 1] = (*first)[f] + static_cast<int64_t>(mine.size());
+  }
+  return [offsets, first](const Provenance& where) {
+    const auto f = static_cast<size_t>(where.file_index);
+    if (where.file_index < 0 || f >= offsets->size()) {
+      throw Error(ErrorCode::kInternal, "record of file " + std::to_string(where.file_index) +
+                                            " outside the input's " +
+                                            std::to_string(offsets->size()) + " files");
+    }
+    const std::vector<uint64_t>& in = (*offsets)[f];
+    const auto it = std::lower_bound(in.begin(), in.end(), where.offset);
+    if (it == in.end() || *it != where.offset) {
+      throw Error(ErrorCode::kInternal,
+                  "no record starts at offset " + std::to_string(where.offset), where.Context());
+    }
+    return (*first)[f] + (it - in.begin());
+  };
 }
 
 int64_t CountLocalBatches(const InputSpec& spec, int rank, int world) {

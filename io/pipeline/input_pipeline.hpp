@@ -19,12 +19,14 @@
 // Decode and batch are fused (map_and_batch.cpp): each worker parses an Example into a
 // per-example tensor that the batch stage copies into its row.
 // parallel_reads = auto means one read thread (the consumer's) interleaving cycle_length files
-// (auto: min(4, cores)); read-ahead threads pay a hand-off per record, worth it only when reads
-// wait on a network or disk (set parallel_reads > 1 then).
+// (auto: kDefaultCycleLength, never the cores or parallel_reads, so the element order depends
+// on the seed, the config and the rank count only); read-ahead threads pay a hand-off per
+// record, worth it only when reads wait on a network or disk (set parallel_reads > 1 then).
 // Thread-safety: the functions are reentrant; the spec must not change while they run.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,9 @@
 #include "io/pipeline/sources/format_options.hpp"
 
 namespace shardflow::pipeline {
+
+// Files interleaved when data.cycle_length is auto.
+inline constexpr int kDefaultCycleLength = 4;
 
 struct InputSpec {
   DataOptions data;
@@ -49,6 +54,10 @@ struct InputSpec {
   FormatOptions format;
   // Section the spec was registered under, for error messages ("data", "eval").
   std::string section = "data";
+  // Set by the app, not a config key: run on every decoded example before the augmentations
+  // (e.g. labels within the model's classes); an Error it throws names the example's file and
+  // record when its context does (Provenance::Context()).
+  MapFn check_example;
 };
 
 // Registers every key of `section` ("data", or e.g. "eval" for a second input) bound to *spec,
@@ -81,5 +90,13 @@ int64_t CountLocalRecords(const InputSpec& spec, int rank, int world);
 // counts under the shard policy, and the fix (shard_policy = record or auto, a smaller batch,
 // fewer ranks).
 int64_t CountLocalTrainingBatches(const InputSpec& spec, int rank, int world);
+
+// The global index of a record the pipeline of `spec` reads, from its provenance: files in
+// the pipeline's listed order, then records in file order, from 0 (what shardflow-predict
+// writes for records without an id feature). From the formats' record indexes (TFRecord: the
+// header scan counting does; hdf5, idx, csv: row counts); an empty function for formats without
+// one (text, jsonl, fixed, images), whose element ids stay. The function throws
+// Error(kInternal) for a provenance outside the files.
+std::function<int64_t(const Provenance&)> MakeRecordNumbering(const InputSpec& spec);
 
 }  // namespace shardflow::pipeline

@@ -171,7 +171,9 @@ bool ParallelMapIterator::Next(Element* out) {
     const Poll p = TakeLocked(out);
     if (p != Poll::kNotReady) return p == Poll::kReady;
     const int64_t start = NowNs();
+    stats_->output_wait_since_ns.store(start, std::memory_order_relaxed);
     cv_ready_.Wait(mu_);
+    stats_->output_wait_since_ns.store(0, std::memory_order_relaxed);
     stats_->output_wait_ns.fetch_add(NowNs() - start, std::memory_order_relaxed);
   }
 }

@@ -28,6 +28,10 @@ struct StageStats {
   std::atomic<int64_t> busy_ns{0};
   std::atomic<int64_t> input_wait_ns{0};
   std::atomic<int64_t> output_wait_ns{0};  // consumer blocked on an empty buffer (parallel)
+  // When the consumer's current wait began (0: not waiting); added to output_wait_ns when it
+  // ends. The autotuner counts a wait in progress up to now, so a long wait spreads over the
+  // intervals it spans instead of landing in the one it ends in.
+  std::atomic<int64_t> output_wait_since_ns{0};
   std::atomic<int64_t> buffered_elements{0};
   std::atomic<int64_t> buffered_bytes{0};
   std::atomic<int64_t> peak_buffered_bytes{0};

@@ -10,7 +10,9 @@
 #include <filesystem>
 
 #include "core/logging.hpp"
+#include "io/crc32c.hpp"
 #include "io/example.hpp"
+#include "io/tfrecord_format.hpp"
 
 namespace shardflow::pipeline {
 namespace {
@@ -173,8 +175,30 @@ class TFRecordSourceReader : public RecordReader {
   uint64_t planned_bytes_;  // the file's size when the source was opened
 };
 
-// Offsets of the records of an uncompressed file from its headers alone.
-std::vector<uint64_t> ScanHeaders(const FileInfo& info) {
+// Counting drops nothing silently: a damaged region under on_corrupt = skip is counted by the
+// reader that skips it (below), and logged by the pipeline when it reads it.
+class QuietReporter : public io::CorruptionReporter {
+ public:
+  void Corruption(uint64_t, const Status&) override {}
+};
+
+// Offsets of the records the reader yields from `info`, read with `o` (checksums verified):
+// what the pipeline reads under on_corrupt = skip, or a compressed file's records.
+std::vector<uint64_t> ReadOffsets(const FileInfo& info, io::TFRecordReaderOptions o) {
+  static QuietReporter quiet;
+  o.reporter = &quiet;
+  io::TFRecordReader reader(info.name, o);
+  std::vector<uint64_t> offsets;
+  io::TFRecordReader::Record r;
+  while (reader.Next(&r)) offsets.push_back(r.offset);
+  return offsets;
+}
+
+// Offsets of the records of an uncompressed file from its headers alone (length and length CRC
+// checked; data CRCs are the reader's). Damage is named as the reader and shardflow-inspect
+// verify name it, at the same record: under on_corrupt = fail it throws Error(kDataLoss);
+// under skip the file is counted by reading it as the pipeline will (ReadOffsets).
+std::vector<uint64_t> ScanHeaders(const FileInfo& info, io::OnCorrupt on_corrupt) {
   const int fd = ::open(info.name.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
@@ -183,32 +207,49 @@ std::vector<uint64_t> ScanHeaders(const FileInfo& info) {
   }
   std::vector<uint64_t> offsets;
   uint64_t at = 0;
-  while (at < info.size_bytes) {
-    unsigned char header[8];
+  std::string damage;
+  while (at < info.size_bytes && damage.empty()) {
+    char header[12];
     ssize_t n = 0;
     do {
       n = ::pread(fd, header, sizeof(header), static_cast<off_t>(at));
     } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw Error(ErrorCode::kIo, std::string("cannot read input file: ") + std::strerror(err),
+                  {.file = info.name, .offset = at});
+    }
+    const uint64_t length = io::tfrecord::DecodeFixed64(header);
     if (n != static_cast<ssize_t>(sizeof(header))) {
-      ::close(fd);
-      throw Error(
-          ErrorCode::kDataLoss, "truncated record header while counting records",
-          {.file = info.name, .offset = at, .record = static_cast<int64_t>(offsets.size())});
+      damage = "truncated record header: the file ends " + std::to_string(n) +
+               " bytes into the 12-byte header";
+    } else if (io::crc32c::Unmask(io::tfrecord::DecodeFixed32(header + 8)) !=
+               io::crc32c::Value(header, 8)) {
+      damage = "corrupted record: bad length CRC";
+    } else if (length > (uint64_t{1} << 31)) {
+      damage = "corrupted record: length " + std::to_string(length) +
+               " exceeds max_record_bytes (" + std::to_string(uint64_t{1} << 31) + ")";
+    } else if (at + 12 + length + 4 > info.size_bytes) {
+      damage = "truncated record: header announces " + std::to_string(length) +
+               " data bytes, the file ends " + std::to_string(info.size_bytes - at - 12) +
+               " bytes after the header";
+    } else {
+      offsets.push_back(at);
+      at += 12 + length + 4;
     }
-    uint64_t length = 0;
-    for (int i = 7; i >= 0; --i) length = (length << 8) | header[i];  // little-endian
-    const uint64_t next = at + 12 + length + 4;
-    if (length > (uint64_t{1} << 31) || next > info.size_bytes) {
-      ::close(fd);
-      throw Error(
-          ErrorCode::kDataLoss, "record runs past the end of the file while counting",
-          {.file = info.name, .offset = at, .record = static_cast<int64_t>(offsets.size())});
-    }
-    offsets.push_back(at);
-    at = next;
   }
   ::close(fd);
-  return offsets;
+  if (damage.empty()) return offsets;
+  if (on_corrupt == io::OnCorrupt::kSkip) {
+    return ReadOffsets(info,
+                       {.compression = io::Compression::kNone, .on_corrupt = io::OnCorrupt::kSkip});
+  }
+  throw Error(ErrorCode::kDataLoss, damage,
+              {.file = info.name,
+               .offset = at,
+               .record = static_cast<int64_t>(offsets.size()),
+               .hint = "on_corrupt=skip drops damaged records and goes on"});
 }
 
 }  // namespace
@@ -263,14 +304,12 @@ std::vector<uint64_t> TFRecordSource::RecordOffsets(size_t file_index) const {
   }
   std::vector<uint64_t> offsets;
   if (CompressionFor(info.name, options_.compression) == io::Compression::kNone) {
-    offsets = ScanHeaders(info);
+    offsets = ScanHeaders(info, options_.on_corrupt);
   } else {
-    io::TFRecordReaderOptions o;
-    o.compression = options_.compression;
-    o.verify_checksums = false;
-    io::TFRecordReader reader(info.name, o);
-    io::TFRecordReader::Record r;
-    while (reader.Next(&r)) offsets.push_back(r.offset);
+    // Under skip the checksums say which records the pipeline will drop.
+    offsets = ReadOffsets(info, {.compression = options_.compression,
+                                 .on_corrupt = options_.on_corrupt,
+                                 .verify_checksums = options_.on_corrupt == io::OnCorrupt::kSkip});
   }
   auto shared = std::make_shared<const std::vector<uint64_t>>(std::move(offsets));
   MutexLock lock(mu_);
