@@ -46,3 +46,21 @@ function(shardflow_add_app)
   shardflow_target_flags(${A_NAME})
   set_property(GLOBAL APPEND PROPERTY SHARDFLOW_EXPORTED_TARGETS ${A_NAME})
 endfunction()
+
+# Process-level tests: one CTest entry per MODE of a script run as
+#   SCRIPT MODE BIN_DIR SCRATCH/PREFIXMODE -- MPIEXEC
+# (tests/support/process_test.sh), passing when the script's last line is "NAME MODE: ok".
+#   shardflow_process_tests(NAME train.preemption SCRIPT preemption_runs.sh PREFIX pre_
+#                           WITHIN 150 TIMEOUT 170 MODES all peer ...)
+function(shardflow_process_tests)
+  cmake_parse_arguments(P "" "NAME;SCRIPT;PREFIX;WITHIN;TIMEOUT" "MODES" ${ARGN})
+  set(expect ${PROJECT_SOURCE_DIR}/tests/support/expect_run.sh)
+  foreach(mode ${P_MODES})
+    add_test(NAME ${P_NAME}.${mode}
+      COMMAND ${expect} --exit 0 --stdout-contains "^${P_SCRIPT} ${mode}: ok$" --within ${P_WITHIN}
+              -- ${CMAKE_CURRENT_SOURCE_DIR}/${P_SCRIPT} ${mode} ${CMAKE_BINARY_DIR}/bin
+                 ${CMAKE_CURRENT_BINARY_DIR}/scratch/${P_PREFIX}${mode} -- ${SHARDFLOW_MPIEXEC})
+    set_tests_properties(${P_NAME}.${mode} PROPERTIES LABELS "mpi;integration"
+      TIMEOUT ${P_TIMEOUT} PROCESSORS 2 ENVIRONMENT "OMPI_MCA_mpi_yield_when_idle=1")
+  endforeach()
+endfunction()

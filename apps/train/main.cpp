@@ -157,7 +157,9 @@ void CheckCheckpointDir(const TrainerOptions& o, int rank) {
     ec = std::error_code(errno, std::generic_category());
     what = "cannot write in the checkpoint folder";
   }
-  throw Error(ErrorCode::kInvalidArgument, what + ": " + ec.message(),
+  // An I/O error (exit 1) naming the errno, as every refused path is (README, exit codes).
+  throw Error(ErrorCode::kIo,
+              what + ": " + ec.message() + " (errno " + std::to_string(ec.value()) + ")",
               {.file = dir,
                .key = "checkpoint.dir",
                .hint = "set checkpoint.dir (or --output) to a writable folder"});

@@ -72,7 +72,7 @@ disk_full)
   convert 2 100 data/fm
   run dir.log 2 shardflow-train --config "$src/configs/fmnist_mlp.ini" --no-progress \
     --eval.files= --data.files='data/fm-*.tfrecord' --train.max_steps=1 --output a-file/run
-  one_line dir.log $rc 1 "I/O error: cannot create directories: Not a directory (errno 20) \[file=a-file/run\]"
+  one_line dir.log $rc 1 "I/O error: cannot create the checkpoint folder: Not a directory (errno 20) \[file=a-file/run/checkpoints key=checkpoint.dir\]"
   ;;
 *)
   echo "unknown mode $mode"
