@@ -43,7 +43,7 @@ status=0
 for target in $targets; do
   log=$build/$target.long.log
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-  last=$(grep -E '^#[0-9]+ ' "$log" | grep -E ' cov: ' | tail -1)
+  last=$(grep -E '^#[0-9]+[[:space:]].* cov: ' "$log" | tail -1)
   cov=$(echo "$last" | sed -n 's/.* cov: \([0-9]*\).*/\1/p')
   ft=$(echo "$last" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
   crashes=$(find "$artifacts" -name "$target-*" -newer "$stamp" | wc -l)
