@@ -69,7 +69,7 @@ if [ -x scripts/tsan_tests.sh ]; then
 fi
 
 begin fuzzing "libFuzzer, address + undefined sanitizers, bounded time per target"
-tests/fuzz/run_fuzzers.sh 20
+tests/fuzz/run_fuzzers.sh 40
 fuzz_rc=$?
 end
 

@@ -344,7 +344,9 @@ void FeatureView::CopyFloats(float* out) const {
     if (tag == ((1 << 3) | wire::kLengthDelimited)) {
       uint64_t len = 0;
       ReadVarint(p, end, &len);
-      std::memcpy(out, p, static_cast<size_t>(len));  // little-endian IEEE floats
+      // An empty packed list may come with out == nullptr (an empty vector's data()): memcpy
+      // must not see a null pointer even for 0 bytes.
+      if (len > 0) std::memcpy(out, p, static_cast<size_t>(len));  // little-endian IEEE floats
       out += len / 4;
       p += len;
     } else if (tag == ((1 << 3) | wire::kFixed32)) {
@@ -388,6 +390,7 @@ void FeatureView::CopyInt64s(int64_t* out) const {
 
 void FeatureView::CopyBytes(uint8_t* out) const {
   ForEachBytes([&](std::string_view v) {
+    if (v.empty()) return;  // out may be nullptr when every value is empty
     std::memcpy(out, v.data(), v.size());
     out += v.size();
   });
