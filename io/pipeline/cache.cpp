@@ -59,7 +59,11 @@ uint64_t U64At(const char* p) {
   for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
   return v;
 }
-uint32_t U32At(const char* p) { return static_cast<uint32_t>(U64At(p) & 0xFFFFFFFFu); }
+uint32_t U32At(const char* p) {  // four bytes only: a CRC may end its header
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
 void PutU64(std::string* s, uint64_t v) {
   for (int i = 0; i < 8; ++i) s->push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
 }
