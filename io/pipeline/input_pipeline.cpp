@@ -215,12 +215,21 @@ void CheckInputFilesMatch(const InputSpec& spec, const std::string& given_as) {
   if (spec.data.format != "images") CheckFilesMatch(spec.data.files, given_as);
 }
 
-int64_t CountLocalRecords(const InputSpec& spec, int rank, int world) {
-  CheckSpec(spec);
+namespace {
+
+// The record source of every file the spec names, in the pipeline's file order.
+std::shared_ptr<const RecordSource> OpenSpecSource(const InputSpec& spec) {
   const std::vector<std::string> files =
       ListFiles(FormatFiles(spec.data.format, spec.format, spec.data.files),
                 spec.data.shuffle_files, spec.data.seed);
-  auto source = OpenRecordSource(spec.data.format, files, SourceOptionsFor(spec));
+  return OpenRecordSource(spec.data.format, files, SourceOptionsFor(spec));
+}
+
+}  // namespace
+
+int64_t CountLocalRecords(const InputSpec& spec, int rank, int world) {
+  CheckSpec(spec);
+  const auto source = OpenSpecSource(spec);
   const ShardPlan plan = PlanShards(source->Files(), source->SupportsByteRanges(),
                                     spec.data.shard_policy, world, rank);
   return CountPlannedRecords(*source, plan);
@@ -228,10 +237,7 @@ int64_t CountLocalRecords(const InputSpec& spec, int rank, int world) {
 
 std::function<int64_t(const Provenance&)> MakeRecordNumbering(const InputSpec& spec) {
   CheckSpec(spec);
-  const std::vector<std::string> files =
-      ListFiles(FormatFiles(spec.data.format, spec.format, spec.data.files),
-                spec.data.shuffle_files, spec.data.seed);
-  auto source = OpenRecordSource(spec.data.format, files, SourceOptionsFor(spec));
+  const auto source = OpenSpecSource(spec);
   const auto* index = dynamic_cast<const RecordIndex*>(source.get());
   // Without a record index the files would have to be read twice (and their bad records
   // reported twice): the pipeline's element ids stay.
@@ -273,10 +279,7 @@ int64_t CountLocalBatches(const InputSpec& spec, int rank, int world) {
 int64_t CountLocalTrainingBatches(const InputSpec& spec, int rank, int world) {
   const int64_t batches = CountLocalBatches(spec, rank, world);
   if (batches > 0) return batches;
-  const std::vector<std::string> files =
-      ListFiles(FormatFiles(spec.data.format, spec.format, spec.data.files),
-                spec.data.shuffle_files, spec.data.seed);
-  auto source = OpenRecordSource(spec.data.format, files, SourceOptionsFor(spec));
+  const auto source = OpenSpecSource(spec);
   const ShardPlan plan = PlanShards(source->Files(), source->SupportsByteRanges(),
                                     spec.data.shard_policy, world, rank);
   // This rank's files and the records it reads from each.
@@ -299,8 +302,8 @@ int64_t CountLocalTrainingBatches(const InputSpec& spec, int rank, int world) {
       ErrorCode::kInvalidArgument,
       "rank " + std::to_string(rank) + " has no training batch: shard_policy = " + policy +
           " gives it " +
-          (parts.empty() ? std::string("no file (") + std::to_string(files.size()) + " files for " +
-                               std::to_string(world) + " ranks)"
+          (parts.empty() ? std::string("no file (") + std::to_string(source->Files().size()) +
+                               " files for " + std::to_string(world) + " ranks)"
                          : parts) +
           ", " + std::to_string(records) + " records, fewer than one batch of " +
           std::to_string(spec.data.batch_size),
