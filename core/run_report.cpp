@@ -112,6 +112,15 @@ nlohmann::json SummaryToJson(const RunSummary& s) {
   if (!s.grid.empty()) j["grid"] = s.grid;
   if (!s.staleness_histogram.empty()) j["staleness_histogram"] = s.staleness_histogram;
   for (const auto& [name, value] : s.strategy_figures) j["strategy_figures"][name] = value;
+  if (s.straggler.rank >= 0) {
+    j["straggler"] = {{"rank", s.straggler.rank},
+                      {"last_fraction", s.straggler.last_fraction},
+                      {"margin_ms", 1e3 * s.straggler.margin_s},
+                      {"cause", s.straggler.cause},
+                      {"input_share", s.straggler.input_share},
+                      {"steps", s.straggler.steps},
+                      {"last_fraction_per_rank", s.straggler.last_per_rank}};
+  }
   return j;
 }
 
@@ -164,6 +173,7 @@ std::string FormatReport(const RunSummary& s) {
                 100 * s.times.InputFraction(), 100 * s.times.ComputeFraction(),
                 100 * s.times.CommFraction());
   out << line;
+  if (s.straggler.rank >= 0) out << "straggler       " << FormatStraggler(s.straggler) << "\n";
   out << "verdict         " << s.verdict.bound << ": " << s.verdict.advice << "\n";
   return out.str();
 }

@@ -19,6 +19,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/straggler.hpp"
+
 namespace shardflow {
 
 struct StepTimeTotals {
@@ -89,12 +91,16 @@ struct RunSummary {
   // Parameter-server training: updates applied between a worker's pull and its push, counted
   // per push (bin i: i updates; the last bin: that many or more).
   std::vector<double> staleness_histogram;
+  // Which rank the others waited for at the gradient all-reduce (core/straggler.hpp); rank -1:
+  // not measured (one rank, asynchronous steps).
+  StragglerReport straggler;
 };
 
 // summary.json: ranks, global_batch, per_rank_batch, epochs, steps, samples_per_s,
 // test_accuracy or test_loss, skipped_steps, skipped_records, input_wait_fraction,
 // compute_fraction, comm_fraction, verdict, advice, wall_s, aggregate_samples_per_s,
-// peak_rss_mib (per rank); grid, strategy_figures and staleness_histogram when set.
+// peak_rss_mib (per rank); grid, strategy_figures, staleness_histogram and straggler (rank,
+// last_fraction, margin_ms, cause, input_share, steps, last_fraction_per_rank) when set.
 nlohmann::json SummaryToJson(const RunSummary& s);
 
 // The human-readable end-of-run report (several lines, ending in a newline).

@@ -190,6 +190,11 @@ void RegisterExperimentConfig(ConfigSchema& s, ExperimentConfig* c) {
   RegisterDistAndCheckpointSections(s, c);
   RegisterLogOptions(s, &c->log);
   s.Add("log", "trace", &c->trace, "write a Chrome trace per rank to OUTPUT/trace.rankN.json");
+  s.Add("log", "tensorboard", &c->tensorboard,
+        "write TensorBoard event files (rank 0) to OUTPUT/tb/train and OUTPUT/tb/validation");
+  s.Add("log", "histogram_every", &c->histogram_every,
+        "steps between TensorBoard histograms of weights and gradients (0: none)")
+      .NonNegative();
 }
 
 ModelSetup MakeModelSetup(const ExperimentConfig& c) {

@@ -79,6 +79,8 @@ struct ExperimentConfig {
   // [log]
   LogOptions log;
   bool trace = false;
+  bool tensorboard = true;
+  int64_t histogram_every = 100;
   // Flags.
   std::string output = "runs/latest";
   std::string resume;  // "" (start fresh), "latest" (--resume) or "auto" (--resume=auto)

@@ -121,7 +121,8 @@ void CheckFreshOutput(const TrainerOptions& o, bool overwrite) {
 }
 
 // --overwrite, on rank 0 before anything is written: the previous run's checkpoints,
-// metrics.jsonl and summary.json go, logged (unfinished .tmp files go on every start).
+// metrics.jsonl, summary.json and the TensorBoard events (tb/) go, logged (unfinished .tmp files go
+// on every start).
 void ClearPreviousRun(const TrainerOptions& o) {
   namespace fs = std::filesystem;
   int removed = 0;
@@ -130,6 +131,7 @@ void ClearPreviousRun(const TrainerOptions& o) {
   }
   const bool metrics = fs::remove(o.output_dir + "/metrics.jsonl");
   fs::remove(o.output_dir + "/summary.json");
+  fs::remove_all(o.output_dir + "/tb");
   if (removed > 0 || metrics) {
     SF_LOG(Warn) << "--overwrite: removed " << removed << " checkpoints of the previous run from "
                  << o.checkpoint.dir << (metrics ? " and its metrics.jsonl" : "");

@@ -43,6 +43,7 @@ class ReplicaStrategy : public Strategy {
   int data_parallel_size() const override { return replicas().size(); }
   void FinishReport(RunSummary* summary) override;
   std::vector<float> FinalParams() override;
+  Sequential<float>* replica_model() override { return model_.get(); }
 
  protected:
   virtual void AttachToModel() {}

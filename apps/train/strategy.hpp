@@ -130,6 +130,9 @@ class Strategy {
   // The trained parameters as the whole model's flat arena (every rank returns the same;
   // called only when TrainerOptions::final_params is on).
   virtual std::vector<float> FinalParams() = 0;
+  // This rank's whole model replica, for TensorBoard's histograms of the parameters and last
+  // reduced gradients (tensorboard_log.hpp); null when the strategy keeps none.
+  virtual Sequential<float>* replica_model() { return nullptr; }
 };
 
 // Registry of strategies by the name `dist.strategy` takes. "data_parallel" is built in; a

@@ -92,6 +92,8 @@ struct TrainerOptions : apps::ModelSetup {
   int64_t log_every_steps = 50;         // metrics.jsonl and progress metrics
   bool progress = true;                 // rank 0 progress bar
   bool trace = false;                   // Chrome trace per rank in output_dir
+  bool tensorboard = false;             // TensorBoard event files in output_dir/tb (rank 0)
+  int64_t histogram_every = 100;        // steps between TensorBoard histograms; 0: none
   bool final_params = true;             // TrainResult::params (tests); the app turns it off
 
   // For the report's advice: the current values of the knobs it may name.

@@ -156,6 +156,8 @@ void SetOutputs(const apps::ExperimentConfig& c, const std::string& config_text,
   o->config_text = WithRunIdentity(config_text);
   o->progress = !c.no_progress;
   o->trace = c.trace;
+  o->tensorboard = c.tensorboard;
+  o->histogram_every = c.histogram_every;
 }
 
 }  // namespace

@@ -14,7 +14,9 @@
 #include <sstream>
 
 #include "apps/common/rank_grid.hpp"
+#include "apps/train/straggler_log.hpp"
 #include "apps/train/strategy.hpp"
+#include "apps/train/tensorboard_log.hpp"
 #include "apps/train/test_fault.hpp"
 #include "apps/train/trainer.hpp"
 #include "comm/collectives.hpp"
@@ -206,6 +208,12 @@ class TrainingLoop {
   comm::AsyncAllreduceInt64 stop_round_;  // the agreement posted after the last step
   pipeline::Element batch_;
   Tensor scratch_;
+  TestFault fault_;
+  std::unique_ptr<TensorBoardLog> tb_;  // rank 0, [log] tensorboard
+  double epoch_sums_[3] = {0, 0, 0};    // loss sum, correct, rows of the epoch so far (reduced)
+  StragglerLog arrivals_;               // when this rank reached each step's all-reduce
+  int64_t first_step_ = 0;              // of this run (a resumed run starts past 0)
+  Clock::time_point previous_end_;      // the end of the previous step (or the loop's start)
 };
 
 TrainResult TrainingLoop::Run() {
@@ -248,11 +256,16 @@ TrainResult TrainingLoop::Run() {
         plan_.total_steps, ProgressOptions{.label = "train", .unit = "samples"});
     if (start.step > 0) progress_->StartAt(start.step, 0);
   }
-  const TestFault fault = TestFault::FromEnvironment();
+  if (chief() && o_.tensorboard && !o_.output_dir.empty()) {
+    tb_ = std::make_unique<TensorBoardLog>(o_.output_dir + "/tb", start.step);
+  }
+  fault_ = TestFault::FromEnvironment();
   const auto loop_start = Clock::now();
+  previous_end_ = loop_start;
+  first_step_ = start.step;
   int64_t step = start.step;
   for (; step < plan_.total_steps; ++step) {
-    fault.MaybeRaise(job_.rank(), step);
+    fault_.MaybeRaise(job_.rank(), step);
     RunStep(step);
     AfterStep(step);
     if (StopAfter(step + 1) == step + 1 && step + 1 < plan_.total_steps) {
@@ -325,6 +338,7 @@ void TrainingLoop::RunStep(int64_t step) {
   const auto t0 = Clock::now();
   {
     SF_TRACE_SCOPE("input");
+    fault_.MaybeSlowInput(job_.rank());
     if (!it_->Next(&batch_)) {
       throw Error(ErrorCode::kDataLoss,
                   "this rank's input ended at step " + std::to_string(step) + " of " +
@@ -342,6 +356,13 @@ void TrainingLoop::RunStep(int64_t step) {
                                               .epoch_end = (step + 1) % plan_.steps_per_epoch == 0,
                                               .learning_rate = LearningRate(plan_.schedule, step)});
   const double step_seconds = Since(t0);
+  // When this rank reached the all-reduce, from the end of its previous step (the first step of
+  // a run starts from set-up, which ranks leave at different times: not recorded).
+  if (step > first_step_) {
+    const double between_steps = std::chrono::duration<double>(t0 - previous_end_).count();
+    arrivals_.Record(between_steps + step_seconds - out.comm_blocked_s, wait);
+  }
+  previous_end_ = Clock::now();
   times_.input_wait_s += wait;
   times_.comm_s += out.comm_blocked_s;
   times_.compute_s += std::max(0.0, step_seconds - wait - out.comm_blocked_s);
@@ -365,6 +386,10 @@ void TrainingLoop::AfterStep(int64_t step) {
   const bool interval_end =
       (o_.log_every_steps > 0 && (step + 1) % o_.log_every_steps == 0) || epoch_end || last;
   if (interval_end) LogInterval(step);
+  Sequential<float>* model = tb_ ? strategy_.replica_model() : nullptr;
+  if (model != nullptr && o_.histogram_every > 0 && (step + 1) % o_.histogram_every == 0) {
+    tb_->Histograms(step + 1, *model);
+  }
   if (!last) MaybeCheckpoint(step, interval_end);
   if (epoch_end && !last && inputs_.eval) Evaluate(step, /*final=*/false);
 }
@@ -375,19 +400,32 @@ void TrainingLoop::LogInterval(int64_t step) {
   if (strategy_.synchronous_metrics())
     comm::AllreduceDoubles(*steps_, sums, 3, comm::ReduceOp::kSum);
   const double seconds = Since(interval_.start);
-  nlohmann::json line = {{"step", step + 1},
-                         {"epoch", step / plan_.steps_per_epoch},
-                         {"loss", sums[2] > 0 ? sums[0] / sums[2] : 0.0},
-                         {"samples_per_s", seconds > 0 ? sums[2] / seconds : 0.0},
-                         {"input_wait_fraction", seconds > 0 ? interval_.wait_s / seconds : 0.0},
-                         {"allreduce_s", interval_.comm_s},
-                         {"lr", LearningRate(plan_.schedule, step)},
-                         {"skipped_steps", skipped_steps_}};
+  nlohmann::json line = {
+      {"step", step + 1},
+      {"epoch", step / plan_.steps_per_epoch},
+      {"loss", sums[2] > 0 ? sums[0] / sums[2] : 0.0},
+      {"samples_per_s", seconds > 0 ? sums[2] / seconds : 0.0},
+      {"input_wait_fraction", seconds > 0 ? interval_.wait_s / seconds : 0.0},
+      {"compute_fraction",
+       seconds > 0 ? std::max(0.0, seconds - interval_.wait_s - interval_.comm_s) / seconds : 0.0},
+      {"comm_fraction", seconds > 0 ? interval_.comm_s / seconds : 0.0},
+      {"allreduce_s", interval_.comm_s},
+      {"lr", LearningRate(plan_.schedule, step)},
+      {"skipped_steps", skipped_steps_}};
   if ((step + 1) % plan_.steps_per_epoch == 0) {
     line["batches_left_out"] = plan_.batches_left_out_per_epoch;  // in the epoch just ended
   }
   if (o_.task == Task::kClassify && sums[2] > 0) line["accuracy"] = sums[1] / sums[2];
   metrics_->Write(line);
+  for (int i = 0; i < 3; ++i) epoch_sums_[i] += sums[i];
+  if (tb_) {
+    tb_->Interval(line);
+    if ((step + 1) % plan_.steps_per_epoch == 0 && epoch_sums_[2] > 0) {
+      tb_->EpochEnd(step + 1, epoch_sums_[0] / epoch_sums_[2],
+                    o_.task == Task::kClassify ? epoch_sums_[1] / epoch_sums_[2] : -1.0);
+    }
+  }
+  if ((step + 1) % plan_.steps_per_epoch == 0) std::fill(epoch_sums_, epoch_sums_ + 3, 0.0);
   if (progress_) {
     progress_->SetMetric("loss", line["loss"].get<double>());
     if (line.contains("accuracy")) progress_->SetMetric("acc", line["accuracy"].get<double>());
@@ -439,6 +477,7 @@ EvalResult TrainingLoop::Evaluate(int64_t step, bool final) {
                          {"eval_accuracy", e.accuracy}};
   if (final) line["final"] = true;
   metrics_->Write(line);
+  if (tb_) tb_->Evaluation(step + 1, e.loss, o_.task == Task::kClassify ? e.accuracy : -1.0);
   return e;
 }
 
@@ -482,6 +521,10 @@ void TrainingLoop::Summarize(int64_t steps) {
     s.peak_rss_mib.push_back(static_cast<double>(kib) / 1024.0);
   }
   strategy_.FinishReport(&s);
+  // Which rank the others waited for: ranks that meet every step (not asynchronous workers).
+  if (strategy_.trains_batches() && strategy_.synchronous_metrics()) {
+    s.straggler = arrivals_.Gather(*steps_);
+  }
   if (left_out_->batches_left_out > 0) {
     SF_LOG(Info) << "equal steps left out " << left_out_->batches_left_out.load() << " batches ("
                  << left_out_->elements_left_out.load() << " samples) on this rank";

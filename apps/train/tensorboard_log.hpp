@@ -1,0 +1,49 @@
+// TensorBoard event files of a training run (`[log] tensorboard`, on by default), written by
+// rank 0 under OUTPUT/tb/ with io::EventWriter: tb/train and tb/validation, TensorBoard's usual
+// pair, so `tensorboard --logdir OUTPUT/tb` overlays the train and evaluation curves.
+//   tb/train, at each metrics.jsonl line (step = steps done, values equal to the line's): loss,
+//     accuracy (classify), learning_rate, samples_per_s, time/input_wait_fraction,
+//     time/compute_fraction, time/comm_fraction; at each epoch end: epoch_loss, epoch_accuracy
+//     (the epoch's mean); every `log.histogram_every` steps the histograms of each parameter
+//     ("weights/<layer>/<param>") and of its last reduced gradient ("gradients/...").
+//   tb/validation, at each evaluation: epoch_loss, epoch_accuracy (metrics.jsonl's eval_loss,
+//     eval_accuracy).
+// --resume at step S first drops every event past S from the earlier files (the resumed run
+// redoes those steps), then opens new files: each step appears once.
+// Thread-safety: one thread (the training loop's).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+
+#include "core/model.hpp"
+
+namespace shardflow::io {
+class EventWriter;
+}
+
+namespace shardflow::train {
+
+class TensorBoardLog {
+ public:
+  // `dir` is OUTPUT/tb. resumed_step > 0: drops the events past it first. Throws Error(kIo).
+  TensorBoardLog(const std::string& dir, int64_t resumed_step);
+  ~TensorBoardLog();
+
+  // A metrics.jsonl line of the training loop (keys as written there).
+  void Interval(const nlohmann::json& line);
+  // The mean loss (and accuracy when >= 0) of the epoch that ended after `steps_done` steps.
+  void EpochEnd(int64_t steps_done, double loss, double accuracy);
+  // An evaluation after `steps_done` steps (accuracy < 0: none).
+  void Evaluation(int64_t steps_done, double loss, double accuracy);
+  // The histograms of `model`'s parameters and gradients.
+  void Histograms(int64_t steps_done, Sequential<float>& model);
+
+ private:
+  std::string dir_;
+  std::unique_ptr<io::EventWriter> train_, validation_;  // validation: opened at first use
+};
+
+}  // namespace shardflow::train
