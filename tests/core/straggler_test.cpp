@@ -1,0 +1,74 @@
+#include "core/straggler.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace shardflow {
+namespace {
+
+// `steps` steps of `ranks` ranks that arrive after `base` seconds (input wait `wait`), except
+// `slow`, which arrives `extra_input` + `extra_compute` later.
+std::vector<std::vector<StepArrival>> Steps(int ranks, int steps, int slow, float extra_input,
+                                            float extra_compute) {
+  std::vector<std::vector<StepArrival>> per_rank(static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    for (int t = 0; t < steps; ++t) {
+      const float jitter = 1e-4f * static_cast<float>((r * 7 + t * 3) % 5);
+      StepArrival a{.arrival_s = 0.010f + jitter, .input_s = 0.001f};
+      if (r == slow) {
+        a.arrival_s += extra_input + extra_compute;
+        a.input_s += extra_input;
+      }
+      per_rank[static_cast<size_t>(r)].push_back(a);
+    }
+  }
+  return per_rank;
+}
+
+TEST(StragglerTest, NamesTheSlowComputeRank) {
+  const StragglerReport s = AttributeStragglers(Steps(4, 50, 2, 0.0f, 0.005f));
+  EXPECT_EQ(s.rank, 2);
+  EXPECT_EQ(s.steps, 50);
+  EXPECT_DOUBLE_EQ(s.last_fraction, 1.0);
+  EXPECT_NEAR(s.margin_s, 0.005, 3e-4);
+  EXPECT_EQ(s.cause, "compute");
+  EXPECT_LT(s.input_share, 0.1);
+  ASSERT_EQ(s.last_per_rank.size(), 4u);
+  EXPECT_DOUBLE_EQ(s.last_per_rank[0], 0.0);
+}
+
+TEST(StragglerTest, NamesTheSlowInputRank) {
+  const StragglerReport s = AttributeStragglers(Steps(2, 20, 1, 0.004f, 0.0005f));
+  EXPECT_EQ(s.rank, 1);
+  EXPECT_EQ(s.cause, "input");
+  EXPECT_GT(s.input_share, 0.8);
+  EXPECT_NEAR(s.margin_s, 0.0045, 3e-4);
+  const std::string line = FormatStraggler(s);
+  EXPECT_NE(line.find("rank 1 was last to the all-reduce in 100% of 20 steps"), std::string::npos)
+      << line;
+  EXPECT_NE(line.find("input-bound"), std::string::npos) << line;
+}
+
+TEST(StragglerTest, CountsTheStepsEachRankWasLast) {
+  // Rank 0 late in 3 steps of 4, rank 1 in 1.
+  std::vector<std::vector<StepArrival>> per_rank = {
+      {{0.02f, 0}, {0.02f, 0}, {0.02f, 0}, {0.01f, 0}},
+      {{0.01f, 0}, {0.01f, 0}, {0.01f, 0}, {0.03f, 0}},
+  };
+  const StragglerReport s = AttributeStragglers(per_rank);
+  EXPECT_EQ(s.rank, 0);
+  EXPECT_DOUBLE_EQ(s.last_fraction, 0.75);
+  EXPECT_DOUBLE_EQ(s.last_per_rank[1], 0.25);
+  EXPECT_NEAR(s.margin_s, 0.01, 1e-6);  // the median over the steps rank 0 was last in
+}
+
+TEST(StragglerTest, OneRankOrNoStepsIsEmpty) {
+  EXPECT_EQ(AttributeStragglers({}).rank, -1);
+  EXPECT_EQ(AttributeStragglers(Steps(1, 10, 0, 0, 0)).rank, -1);
+  EXPECT_EQ(AttributeStragglers(Steps(2, 0, 0, 0, 0)).rank, -1);
+  EXPECT_EQ(FormatStraggler({}), "");
+}
+
+}  // namespace
+}  // namespace shardflow
