@@ -9,8 +9,6 @@
 #include <fstream>
 #include <memory>
 #include <mutex>  // std::once_flag
-#include <nlohmann/json.hpp>
-#include <set>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -312,7 +310,16 @@ std::string TraceJson(const TraceWriteOptions& options) {
   }
   out += "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"pid\":" + pid +
          ",\"wall_origin_us\":" + std::to_string(registry.wall_origin_us.load()) +
-         ",\"dropped_events\":" + std::to_string(dropped) + "}}\n";
+         ",\"mono_origin_ns\":" + std::to_string(origin_ns) +
+         ",\"dropped_events\":" + std::to_string(dropped) + ",\"clock_sync\":[";
+  for (size_t i = 0; i < options.clock_samples.size(); ++i) {
+    const TraceClockSample& c = options.clock_samples[i];
+    out += (i == 0 ? std::string() : std::string(",")) +
+           "{\"local_ns\":" + std::to_string(c.local_ns) +
+           ",\"offset_ns\":" + std::to_string(c.offset_ns) +
+           ",\"error_ns\":" + std::to_string(c.error_ns) + "}";
+  }
+  out += "]}}\n";
   return out;
 }
 
@@ -329,70 +336,6 @@ std::string RankTracePath(const std::string& path, int rank) {
     return path + tag;
   }
   return path.substr(0, dot) + tag + path.substr(dot);
-}
-
-void MergeTraceFiles(const std::vector<std::string>& inputs, const std::string& output) {
-  using nlohmann::json;
-  struct Input {
-    json doc;
-    int64_t wall_origin_us = 0;
-  };
-  std::vector<Input> docs;
-  std::set<int64_t> pids;
-  std::vector<std::string> pid_files;
-  int64_t earliest = INT64_MAX;
-  uint64_t dropped = 0;
-  for (const std::string& path : inputs) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      throw Error(ErrorCode::kNotFound,
-                  std::string("cannot open trace file: ") + std::strerror(errno), {.file = path});
-    }
-    Input input;
-    input.doc = json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (input.doc.is_discarded() || !input.doc.is_object() || !input.doc.contains("traceEvents") ||
-        !input.doc["traceEvents"].is_array()) {
-      throw Error(ErrorCode::kDataLoss, "not a Chrome trace (no traceEvents array)",
-                  {.file = path});
-    }
-    const json& other = input.doc.value("otherData", json::object());
-    input.wall_origin_us = other.value("wall_origin_us", int64_t{0});
-    dropped += other.value("dropped_events", uint64_t{0});
-    std::set<int64_t> file_pids;
-    for (const json& event : input.doc["traceEvents"]) {
-      if (event.is_object() && event.contains("pid") && event["pid"].is_number_integer()) {
-        file_pids.insert(event["pid"].get<int64_t>());
-      }
-    }
-    for (const int64_t pid : file_pids) {
-      if (!pids.insert(pid).second) {
-        throw Error(ErrorCode::kInvalidArgument,
-                    "pid " + std::to_string(pid) + " appears in two trace files to merge",
-                    {.file = path, .hint = "merge the files of one run, one per rank"});
-      }
-    }
-    earliest = std::min(earliest, input.wall_origin_us);
-    docs.push_back(std::move(input));
-  }
-
-  json merged_events = json::array();
-  for (Input& input : docs) {
-    // Each file's timestamps count from its own origin; move them onto the earliest one.
-    const double shift_us = static_cast<double>(input.wall_origin_us - earliest);
-    for (json& event : input.doc["traceEvents"]) {
-      if (shift_us != 0 && event.is_object() && event.contains("ts") && event["ts"].is_number()) {
-        event["ts"] = event["ts"].get<double>() + shift_us;
-      }
-      merged_events.push_back(std::move(event));
-    }
-  }
-  json merged = {{"traceEvents", std::move(merged_events)},
-                 {"displayTimeUnit", "ms"},
-                 {"otherData",
-                  {{"merged_from", inputs},
-                   {"wall_origin_us", docs.empty() ? 0 : earliest},
-                   {"dropped_events", dropped}}}};
-  WriteFile(output, merged.dump() + "\n");
 }
 
 }  // namespace shardflow

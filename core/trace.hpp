@@ -20,7 +20,11 @@
 // events are counted as dropped, and the count is written into the trace ("dropped_events").
 // Timestamps: monotonic nanoseconds, written in microseconds relative to the first
 // StartTracing(); each file records the wall-clock time of that origin, and MergeTraceFiles
-// aligns ranks by it (exact on one node; across nodes as good as the clocks' sync).
+// aligns ranks by it (exact on one node; across nodes as good as the clocks' sync). A file may
+// also carry clock samples measured against rank 0 (comm/clock_sync.hpp, at the start and end
+// of a run): when every input has them, MergeTraceFiles puts each rank on rank 0's clock
+// instead, with the drift between the samples corrected (linear), and records the largest
+// measurement error ("clock_error_us").
 // Thread-safety: every function may be called from any thread.
 #pragma once
 
@@ -101,13 +105,22 @@ class TraceScope {
 #define SF_TRACE_SCOPE(name) \
   ::shardflow::TraceScope SF_TRACE_CONCAT(sf_trace_scope_, __LINE__)(name)
 
+// Rank 0's monotonic clock minus this process's at local_ns, within error_ns.
+struct TraceClockSample {
+  int64_t local_ns = 0;
+  int64_t offset_ns = 0;
+  int64_t error_ns = 0;
+};
+
 struct TraceWriteOptions {
-  int pid = 0;               // the rank
-  std::string process_name;  // default "rank <pid>"
+  int pid = 0;                                  // the rank
+  std::string process_name;                     // default "rank <pid>"
+  std::vector<TraceClockSample> clock_samples;  // written as otherData.clock_sync
 };
 
 // The Chrome trace JSON of SnapshotTrace(): {"traceEvents": [...], "displayTimeUnit": "ms",
-// "otherData": {"wall_origin_us": ..., "dropped_events": ...}}, with process_name and
+// "otherData": {"wall_origin_us": ..., "mono_origin_ns": ..., "dropped_events": ...,
+// "clock_sync": [{"local_ns", "offset_ns", "error_ns"}...]}}, with process_name and
 // thread_name metadata events.
 std::string TraceJson(const TraceWriteOptions& options);
 // Writes TraceJson to `path`. Throws Error(kIo) naming the file.
@@ -115,9 +128,10 @@ void WriteTrace(const std::string& path, const TraceWriteOptions& options);
 // "dir/trace.json" -> "dir/trace.rank3.json" (".rank3" appended when there is no extension).
 std::string RankTracePath(const std::string& path, int rank);
 // Merges per-rank trace files into one, shifting each file's timestamps so that all share the
-// earliest file's origin. Throws Error(kNotFound / kDataLoss) naming the input that cannot be
-// read or is not a trace, Error(kInvalidArgument) when two inputs use the same pid,
-// Error(kIo) when the output cannot be written.
+// earliest file's origin (by wall clock, or by the clock samples when every file has them). Throws
+// Error(kNotFound / kDataLoss) naming the input that cannot be read or is not a trace,
+// Error(kInvalidArgument) when two inputs use the same pid, Error(kIo) when the output cannot be
+// written.
 void MergeTraceFiles(const std::vector<std::string>& inputs, const std::string& output);
 
 }  // namespace shardflow

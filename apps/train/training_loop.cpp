@@ -19,6 +19,7 @@
 #include "apps/train/tensorboard_log.hpp"
 #include "apps/train/test_fault.hpp"
 #include "apps/train/trainer.hpp"
+#include "comm/clock_sync.hpp"
 #include "comm/collectives.hpp"
 #include "core/logging.hpp"
 #include "core/progress.hpp"
@@ -538,13 +539,33 @@ TrainResult RunTraining(const comm::Communicator& job, const TrainerOptions& o,
   comm::CommunicatorOptions comm_options;
   comm_options.watchdog = comm::WatchdogOptions{.timeout_seconds = o.watchdog_seconds};
   comm::Communicator ctl(job.raw(), comm_options);
-  if (o.trace) StartTracing();
+  // Tracing: each rank's clock is measured against rank 0's at the start and the end, so that
+  // the merged timeline (OUTPUT/trace.json, shardflow-trace merge) corrects offset and drift.
+  std::vector<TraceClockSample> clock;
+  const auto sample_clock = [&] {
+    const comm::ClockSample c = comm::MeasureClockOffset(ctl);
+    clock.push_back({.local_ns = c.local_ns, .offset_ns = c.offset_ns, .error_ns = c.error_ns});
+  };
+  if (o.trace) {
+    StartTracing();
+    sample_clock();
+  }
   const StrategyEnv env{.job = &job, .ctl = &ctl, .options = &o};
   std::unique_ptr<Strategy> strategy = factory ? factory(env) : MakeStrategy(o.strategy, env);
   TrainResult result = TrainingLoop(ctl, o, inputs, *strategy).Run();
   if (o.trace && !o.output_dir.empty()) {
     StopTracing();
-    WriteTrace(RankTracePath(o.output_dir + "/trace.json", ctl.rank()), {.pid = ctl.rank()});
+    sample_clock();
+    const std::string path = o.output_dir + "/trace.json";
+    WriteTrace(RankTracePath(path, ctl.rank()), {.pid = ctl.rank(), .clock_samples = clock});
+    comm::Barrier(ctl);  // every rank's file is written
+    if (ctl.rank() == 0) {
+      std::vector<std::string> ranks;
+      for (int r = 0; r < ctl.size(); ++r) ranks.push_back(RankTracePath(path, r));
+      MergeTraceFiles(ranks, path);
+      SF_LOG(Info) << "trace: " << path << " (every rank on rank 0's clock; "
+                   << "ui.perfetto.dev or chrome://tracing)";
+    }
   }
   return result;
 }

@@ -245,5 +245,32 @@ TEST(TraceTest, RankTracePath) {
   EXPECT_EQ(RankTracePath("a.b.json", 12), "a.b.rank12.json");
 }
 
+// Clock samples (comm/clock_sync.hpp) put every file on rank 0's clock: rank 1's clock reads
+// 5 ms ahead at its origin and gains 1 us per ms (1000 ppm); the wall origins are ignored.
+TEST(TraceTest, MergeCorrectsClockOffsetAndDrift) {
+  testing::ScratchDir dir("trace_merge_clock");
+  const std::string a = (dir / "a.json").string();
+  const std::string b = (dir / "b.json").string();
+  std::ofstream(a) << R"({"traceEvents":[{"ph":"X","pid":0,"tid":0,"ts":10,"dur":1,"name":"s"}],
+      "otherData":{"wall_origin_us":1000,"mono_origin_ns":1000000,
+      "clock_sync":[{"local_ns":1000000,"offset_ns":0,"error_ns":0}]}})";
+  std::ofstream(b)
+      << R"({"traceEvents":[{"ph":"X","pid":1,"tid":0,"ts":5000,"dur":1000,"name":"s"}],
+      "otherData":{"wall_origin_us":99999,"mono_origin_ns":6000000,
+      "clock_sync":[{"local_ns":16000000,"offset_ns":-5010000,"error_ns":3000},
+                    {"local_ns":6000000,"offset_ns":-5000000,"error_ns":1000}]}})";
+  const std::string merged_path = (dir / "merged.json").string();
+  MergeTraceFiles({b, a}, merged_path);
+  const json merged = ReadJson(merged_path);
+  std::map<int, json> event;
+  for (const json& e : merged["traceEvents"]) event[e["pid"].get<int>()] = e;
+  EXPECT_NEAR(event[0]["ts"].get<double>(), 10.0, 1e-6);
+  // Local 11 ms: offset -5.005 ms, so 5.995 ms on rank 0's clock, 4995 us past the origin.
+  EXPECT_NEAR(event[1]["ts"].get<double>(), 4995.0, 1e-6);
+  EXPECT_NEAR(event[1]["dur"].get<double>(), 999.0, 1e-6);  // the drift shortens it
+  EXPECT_EQ(merged["otherData"]["clock"], "mpi ping-pong against rank 0");
+  EXPECT_NEAR(merged["otherData"]["clock_error_us"].get<double>(), 3.0, 1e-9);
+}
+
 }  // namespace
 }  // namespace shardflow

@@ -14,6 +14,11 @@
 #           slow:1:25 (a sleep before each step) or slow_input:1:25 (before each batch): the
 #           report and summary.json name rank 1 as last in >= 80% of steps, by >= 15 ms, with
 #           the cause compute or input.
+#   trace   2 ranks with log.trace = true and dist.overlap = false (each step's all-reduce runs
+#           in the main thread's allreduce_wait span, so in true time every rank's span of a step
+#           ends after every rank's span began): OUTPUT/trace.json, merged at the end, and
+#           `shardflow-trace merge OUTPUT --out FILE` are valid JSON with both ranks on rank 0's
+#           clock, and the spans of each step overlap within the measured clock error.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -49,7 +54,7 @@ straggler_compute | straggler_input)
   convert 2 1200 data/fm
   kind=slow cause=compute
   [ "$mode" = straggler_input ] && kind=slow_input cause=input
-  SHARDFLOW_TEST_FAULT=$kind:1:25 run_train 2 a.log "${common[@]}" --eval.files= --output run ||
+  SHARDFLOW_TEST_FAULT=$kind:1:25 run_train 2 a.log "${common[@]}" --eval.files= --train.epochs=2 --output run ||
     { cat a.log; fail "the run failed"; }
   grep -q "^straggler *rank 1 was last to the all-reduce in .*, $cause-bound" a.log ||
     { cat a.log; fail "the report does not name rank 1, $cause-bound"; }
@@ -60,6 +65,31 @@ ok = s["rank"] == 1 and s["cause"] == sys.argv[2] and s["last_fraction"] >= 0.8 
 print(("ok   " if ok else "FAIL ") + json.dumps(s))
 sys.exit(0 if ok else 1)
 PY
+  ;;
+trace)
+  convert 2 1200 data/fm
+  run_train 2 a.log "${common[@]}" --eval.files= --train.epochs=2 --log.trace=true --dist.overlap=false \
+    --output run || { cat a.log; fail "the run failed"; }
+  grep -q "trace: run/trace.json (every rank on rank 0's clock" a.log || fail "no merged trace line"
+  "$bin/shardflow-trace" merge run --out again.json >merge.log 2>&1 || { cat merge.log; fail "shardflow-trace merge failed"; }
+  grep -q "^merged 2 rank traces (.* events) into again.json; clock: mpi ping-pong against rank 0, error <= " merge.log ||
+    { cat merge.log; fail "unexpected shardflow-trace output"; }
+  for f in run/trace.json again.json; do
+    $py - "$f" <<'PY' || fail "$f: the ranks' all-reduce spans do not line up"
+import collections, json, sys
+doc = json.load(open(sys.argv[1]))
+err = doc["otherData"]["clock_error_us"]
+spans = collections.defaultdict(list)
+for e in doc["traceEvents"]:
+    if e.get("ph") == "X" and e.get("name") == "allreduce_wait":
+        spans[e["pid"]].append((e["ts"], e["ts"] + e["dur"]))
+if sorted(spans) != [0, 1] or len(spans[0]) != len(spans[1]) or not spans[0]:
+    print("FAIL ranks %s, spans %s" % (sorted(spans), [len(v) for v in spans.values()])); sys.exit(1)
+worst = max(max(s for s, _ in step) - min(e for _, e in step) for step in zip(spans[0], spans[1]))
+print("%s: %d steps, clock error %.3f us, worst gap %.3f us" % (sys.argv[1], len(spans[0]), err, worst))
+sys.exit(0 if worst <= err else 1)
+PY
+  done
   ;;
 *) fail "unknown mode" ;;
 esac
