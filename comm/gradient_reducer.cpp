@@ -5,6 +5,7 @@
 
 #include "comm/allreduce_shm.hpp"
 #include "core/error.hpp"
+#include "core/trace.hpp"
 
 namespace shardflow::comm {
 namespace {
@@ -93,6 +94,7 @@ double GradientReducer::Finish() {
 
 void GradientReducer::ReduceBucket(int index) {
   const GradientSlice& s = slices_[static_cast<size_t>(index)];
+  SF_TRACE_SCOPE("allreduce_bucket");  // one span per bucket on the merged timeline
   if (options_.shared != nullptr) {
     AllreduceShared(*options_.shared, static_cast<size_t>(s.offset), static_cast<size_t>(s.size),
                     options_.allreduce.mode);
@@ -102,6 +104,7 @@ void GradientReducer::ReduceBucket(int index) {
 }
 
 void GradientReducer::CommLoop() {
+  SetTraceThreadName("gradient all-reduce");
   for (;;) {
     int index = -1;
     {
