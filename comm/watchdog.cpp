@@ -33,6 +33,8 @@ std::string RankList(const std::vector<int>& ranks) {
 
 // Open BusyScopes of this process.
 std::atomic<int> g_busy{0};
+// The stall inspector's threshold for every watchdog of the process; 0: off.
+std::atomic<int64_t> g_stall_ns{0};
 
 }  // namespace
 
@@ -41,6 +43,11 @@ BusyScope::BusyScope() { g_busy.fetch_add(1, std::memory_order_release); }
 BusyScope::~BusyScope() { g_busy.fetch_sub(1, std::memory_order_release); }
 
 bool BusyScope::busy() { return g_busy.load(std::memory_order_acquire) > 0; }
+
+void Watchdog::SetStallSeconds(double seconds) {
+  g_stall_ns.store(seconds > 0 ? static_cast<int64_t>(seconds * 1e9) : 0,
+                   std::memory_order_relaxed);
+}
 
 Watchdog::Watchdog(MPI_Comm comm, const WatchdogOptions& options) : options_(options) {
   if (!(options_.timeout_seconds > 0)) {
@@ -112,6 +119,12 @@ void Watchdog::Run() {
     if (entered == completed_.load(std::memory_order_acquire)) continue;
     int64_t started = started_ns_.load(std::memory_order_relaxed);
     if (waited_for == entered) started = std::max(started, restarted_ns);
+    const int64_t stall_ns = g_stall_ns.load(std::memory_order_relaxed);
+    if (stall_ns > 0 && stall_ns < timeout_ns && entered != stall_reported_ &&
+        NowNs() - started > stall_ns) {
+      stall_reported_ = entered;
+      ReportStall(entered, NowNs() - started);
+    }
     if (NowNs() - started > timeout_ns && entered == entered_.load(std::memory_order_acquire) &&
         entered != completed_.load(std::memory_order_acquire)) {
       ReportTimeout(entered);  // returns only when the ranks it waits on are busy
@@ -121,8 +134,7 @@ void Watchdog::Run() {
   }
 }
 
-void Watchdog::ReportTimeout(uint64_t collective) {
-  std::vector<std::array<int64_t, 2>> progress(static_cast<size_t>(size_), {-1, -1});
+std::vector<std::array<int64_t, 3>> Watchdog::Query(uint64_t collective, bool cancel_late) {
   std::vector<std::array<int64_t, 3>> answers(static_cast<size_t>(size_), {-1, -1, 0});
   if (can_query_ && size_ > 1) {
     const int64_t asked = static_cast<int64_t>(collective);
@@ -146,8 +158,47 @@ void Watchdog::ReportTimeout(uint64_t collective) {
       if (all_done) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    // Requests still pending are left alone: the job is about to end.
+    // After a timeout, requests still pending are left alone: the job is about to end. After a
+    // stall report the job goes on: a late answer's receive is cancelled (its answer counts as
+    // none).
+    if (cancel_late) {
+      for (size_t r = 0; r < replies.size(); ++r) {
+        if (replies[r] == MPI_REQUEST_NULL) continue;
+        MPI_Cancel(&replies[r]);
+        MPI_Wait(&replies[r], MPI_STATUS_IGNORE);
+        answers[r] = {-1, -1, 0};
+      }
+      // A query is 8 bytes, sent eagerly: complete locally whether or not the peer took it.
+      MPI_Waitall(static_cast<int>(queries.size()), queries.data(), MPI_STATUSES_IGNORE);
+    }
   }
+  return answers;
+}
+
+void Watchdog::ReportStall(uint64_t collective, int64_t running_ns) {
+  const std::vector<std::array<int64_t, 3>> answers = Query(collective, /*cancel_late=*/true);
+  std::vector<int> not_joined, busy, no_answer;
+  for (int r = 0; r < size_; ++r) {
+    const std::array<int64_t, 3>& a = answers[static_cast<size_t>(r)];
+    if (r == rank_ || a[0] >= static_cast<int64_t>(collective)) continue;
+    (a[0] < 0 ? no_answer : a[2] != 0 ? busy : not_joined).push_back(r);
+  }
+  if (not_joined.empty() && no_answer.empty() && !busy.empty()) return;  // a checkpoint, known
+  std::fprintf(stderr,
+               "[rank %d] stall inspector: collective #%llu %s of %zu bytes has run %.2f s "
+               "(the stall threshold is %.2f s, the watchdog ends the job at %.0f s); ranks that "
+               "had not joined it: %s; busy (checkpoint or evaluation): %s; no answer: %s\n",
+               rank_, static_cast<unsigned long long>(collective),
+               op_.load(std::memory_order_relaxed), bytes_.load(std::memory_order_relaxed),
+               static_cast<double>(running_ns) * 1e-9,
+               static_cast<double>(g_stall_ns.load(std::memory_order_relaxed)) * 1e-9,
+               options_.timeout_seconds, RankList(not_joined).c_str(), RankList(busy).c_str(),
+               RankList(no_answer).c_str());
+}
+
+void Watchdog::ReportTimeout(uint64_t collective) {
+  std::vector<std::array<int64_t, 2>> progress(static_cast<size_t>(size_), {-1, -1});
+  const std::vector<std::array<int64_t, 3>> answers = Query(collective, /*cancel_late=*/false);
   bool all_busy = can_query_ && size_ > 1;  // every rank not in #collective answered busy
   std::vector<int> busy_ranks;
   for (int r = 0; r < size_; ++r) {

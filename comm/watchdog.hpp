@@ -22,6 +22,14 @@
 // support (MPI's THREAD_MULTIPLE level); with less, the watchdog still times out and aborts,
 // with only its own view.
 //
+// Stall inspector: below the hard limit, SetStallSeconds(s) (process-wide, set by the training
+// loop to k times its median step) makes every watchdog of the process query the other ranks
+// once a collective has run s seconds, and log (once per collective, without ending anything)
+//   [rank 0] stall inspector: collective #40 allreduce(shm, in place) of 101800 bytes has run
+//   1.52 s (the stall threshold is 1.00 s, the watchdog ends the job at 300 s); ranks that had
+//   not joined it: [1]; busy (checkpoint or evaluation): []; no answer: []
+// A wait on busy ranks only (a checkpoint being written) is not reported.
+//
 // Busy phases: a rank that spends long outside collectives on purpose (rank 0 writing a
 // checkpoint while the others wait in the next step's all-reduce; an evaluation) opens a
 // BusyScope. The flag is process-wide: every watchdog of the process sends it with its answer
@@ -88,6 +96,9 @@ class Watchdog {
   // True between Begin and End (read by the thread that calls them).
   bool in_collective() const { return entered() != completed(); }
   double timeout_seconds() const { return options_.timeout_seconds; }
+  // The stall inspector's threshold for every watchdog of this process (see above); <= 0: off.
+  // Thread-safe.
+  static void SetStallSeconds(double seconds);
 
   // The report a timeout produces, given each other rank's answer; exposed for tests.
   // progress[i] = {entered, completed} of rank i, or {-1, -1} when rank i did not answer
@@ -102,13 +113,20 @@ class Watchdog {
   // Ends the job naming the ranks' progress, unless every rank that has not joined collective
   // #`collective` answered busy: then returns (the caller restarts its clock).
   void ReportTimeout(uint64_t collective);
+  // Every other rank's {entered, completed, busy} as it answered a query about #collective
+  // ({-1, -1, 0}: no answer within reply_seconds). cancel_late: cancel the receives of answers
+  // still missing (the job goes on); else they are left pending (the job is about to end).
+  std::vector<std::array<int64_t, 3>> Query(uint64_t collective, bool cancel_late);
+  // Logs the stall of #collective, running for `running_ns`, with the ranks' progress.
+  void ReportStall(uint64_t collective, int64_t running_ns);
 
   WatchdogOptions options_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
   bool can_query_ = false;
-  uint64_t logged_busy_ = 0;  // the last collective a wait on busy ranks was logged for
+  uint64_t logged_busy_ = 0;     // the last collective a wait on busy ranks was logged for
+  uint64_t stall_reported_ = 0;  // the last collective a stall was logged for (thread only)
 
   std::atomic<uint64_t> entered_{0};
   std::atomic<uint64_t> completed_{0};

@@ -195,6 +195,13 @@ void RegisterExperimentConfig(ConfigSchema& s, ExperimentConfig* c) {
   s.Add("log", "histogram_every", &c->histogram_every,
         "steps between TensorBoard histograms of weights and gradients (0: none)")
       .NonNegative();
+  s.Add("log", "stall_factor", &c->stall_factor,
+        "a step this many times the median logs where it is stuck: the starved input stage or "
+        "the collective and the ranks that had not joined (0: off)")
+      .NonNegative();
+  s.Add("log", "stall_min_seconds", &c->stall_min_seconds,
+        "and only once it has taken at least this many seconds")
+      .NonNegative();
 }
 
 ModelSetup MakeModelSetup(const ExperimentConfig& c) {

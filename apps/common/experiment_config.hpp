@@ -81,6 +81,8 @@ struct ExperimentConfig {
   bool trace = false;
   bool tensorboard = true;
   int64_t histogram_every = 100;
+  double stall_factor = 10;
+  double stall_min_seconds = 1;
   // Flags.
   std::string output = "runs/latest";
   std::string resume;  // "" (start fresh), "latest" (--resume) or "auto" (--resume=auto)

@@ -37,23 +37,29 @@ TestFault TestFault::FromEnvironment() {
   const int n = std::sscanf(env, "%15[a-z1_]:%7[a-z0-9]:%lld%c", kind, who, &step, &extra);
   const std::string k = kind, w = who;
   const bool known = k == "kill" || k == "hang" || k == "slow" || k == "term" || k == "usr1" ||
-                     k == "slow_checkpoint" || k == "slow_input";
+                     k == "slow_checkpoint" || k == "slow_input" || k == "stall";
   const bool every = w == "all" && (k == "term" || k == "usr1");
   const int rank = every ? kEveryRank
                    : !w.empty() && w.find_first_not_of("0123456789") == std::string::npos
                        ? std::atoi(who)
                        : -1;
   if (n != 3 || !known || rank == -1 || step < 0) {
-    throw Error(ErrorCode::kInvalidArgument,
-                std::string("bad SHARDFLOW_TEST_FAULT '") + env +
-                    "': expected kill:RANK:STEP, hang:RANK:STEP, slow:RANK:MILLISECONDS, "
-                    "slow_checkpoint:RANK:MILLISECONDS, slow_input:RANK:MILLISECONDS, "
-                    "term:RANK|all:STEP or usr1:RANK|all:STEP");
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        std::string("bad SHARDFLOW_TEST_FAULT '") + env +
+            "': expected kill:RANK:STEP, hang:RANK:STEP, slow:RANK:MILLISECONDS, "
+            "slow_checkpoint:RANK:MILLISECONDS, slow_input:RANK:MILLISECONDS, stall:RANK:STEP, "
+            "term:RANK|all:STEP or usr1:RANK|all:STEP");
   }
   TestFault f;
   f.rank_ = rank;
   if (k == "slow_checkpoint") {
     f.slow_checkpoint_ms_ = step;
+    return f;
+  }
+  if (k == "stall") {
+    f.stall_ = true;
+    f.step_ = step;
     return f;
   }
   if (k == "slow_input") {
@@ -88,9 +94,12 @@ void TestFault::MaybeSlowCheckpoint(int rank) const {
   std::this_thread::sleep_for(std::chrono::milliseconds(slow_checkpoint_ms_));
 }
 
-void TestFault::MaybeSlowInput(int rank) const {
+void TestFault::MaybeSlowInput(int rank, int64_t step) const {
   if (rank == rank_ && slow_input_ms_ > 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(slow_input_ms_));
+  }
+  if (rank == rank_ && stall_ && step == step_) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   }
 }
 

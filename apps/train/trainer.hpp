@@ -27,6 +27,7 @@
 #include "apps/common/pipeline_schedule.hpp"
 #include "apps/common/rank_grid.hpp"
 #include "apps/train/nonfinite_guard.hpp"
+#include "apps/train/stall_inspector.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/communicator.hpp"
 #include "core/model.hpp"
@@ -94,6 +95,7 @@ struct TrainerOptions : apps::ModelSetup {
   bool trace = false;                   // Chrome trace per rank in output_dir
   bool tensorboard = false;             // TensorBoard event files in output_dir/tb (rank 0)
   int64_t histogram_every = 100;        // steps between TensorBoard histograms; 0: none
+  StallOptions stall{.factor = 0};      // the stall inspector (stall_inspector.hpp); 0: off
   bool final_params = true;             // TrainResult::params (tests); the app turns it off
 
   // For the report's advice: the current values of the knobs it may name.

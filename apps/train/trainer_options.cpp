@@ -158,6 +158,7 @@ void SetOutputs(const apps::ExperimentConfig& c, const std::string& config_text,
   o->trace = c.trace;
   o->tensorboard = c.tensorboard;
   o->histogram_every = c.histogram_every;
+  o->stall = {.factor = c.stall_factor, .min_seconds = c.stall_min_seconds};
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "apps/common/rank_grid.hpp"
+#include "apps/train/stall_inspector.hpp"
 #include "apps/train/straggler_log.hpp"
 #include "apps/train/strategy.hpp"
 #include "apps/train/tensorboard_log.hpp"
@@ -210,11 +211,12 @@ class TrainingLoop {
   pipeline::Element batch_;
   Tensor scratch_;
   TestFault fault_;
-  std::unique_ptr<TensorBoardLog> tb_;  // rank 0, [log] tensorboard
-  double epoch_sums_[3] = {0, 0, 0};    // loss sum, correct, rows of the epoch so far (reduced)
-  StragglerLog arrivals_;               // when this rank reached each step's all-reduce
-  int64_t first_step_ = 0;              // of this run (a resumed run starts past 0)
-  Clock::time_point previous_end_;      // the end of the previous step (or the loop's start)
+  std::unique_ptr<TensorBoardLog> tb_;     // rank 0, [log] tensorboard
+  double epoch_sums_[3] = {0, 0, 0};       // loss sum, correct, rows of the epoch so far (reduced)
+  StragglerLog arrivals_;                  // when this rank reached each step's all-reduce
+  int64_t first_step_ = 0;                 // of this run (a resumed run starts past 0)
+  Clock::time_point previous_end_;         // the end of the previous step (or the loop's start)
+  std::unique_ptr<StallInspector> stall_;  // [log] stall_factor > 0
 };
 
 TrainResult TrainingLoop::Run() {
@@ -261,6 +263,9 @@ TrainResult TrainingLoop::Run() {
     tb_ = std::make_unique<TensorBoardLog>(o_.output_dir + "/tb", start.step);
   }
   fault_ = TestFault::FromEnvironment();
+  if (o_.stall.factor > 0) {
+    stall_ = std::make_unique<StallInspector>(&it_->stats(), o_.stall, job_.rank());
+  }
   const auto loop_start = Clock::now();
   previous_end_ = loop_start;
   first_step_ = start.step;
@@ -339,7 +344,8 @@ void TrainingLoop::RunStep(int64_t step) {
   const auto t0 = Clock::now();
   {
     SF_TRACE_SCOPE("input");
-    fault_.MaybeSlowInput(job_.rank());
+    if (stall_) stall_->InputBegin(step);
+    fault_.MaybeSlowInput(job_.rank(), step);
     if (!it_->Next(&batch_)) {
       throw Error(ErrorCode::kDataLoss,
                   "this rank's input ended at step " + std::to_string(step) + " of " +
@@ -349,6 +355,7 @@ void TrainingLoop::RunStep(int64_t step) {
                   {.hint = "restore the files; --resume continues from the last checkpoint"});
     }
   }
+  if (stall_) stall_->InputEnd();
   const double wait = Since(t0);
   const ModelBatch mb = ToModelBatch(batch_, spec_, &scratch_);
   const StepOutput out = strategy_.TrainStep({.batch = &mb,
@@ -364,6 +371,7 @@ void TrainingLoop::RunStep(int64_t step) {
     arrivals_.Record(between_steps + step_seconds - out.comm_blocked_s, wait);
   }
   previous_end_ = Clock::now();
+  if (stall_) stall_->StepEnd(step_seconds);
   times_.input_wait_s += wait;
   times_.comm_s += out.comm_blocked_s;
   times_.compute_s += std::max(0.0, step_seconds - wait - out.comm_blocked_s);

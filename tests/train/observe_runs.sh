@@ -14,6 +14,10 @@
 #           slow:1:25 (a sleep before each step) or slow_input:1:25 (before each batch): the
 #           report and summary.json name rank 1 as last in >= 80% of steps, by >= 15 ms, with
 #           the cause compute or input.
+#   stall   2 ranks, rank 1 stalls 1.5 s before its batch of step 30 (SHARDFLOW_TEST_FAULT
+#           stall:1:30), log.stall_min_seconds = 0.5: rank 1 logs its input wait with the queue
+#           depths (the queues full: the wait is not the pipeline's), rank 0 logs the all-reduce
+#           that rank 1 had not joined; the input stall once, and the run completes.
 #   trace   2 ranks with log.trace = true and dist.overlap = false (each step's all-reduce runs
 #           in the main thread's allreduce_wait span, so in true time every rank's span of a step
 #           ends after every rank's span began): OUTPUT/trace.json, merged at the end, and
@@ -90,6 +94,18 @@ print("%s: %d steps, clock error %.3f us, worst gap %.3f us" % (sys.argv[1], len
 sys.exit(0 if worst <= err else 1)
 PY
   done
+  ;;
+stall)
+  convert 2 1200 data/fm
+  # 10 steps per epoch; the median is known after 16 steps; rank 1 stalls 1.5 s at step 30.
+  SHARDFLOW_TEST_FAULT=stall:1:30 run_train 2 a.log "${common[@]}" --train.batch_size=64 \
+    --eval.files= --train.epochs=4 --log.stall_min_seconds=0.5 --output run ||
+    { cat a.log; fail "the run failed"; }
+  grep -q "W .*stall inspector: rank 1, step 30 has waited 0\.[5-9][0-9]* s for its batch (.*x the median step of .*); the input queues are not empty (prefetch holds a batch)" a.log ||
+    { cat a.log; fail "no input stall line for rank 1 at step 30"; }
+  grep -q "^\[rank 0\] stall inspector: collective #[0-9]* .* has run 0\.[5-9][0-9] s (the stall threshold is 0\.50 s, the watchdog ends the job at 300 s); ranks that had not joined it: \[1\]" a.log ||
+    { cat a.log; fail "no collective stall line naming rank 1"; }
+  [ "$(grep -c "stall inspector: rank" a.log)" -eq 1 ] || { cat a.log; fail "more than one input stall line"; }
   ;;
 *) fail "unknown mode" ;;
 esac
