@@ -6,6 +6,9 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <iterator>
+
+#include <Eigen/Core>
 
 #include "core/error.hpp"
 #include "io/tfrecord_reader.hpp"
@@ -49,38 +52,48 @@ void Fill(const Histogram& h, tb::HistogramProto* p) {
 
 }  // namespace
 
+// Rank 0 computes these while the other ranks wait at the next all-reduce, so speed matters
+// (an MLP's 535,818 weights and as many gradients every log.histogram_every steps): the
+// reductions run through Eigen in float over blocks of 4096 values (vectorized) and are summed
+// in double across blocks; the bucket pass multiplies by the inverse width. Non-finite values
+// (rare: a diverging run) are copied out first.
 Histogram MakeHistogram(const float* values, size_t count, int buckets) {
+  using Values = Eigen::Map<const Eigen::ArrayXf>;
   Histogram h;
-  h.min = INFINITY;
-  h.max = -INFINITY;
-  for (size_t i = 0; i < count; ++i) {
-    const double v = values[i];
-    if (!std::isfinite(v)) {
-      ++h.nonfinite;
-      continue;
-    }
-    h.min = std::min(h.min, v);
-    h.max = std::max(h.max, v);
-    h.num += 1;
-    h.sum += v;
-    h.sum_squares += v * v;
+  std::vector<float> finite;
+  const float* v = values;
+  size_t n = count;
+  if (count > 0 && !Values(values, static_cast<Eigen::Index>(count)).allFinite()) {
+    std::copy_if(values, values + count, std::back_inserter(finite),
+                 [](float x) { return std::isfinite(x); });
+    h.nonfinite = static_cast<int64_t>(count - finite.size());
+    v = finite.data();
+    n = finite.size();
   }
-  if (h.num == 0) {
-    h.min = h.max = 0;
-    return h;
+  if (n == 0) return h;
+  const Values all(v, static_cast<Eigen::Index>(n));
+  h.min = all.minCoeff();
+  h.max = all.maxCoeff();
+  h.num = static_cast<double>(n);
+  constexpr size_t kBlock = 4096;
+  for (size_t begin = 0; begin < n; begin += kBlock) {
+    const Values block(v + begin, static_cast<Eigen::Index>(std::min(kBlock, n - begin)));
+    h.sum += static_cast<double>(block.sum());
+    h.sum_squares += static_cast<double>(block.square().sum());
   }
-  const int n = h.max > h.min ? std::max(1, buckets) : 1;
-  const double width = (h.max - h.min) / n;
-  h.limits.resize(static_cast<size_t>(n));
-  h.counts.assign(static_cast<size_t>(n), 0.0);
-  for (int b = 0; b + 1 < n; ++b) h.limits[static_cast<size_t>(b)] = h.min + width * (b + 1);
+  const int nb = h.max > h.min ? std::max(1, buckets) : 1;
+  const double width = (h.max - h.min) / nb;
+  h.limits.resize(static_cast<size_t>(nb));
+  for (int b = 0; b + 1 < nb; ++b) h.limits[static_cast<size_t>(b)] = h.min + width * (b + 1);
   h.limits.back() = h.max;
-  for (size_t i = 0; i < count; ++i) {
-    const double v = values[i];
-    if (!std::isfinite(v)) continue;
-    const int b = width > 0 ? std::min(n - 1, static_cast<int>((v - h.min) / width)) : 0;
-    h.counts[static_cast<size_t>(b)] += 1;
+  std::vector<int64_t> counts(static_cast<size_t>(nb), 0);
+  const auto lo = static_cast<float>(h.min);
+  const float scale = width > 0 ? static_cast<float>(1.0 / width) : 0.0f;
+  for (size_t i = 0; i < n; ++i) {
+    const int b = std::min(static_cast<int>((v[i] - lo) * scale), nb - 1);
+    ++counts[static_cast<size_t>(b)];
   }
+  h.counts.assign(counts.begin(), counts.end());
   return h;
 }
 
