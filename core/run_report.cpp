@@ -119,7 +119,9 @@ nlohmann::json SummaryToJson(const RunSummary& s) {
                       {"cause", s.straggler.cause},
                       {"input_share", s.straggler.input_share},
                       {"steps", s.straggler.steps},
-                      {"last_fraction_per_rank", s.straggler.last_per_rank}};
+                      {"last_fraction_per_rank", s.straggler.last_per_rank},
+                      {"gather_ms", 1e3 * s.straggler.gather_s},
+                      {"clear", s.straggler.Clear()}};
   }
   return j;
 }

@@ -100,7 +100,8 @@ struct RunSummary {
 // test_accuracy or test_loss, skipped_steps, skipped_records, input_wait_fraction,
 // compute_fraction, comm_fraction, verdict, advice, wall_s, aggregate_samples_per_s,
 // peak_rss_mib (per rank); grid, strategy_figures, staleness_histogram and straggler (rank,
-// last_fraction, margin_ms, cause, input_share, steps, last_fraction_per_rank) when set.
+// last_fraction, margin_ms, cause, input_share, steps, last_fraction_per_rank, gather_ms, clear)
+// when set.
 nlohmann::json SummaryToJson(const RunSummary& s);
 
 // The human-readable end-of-run report (several lines, ending in a newline).

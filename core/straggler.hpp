@@ -36,14 +36,21 @@ struct StragglerReport {
   double input_share = 0;             // of its summed margins, the share that was input wait
   std::string cause;                  // "input" | "compute"
   std::vector<double> last_per_rank;  // per rank: the fraction of steps it was last in
+  double gather_s = 0;  // what gathering the records and attributing them cost (rank 0's time)
+
+  // One rank is last in at least 1.5 times its even share of the steps.
+  bool Clear() const {
+    return rank >= 0 && last_fraction * static_cast<double>(last_per_rank.size()) >= 1.5;
+  }
 };
 
 // `per_rank[r][t]`: rank r's record of step t (every rank the same number of steps). No ranks,
 // one rank or no steps: steps = 0 and rank = -1.
 StragglerReport AttributeStragglers(const std::vector<std::vector<StepArrival>>& per_rank);
 
-// "rank 1 was last to the all-reduce in 71% of steps, +4.2 ms (median), input-bound (input wait
-// 80% of its extra time)"; "" when the report is empty.
+// "rank 1 was last to the all-reduce in 71% of 500 steps, +4.2 ms (median), input-bound (input
+// wait 80% of its extra time)"; when no rank is last in 1.5 times its share of the steps
+// (Clear()), "no clear straggler (ranks take turns being last; ...)"; "" when the report is empty.
 std::string FormatStraggler(const StragglerReport& s);
 
 }  // namespace shardflow

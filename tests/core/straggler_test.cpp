@@ -63,6 +63,22 @@ TEST(StragglerTest, CountsTheStepsEachRankWasLast) {
   EXPECT_NEAR(s.margin_s, 0.01, 1e-6);  // the median over the steps rank 0 was last in
 }
 
+TEST(StragglerTest, RanksTakingTurnsAreNoClearStraggler) {
+  // Rank 0 late in 3 steps of 5, rank 1 in 2: 60% of 2 ranks is under 1.5 times the even share.
+  std::vector<std::vector<StepArrival>> per_rank = {
+      {{0.02f, 0}, {0.02f, 0}, {0.02f, 0}, {0.01f, 0}, {0.01f, 0}},
+      {{0.01f, 0}, {0.01f, 0}, {0.01f, 0}, {0.03f, 0}, {0.03f, 0}},
+  };
+  const StragglerReport s = AttributeStragglers(per_rank);
+  EXPECT_FALSE(s.Clear());
+  EXPECT_EQ(FormatStraggler(s).rfind("no clear straggler (ranks take turns being last): rank 0 "
+                                     "was last to the all-reduce in 60% of 5 steps",
+                                     0),
+            0u)
+      << FormatStraggler(s);
+  EXPECT_TRUE(AttributeStragglers(Steps(2, 10, 1, 0, 0.01f)).Clear());
+}
+
 TEST(StragglerTest, OneRankOrNoStepsIsEmpty) {
   EXPECT_EQ(AttributeStragglers({}).rank, -1);
   EXPECT_EQ(AttributeStragglers(Steps(1, 10, 0, 0, 0)).rank, -1);

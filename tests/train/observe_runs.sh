@@ -65,7 +65,7 @@ straggler_compute | straggler_input)
   $py - run/summary.json "$cause" <<'PY' || fail "summary.json's straggler is wrong"
 import json, sys
 s = json.load(open(sys.argv[1]))["straggler"]
-ok = s["rank"] == 1 and s["cause"] == sys.argv[2] and s["last_fraction"] >= 0.8 and s["margin_ms"] >= 15
+ok = s["rank"] == 1 and s["clear"] and s["cause"] == sys.argv[2] and s["last_fraction"] >= 0.8 and s["margin_ms"] >= 15
 print(("ok   " if ok else "FAIL ") + json.dumps(s))
 sys.exit(0 if ok else 1)
 PY
