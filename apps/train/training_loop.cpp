@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "apps/common/rank_grid.hpp"
+#include "apps/train/rank_input.hpp"
 #include "apps/train/strategy.hpp"
 #include "apps/train/test_fault.hpp"
 #include "apps/train/trainer.hpp"
@@ -143,7 +144,13 @@ StepPlan PlanSteps(comm::Communicator& ctl, const TrainerOptions& o, int64_t loc
                 {.hint = "lower train.batch_size or use fewer ranks"});
   }
   CountLeftOut(ctl, o, local_batches, &plan);
-  const int64_t planned = plan.steps_per_epoch * o.epochs;
+  return plan;
+}
+
+// The step count and the learning-rate schedule of the epochs `map` lays out.
+void FinishPlan(const TrainerOptions& o, const EpochMap& map, StepPlan* out) {
+  StepPlan& plan = *out;
+  const int64_t planned = map.PlannedSteps(o.epochs);
   plan.total_steps = o.max_steps > 0 ? std::min(planned, o.max_steps) : planned;
   // A cosine schedule without total_steps runs over all the epochs, whatever max_steps says:
   // a run stopped by max_steps and resumed sees the same learning rate at every step as one
@@ -153,7 +160,6 @@ StepPlan PlanSteps(comm::Communicator& ctl, const TrainerOptions& o, int64_t loc
     plan.schedule.total_steps = std::max(planned, plan.schedule.warmup_steps + 1);
   }
   ValidateLrSchedule(plan.schedule);
-  return plan;
 }
 
 // Sums since the last metrics line, on this rank.
@@ -180,6 +186,8 @@ class TrainingLoop {
   void Summarize(int64_t steps);
   int64_t StopAfter(int64_t steps_done);
   void Stop(int64_t steps_done);
+  void OpenInput(const StartPoint& start);
+  double Lr(int64_t step) const { return LearningRate(plan_.schedule, step) * lr_scale_; }
   bool chief() const { return job_.rank() == 0; }
 
   comm::Communicator& job_;  // every rank (the report)
@@ -191,7 +199,9 @@ class TrainingLoop {
   Strategy& strategy_;
   const BatchSpec spec_ = o_.batch_spec();
   StepPlan plan_;
-  std::unique_ptr<pipeline::PipelineIterator> it_;
+  EpochMap map_;
+  double lr_scale_ = 1.0;  // elastic resume with per-rank batch semantics (rank_input.hpp)
+  std::unique_ptr<RankInput> input_;
   std::shared_ptr<pipeline::StepLimitReport> left_out_ =
       std::make_shared<pipeline::StepLimitReport>();
   std::unique_ptr<MetricsLog> metrics_;
@@ -221,15 +231,12 @@ TrainResult TrainingLoop::Run() {
     return result_;
   }
   if (strategy_.step_comm() != nullptr) steps_ = strategy_.step_comm();
-  const pipeline::Dataset one_pass = inputs_.train();
   plan_ = PlanSteps(
       *steps_, o_,
-      inputs_.local_batches ? inputs_.local_batches() : pipeline::LocalBatchCount(one_pass));
-  // Repeated without a count: the loop stops at plan_.total_steps, and the iterator state (which
-  // names the pipeline's stages) stays valid when a finished run is resumed with more epochs.
-  it_ = std::make_unique<pipeline::PipelineIterator>(
-      pipeline::LimitSteps(one_pass, plan_.steps_per_epoch, left_out_).Repeat().MakeIterator());
-  if (!start.iterator_state.empty()) it_->RestoreState(start.iterator_state);
+      inputs_.local_batches ? inputs_.local_batches() : pipeline::LocalBatchCount(inputs_.train()));
+  map_.steps_per_epoch = plan_.steps_per_epoch;
+  OpenInput(start);
+  FinishPlan(o_, map_, &plan_);
   const bool complete = start.step > 0 && start.step >= plan_.total_steps;
   // Every rank of the job learns it, the ranks that serve included (they wait here).
   if (comm::AllreduceInt64(job_, complete ? 1 : 0, comm::ReduceOp::kMax) != 0) {
@@ -275,6 +282,47 @@ TrainResult TrainingLoop::Run() {
   return result_;
 }
 
+// This rank's input from where the run starts: fresh, resumed (its saved input: the epoch map,
+// the remainder's records while in one, the pipeline's state), or resumed onto another rank
+// count (rank_input.hpp: every old rank's saved input, replayed to what it had left).
+void TrainingLoop::OpenInput(const StartPoint& start) {
+  std::vector<int64_t> ids;
+  SavedInput saved;
+  if (!start.elastic_states.empty()) {
+    if (!inputs_.factories.regular || !inputs_.factories.records) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "the checkpoint was written by " + std::to_string(start.elastic_states.size()) +
+                      " ranks; resuming on " + std::to_string(steps_->size()) +
+                      " reads records by their offsets, which needs data.format = tfrecord",
+                  {.key = "data.format", .hint = "resume on the checkpoint's rank count"});
+    }
+    ElasticStart e = PlanElasticResume(
+        inputs_.factories, start.elastic_states, start.step, steps_->rank(), steps_->size(),
+        o_.per_rank_batch, o_.global_batch, o_.lr_scaled_by_ranks, plan_.steps_per_epoch);
+    if (chief()) SF_LOG(Warn) << e.summary;
+    map_ = e.map;
+    ids = std::move(e.ids);
+    lr_scale_ = e.lr_scale;
+  } else if (!start.iterator_state.empty()) {
+    saved = DecodeSavedInput(start.iterator_state);
+    if (saved.world > 0) {
+      if (saved.map.steps_per_epoch != plan_.steps_per_epoch) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "the checkpoint's input plan has " + std::to_string(saved.map.steps_per_epoch) +
+                        " steps per epoch, this run's " + std::to_string(plan_.steps_per_epoch) +
+                        ": the data files changed since the checkpoint",
+                    {.key = "data.files"});
+      }
+      map_ = saved.map;
+      lr_scale_ = saved.lr_scale;
+      if (saved.in_remainder) ids = saved.remainder_ids;
+    }
+  }
+  input_ = std::make_unique<RankInput>(inputs_.factories, inputs_.train(), map_, start.step,
+                                       std::move(ids), o_.per_rank_batch, left_out_);
+  input_->Restore(start.step, saved.in_remainder, saved.pipeline);
+}
+
 // After `steps_done` steps: the step count at which a stop signal ends the run, or -1. Ranks
 // that step together agree every step without waiting: a non-blocking MAX of the flag posted
 // after each step is completed after the next one (by then every rank has posted it, so the
@@ -314,7 +362,7 @@ void TrainingLoop::Stop(int64_t steps_done) {
   SaveCheckpoint(steps_done);
   strategy_.Finish();
   metrics_->Write({{"step", steps_done},
-                   {"epoch", (steps_done - 1) / plan_.steps_per_epoch},
+                   {"epoch", map_.EpochOf(steps_done - 1)},
                    {"stopped", StopSignal() != 0 ? StopSignalName(StopSignal()) : "peer"}});
   result_.stopped = true;
   result_.stop_signal = StopSignal();
@@ -325,7 +373,7 @@ void TrainingLoop::RunStep(int64_t step) {
   const auto t0 = Clock::now();
   {
     SF_TRACE_SCOPE("input");
-    if (!it_->Next(&batch_)) {
+    if (!input_->Next(step, &batch_)) {
       throw Error(ErrorCode::kDataLoss,
                   "this rank's input ended at step " + std::to_string(step) + " of " +
                       std::to_string(plan_.total_steps) +
@@ -335,12 +383,13 @@ void TrainingLoop::RunStep(int64_t step) {
     }
   }
   const double wait = Since(t0);
+  MaybeLogRowIds(steps_->rank(), map_.EpochOf(step), step, batch_);
   const ModelBatch mb = ToModelBatch(batch_, spec_, &scratch_);
   const StepOutput out = strategy_.TrainStep({.batch = &mb,
                                               .step = step,
-                                              .epoch = step / plan_.steps_per_epoch,
-                                              .epoch_end = (step + 1) % plan_.steps_per_epoch == 0,
-                                              .learning_rate = LearningRate(plan_.schedule, step)});
+                                              .epoch = map_.EpochOf(step),
+                                              .epoch_end = map_.EpochEnd(step),
+                                              .learning_rate = Lr(step)});
   const double step_seconds = Since(t0);
   times_.input_wait_s += wait;
   times_.comm_s += out.comm_blocked_s;
@@ -361,7 +410,7 @@ void TrainingLoop::RunStep(int64_t step) {
 
 void TrainingLoop::AfterStep(int64_t step) {
   const bool last = step + 1 == plan_.total_steps;
-  const bool epoch_end = (step + 1) % plan_.steps_per_epoch == 0;
+  const bool epoch_end = map_.EpochEnd(step);
   const bool interval_end =
       (o_.log_every_steps > 0 && (step + 1) % o_.log_every_steps == 0) || epoch_end || last;
   if (interval_end) LogInterval(step);
@@ -376,14 +425,14 @@ void TrainingLoop::LogInterval(int64_t step) {
     comm::AllreduceDoubles(*steps_, sums, 3, comm::ReduceOp::kSum);
   const double seconds = Since(interval_.start);
   nlohmann::json line = {{"step", step + 1},
-                         {"epoch", step / plan_.steps_per_epoch},
+                         {"epoch", map_.EpochOf(step)},
                          {"loss", sums[2] > 0 ? sums[0] / sums[2] : 0.0},
                          {"samples_per_s", seconds > 0 ? sums[2] / seconds : 0.0},
                          {"input_wait_fraction", seconds > 0 ? interval_.wait_s / seconds : 0.0},
                          {"allreduce_s", interval_.comm_s},
-                         {"lr", LearningRate(plan_.schedule, step)},
+                         {"lr", Lr(step)},
                          {"skipped_steps", skipped_steps_}};
-  if ((step + 1) % plan_.steps_per_epoch == 0) {
+  if (map_.EpochEnd(step)) {
     line["batches_left_out"] = plan_.batches_left_out_per_epoch;  // in the epoch just ended
   }
   if (o_.task == Task::kClassify && sums[2] > 0) line["accuracy"] = sums[1] / sums[2];
@@ -400,8 +449,8 @@ void TrainingLoop::LogInterval(int64_t step) {
 // interval: rank 0 decides, everyone follows (the save is collective).
 void TrainingLoop::MaybeCheckpoint(int64_t step, bool interval_end) {
   bool due = o_.checkpoint_every_steps > 0 && (step + 1) % o_.checkpoint_every_steps == 0;
-  const int64_t epoch_steps = o_.checkpoint_every_epochs * plan_.steps_per_epoch;
-  due = due || (epoch_steps > 0 && (step + 1) % epoch_steps == 0);
+  due = due || (o_.checkpoint_every_epochs > 0 && map_.EpochEnd(step) &&
+                (map_.EpochOf(step) + 1) % o_.checkpoint_every_epochs == 0);
   if (interval_end && o_.checkpoint_every_seconds > 0) {
     const int64_t late = chief() && Since(last_checkpoint_) >= o_.checkpoint_every_seconds;
     due = due || comm::AllreduceInt64(*steps_, late, comm::ReduceOp::kMax) != 0;
@@ -416,7 +465,9 @@ void TrainingLoop::MaybeCheckpoint(int64_t step, bool interval_end) {
 void TrainingLoop::SaveCheckpoint(int64_t steps_done) {
   const comm::BusyScope busy;
   TestFault::FromEnvironment().MaybeSlowCheckpoint(job_.rank());
-  strategy_.SaveCheckpoint(steps_done, plan_.steps_per_epoch, it_->SaveState());
+  strategy_.SaveCheckpoint(
+      steps_done, plan_.steps_per_epoch,
+      EncodeSavedInput(input_->Save(steps_done, strategy_.data_parallel_size(), lr_scale_)));
 }
 
 // Evaluation after `step` (0-based): at an epoch end, and once more after the last step (a
@@ -427,14 +478,13 @@ EvalResult TrainingLoop::Evaluate(int64_t step, bool final) {
     return strategy_.Evaluate(inputs_.eval());
   }();
   if (chief()) {
-    SF_LOG(Info) << (final ? "final"
-                           : "epoch " + std::to_string((step + 1) / plan_.steps_per_epoch))
+    SF_LOG(Info) << (final ? "final" : "epoch " + std::to_string(map_.EpochOf(step) + 1))
                  << ": eval loss " << e.loss
                  << (o_.task == Task::kClassify ? ", accuracy " + std::to_string(e.accuracy)
                                                 : std::string());
   }
   nlohmann::json line = {{"step", step + 1},
-                         {"epoch", step / plan_.steps_per_epoch},
+                         {"epoch", map_.EpochOf(step)},
                          {"eval_loss", e.loss},
                          {"eval_accuracy", e.accuracy}};
   if (final) line["final"] = true;
@@ -457,7 +507,9 @@ void TrainingLoop::Summarize(int64_t steps) {
   const double size = std::max(1.0, parts[4]);
   const double wall = comm::AllreduceDouble(job_, times_.wall_s, comm::ReduceOp::kMax);
   steps = comm::AllreduceInt64(job_, steps, comm::ReduceOp::kMax);
-  const int64_t per_epoch = comm::AllreduceInt64(job_, plan_.steps_per_epoch, comm::ReduceOp::kMax);
+  const int64_t epochs = comm::AllreduceInt64(
+      job_, strategy_.trains_batches() && steps > 0 ? map_.EpochOf(steps - 1) + 1 : 0,
+      comm::ReduceOp::kMax);
   RunSummary& s = result_.summary;
   s.times = {.wall_s = wall,
              .input_wait_s = parts[0] / size,
@@ -471,7 +523,7 @@ void TrainingLoop::Summarize(int64_t steps) {
   s.batches_per_epoch = plan_.batches_per_epoch;
   s.batches_left_out_per_epoch = plan_.batches_left_out_per_epoch;
   s.skipped_records = JobSkippedRecords(job_, o_);
-  s.epochs = per_epoch > 0 ? (steps + per_epoch - 1) / per_epoch : 0;
+  s.epochs = epochs;
   s.samples = static_cast<int64_t>(parts[3]);
   s.samples_per_s = wall > 0 ? parts[3] / wall : 0;
   s.aggregate_samples_per_s = parts[5];
