@@ -16,6 +16,8 @@
 #   readonly      output folder on a read-only mount: exit 1 at start-up, "Read-only file system
 #                 (errno 30)" naming the checkpoint folder.
 #   truncated     a data file truncated while the run reads it: exit 3 naming the file and offset.
+#   removed       a data file deleted while the run reads it: exit 2 naming the file and the error
+#                 when the next epoch opens it.
 #   kill_allreduce  rank 1 killed inside the gradient all-reduce of step 7: the job ends within
 #                 the watchdog's time, mpiexec names rank 1; --resume from step 5 ends bit-identical.
 set -euo pipefail
@@ -106,6 +108,18 @@ truncated)
   # cut short.
   grep -E -q "error: data loss: .*(truncated or replaced during the run|truncated record: ).*file=data2/fm-00001-of-00003.tfrecord offset=[0-9]*" t.log ||
     { cat t.log; fail "no line naming the truncated file and record"; }
+  ;;
+removed)
+  cp -r data data2
+  rc=0
+  (sleep 2; rm data2/fm-00001-of-00003.tfrecord) &
+  SHARDFLOW_TEST_FAULT=slow:0:200 run_train 2 t.log "${common[@]}" --output run \
+    --data.files='data2/fm-*.tfrecord' --train.epochs=3 --train.batch_size=100 \
+    --data.shuffle_buffer=100 || rc=$?
+  wait
+  [ $rc -eq 2 ] || { cat t.log; fail "exit status $rc, wanted 2 (not found)"; }
+  grep -q "error: not found: stage 'read': cannot open file: No such file or directory \[file=data2/fm-00001-of-00003.tfrecord\]" t.log ||
+    { cat t.log; fail "no line naming the removed file"; }
   ;;
 kill_allreduce)
   run_train 2 a.log "${common[@]}" --output run_a || { cat a.log; fail "uninterrupted run failed"; }
