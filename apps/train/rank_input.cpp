@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "comm/collectives.hpp"
 #include "core/error.hpp"
 #include "io/pipeline/data_options.hpp"
 
@@ -169,7 +170,8 @@ std::vector<int64_t> OldRankRemaining(const InputFactories& f, const SavedInput&
 
 ElasticStart PlanElasticResume(const InputFactories& f, const std::vector<std::string>& states,
                                int64_t step, int rank, int world, int64_t b, bool global_batch,
-                               bool lr_scaled_by_ranks, int64_t steps_per_epoch) {
+                               bool lr_scaled_by_ranks, int64_t steps_per_epoch,
+                               comm::Communicator* comm) {
   std::vector<SavedInput> old;
   for (const std::string& s : states) old.push_back(DecodeSavedInput(s));
   const int old_world = static_cast<int>(old.size());
@@ -200,10 +202,20 @@ ElasticStart PlanElasticResume(const InputFactories& f, const std::vector<std::s
     out.map.reg_epoch = step == 0 ? 0 : m.EpochOf(step - 1) + 1;
     line << "; at the start of epoch " << out.map.reg_epoch;
   } else {
+    // New rank j replays old ranks j, j + world, ...; the lists, in that order by j, are shared.
     std::vector<int64_t> left;
-    for (int r = 0; r < old_world; ++r) {
-      const std::vector<int64_t> ids = OldRankRemaining(f, old[r], r, step);
-      left.insert(left.end(), ids.begin(), ids.end());
+    for (int j = comm ? rank : 0; j < (comm ? rank + 1 : world); ++j) {
+      for (int r = j; r < old_world; r += world) {
+        const std::vector<int64_t> ids = OldRankRemaining(f, old[r], r, step);
+        left.insert(left.end(), ids.begin(), ids.end());
+      }
+    }
+    if (comm) {
+      left = comm::GatherConcat(*comm, left.data(), left.size());
+      int64_t count = static_cast<int64_t>(left.size());
+      comm::BroadcastBytes(*comm, &count, sizeof count);
+      left.resize(static_cast<size_t>(count));
+      comm::BroadcastBytes(*comm, left.data(), left.size() * sizeof(int64_t));
     }
     const auto n = static_cast<int64_t>(left.size());
     const int64_t g = b * world;

@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/communicator.hpp"
 #include "io/pipeline/iterator.hpp"
 #include "io/pipeline/step_count.hpp"
 
@@ -110,12 +111,15 @@ struct ElasticStart {
   std::string summary;   // one line for the log
 };
 // `old_states`: every old rank's saved input (rank order), at step `step`; `steps_per_epoch`
-// the new regular plan's. Throws Error(kInvalidArgument) when the checkpoint cannot be resumed
+// the new regular plan's. With `comm` (the new ranks; collective), new rank j replays old ranks
+// j, j + world, ... and the lists are shared; without, this rank replays them all. The result
+// is the same either way. Throws Error(kInvalidArgument) when the checkpoint cannot be resumed
 // on this rank count (older checkpoint; global batch not divisible).
 ElasticStart PlanElasticResume(const InputFactories& factories,
                                const std::vector<std::string>& old_states, int64_t step, int rank,
                                int world, int64_t per_rank_batch, bool global_batch,
-                               bool lr_scaled_by_ranks, int64_t steps_per_epoch);
+                               bool lr_scaled_by_ranks, int64_t steps_per_epoch,
+                               comm::Communicator* comm = nullptr);
 
 // Test hook: with SHARDFLOW_TEST_ROW_IDS=PREFIX set, appends "EPOCH STEP id,id,..." for every
 // batch this rank trains to PREFIX.rankR (the elastic tests count records with it).

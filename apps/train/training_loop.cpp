@@ -298,7 +298,7 @@ void TrainingLoop::OpenInput(const StartPoint& start) {
     }
     ElasticStart e = PlanElasticResume(
         inputs_.factories, start.elastic_states, start.step, steps_->rank(), steps_->size(),
-        o_.per_rank_batch, o_.global_batch, o_.lr_scaled_by_ranks, plan_.steps_per_epoch);
+        o_.per_rank_batch, o_.global_batch, o_.lr_scaled_by_ranks, plan_.steps_per_epoch, steps_);
     if (chief()) SF_LOG(Warn) << e.summary;
     map_ = e.map;
     ids = std::move(e.ids);
