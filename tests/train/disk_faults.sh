@@ -45,6 +45,15 @@ export_env() {
   declare -f fail run_train
 }
 
+after_first_step() {  # COMMAND...: runs it once run/metrics.jsonl has a step (mid-run, however
+  # long the start took on a loaded machine)
+  for _ in $(seq 600); do
+    grep -q '"step"' run/metrics.jsonl 2>/dev/null && break
+    sleep 0.1
+  done
+  "$@"
+}
+
 case "$mode" in
 enospc_tmpfs)
   { export_env; cat <<'INNER'; } >inner.sh
@@ -98,7 +107,7 @@ INNER
 truncated)
   cp -r data data2
   rc=0
-  (sleep 2; truncate -s 100000 data2/fm-00001-of-00003.tfrecord) &
+  after_first_step truncate -s 100000 data2/fm-00001-of-00003.tfrecord &
   SHARDFLOW_TEST_FAULT=slow:0:200 run_train 2 t.log "${common[@]}" --output run \
     --data.files='data2/fm-*.tfrecord' --train.epochs=3 --train.batch_size=100 \
     --data.shuffle_buffer=100 || rc=$?
@@ -112,7 +121,7 @@ truncated)
 removed)
   cp -r data data2
   rc=0
-  (sleep 2; rm data2/fm-00001-of-00003.tfrecord) &
+  after_first_step rm data2/fm-00001-of-00003.tfrecord &
   SHARDFLOW_TEST_FAULT=slow:0:200 run_train 2 t.log "${common[@]}" --output run \
     --data.files='data2/fm-*.tfrecord' --train.epochs=3 --train.batch_size=100 \
     --data.shuffle_buffer=100 || rc=$?
