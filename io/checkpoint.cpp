@@ -375,7 +375,20 @@ Status PrepareDirectory(const CheckpointOptions& options) {
 // "fsync" (closed, not yet synced), "rename" (synced, not yet renamed), "published" (renamed,
 // the directory not yet synced), "prune" (before older checkpoints are removed). Whatever the
 // phase, a resume must find an intact checkpoint: the previous one, or this one once renamed.
+// "enospc:N" instead makes rank 0's write of the N-th checkpoint fail as a full disk does (the
+// error a real ENOSPC gives, marked as injected), for machines where a small tmpfs cannot be
+// mounted: the run must end with that one line, the partial file gone, the previous checkpoint
+// intact.
 int saves_started = 0;
+
+void MaybeFailWrite(int rank, const std::string& tmp) {
+  const char* env = std::getenv("SHARDFLOW_TEST_CHECKPOINT_FAULT");
+  if (env == nullptr || rank != 0 || env != "enospc:" + std::to_string(saves_started)) return;
+  throw Error(ErrorCode::kIo,
+              std::string("cannot write the HDF5 data: ") + std::strerror(ENOSPC) + " (errno " +
+                  std::to_string(ENOSPC) + ") (injected by SHARDFLOW_TEST_CHECKPOINT_FAULT)",
+              {.file = tmp});
+}
 
 void MaybeDieAt(const char* phase, int rank) {
   const char* env = std::getenv("SHARDFLOW_TEST_CHECKPOINT_FAULT");
@@ -398,6 +411,7 @@ void WriteAndPublish(io::Communicator comm, const std::string& tmp, const std::s
   try {
     io::Hdf5File file = io::Hdf5File::Create(tmp, comm, {.checksummed_metadata = true});
     write(file);
+    MaybeFailWrite(io::CommRank(comm), tmp);
     MaybeDieAt("write", io::CommRank(comm));
     file.Close();
     MaybeDieAt("fsync", io::CommRank(comm));

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/train/test_fault.hpp"
 #include "comm/allreduce_shm.hpp"
 #include "comm/gradient_reducer.hpp"
 #include "core/logging.hpp"
@@ -20,6 +21,7 @@ class DataParallelStrategy final : public ReplicaStrategy {
 
  protected:
   void AttachToModel() override;
+  void BeforeForward(const StepInput& in) override { step_ = in.step; }
   void BeginBackward() override { tracker_->Reset(); }
   double FinishGradients() override { return reducer_->Finish(); }
 
@@ -33,6 +35,8 @@ class DataParallelStrategy final : public ReplicaStrategy {
   std::unique_ptr<comm::SharedFloatBuffer> shared_grads_;
   std::unique_ptr<comm::GradientReducer> reducer_;
   std::unique_ptr<GradReadyTracker> tracker_;
+  const TestFault fault_ = TestFault::FromEnvironment();
+  int64_t step_ = 0;  // the step being trained (the fault hook's)
 };
 
 void DataParallelStrategy::AttachToModel() {
@@ -53,7 +57,12 @@ void DataParallelStrategy::AttachToModel() {
   LogGradientPath(buckets);
   // The reducer starts each gradient bucket as soon as backprop has finished it.
   tracker_ = std::make_unique<GradReadyTracker>(
-      buckets, [this](const GradBucket& b) { reducer_->BucketReady(b.index); }, arena.specs());
+      buckets,
+      [this](const GradBucket& b) {
+        reducer_->BucketReady(b.index);
+        fault_.MaybeKillInAllreduce(ctl().rank(), step_);
+      },
+      arena.specs());
   model().SetGradsReadyHook([this](int layer) { tracker_->LayerDone(layer); });
 }
 

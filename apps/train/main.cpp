@@ -252,6 +252,21 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
     return pipeline::BuildInputPipeline(config.data, shard.index, shard.count);
   };
   inputs.local_batches = [local_batches] { return local_batches; };
+  if (config.data.data.format == "tfrecord") {  // elastic resume reads records by offset
+    config.data.data.row_ids = true;
+    inputs.factories.regular = [&config](int rank, int world, int64_t batch) {
+      pipeline::InputSpec spec = config.data;
+      spec.data.batch_size = batch;
+      return pipeline::BuildInputPipeline(spec, rank, world);
+    };
+    inputs.factories.records = [&config](std::shared_ptr<const std::vector<int64_t>> ids,
+                                         int64_t batch) {
+      pipeline::InputSpec spec = config.data;
+      spec.data.batch_size = batch;
+      spec.data.only_records = std::move(ids);
+      return pipeline::BuildInputPipeline(spec, 0, 1);
+    };
+  }
   if (!config.eval.data.files.empty()) {
     inputs.eval = [&config, shard] {
       return pipeline::BuildInputPipeline(config.eval, shard.index, shard.count);

@@ -94,4 +94,13 @@ std::string RankStateFromBlob(const std::vector<uint8_t>& blob, int rank, int si
   return mine;
 }
 
+int RankStatesCount(const std::vector<uint8_t>& blob) {
+  if (blob.empty()) return 0;
+  if (blob.size() < 12 || std::memcmp(blob.data(), kMagic, 4) != 0) {
+    throw Error(ErrorCode::kDataLoss, "iterator-state blob in checkpoint has a bad header");
+  }
+  size_t pos = 8;
+  return static_cast<int>(Get<uint32_t>(blob, &pos));
+}
+
 }  // namespace shardflow::train

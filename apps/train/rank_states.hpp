@@ -25,5 +25,8 @@ std::vector<uint8_t> GatherRankStates(const std::string& mine, comm::Communicato
 // different number of ranks (resume needs the same rank count) and Error(kDataLoss) when it is
 // damaged. An empty blob gives "".
 std::string RankStateFromBlob(const std::vector<uint8_t>& blob, int rank, int size);
+// The number of ranks whose states a packed blob holds (0 for an empty blob); throws
+// Error(kDataLoss) for a bad header.
+int RankStatesCount(const std::vector<uint8_t>& blob);
 
 }  // namespace shardflow::train

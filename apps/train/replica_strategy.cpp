@@ -54,7 +54,14 @@ StartPoint ReplicaStrategy::Setup() {
     } else {
       if (chief) SF_LOG(Info) << "resuming from " << from << " at step " << state.step;
       start.step = state.step;
-      if (trains_batches()) {
+      const int saved_by = RankStatesCount(state.iterator_state);
+      if (trains_batches() && saved_by > 0 && saved_by != replicas().size() &&
+          name() == "data_parallel") {
+        // Elastic resume: the loop re-partitions what the old ranks had left (rank_input.hpp).
+        for (int r = 0; r < saved_by; ++r) {
+          start.elastic_states.push_back(RankStateFromBlob(state.iterator_state, r, saved_by));
+        }
+      } else if (trains_batches()) {
         start.iterator_state =
             RankStateFromBlob(state.iterator_state, replicas().rank(), replicas().size());
       }

@@ -47,6 +47,9 @@ struct StrategyEnv {
 struct StartPoint {
   int64_t step = 0;
   std::string iterator_state;
+  // Resumed onto another rank count (data-parallel only): every old rank's input state, in
+  // rank order, and iterator_state empty (rank_input.hpp).
+  std::vector<std::string> elastic_states;
 };
 
 // One step's batch on this rank, and where the step stands.

@@ -1,5 +1,6 @@
 #include "apps/train/tensorboard_log.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
@@ -24,7 +25,8 @@ TensorBoardLog::TensorBoardLog(const std::string& dir, int64_t resumed_step) : d
 
 TensorBoardLog::~TensorBoardLog() = default;
 
-void TensorBoardLog::Interval(const nlohmann::json& line) {
+void TensorBoardLog::Interval(const nlohmann::json& line, const double sums[3], bool epoch_end,
+                              bool classify) {
   // metrics.jsonl key -> TensorBoard tag.
   static const std::pair<const char*, const char*> kTags[] = {
       {"loss", "loss"},
@@ -38,14 +40,18 @@ void TensorBoardLog::Interval(const nlohmann::json& line) {
   for (const auto& [key, tag] : kTags) {
     if (line.contains(key)) scalars.emplace_back(tag, line[key].get<double>());
   }
-  train_->AddScalars(line["step"].get<int64_t>(), scalars);
-  train_->Flush();
-}
-
-void TensorBoardLog::EpochEnd(int64_t steps_done, double loss, double accuracy) {
-  std::vector<std::pair<std::string, double>> scalars = {{"epoch_loss", loss}};
-  if (accuracy >= 0) scalars.emplace_back("epoch_accuracy", accuracy);
-  train_->AddScalars(steps_done, scalars);
+  const auto step = line["step"].get<int64_t>();
+  train_->AddScalars(step, scalars);
+  for (int i = 0; i < 3; ++i) epoch_sums_[i] += sums[i];
+  if (epoch_end) {
+    if (epoch_sums_[2] > 0) {
+      std::vector<std::pair<std::string, double>> epoch = {
+          {"epoch_loss", epoch_sums_[0] / epoch_sums_[2]}};
+      if (classify) epoch.emplace_back("epoch_accuracy", epoch_sums_[1] / epoch_sums_[2]);
+      train_->AddScalars(step, epoch);
+    }
+    std::fill(epoch_sums_, epoch_sums_ + 3, 0.0);
+  }
   train_->Flush();
 }
 
@@ -57,8 +63,9 @@ void TensorBoardLog::Evaluation(int64_t steps_done, double loss, double accuracy
   validation_->Flush();
 }
 
-void TensorBoardLog::Histograms(int64_t steps_done, Sequential<float>& model) {
-  Arena<float>& arena = model.arena();
+void TensorBoardLog::Histograms(int64_t steps_done, Sequential<float>* model, int64_t every) {
+  if (model == nullptr || every <= 0 || steps_done % every != 0) return;
+  Arena<float>& arena = model->arena();
   for (int id = 0; id < arena.num_params(); ++id) {
     const ParamSpec& spec = arena.spec(id);
     const auto count = static_cast<size_t>(spec.size);

@@ -32,18 +32,20 @@ class TensorBoardLog {
   TensorBoardLog(const std::string& dir, int64_t resumed_step);
   ~TensorBoardLog();
 
-  // A metrics.jsonl line of the training loop (keys as written there).
-  void Interval(const nlohmann::json& line);
-  // The mean loss (and accuracy when >= 0) of the epoch that ended after `steps_done` steps.
-  void EpochEnd(int64_t steps_done, double loss, double accuracy);
+  // A metrics.jsonl line of the training loop (keys as written there), with the interval's sums
+  // over the ranks (loss sum, correct, rows); at an epoch end also the epoch's mean loss (and
+  // accuracy when `classify`).
+  void Interval(const nlohmann::json& line, const double sums[3], bool epoch_end, bool classify);
   // An evaluation after `steps_done` steps (accuracy < 0: none).
   void Evaluation(int64_t steps_done, double loss, double accuracy);
-  // The histograms of `model`'s parameters and gradients.
-  void Histograms(int64_t steps_done, Sequential<float>& model);
+  // The histograms of `model`'s parameters and gradients when `steps_done` is a multiple of
+  // `every` (> 0) and there is a model (a strategy without a whole replica has none).
+  void Histograms(int64_t steps_done, Sequential<float>* model, int64_t every);
 
  private:
   std::string dir_;
   std::unique_ptr<io::EventWriter> train_, validation_;  // validation: opened at first use
+  double epoch_sums_[3] = {0, 0, 0};  // loss sum, correct, rows of the epoch so far
 };
 
 }  // namespace shardflow::train

@@ -9,7 +9,10 @@
 // milliseconds before each checkpoint it writes (a slow file system); term:R:S and usr1:R:S make
 // rank R (or every rank, R = all) send itself SIGTERM (twice: the second must not disturb the
 // first's checkpoint) or SIGUSR1 at the start of step S, as a scheduler's preemption or time limit
-// would (core/stop_signal.hpp). Unset or empty: no fault. A malformed value is an error.
+// would (core/stop_signal.hpp); kill_allreduce:R:S makes rank R raise SIGKILL inside the
+// gradient all-reduce of step S (data-parallel: its first bucket handed to the reducer thread,
+// which has started it, and 50 ms given for the peers to be inside it too). Unset or empty: no
+// fault. A malformed value is an error.
 // Thread-safety: none needed (read once, then const).
 #pragma once
 
@@ -28,6 +31,8 @@ class TestFault {
   // slow_input: sleeps when this is the rank named (once per batch, silently); stall: sleeps
   // 1.5 s when this is the rank and step named.
   void MaybeSlowInput(int rank, int64_t step) const;
+  // kill_allreduce: raises SIGKILL (after logging and 50 ms) when this is the rank and step.
+  void MaybeKillInAllreduce(int rank, int64_t step) const;
 
  private:
   static constexpr int kEveryRank = -2;
@@ -38,6 +43,7 @@ class TestFault {
   int64_t slow_checkpoint_ms_ = 0;
   int64_t slow_input_ms_ = 0;
   bool stall_ = false;
+  bool in_allreduce_ = false;  // kill_allreduce: signal_ is raised there, not at the step start
 };
 
 }  // namespace shardflow::train

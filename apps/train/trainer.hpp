@@ -27,6 +27,7 @@
 #include "apps/common/pipeline_schedule.hpp"
 #include "apps/common/rank_grid.hpp"
 #include "apps/train/nonfinite_guard.hpp"
+#include "apps/train/rank_input.hpp"
 #include "apps/train/stall_inspector.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/communicator.hpp"
@@ -64,9 +65,12 @@ struct TrainerOptions : apps::ModelSetup {
   double clip_norm = 0;        // 0: no clipping
   NonfiniteOptions nonfinite;  // a NaN/Inf loss or gradient: fail or skip the step
   int64_t epochs = 1;
-  int64_t per_rank_batch = 32;  // for the report; batches come from the pipeline
-  int64_t max_steps = 0;        // stop after this many steps in total (0: no limit)
-  double max_memory_mb = 0;     // per-rank cap on the model state (memory_guard.hpp); 0: none
+  int64_t per_rank_batch = 32;
+  bool global_batch = false;        // train.batch_semantics = global (elastic resume keeps it)
+  bool lr_scaled_by_ranks = false;  // train.lr_scaling = linear (the base LR has the rank count) //
+                                    // for the report; batches come from the pipeline
+  int64_t max_steps = 0;            // stop after this many steps in total (0: no limit)
+  double max_memory_mb = 0;         // per-rank cap on the model state (memory_guard.hpp); 0: none
 
   // Distribution.
   std::string strategy = "data_parallel";  // a registered name (strategy.hpp)
@@ -109,6 +113,9 @@ struct TrainerInputs {
   // Batches in one pass of `train` on this rank, when cheaper than iterating (may be empty).
   std::function<int64_t()> local_batches;
   std::function<pipeline::Dataset()> eval;  // may be empty
+  // The training input as another rank count would read it, for resuming onto a different
+  // one (rank_input.hpp); empty: a checkpoint of another rank count is refused.
+  InputFactories factories;
 };
 
 struct TrainResult {

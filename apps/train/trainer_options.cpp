@@ -203,6 +203,8 @@ TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* c, int ranks,
     replicas = ranks - c->ps_ranks;  // the workers
   }
   o.per_rank_batch = SetBatchSizes(c, replicas);
+  o.global_batch = c->batch_semantics == "global";
+  o.lr_scaled_by_ranks = c->lr_scaling == "linear";
   SetModelAndOptimizer(*c, replicas, &o);
   SetDistribution(*c, &o);
   SetOutputs(*c, config_text, &o);

@@ -14,13 +14,14 @@
 #include <sstream>
 
 #include "apps/common/rank_grid.hpp"
+#include "apps/train/rank_input.hpp"
+#include "apps/train/run_trace.hpp"
 #include "apps/train/stall_inspector.hpp"
 #include "apps/train/straggler_log.hpp"
 #include "apps/train/strategy.hpp"
 #include "apps/train/tensorboard_log.hpp"
 #include "apps/train/test_fault.hpp"
 #include "apps/train/trainer.hpp"
-#include "comm/clock_sync.hpp"
 #include "comm/collectives.hpp"
 #include "core/logging.hpp"
 #include "core/progress.hpp"
@@ -147,7 +148,13 @@ StepPlan PlanSteps(comm::Communicator& ctl, const TrainerOptions& o, int64_t loc
                 {.hint = "lower train.batch_size or use fewer ranks"});
   }
   CountLeftOut(ctl, o, local_batches, &plan);
-  const int64_t planned = plan.steps_per_epoch * o.epochs;
+  return plan;
+}
+
+// The step count and the learning-rate schedule of the epochs `map` lays out.
+void FinishPlan(const TrainerOptions& o, const EpochMap& map, StepPlan* out) {
+  StepPlan& plan = *out;
+  const int64_t planned = map.PlannedSteps(o.epochs);
   plan.total_steps = o.max_steps > 0 ? std::min(planned, o.max_steps) : planned;
   // A cosine schedule without total_steps runs over all the epochs, whatever max_steps says:
   // a run stopped by max_steps and resumed sees the same learning rate at every step as one
@@ -157,7 +164,6 @@ StepPlan PlanSteps(comm::Communicator& ctl, const TrainerOptions& o, int64_t loc
     plan.schedule.total_steps = std::max(planned, plan.schedule.warmup_steps + 1);
   }
   ValidateLrSchedule(plan.schedule);
-  return plan;
 }
 
 // Sums since the last metrics line, on this rank.
@@ -184,6 +190,8 @@ class TrainingLoop {
   void Summarize(int64_t steps);
   int64_t StopAfter(int64_t steps_done);
   void Stop(int64_t steps_done);
+  void OpenInput(const StartPoint& start);
+  double Lr(int64_t step) const { return LearningRate(plan_.schedule, step) * lr_scale_; }
   bool chief() const { return job_.rank() == 0; }
 
   comm::Communicator& job_;  // every rank (the report)
@@ -195,7 +203,9 @@ class TrainingLoop {
   Strategy& strategy_;
   const BatchSpec spec_ = o_.batch_spec();
   StepPlan plan_;
-  std::unique_ptr<pipeline::PipelineIterator> it_;
+  EpochMap map_;
+  double lr_scale_ = 1.0;  // elastic resume with per-rank batch semantics (rank_input.hpp)
+  std::unique_ptr<RankInput> input_;
   std::shared_ptr<pipeline::StepLimitReport> left_out_ =
       std::make_shared<pipeline::StepLimitReport>();
   std::unique_ptr<MetricsLog> metrics_;
@@ -212,7 +222,6 @@ class TrainingLoop {
   Tensor scratch_;
   TestFault fault_;
   std::unique_ptr<TensorBoardLog> tb_;     // rank 0, [log] tensorboard
-  double epoch_sums_[3] = {0, 0, 0};       // loss sum, correct, rows of the epoch so far (reduced)
   StragglerLog arrivals_;                  // when this rank reached each step's all-reduce
   int64_t first_step_ = 0;                 // of this run (a resumed run starts past 0)
   Clock::time_point previous_end_;         // the end of the previous step (or the loop's start)
@@ -232,15 +241,12 @@ TrainResult TrainingLoop::Run() {
     return result_;
   }
   if (strategy_.step_comm() != nullptr) steps_ = strategy_.step_comm();
-  const pipeline::Dataset one_pass = inputs_.train();
   plan_ = PlanSteps(
       *steps_, o_,
-      inputs_.local_batches ? inputs_.local_batches() : pipeline::LocalBatchCount(one_pass));
-  // Repeated without a count: the loop stops at plan_.total_steps, and the iterator state (which
-  // names the pipeline's stages) stays valid when a finished run is resumed with more epochs.
-  it_ = std::make_unique<pipeline::PipelineIterator>(
-      pipeline::LimitSteps(one_pass, plan_.steps_per_epoch, left_out_).Repeat().MakeIterator());
-  if (!start.iterator_state.empty()) it_->RestoreState(start.iterator_state);
+      inputs_.local_batches ? inputs_.local_batches() : pipeline::LocalBatchCount(inputs_.train()));
+  map_.steps_per_epoch = plan_.steps_per_epoch;
+  OpenInput(start);
+  FinishPlan(o_, map_, &plan_);
   const bool complete = start.step > 0 && start.step >= plan_.total_steps;
   // Every rank of the job learns it, the ranks that serve included (they wait here).
   if (comm::AllreduceInt64(job_, complete ? 1 : 0, comm::ReduceOp::kMax) != 0) {
@@ -264,7 +270,7 @@ TrainResult TrainingLoop::Run() {
   }
   fault_ = TestFault::FromEnvironment();
   if (o_.stall.factor > 0) {
-    stall_ = std::make_unique<StallInspector>(&it_->stats(), o_.stall, job_.rank());
+    stall_ = std::make_unique<StallInspector>(&input_->stats(), o_.stall, job_.rank());
   }
   const auto loop_start = Clock::now();
   previous_end_ = loop_start;
@@ -292,6 +298,47 @@ TrainResult TrainingLoop::Run() {
   Summarize(step);
   if (o_.final_params) result_.params = strategy_.FinalParams();
   return result_;
+}
+
+// This rank's input from where the run starts: fresh, resumed (its saved input: the epoch map,
+// the remainder's records while in one, the pipeline's state), or resumed onto another rank
+// count (rank_input.hpp: every old rank's saved input, replayed to what it had left).
+void TrainingLoop::OpenInput(const StartPoint& start) {
+  std::vector<int64_t> ids;
+  SavedInput saved;
+  if (!start.elastic_states.empty()) {
+    if (!inputs_.factories.regular || !inputs_.factories.records) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "the checkpoint was written by " + std::to_string(start.elastic_states.size()) +
+                      " ranks; resuming on " + std::to_string(steps_->size()) +
+                      " reads records by their offsets, which needs data.format = tfrecord",
+                  {.key = "data.format", .hint = "resume on the checkpoint's rank count"});
+    }
+    ElasticStart e = PlanElasticResume(
+        inputs_.factories, start.elastic_states, start.step, steps_->rank(), steps_->size(),
+        o_.per_rank_batch, o_.global_batch, o_.lr_scaled_by_ranks, plan_.steps_per_epoch, steps_);
+    if (chief()) SF_LOG(Warn) << e.summary;
+    map_ = e.map;
+    ids = std::move(e.ids);
+    lr_scale_ = e.lr_scale;
+  } else if (!start.iterator_state.empty()) {
+    saved = DecodeSavedInput(start.iterator_state);
+    if (saved.world > 0) {
+      if (saved.map.steps_per_epoch != plan_.steps_per_epoch) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "the checkpoint's input plan has " + std::to_string(saved.map.steps_per_epoch) +
+                        " steps per epoch, this run's " + std::to_string(plan_.steps_per_epoch) +
+                        ": the data files changed since the checkpoint",
+                    {.key = "data.files"});
+      }
+      map_ = saved.map;
+      lr_scale_ = saved.lr_scale;
+      if (saved.in_remainder) ids = saved.remainder_ids;
+    }
+  }
+  input_ = std::make_unique<RankInput>(inputs_.factories, inputs_.train(), map_, start.step,
+                                       std::move(ids), o_.per_rank_batch, left_out_);
+  input_->Restore(start.step, saved.in_remainder, saved.pipeline);
 }
 
 // After `steps_done` steps: the step count at which a stop signal ends the run, or -1. Ranks
@@ -333,7 +380,7 @@ void TrainingLoop::Stop(int64_t steps_done) {
   SaveCheckpoint(steps_done);
   strategy_.Finish();
   metrics_->Write({{"step", steps_done},
-                   {"epoch", (steps_done - 1) / plan_.steps_per_epoch},
+                   {"epoch", map_.EpochOf(steps_done - 1)},
                    {"stopped", StopSignal() != 0 ? StopSignalName(StopSignal()) : "peer"}});
   result_.stopped = true;
   result_.stop_signal = StopSignal();
@@ -346,7 +393,7 @@ void TrainingLoop::RunStep(int64_t step) {
     SF_TRACE_SCOPE("input");
     if (stall_) stall_->InputBegin(step);
     fault_.MaybeSlowInput(job_.rank(), step);
-    if (!it_->Next(&batch_)) {
+    if (!input_->Next(step, &batch_)) {
       throw Error(ErrorCode::kDataLoss,
                   "this rank's input ended at step " + std::to_string(step) + " of " +
                       std::to_string(plan_.total_steps) +
@@ -357,12 +404,13 @@ void TrainingLoop::RunStep(int64_t step) {
   }
   if (stall_) stall_->InputEnd();
   const double wait = Since(t0);
+  MaybeLogRowIds(steps_->rank(), map_.EpochOf(step), step, batch_);
   const ModelBatch mb = ToModelBatch(batch_, spec_, &scratch_);
   const StepOutput out = strategy_.TrainStep({.batch = &mb,
                                               .step = step,
-                                              .epoch = step / plan_.steps_per_epoch,
-                                              .epoch_end = (step + 1) % plan_.steps_per_epoch == 0,
-                                              .learning_rate = LearningRate(plan_.schedule, step)});
+                                              .epoch = map_.EpochOf(step),
+                                              .epoch_end = map_.EpochEnd(step),
+                                              .learning_rate = Lr(step)});
   const double step_seconds = Since(t0);
   // When this rank reached the all-reduce, from the end of its previous step (the first step of
   // a run starts from set-up, which ranks leave at different times: not recorded).
@@ -391,14 +439,11 @@ void TrainingLoop::RunStep(int64_t step) {
 
 void TrainingLoop::AfterStep(int64_t step) {
   const bool last = step + 1 == plan_.total_steps;
-  const bool epoch_end = (step + 1) % plan_.steps_per_epoch == 0;
+  const bool epoch_end = map_.EpochEnd(step);
   const bool interval_end =
       (o_.log_every_steps > 0 && (step + 1) % o_.log_every_steps == 0) || epoch_end || last;
   if (interval_end) LogInterval(step);
-  Sequential<float>* model = tb_ ? strategy_.replica_model() : nullptr;
-  if (model != nullptr && o_.histogram_every > 0 && (step + 1) % o_.histogram_every == 0) {
-    tb_->Histograms(step + 1, *model);
-  }
+  if (tb_) tb_->Histograms(step + 1, strategy_.replica_model(), o_.histogram_every);
   if (!last) MaybeCheckpoint(step, interval_end);
   if (epoch_end && !last && inputs_.eval) Evaluate(step, /*final=*/false);
 }
@@ -411,7 +456,7 @@ void TrainingLoop::LogInterval(int64_t step) {
   const double seconds = Since(interval_.start);
   nlohmann::json line = {
       {"step", step + 1},
-      {"epoch", step / plan_.steps_per_epoch},
+      {"epoch", map_.EpochOf(step)},
       {"loss", sums[2] > 0 ? sums[0] / sums[2] : 0.0},
       {"samples_per_s", seconds > 0 ? sums[2] / seconds : 0.0},
       {"input_wait_fraction", seconds > 0 ? interval_.wait_s / seconds : 0.0},
@@ -419,22 +464,14 @@ void TrainingLoop::LogInterval(int64_t step) {
        seconds > 0 ? std::max(0.0, seconds - interval_.wait_s - interval_.comm_s) / seconds : 0.0},
       {"comm_fraction", seconds > 0 ? interval_.comm_s / seconds : 0.0},
       {"allreduce_s", interval_.comm_s},
-      {"lr", LearningRate(plan_.schedule, step)},
+      {"lr", Lr(step)},
       {"skipped_steps", skipped_steps_}};
-  if ((step + 1) % plan_.steps_per_epoch == 0) {
+  if (map_.EpochEnd(step)) {
     line["batches_left_out"] = plan_.batches_left_out_per_epoch;  // in the epoch just ended
   }
   if (o_.task == Task::kClassify && sums[2] > 0) line["accuracy"] = sums[1] / sums[2];
   metrics_->Write(line);
-  for (int i = 0; i < 3; ++i) epoch_sums_[i] += sums[i];
-  if (tb_) {
-    tb_->Interval(line);
-    if ((step + 1) % plan_.steps_per_epoch == 0 && epoch_sums_[2] > 0) {
-      tb_->EpochEnd(step + 1, epoch_sums_[0] / epoch_sums_[2],
-                    o_.task == Task::kClassify ? epoch_sums_[1] / epoch_sums_[2] : -1.0);
-    }
-  }
-  if ((step + 1) % plan_.steps_per_epoch == 0) std::fill(epoch_sums_, epoch_sums_ + 3, 0.0);
+  if (tb_) tb_->Interval(line, sums, map_.EpochEnd(step), o_.task == Task::kClassify);
   if (progress_) {
     progress_->SetMetric("loss", line["loss"].get<double>());
     if (line.contains("accuracy")) progress_->SetMetric("acc", line["accuracy"].get<double>());
@@ -447,8 +484,8 @@ void TrainingLoop::LogInterval(int64_t step) {
 // interval: rank 0 decides, everyone follows (the save is collective).
 void TrainingLoop::MaybeCheckpoint(int64_t step, bool interval_end) {
   bool due = o_.checkpoint_every_steps > 0 && (step + 1) % o_.checkpoint_every_steps == 0;
-  const int64_t epoch_steps = o_.checkpoint_every_epochs * plan_.steps_per_epoch;
-  due = due || (epoch_steps > 0 && (step + 1) % epoch_steps == 0);
+  due = due || (o_.checkpoint_every_epochs > 0 && map_.EpochEnd(step) &&
+                (map_.EpochOf(step) + 1) % o_.checkpoint_every_epochs == 0);
   if (interval_end && o_.checkpoint_every_seconds > 0) {
     const int64_t late = chief() && Since(last_checkpoint_) >= o_.checkpoint_every_seconds;
     due = due || comm::AllreduceInt64(*steps_, late, comm::ReduceOp::kMax) != 0;
@@ -463,7 +500,9 @@ void TrainingLoop::MaybeCheckpoint(int64_t step, bool interval_end) {
 void TrainingLoop::SaveCheckpoint(int64_t steps_done) {
   const comm::BusyScope busy;
   TestFault::FromEnvironment().MaybeSlowCheckpoint(job_.rank());
-  strategy_.SaveCheckpoint(steps_done, plan_.steps_per_epoch, it_->SaveState());
+  strategy_.SaveCheckpoint(
+      steps_done, plan_.steps_per_epoch,
+      EncodeSavedInput(input_->Save(steps_done, strategy_.data_parallel_size(), lr_scale_)));
 }
 
 // Evaluation after `step` (0-based): at an epoch end, and once more after the last step (a
@@ -474,14 +513,13 @@ EvalResult TrainingLoop::Evaluate(int64_t step, bool final) {
     return strategy_.Evaluate(inputs_.eval());
   }();
   if (chief()) {
-    SF_LOG(Info) << (final ? "final"
-                           : "epoch " + std::to_string((step + 1) / plan_.steps_per_epoch))
+    SF_LOG(Info) << (final ? "final" : "epoch " + std::to_string(map_.EpochOf(step) + 1))
                  << ": eval loss " << e.loss
                  << (o_.task == Task::kClassify ? ", accuracy " + std::to_string(e.accuracy)
                                                 : std::string());
   }
   nlohmann::json line = {{"step", step + 1},
-                         {"epoch", step / plan_.steps_per_epoch},
+                         {"epoch", map_.EpochOf(step)},
                          {"eval_loss", e.loss},
                          {"eval_accuracy", e.accuracy}};
   if (final) line["final"] = true;
@@ -505,7 +543,9 @@ void TrainingLoop::Summarize(int64_t steps) {
   const double size = std::max(1.0, parts[4]);
   const double wall = comm::AllreduceDouble(job_, times_.wall_s, comm::ReduceOp::kMax);
   steps = comm::AllreduceInt64(job_, steps, comm::ReduceOp::kMax);
-  const int64_t per_epoch = comm::AllreduceInt64(job_, plan_.steps_per_epoch, comm::ReduceOp::kMax);
+  const int64_t epochs = comm::AllreduceInt64(
+      job_, strategy_.trains_batches() && steps > 0 ? map_.EpochOf(steps - 1) + 1 : 0,
+      comm::ReduceOp::kMax);
   RunSummary& s = result_.summary;
   s.times = {.wall_s = wall,
              .input_wait_s = parts[0] / size,
@@ -519,7 +559,7 @@ void TrainingLoop::Summarize(int64_t steps) {
   s.batches_per_epoch = plan_.batches_per_epoch;
   s.batches_left_out_per_epoch = plan_.batches_left_out_per_epoch;
   s.skipped_records = JobSkippedRecords(job_, o_);
-  s.epochs = per_epoch > 0 ? (steps + per_epoch - 1) / per_epoch : 0;
+  s.epochs = epochs;
   s.samples = static_cast<int64_t>(parts[3]);
   s.samples_per_s = wall > 0 ? parts[3] / wall : 0;
   s.aggregate_samples_per_s = parts[5];
@@ -547,34 +587,11 @@ TrainResult RunTraining(const comm::Communicator& job, const TrainerOptions& o,
   comm::CommunicatorOptions comm_options;
   comm_options.watchdog = comm::WatchdogOptions{.timeout_seconds = o.watchdog_seconds};
   comm::Communicator ctl(job.raw(), comm_options);
-  // Tracing: each rank's clock is measured against rank 0's at the start and the end, so that
-  // the merged timeline (OUTPUT/trace.json, shardflow-trace merge) corrects offset and drift.
-  std::vector<TraceClockSample> clock;
-  const auto sample_clock = [&] {
-    const comm::ClockSample c = comm::MeasureClockOffset(ctl);
-    clock.push_back({.local_ns = c.local_ns, .offset_ns = c.offset_ns, .error_ns = c.error_ns});
-  };
-  if (o.trace) {
-    StartTracing();
-    sample_clock();
-  }
+  RunTrace trace(ctl, o.trace, o.output_dir);
   const StrategyEnv env{.job = &job, .ctl = &ctl, .options = &o};
   std::unique_ptr<Strategy> strategy = factory ? factory(env) : MakeStrategy(o.strategy, env);
   TrainResult result = TrainingLoop(ctl, o, inputs, *strategy).Run();
-  if (o.trace && !o.output_dir.empty()) {
-    StopTracing();
-    sample_clock();
-    const std::string path = o.output_dir + "/trace.json";
-    WriteTrace(RankTracePath(path, ctl.rank()), {.pid = ctl.rank(), .clock_samples = clock});
-    comm::Barrier(ctl);  // every rank's file is written
-    if (ctl.rank() == 0) {
-      std::vector<std::string> ranks;
-      for (int r = 0; r < ctl.size(); ++r) ranks.push_back(RankTracePath(path, r));
-      MergeTraceFiles(ranks, path);
-      SF_LOG(Info) << "trace: " << path << " (every rank on rank 0's clock; "
-                   << "ui.perfetto.dev or chrome://tracing)";
-    }
-  }
+  trace.Finish();
   return result;
 }
 

@@ -102,26 +102,32 @@ BuiltPipeline BuildPipeline(const DataOptions& o, const SourceFactory& factory, 
   const std::vector<std::string> files = ListFiles(o.files, o.shuffle_files, o.seed);
   std::shared_ptr<const RecordSource> source = factory(o.format, files);
   if (!source) Bad("format", "no reader for format '" + o.format + "'");
-  const ShardPlan plan =
-      PlanShards(source->Files(), source->SupportsByteRanges(), o.shard_policy, num_ranks, rank);
+  const ShardPlan plan = o.only_records ? RecordListPlan(*source, *o.only_records)
+                                        : PlanShards(source->Files(), source->SupportsByteRanges(),
+                                                     o.shard_policy, num_ranks, rank);
 
   const int reads =
       o.parallel_reads == kAutotune ? std::min(4, DefaultCpuBudget()) : o.parallel_reads;
   if (o.cycle_length < 1 && o.cycle_length != kAutotune) {
     Bad("cycle_length", "cycle_length must be >= 1 or auto");
   }
-  const int cycle = o.cycle_length == kAutotune ? reads : o.cycle_length;
+  const bool listed = o.only_records != nullptr;  // read in the given order, once
+  const int cycle = listed ? 1 : o.cycle_length == kAutotune ? reads : o.cycle_length;
   Dataset ds = Dataset::FromRecordSource(source, plan,
                                          {.cycle_length = cycle,
                                           .block_length = 1,
-                                          .num_parallel_reads = reads,
+                                          .num_parallel_reads = listed ? 1 : reads,
                                           .deterministic = o.deterministic});
-  if (o.cache == "memory") {
+  if (listed) {
+    // the caller's order, one pass
+  } else if (o.cache == "memory") {
     ds = ds.Cache();
   } else if (!o.cache.empty()) {
     ds = ds.Cache(RankCacheFile(o.cache, rank, num_ranks), o.cache_refill_damaged);
   }
-  if (o.shuffle_buffer > 0) {
+  if (listed) {
+    if (o.epochs != 1) ds = ds.Repeat(o.epochs);
+  } else if (o.shuffle_buffer > 0) {
     ds = ds.ShuffleAndRepeat({.buffer_elements = o.shuffle_buffer,
                               .buffer_bytes = o.shuffle_buffer_bytes,
                               .seed = o.seed},
@@ -133,6 +139,13 @@ BuiltPipeline BuildPipeline(const DataOptions& o, const SourceFactory& factory, 
   if (decode) steps.push_back(std::move(decode));
   for (const auto& spec : o.augmentations) {
     steps.push_back(ParseAugmentation(spec, o.image_feature, o.seed));
+  }
+  if (o.row_ids) {
+    steps.push_back([](Element& e, const MapContext&) {
+      Tensor id(DType::kInt64, {});
+      *id.data<int64_t>() = e.id;
+      e.Set(kRowIdFeature, std::move(id));
+    });
   }
   MapFn all = [steps](Element& e, const MapContext& ctx) {
     for (const auto& step : steps) step(e, ctx);

@@ -65,7 +65,17 @@ struct DataOptions {
   bool drop_remainder = false;
   // Passes over the data (-1: forever).
   int64_t epochs = 1;
+  // Not config keys; set by the training app for elastic resume (apps/train/rank_input.hpp).
+  // row_ids: every decoded example gets feature kRowIdFeature (int64 scalar, its element id
+  // MakeElementId(file, offset)), so batches name the records they hold.
+  bool row_ids = false;
+  // When set, this rank reads exactly these records (element ids of a format with byte ranges),
+  // in this order: no sharding, interleave, cache or shuffle (the order is the caller's).
+  std::shared_ptr<const std::vector<int64_t>> only_records;
 };
+
+// The per-example feature DataOptions::row_ids adds (batched to int64 [B]).
+inline constexpr const char* kRowIdFeature = "_row_id";
 
 // Opens the files of one format. Called once per rank with the full (unsharded) file list.
 using SourceFactory = std::function<std::shared_ptr<const RecordSource>(

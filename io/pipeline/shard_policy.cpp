@@ -105,4 +105,28 @@ ShardPlan PlanShards(const std::vector<FileInfo>& files, bool supports_byte_rang
   return plan;
 }
 
+ShardPlan RecordListPlan(const RecordSource& source, const std::vector<int64_t>& ids) {
+  if (!source.SupportsByteRanges()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "reading a list of records needs a format with byte ranges (tfrecord), not " +
+                    source.FormatDescription());
+  }
+  ShardPlan plan;
+  plan.policy = ShardPolicy::kByteRange;
+  plan.reason = "a list of " + std::to_string(ids.size()) + " records";
+  plan.units.reserve(ids.size());
+  const auto& files = source.Files();
+  for (const int64_t id : ids) {
+    const int64_t file = id >> 40;
+    const uint64_t offset = static_cast<uint64_t>(id) & ((uint64_t{1} << 40) - 1);
+    if (id < 0 || file >= static_cast<int64_t>(files.size())) {
+      throw Error(ErrorCode::kInternal, "record id " + std::to_string(id) + " names file " +
+                                            std::to_string(file) + " of " +
+                                            std::to_string(files.size()));
+    }
+    plan.units.push_back({.file_index = static_cast<size_t>(file), .range = {offset, offset + 1}});
+  }
+  return plan;
+}
+
 }  // namespace shardflow::pipeline

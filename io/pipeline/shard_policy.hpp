@@ -47,4 +47,10 @@ struct ShardPlan {
 ShardPlan PlanShards(const std::vector<FileInfo>& files, bool supports_byte_ranges,
                      ShardPolicy policy, int num_ranks, int rank);
 
+// A plan that reads exactly the records `ids` names (element ids, MakeElementId(file, offset)),
+// in that order: one unit per record, the byte range [offset, offset + 1) of its file (the
+// record that starts there). Throws Error(kInvalidArgument) when the source has no byte ranges
+// and Error(kInternal) for an id outside the source's files.
+ShardPlan RecordListPlan(const RecordSource& source, const std::vector<int64_t>& ids);
+
 }  // namespace shardflow::pipeline

@@ -68,13 +68,17 @@ peer)
   resume_and_compare 12
   ;;
 mpirun)
-  # 38 steps of >= 150 ms on rank 0: the signal at 1.5 s lands mid-run.
+  # 38 steps of >= 150 ms on rank 0: the signal, sent once the first metrics line is written (the
+  # ranks' handlers are in place by then, however loaded the machine), lands mid-run.
   rc=0
   SHARDFLOW_TEST_FAULT=slow:0:150 "${mpi[@]}" -np 2 "$bin/shardflow-train" \
     --config "$src/configs/fmnist_mlp.ini" --no-progress --train.threads=1 "${common[@]}" \
     --output run_b >b.log 2>&1 &
   pid=$!
-  sleep 1.5
+  for _ in $(seq 300); do
+    grep -q '"step"' run_b/metrics.jsonl 2>/dev/null && break
+    sleep 0.1
+  done
   kill -USR1 $pid
   ( sleep 60; kill -9 $pid 2>/dev/null ) & watchdog=$!
   wait $pid || rc=$?

@@ -1,0 +1,269 @@
+#include "apps/train/rank_input.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "comm/collectives.hpp"
+#include "core/error.hpp"
+#include "io/pipeline/data_options.hpp"
+
+namespace shardflow::train {
+
+int64_t EpochMap::EpochOf(int64_t step) const {
+  if (InRemainder(step)) return rem_epoch;
+  if (step < reg_begin) return reg_epoch - 1;  // before the map's first step: not planned
+  return reg_epoch + (step - reg_begin) / steps_per_epoch;
+}
+
+bool EpochMap::EpochEnd(int64_t step) const {
+  if (InRemainder(step)) return step + 1 == rem_end;
+  return step >= reg_begin && (step + 1 - reg_begin) % steps_per_epoch == 0;
+}
+
+int64_t EpochMap::PlannedSteps(int64_t epochs) const {
+  return reg_begin + std::max<int64_t>(0, epochs - reg_epoch) * steps_per_epoch;
+}
+
+namespace {
+
+constexpr char kMagic[4] = {'S', 'F', 'R', 'I'};
+constexpr uint32_t kVersion = 1;
+
+template <typename T>
+void Put(std::string* out, T value) {
+  out->append(reinterpret_cast<const char*>(&value), sizeof(T));  // x86-64: little-endian
+}
+
+template <typename T>
+T Get(const std::string& in, size_t* pos) {
+  if (*pos + sizeof(T) > in.size()) {
+    throw Error(ErrorCode::kDataLoss, "a rank's saved input in the checkpoint is truncated");
+  }
+  T value;
+  std::memcpy(&value, in.data() + *pos, sizeof(T));
+  *pos += sizeof(T);
+  return value;
+}
+
+}  // namespace
+
+std::string EncodeSavedInput(const SavedInput& s) {
+  std::string out(kMagic, 4);
+  Put<uint32_t>(&out, kVersion);
+  Put<int32_t>(&out, s.world);
+  Put<int64_t>(&out, s.per_rank_batch);
+  Put<double>(&out, s.lr_scale);
+  for (int64_t v : {s.map.rem_begin, s.map.rem_end, s.map.rem_epoch, s.map.reg_begin,
+                    s.map.reg_epoch, s.map.steps_per_epoch}) {
+    Put<int64_t>(&out, v);
+  }
+  Put<uint64_t>(&out, s.remainder_ids.size());
+  for (int64_t id : s.remainder_ids) Put<int64_t>(&out, id);
+  Put<uint8_t>(&out, s.in_remainder ? 1 : 0);
+  Put<uint64_t>(&out, s.pipeline.size());
+  out += s.pipeline;
+  return out;
+}
+
+SavedInput DecodeSavedInput(const std::string& bytes) {
+  SavedInput s;
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 4) != 0) {
+    s.pipeline = bytes;  // written before elastic resume: the iterator state alone
+    return s;
+  }
+  size_t pos = 4;
+  if (Get<uint32_t>(bytes, &pos) != kVersion) {
+    throw Error(ErrorCode::kDataLoss, "a rank's saved input has an unknown version");
+  }
+  s.world = Get<int32_t>(bytes, &pos);
+  s.per_rank_batch = Get<int64_t>(bytes, &pos);
+  s.lr_scale = Get<double>(bytes, &pos);
+  int64_t* fields[] = {&s.map.rem_begin, &s.map.rem_end,   &s.map.rem_epoch,
+                       &s.map.reg_begin, &s.map.reg_epoch, &s.map.steps_per_epoch};
+  for (int64_t* f : fields) *f = Get<int64_t>(bytes, &pos);
+  const uint64_t n = Get<uint64_t>(bytes, &pos);
+  if (n > bytes.size() / sizeof(int64_t) || s.map.steps_per_epoch < 1 || s.world < 1) {
+    throw Error(ErrorCode::kDataLoss, "a rank's saved input in the checkpoint is damaged");
+  }
+  s.remainder_ids.resize(n);
+  for (uint64_t i = 0; i < n; ++i) s.remainder_ids[i] = Get<int64_t>(bytes, &pos);
+  s.in_remainder = Get<uint8_t>(bytes, &pos) != 0;
+  const uint64_t length = Get<uint64_t>(bytes, &pos);
+  if (length != bytes.size() - pos) {
+    throw Error(ErrorCode::kDataLoss, "a rank's saved input in the checkpoint is truncated");
+  }
+  s.pipeline = bytes.substr(pos);
+  return s;
+}
+
+RankInput::RankInput(const InputFactories& factories, pipeline::Dataset regular,
+                     const EpochMap& map, int64_t from, std::vector<int64_t> ids,
+                     int64_t per_rank_batch, std::shared_ptr<pipeline::StepLimitReport> report)
+    : map_(map), per_rank_batch_(per_rank_batch), ids_(std::move(ids)) {
+  // Repeated without a count: the loop stops at its planned steps, and the iterator state (which
+  // names the pipeline's stages) stays valid when a finished run is resumed with more epochs.
+  regular_ = std::make_unique<pipeline::PipelineIterator>(
+      pipeline::LimitSteps(regular, map_.steps_per_epoch, report).Repeat().MakeIterator());
+  if (map_.InRemainder(from)) {
+    auto list = std::make_shared<const std::vector<int64_t>>(ids_);
+    remainder_ = std::make_unique<pipeline::PipelineIterator>(
+        pipeline::LimitSteps(factories.records(list, per_rank_batch_),
+                             map_.rem_end - map_.rem_begin, nullptr)
+            .MakeIterator());
+  }
+}
+
+bool RankInput::Next(int64_t step, pipeline::Element* batch) {
+  if (map_.InRemainder(step)) return remainder_ && remainder_->Next(batch);
+  return regular_->Next(batch);
+}
+
+void RankInput::Restore(int64_t step, bool in_remainder, const std::string& pipeline_state) {
+  if (pipeline_state.empty()) return;
+  if (in_remainder != map_.InRemainder(step) || (in_remainder && !remainder_)) {
+    throw Error(ErrorCode::kDataLoss, "the checkpoint's input state does not match step " +
+                                          std::to_string(step) + " of its epoch plan");
+  }
+  (in_remainder ? remainder_ : regular_)->RestoreState(pipeline_state);
+}
+
+SavedInput RankInput::Save(int64_t steps_done, int world, double lr_scale) {
+  SavedInput s;
+  s.world = world;
+  s.per_rank_batch = per_rank_batch_;
+  s.lr_scale = lr_scale;
+  s.map = map_;
+  s.in_remainder = map_.InRemainder(steps_done);
+  if (s.in_remainder) s.remainder_ids = ids_;
+  s.pipeline = (s.in_remainder ? remainder_ : regular_)->SaveState();
+  return s;
+}
+
+namespace {
+
+// The record ids old rank `rank` would still have trained in the epoch of `step`.
+std::vector<int64_t> OldRankRemaining(const InputFactories& f, const SavedInput& old, int rank,
+                                      int64_t step) {
+  RankInput in(f, f.regular(rank, old.world, old.per_rank_batch), old.map, step, old.remainder_ids,
+               old.per_rank_batch, nullptr);
+  in.Restore(step, old.in_remainder, old.pipeline);
+  std::vector<int64_t> ids;
+  pipeline::Element batch;
+  for (int64_t s = step;; ++s) {
+    if (!in.Next(s, &batch)) break;
+    if (!batch.Has(pipeline::kRowIdFeature)) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "the checkpoint's input batches carry no record ids: it cannot be resumed on "
+                  "another rank count");
+    }
+    const Tensor& t = batch.Get(pipeline::kRowIdFeature);
+    const int64_t* p = t.data<int64_t>();
+    ids.insert(ids.end(), p, p + t.num_elements());
+    if (old.map.EpochEnd(s)) break;
+  }
+  return ids;
+}
+
+}  // namespace
+
+ElasticStart PlanElasticResume(const InputFactories& f, const std::vector<std::string>& states,
+                               int64_t step, int rank, int world, int64_t b, bool global_batch,
+                               bool lr_scaled_by_ranks, int64_t steps_per_epoch,
+                               comm::Communicator* comm) {
+  std::vector<SavedInput> old;
+  for (const std::string& s : states) old.push_back(DecodeSavedInput(s));
+  const int old_world = static_cast<int>(old.size());
+  if (old.empty() || old[0].world != old_world) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the checkpoint was written by " + std::to_string(old_world) +
+                    " ranks, before shardflow could resume on another rank count (this job has " +
+                    std::to_string(world) + ")",
+                {.hint = "run with -np " + std::to_string(old_world) +
+                         ", or use --checkpoint.warm_start for weights only"});
+  }
+  const SavedInput& first = old[0];
+  ElasticStart out;
+  const double old_global = static_cast<double>(first.per_rank_batch) * old_world;
+  const double new_global = static_cast<double>(b) * world;
+  // The effective rate follows the global batch; a base rate that has the rank count in it
+  // (lr_scaling = linear) changed by world / old_world already.
+  out.lr_scale = first.lr_scale * (global_batch ? 1.0 : new_global / old_global) *
+                 (lr_scaled_by_ranks ? static_cast<double>(old_world) / world : 1.0);
+  out.map.steps_per_epoch = steps_per_epoch;
+  const EpochMap& m = first.map;
+  std::ostringstream line;
+  line << "elastic resume: " << old_world << " -> " << world << " ranks at step " << step
+       << ", per-rank batch " << first.per_rank_batch << " -> " << b << " (global " << old_global
+       << " -> " << new_global << ")";
+  if (step == 0 || m.EpochEnd(step - 1)) {  // at an epoch boundary: a fresh plan from here
+    out.map.reg_begin = out.map.rem_begin = out.map.rem_end = step;
+    out.map.reg_epoch = step == 0 ? 0 : m.EpochOf(step - 1) + 1;
+    line << "; at the start of epoch " << out.map.reg_epoch;
+  } else {
+    // New rank j replays old ranks j, j + world, ...; the lists, in that order by j, are shared.
+    std::vector<int64_t> left;
+    for (int j = comm ? rank : 0; j < (comm ? rank + 1 : world); ++j) {
+      for (int r = j; r < old_world; r += world) {
+        const std::vector<int64_t> ids = OldRankRemaining(f, old[r], r, step);
+        left.insert(left.end(), ids.begin(), ids.end());
+      }
+    }
+    if (comm) {
+      left = comm::GatherConcat(*comm, left.data(), left.size());
+      int64_t count = static_cast<int64_t>(left.size());
+      comm::BroadcastBytes(*comm, &count, sizeof count);
+      left.resize(static_cast<size_t>(count));
+      comm::BroadcastBytes(*comm, left.data(), left.size() * sizeof(int64_t));
+    }
+    const auto n = static_cast<int64_t>(left.size());
+    const int64_t g = b * world;
+    int64_t steps = (n + g - 1) / g;
+    const int64_t last = n - (steps - 1) * g;  // rows of the last step, 1..g
+    if (steps > 0 && last < world) {           // not a row for every rank: left out
+      out.left_out = last;
+      --steps;
+    }
+    const int64_t full = std::max<int64_t>(0, steps - 1);
+    for (int64_t t = 0; t < full; ++t) {
+      const auto* at = left.data() + t * g + rank * b;
+      out.ids.insert(out.ids.end(), at, at + b);
+    }
+    if (steps > 0) {  // the last step: what is left, split evenly
+      const int64_t rows = n - out.left_out - full * g;
+      const int64_t begin = full * g + rows * rank / world;
+      const int64_t end = full * g + rows * (rank + 1) / world;
+      out.ids.insert(out.ids.end(), left.begin() + begin, left.begin() + end);
+    }
+    out.map.rem_begin = step;
+    out.map.rem_end = step + steps;
+    out.map.rem_epoch = m.EpochOf(step);
+    out.map.reg_begin = out.map.rem_end;
+    out.map.reg_epoch = out.map.rem_epoch + 1;
+    line << "; epoch " << out.map.rem_epoch << " continues with the " << n
+         << " records its ranks had left, in " << steps << " steps";
+    if (out.left_out > 0) line << " (" << out.left_out << " left out: fewer than one per rank)";
+  }
+  if (out.lr_scale != first.lr_scale) {
+    line << "; learning rate x" << out.lr_scale / first.lr_scale
+         << (global_batch ? " (lr_scaling = linear, but the global batch is kept)"
+                          : " (per-rank batch semantics: the global batch changed)");
+  }
+  out.summary = line.str();
+  return out;
+}
+
+void MaybeLogRowIds(int rank, int64_t epoch, int64_t step, const pipeline::Element& batch) {
+  const char* prefix = std::getenv("SHARDFLOW_TEST_ROW_IDS");
+  if (prefix == nullptr || *prefix == '\0' || !batch.Has(pipeline::kRowIdFeature)) return;
+  std::ofstream out(std::string(prefix) + ".rank" + std::to_string(rank), std::ios::app);
+  out << epoch << ' ' << step << ' ';
+  const Tensor& t = batch.Get(pipeline::kRowIdFeature);
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    out << (i ? "," : "") << t.data<int64_t>()[i];
+  }
+  out << '\n';
+}
+
+}  // namespace shardflow::train
