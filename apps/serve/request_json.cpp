@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -31,6 +32,20 @@ const char* TypeName(element_type t) {
   }
 }
 
+// "[i]" (built by appends: GCC 12's -Wrestrict misfires on "[" + std::to_string(i)).
+std::string Index(int64_t i) {
+  std::string out(1, '[');
+  out += std::to_string(i);
+  out.push_back(']');
+  return out;
+}
+
+std::string NumberText(double d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", d);
+  return buf;
+}
+
 bool IsNumber(element_type t) {
   return t == element_type::INT64 || t == element_type::UINT64 || t == element_type::DOUBLE;
 }
@@ -57,14 +72,13 @@ class InstanceReader {
       Fail(std::string("expected a list, found ") + TypeName(v.type()));
     }
     simdjson::dom::array a = v.get_array().value_unsafe();
-    // A flat list of the element count is taken for any shape.
-    if (shape.size() > 1 && static_cast<int64_t>(a.size()) == count) {
-      bool flat = true;
-      for (element e : a) flat = flat && IsNumber(e.type());
-      if (flat) {
-        for (element e : a) Put(e, "");
-        return;
-      }
+    // A flat list of the element count is taken for any shape (when its first dimension
+    // differs from that count, or its first element is a number).
+    if (shape.size() > 1 && static_cast<int64_t>(a.size()) == count &&
+        (shape[0] != count || IsNumber(a.at(0).value_unsafe().type()))) {
+      int64_t i = 0;
+      for (element e : a) Put(e, Index(i++));
+      return;
     }
     Fill(v, 0, "");
   }
@@ -91,7 +105,7 @@ class InstanceReader {
            ")");
     }
     int64_t i = 0;
-    for (element e : a) Fill(e, dim + 1, at + "[" + std::to_string(i++) + "]");
+    for (element e : a) Fill(e, dim + 1, at + Index(i++));
   }
 
   void Put(element v, const std::string& at) {
@@ -103,7 +117,7 @@ class InstanceReader {
     if (sig_.dtype == DType::kUInt8) {
       if (!(d >= 0 && d <= 255) || d != std::floor(d)) {
         Fail("expected uint8 (an integer in [0, 255])" + (at.empty() ? "" : " at " + at) +
-             ", found " + std::to_string(d));
+             ", found " + NumberText(d));
       }
       dst_[pos_++] = static_cast<uint8_t>(d);
     } else {
