@@ -17,7 +17,7 @@ BatchQueue::PushResult BatchQueue::Push(std::shared_ptr<Job> job) {
 }
 
 bool BatchQueue::ReadyLocked(Clock::time_point now) const {
-  if (closed_ || queued_rows_ >= options_.max_batch_size) return true;
+  if (closed_ || flushing_ || queued_rows_ >= options_.max_batch_size) return true;
   const auto deadline =
       jobs_.front()->enqueued + std::chrono::microseconds(options_.batch_timeout_us);
   return now >= deadline;
@@ -53,6 +53,14 @@ void BatchQueue::Close() {
   {
     MutexLock lock(mu_);
     closed_ = true;
+  }
+  cv_.NotifyAll();
+}
+
+void BatchQueue::Flush() {
+  {
+    MutexLock lock(mu_);
+    flushing_ = true;
   }
   cv_.NotifyAll();
 }

@@ -6,9 +6,9 @@
 // first, and takes jobs in arrival order while they fit in max_batch_size (a job larger than
 // that runs alone). The queue holds at most `capacity` instances: Push() refuses (kFull) a job
 // that would exceed it, except into an empty queue, so the queue never grows without bound and
-// a caller answers 503. Close() refuses further jobs; PopBatch() still hands out every queued
-// job, then returns false: closing drains, nothing queued is dropped.
-// Thread-safety: every member function may be called from any thread.
+// a caller answers 503. Flush() ends the waiting for fuller batches. Close() refuses further jobs;
+// PopBatch() still hands out every queued job, then returns false: closing drains, nothing queued
+// is dropped. Thread-safety: every member function may be called from any thread.
 #pragma once
 
 #include <chrono>
@@ -60,6 +60,8 @@ class BatchQueue {
   // Blocks until a batch is ready; false when the queue is closed and empty.
   bool PopBatch(std::vector<std::shared_ptr<Job>>* batch) EXCLUDES(mu_);
   void Close() EXCLUDES(mu_);
+  // Queued and later jobs go without waiting for batch_timeout_us (a draining server).
+  void Flush() EXCLUDES(mu_);
   int64_t depth() const EXCLUDES(mu_);  // instances queued
 
   const BatchOptions& options() const { return options_; }
@@ -74,6 +76,7 @@ class BatchQueue {
   std::deque<std::shared_ptr<Job>> jobs_ GUARDED_BY(mu_);
   int64_t queued_rows_ GUARDED_BY(mu_) = 0;
   bool closed_ GUARDED_BY(mu_) = false;
+  bool flushing_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace shardflow::serve

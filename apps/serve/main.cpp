@@ -86,7 +86,9 @@ int Run(MpiEnvironment& env, ServeAppConfig& config, Prepared& p) {
   std::fflush(stdout);
   WaitForStop(config, http, *p.pool, metrics, listener);
   // Stop accepting; the connections' threads answer the requests they hold (their jobs are
-  // queued or running), then the replicas drain what is left.
+  // queued or running, and go without waiting for fuller batches), then the replicas drain
+  // what is left.
+  queue.Flush();
   http.Stop();
   listener.join();
   queue.Close();

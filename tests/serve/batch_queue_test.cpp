@@ -84,6 +84,22 @@ TEST(BatchQueueThreads, CloseDrainsThenEnds) {
   EXPECT_FALSE(q.PopBatch(&batch));
 }
 
+TEST(BatchQueueThreads, FlushEndsTheWaitForAFullerBatch) {
+  BatchQueue q({.max_batch_size = 8, .batch_timeout_us = 10'000'000, .capacity = 100});
+  q.Push(MakeJob(1));
+  std::thread flusher([&q] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    q.Flush();
+  });
+  std::vector<std::shared_ptr<Job>> batch;
+  const auto start = Clock::now();
+  ASSERT_TRUE(q.PopBatch(&batch));
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(Rows(batch), 1);
+  EXPECT_EQ(q.Push(MakeJob(1)), BatchQueue::PushResult::kQueued);  // still accepting
+  flusher.join();
+}
+
 TEST(BatchQueueThreads, ProducersAndConsumersHandEveryJobOutOnce) {
   constexpr int kProducers = 4;
   constexpr int kJobs = 300;
