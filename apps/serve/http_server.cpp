@@ -1,6 +1,7 @@
 #include "apps/serve/http_server.hpp"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include "apps/serve/request_json.hpp"
 #include "apps/serve/response_json.hpp"
@@ -11,6 +12,14 @@ namespace shardflow::serve {
 namespace {
 
 constexpr const char* kJson = "application/json";
+
+// httplib 0.11 listens with a backlog of 5: 64 clients connecting at once overflow it (the
+// kernel then drops handshakes, and some connections are reset; measured with 64 load-client
+// connections). Listening again on the bound socket raises the backlog.
+class Server : public httplib::Server {
+ public:
+  bool RaiseBacklog(int backlog) { return ::listen(svr_sock_, backlog) == 0; }
+};
 
 const char* StatusText(int status) {
   switch (status) {
@@ -38,7 +47,7 @@ HttpServer::HttpServer(HttpOptions options, const Signature& sig, BatchQueue& qu
       queue_(queue),
       pool_(pool),
       metrics_(metrics),
-      server_(std::make_unique<httplib::Server>()) {
+      server_(std::make_unique<Server>()) {
   const int threads = options_.threads;
   server_->new_task_queue = [threads] {
     return new httplib::ThreadPool(static_cast<size_t>(threads));
@@ -183,7 +192,7 @@ int HttpServer::Bind() {
   const int port = options_.port == 0
                        ? server_->bind_to_any_port(options_.host)
                        : (server_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
-  if (port < 0) {
+  if (port < 0 || !static_cast<Server&>(*server_).RaiseBacklog(1024)) {
     throw Error(ErrorCode::kIo,
                 "cannot listen on " + options_.host + ":" + std::to_string(options_.port),
                 {.key = "--port", .hint = "is the port in use? --port 0 picks a free one"});

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Online prediction measured (issue 18): shardflow-serve on loopback under a closed-loop load
+# (shardflow-serve-load: C keep-alive connections, each sending one-instance predict requests
+# back to back), for the MLP and the CNN of configs/, with batching off (serve.max_batch_size 1)
+# and on (32, 64; serve.batch_timeout_us 1000), at 1, 8 and 64 connections: requests/s (one
+# instance each, so also records/s) and exact p50/p99 latencies. Against it, shardflow-predict's
+# offline records/s for the same checkpoint and records on the same threads.
+#   bench/serve.sh [--bin DIR] [--seconds S] [--threads T] [--models mlp,cnn] [--reps N]
+# Targets: CNN at 64 connections, batching on >= 3x batching off; at saturation >= 0.5 of
+# shardflow-predict's offline records/s. Server and client share the machine's cores (loopback).
+# Bounded: about (2 + 3 x 3 x (S + 1)) s per model and rep (S = 5: ~60 s).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=$here/build/bin seconds=5 threads=2 models=mlp,cnn reps=1
+while [ $# -gt 0 ]; do
+  case $1 in
+    --bin) bin=$2; shift 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --models) models=$2; shift 2 ;;
+    --reps) reps=$2; shift 2 ;;
+    *) echo "serve.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+mpi=(mpirun --oversubscribe)
+[ "$(id -u)" -eq 0 ] && mpi=(mpirun --allow-run-as-root --oversubscribe)
+export OMPI_MCA_mpi_yield_when_idle=1
+work=$(mktemp -d "${TMPDIR:-/tmp}/serve-bench.XXXXXX")
+server_pid=
+trap '[ -n "$server_pid" ] && kill -KILL "$server_pid" 2>/dev/null; rm -rf "$work"' EXIT
+echo "serve.sh: $(date -u '+%F %T') UTC, load average $(cut -d' ' -f1-3 /proc/loadavg)," \
+  "$(nproc) cores, --threads $threads, --seconds $seconds"
+
+"${mpi[@]}" -np 1 "$bin/shardflow-convert" --input.format=idx --input.split=test \
+  --input.limit=2000 --output.path="$work/data/fm" --output.shards=2 >"$work/convert.log" 2>&1
+python3 - "$work/body.json" <<'PY'
+import gzip, json, sys
+with gzip.open("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz") as f:
+    f.read(16)
+    img = list(f.read(784))
+json.dump({"instances": [img]}, open(sys.argv[1], "w"))
+PY
+
+for model in ${models//,/ }; do
+  cfg=$here/configs/fmnist_$model.ini
+  "${mpi[@]}" -np 1 "$bin/shardflow-train" --config "$cfg" --data.files="$work/data/fm-*.tfrecord" \
+    --eval.files= --train.max_steps=2 --train.threads="$threads" --output "$work/$model" \
+    --no-progress >"$work/$model.train.log" 2>&1
+  for rep in $(seq "$reps"); do
+    offline=$("${mpi[@]}" -np 1 "$bin/shardflow-predict" --config "$cfg" \
+      --checkpoint "$work/$model/checkpoints" --input "$work/data/fm-*.tfrecord" \
+      --output "$work/p.h5" --train.threads="$threads" |
+      sed -n 's/^predicted .* records\/s$/&/p' | sed 's/.*: \([0-9]*\) records\/s/\1/')
+    echo "$model rep $rep offline: shardflow-predict $offline records/s (2000 records, batch 256)"
+    for mbs in 1 32 64; do
+      "$bin/shardflow-serve" --config "$cfg" --checkpoint "$work/$model/checkpoints" --port 0 \
+        --train.threads="$threads" --serve.max_batch_size="$mbs" --serve.batch_timeout_us=1000 \
+        --serve.watch_seconds=0 >"$work/server.log" 2>&1 &
+      server_pid=$!
+      port=
+      for _ in $(seq 200); do
+        port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/server.log")
+        [ -n "$port" ] && break
+        sleep 0.05
+      done
+      [ -n "$port" ] || { cat "$work/server.log"; exit 1; }
+      for conns in 1 8 64; do
+        line=$("$bin/shardflow-serve-load" --port "$port" --body "$work/body.json" \
+          --connections "$conns" --seconds "$seconds" --warmup 1)
+        echo "$model rep $rep max_batch_size $mbs $line"
+      done
+      batches=$(curl -s "127.0.0.1:$port/metrics" |
+        sed -n 's/^shardflow_serve_batch_size_\(sum\|count\) //p' | paste -sd' ')
+      echo "$model rep $rep max_batch_size $mbs batch sizes: sum count = $batches"
+      kill -TERM "$server_pid"
+      wait "$server_pid" || true
+      server_pid=
+    done
+  done
+done
