@@ -11,6 +11,8 @@
 #include <memory>
 #include <thread>
 
+#include <unistd.h>
+
 #include "apps/serve/http_server.hpp"
 #include "apps/serve/model_pool.hpp"
 #include "apps/serve/serve_config.hpp"
@@ -61,7 +63,7 @@ int Run(MpiEnvironment& env, ServeAppConfig& config, Prepared& p) {
   BatchQueue queue(BatchOptions{.max_batch_size = config.max_batch_size,
                                 .batch_timeout_us = config.batch_timeout_us,
                                 .capacity = config.queue_capacity});
-  Replicas replicas(queue, *p.pool, p.sig, metrics, config.num_replicas);
+  Replicas replicas(queue, *p.pool, p.sig, metrics, config.num_replicas, p.threads);
   HttpServer http(HttpOptions{.host = config.host,
                               .port = p.port == 0 ? 0 : p.port + env.rank(),
                               .model_name = config.model_name,
@@ -77,12 +79,17 @@ int Run(MpiEnvironment& env, ServeAppConfig& config, Prepared& p) {
       config.model_name.c_str(), static_cast<long long>(snapshot->version),
       snapshot->checkpoint.c_str(), config.num_replicas, p.threads,
       static_cast<long long>(config.max_batch_size));
+  // The second line names the node, for slurm/serve.sbatch's list of addresses.
+  char host[256] = "localhost";
+  gethostname(host, sizeof host - 1);
   if (env.size() > 1) {
     std::printf("listening on %s:%d (rank %d of %d)\n", config.host.c_str(), port, env.rank(),
                 env.size());
   } else {
     std::printf("listening on %s:%d\n", config.host.c_str(), port);
   }
+  std::printf("rank %d serves http://%s:%d/v1/models/%s\n", env.rank(), host, port,
+              config.model_name.c_str());
   std::fflush(stdout);
   WaitForStop(config, http, *p.pool, metrics, listener);
   // Stop accepting; the connections' threads answer the requests they hold (their jobs are

@@ -73,8 +73,9 @@ ModelPool::Newest NewestCheckpoint(std::string checkpoint) {
 }
 
 Replicas::Replicas(BatchQueue& queue, ModelPool& pool, const Signature& sig, ServeMetrics& metrics,
-                   int count)
+                   int count, int intra_op_threads)
     : queue_(queue), pool_(pool), sig_(sig), metrics_(metrics) {
+  cpu::SetIntraOpThreads(intra_op_threads);
   for (int i = 0; i < count; ++i) {
     threads_.emplace_back([this, i] { Loop(static_cast<size_t>(i)); });
   }

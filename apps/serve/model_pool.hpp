@@ -66,10 +66,13 @@ ModelPool::Loader CheckpointLoader(const apps::ModelSetup& setup, std::string ch
 ModelPool::Newest NewestCheckpoint(std::string checkpoint);
 
 // `count` threads, each replica i running PopBatch -> snapshot.replicas[i] -> answer each job.
+// The constructor sets the process's intra-op threads (cpu::SetIntraOpThreads, each replica's
+// kernels use that many) before any replica starts: left unset, the first kernel of each
+// replica would set it lazily, two threads writing Eigen's global at once.
 class Replicas {
  public:
   Replicas(BatchQueue& queue, ModelPool& pool, const Signature& sig, ServeMetrics& metrics,
-           int count);
+           int count, int intra_op_threads);
   ~Replicas();
   Replicas(const Replicas&) = delete;
   Replicas& operator=(const Replicas&) = delete;

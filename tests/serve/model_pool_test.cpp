@@ -58,7 +58,7 @@ TEST(ModelPoolThreads, ReloadUnderLoadDropsNothing) {
   ModelPool pool(CountingLoader(2, &loads), [] { return std::string("same"); });
   BatchQueue queue({.max_batch_size = 8, .batch_timeout_us = 300, .capacity = 1024});
   ServeMetrics metrics;
-  Replicas replicas(queue, pool, sig, metrics, 2);
+  Replicas replicas(queue, pool, sig, metrics, 2, /*intra_op_threads=*/1);
   std::atomic<bool> stop{false};
   std::thread reloader([&] {
     while (!stop.load()) {
