@@ -4,14 +4,17 @@
 # back to back), for the MLP and the CNN of configs/, with batching off (serve.max_batch_size 1)
 # and on (32, 64; serve.batch_timeout_us 1000), at 1, 8 and 64 connections: requests/s (one
 # instance each, so also records/s) and exact p50/p99 latencies. Against it, shardflow-predict's
-# offline records/s for the same checkpoint and records on the same threads.
+# offline records/s for the same checkpoint and records on the same threads (its default batch
+# of 256 and a batch of 64). --threads: the server's intra-op threads (default 1: the load
+# client and the HTTP threads share the machine; OMP_WAIT_POLICY=PASSIVE so that idle OpenMP
+# workers do not spin on the cores they need).
 #   bench/serve.sh [--bin DIR] [--seconds S] [--threads T] [--models mlp,cnn] [--reps N]
 # Targets: CNN at 64 connections, batching on >= 3x batching off; at saturation >= 0.5 of
 # shardflow-predict's offline records/s. Server and client share the machine's cores (loopback).
 # Bounded: about (2 + 3 x 3 x (S + 1)) s per model and rep (S = 5: ~60 s).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-bin=$here/build/bin seconds=5 threads=2 models=mlp,cnn reps=1
+bin=$here/build/bin seconds=5 threads=1 models=mlp,cnn reps=1
 while [ $# -gt 0 ]; do
   case $1 in
     --bin) bin=$2; shift 2 ;;
@@ -24,7 +27,7 @@ while [ $# -gt 0 ]; do
 done
 mpi=(mpirun --oversubscribe)
 [ "$(id -u)" -eq 0 ] && mpi=(mpirun --allow-run-as-root --oversubscribe)
-export OMPI_MCA_mpi_yield_when_idle=1
+export OMPI_MCA_mpi_yield_when_idle=1 OMP_WAIT_POLICY=PASSIVE
 work=$(mktemp -d "${TMPDIR:-/tmp}/serve-bench.XXXXXX")
 server_pid=
 trap '[ -n "$server_pid" ] && kill -KILL "$server_pid" 2>/dev/null; rm -rf "$work"' EXIT
@@ -47,11 +50,13 @@ for model in ${models//,/ }; do
     --eval.files= --train.max_steps=2 --train.threads="$threads" --output "$work/$model" \
     --no-progress >"$work/$model.train.log" 2>&1
   for rep in $(seq "$reps"); do
-    offline=$("${mpi[@]}" -np 1 "$bin/shardflow-predict" --config "$cfg" \
-      --checkpoint "$work/$model/checkpoints" --input "$work/data/fm-*.tfrecord" \
-      --output "$work/p.h5" --train.threads="$threads" |
-      sed -n 's/^predicted .* records\/s$/&/p' | sed 's/.*: \([0-9]*\) records\/s/\1/')
-    echo "$model rep $rep offline: shardflow-predict $offline records/s (2000 records, batch 256)"
+    for batch in 256 64; do
+      offline=$("${mpi[@]}" -np 1 "$bin/shardflow-predict" --config "$cfg" \
+        --checkpoint "$work/$model/checkpoints" --input "$work/data/fm-*.tfrecord" \
+        --output "$work/p.h5" --train.threads="$threads" --predict.batch_size="$batch" |
+        sed -n 's/^predicted .*: \([0-9]*\) records\/s$/\1/p')
+      echo "$model rep $rep offline: shardflow-predict $offline records/s (2000 records, batch $batch)"
+    done
     for mbs in 1 32 64; do
       "$bin/shardflow-serve" --config "$cfg" --checkpoint "$work/$model/checkpoints" --port 0 \
         --train.threads="$threads" --serve.max_batch_size="$mbs" --serve.batch_timeout_us=1000 \
