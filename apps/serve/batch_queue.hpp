@@ -6,9 +6,11 @@
 // first, and takes jobs in arrival order while they fit in max_batch_size (a job larger than
 // that runs alone). The queue holds at most `capacity` instances: Push() refuses (kFull) a job
 // that would exceed it, except into an empty queue, so the queue never grows without bound and
-// a caller answers 503. Flush() ends the waiting for fuller batches. Close() refuses further jobs;
-// PopBatch() still hands out every queued job, then returns false: closing drains, nothing queued
-// is dropped. Thread-safety: every member function may be called from any thread.
+// a caller answers 503 (the HTTP server refuses a request larger than `capacity` outright).
+// Flush() ends the waiting for fuller batches. Close() refuses further jobs; PopBatch() still
+// hands out every queued job, then returns false: closing drains, nothing queued is dropped.
+//
+// Thread-safety: every member function may be called from any thread.
 #pragma once
 
 #include <chrono>

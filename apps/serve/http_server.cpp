@@ -76,6 +76,12 @@ void HttpServer::Predict(const std::string& name, const std::string& body, int* 
     return;
   }
   const int64_t rows = request.rows.dim(0);
+  if (rows > queue_.options().capacity) {  // would be refused however empty the queue
+    *status = 400;
+    *out = ErrorResponse(std::to_string(rows) + " instances: more than serve.queue_capacity (" +
+                         std::to_string(queue_.options().capacity) + ")");
+    return;
+  }
   auto job = std::make_shared<Job>();
   job->rows = std::move(request.rows);
   std::future<JobResult> done = job->done.get_future();

@@ -269,6 +269,9 @@ def check_drain(port, work, pid):
     s, h, body = c.call("POST", MODEL + ":predict", {"instances": [[3] * 784]})
     if s != 503 or h.get("Retry-After") != "1" or "queue full" not in json.loads(body)["error"]:
         fail(f"full queue: {s} {h} {body!r}")
+    s, _, body = c.call("POST", MODEL + ":predict", {"instances": [[3] * 784] * 3})
+    if s != 400 or "more than serve.queue_capacity (2)" not in json.loads(body)["error"]:
+        fail(f"request larger than the queue: {s} {body!r}")
     os.kill(pid, signal.SIGTERM)
     t.join()
     if result.get("status") != 200 or len(json.loads(result["body"])["predictions"]) != 2:
