@@ -5,13 +5,14 @@
 # and on (32, 64; serve.batch_timeout_us 1000), at 1, 8 and 64 connections: requests/s (one
 # instance each, so also records/s) and exact p50/p99 latencies. Against it, shardflow-predict's
 # offline records/s for the same checkpoint and records on the same threads (its default batch
-# of 256 and a batch of 64). --threads: the server's intra-op threads (default 1: the load
-# client and the HTTP threads share the machine; OMP_WAIT_POLICY=PASSIVE so that idle OpenMP
-# workers do not spin on the cores they need).
+# of 256, and batches of 64 and 1: how the engine's cost per record changes with the batch).
+# --threads: the server's intra-op threads (default 1: the load client and the HTTP threads
+# share the machine; OMP_WAIT_POLICY=PASSIVE so that idle OpenMP workers do not spin on the
+# cores they need). The last lines: medians over the reps, and the ratios of the targets.
 #   bench/serve.sh [--bin DIR] [--seconds S] [--threads T] [--models mlp,cnn] [--reps N]
 # Targets: CNN at 64 connections, batching on >= 3x batching off; at saturation >= 0.5 of
 # shardflow-predict's offline records/s. Server and client share the machine's cores (loopback).
-# Bounded: about (2 + 3 x 3 x (S + 1)) s per model and rep (S = 5: ~60 s).
+# Bounded: about (5 + 3 x 3 x (S + 1)) s per model and rep (S = 5: ~60 s).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=$here/build/bin seconds=5 threads=1 models=mlp,cnn reps=1
@@ -51,7 +52,7 @@ for model in ${models//,/ }; do
     --eval.files= --train.max_steps=2 --train.threads="$threads" --output "$work/$model" \
     --no-progress >"$work/$model.train.log" 2>&1
   for rep in $(seq "$reps"); do
-    for batch in 256 64; do
+    for batch in 256 64 1; do
       offline=$("${mpi[@]}" -np 1 "$bin/shardflow-predict" --config "$cfg" \
         --checkpoint "$work/$model/checkpoints" --input "$work/data/fm-*.tfrecord" \
         --output "$work/p.h5" --train.threads="$threads" --predict.batch_size="$batch" |

@@ -109,6 +109,28 @@ void HttpServer::Predict(const std::string& name, const std::string& body, int* 
   *out = PredictResponse(sig_, r.results, rows, request.columnar);
 }
 
+bool HttpServer::OtherModel(const httplib::Request& req, httplib::Response& res) const {
+  if (req.matches[1] == options_.model_name) return false;
+  res.status = 404;
+  res.set_content(
+      ErrorResponse("Could not find any versions of model " + std::string(req.matches[1])), kJson);
+  return true;
+}
+
+void HttpServer::Reload(httplib::Response& res) {
+  try {
+    const bool switched = pool_.Reload(/*force=*/true);
+    const auto snapshot = pool_.Current();
+    metrics_.SetModelVersion(snapshot->version, switched);
+    res.set_content("{\"version\":\"" + std::to_string(snapshot->version) +
+                        "\",\"checkpoint\":" + JsonString(snapshot->checkpoint) + "}",
+                    kJson);
+  } catch (const std::exception& e) {
+    res.status = 500;
+    res.set_content(ErrorResponse(std::string("reload failed: ") + e.what()), kJson);
+  }
+}
+
 void HttpServer::Routes() {
   const std::string model = R"(/v1/models/([^/:]+))";
   server_->Post(model + ":predict", [this](const httplib::Request& req, httplib::Response& res) {
@@ -125,43 +147,13 @@ void HttpServer::Routes() {
     metrics_.RecordResponse(status, SecondsSince(start));
   });
   server_->Post(model + ":reload", [this](const httplib::Request& req, httplib::Response& res) {
-    if (req.matches[1] != options_.model_name) {
-      res.status = 404;
-      res.set_content(ErrorResponse("Servable not found for request: Latest(" +
-                                    std::string(req.matches[1]) + ")"),
-                      kJson);
-      return;
-    }
-    try {
-      const bool switched = pool_.Reload(/*force=*/true);
-      const auto snapshot = pool_.Current();
-      metrics_.SetModelVersion(snapshot->version, switched);
-      res.set_content("{\"version\":\"" + std::to_string(snapshot->version) +
-                          "\",\"checkpoint\":" + JsonString(snapshot->checkpoint) + "}",
-                      kJson);
-    } catch (const std::exception& e) {
-      res.status = 500;
-      res.set_content(ErrorResponse(std::string("reload failed: ") + e.what()), kJson);
-    }
+    if (!OtherModel(req, res)) Reload(res);
   });
   server_->Get(model, [this](const httplib::Request& req, httplib::Response& res) {
-    if (req.matches[1] != options_.model_name) {
-      res.status = 404;
-      res.set_content(
-          ErrorResponse("Could not find any versions of model " + std::string(req.matches[1])),
-          kJson);
-      return;
-    }
-    res.set_content(StatusResponse(pool_.version()), kJson);
+    if (!OtherModel(req, res)) res.set_content(StatusResponse(pool_.version()), kJson);
   });
   server_->Get(model + "/metadata", [this](const httplib::Request& req, httplib::Response& res) {
-    if (req.matches[1] != options_.model_name) {
-      res.status = 404;
-      res.set_content(
-          ErrorResponse("Could not find any versions of model " + std::string(req.matches[1])),
-          kJson);
-      return;
-    }
+    if (OtherModel(req, res)) return;
     res.set_content(MetadataResponse(sig_, options_.model_name, pool_.version()), kJson);
   });
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {

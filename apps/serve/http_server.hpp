@@ -21,7 +21,9 @@
 
 namespace httplib {
 class Server;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace shardflow::serve {
 
@@ -51,6 +53,9 @@ class HttpServer {
 
  private:
   void Routes();
+  // Answers 404 and returns true when the request's model name is not the served one.
+  bool OtherModel(const httplib::Request& req, httplib::Response& res) const;
+  void Reload(httplib::Response& res);
   void Predict(const std::string& name, const std::string& body, int* status, std::string* out,
                std::string* version);
 
