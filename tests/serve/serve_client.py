@@ -4,6 +4,7 @@
   serve_client.py api PORT WORK        endpoints, predictions vs shardflow-predict, bad requests
   serve_client.py reload PORT WORK     reload under load: sent == answered
   serve_client.py drain PORT WORK PID  queue full -> 503; SIGTERM answers the queued request
+  serve_client.py reconstruct PORT WORK  an autoencoder's errors vs shardflow-predict
   serve_client.py ports BASE WORK N    N ranks answer on BASE..BASE+N-1
 """
 import base64
@@ -281,6 +282,27 @@ def check_drain(port, work, pid):
     print(f"drain: queued request answered 200 after SIGTERM in {result['seconds']:.2f} s")
 
 
+def check_reconstruct(port, work):
+    """An autoencoder's per-record errors, row and columnar, against shardflow-predict's CSV."""
+    import csv
+    with open(f"{work}/ae.csv", newline="") as fh:
+        offline = {int(r["id"]): float(r["error"]) for r in csv.DictReader(fh)}
+    imgs = images(50)
+    c = Client(port)
+    s, _, body = c.call("POST", MODEL + ":predict", {"instances": [list(i) for i in imgs[:25]]})
+    if s != 200:
+        fail(f"reconstruct row: {s} {body[:200]!r}")
+    errors = [p["error"] for p in json.loads(body)["predictions"]]
+    s, _, body = c.call("POST", MODEL + ":predict", {"inputs": [list(i) for i in imgs[25:]]})
+    if s != 200:
+        fail(f"reconstruct columnar: {s} {body[:200]!r}")
+    errors += json.loads(body)["outputs"]["error"]
+    worst = max(abs(e - offline[i]) / max(offline[i], 1e-12) for i, e in enumerate(errors))
+    print(f"reconstruct: 50 records, max relative difference from shardflow-predict {worst:.3g}")
+    if worst > 1e-6:
+        fail(f"reconstruction errors differ from shardflow-predict's by {worst}")
+
+
 def check_ports(base, n):
     for rank in range(n):
         deadline = time.time() + 20
@@ -304,6 +326,8 @@ def main():
         check_reload(port, work)
     elif mode == "drain":
         check_drain(port, work, int(sys.argv[4]))
+    elif mode == "reconstruct":
+        check_reconstruct(port, work)
     elif mode == "ports":
         check_ports(port, int(sys.argv[4]))
 

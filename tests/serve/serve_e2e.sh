@@ -12,6 +12,7 @@
 #   drain:   a request waiting in the queue (long batch timeout), a second one refused 503 with
 #            Retry-After (queue full), then SIGTERM: the queued one is answered 200 and the
 #            server exits 0;
+#   ae:      an autoencoder's per-record errors (row and columnar) equal shardflow-predict's;
 #   mpi:     mpirun -np 2 serves on ports P and P+1.
 #   serve_e2e.sh MODE BIN_DIR SCRATCH -- MPIEXEC [ARGS...]     (MODE: all)
 set -euo pipefail
@@ -74,6 +75,19 @@ wait "$pid" || status=$?
 [ "$status" = 0 ] || fail "SIGTERM: exit status $status, expected 0"
 grep -q "^stopped on SIGTERM: 1 requests answered 200, queue drained$" "$work/drain.log" ||
   fail "no drain line"
+
+# An autoencoder: per-record reconstruction errors as shardflow-predict writes them.
+ae=(--model.task=reconstruct --model.input_shape=784 --model.spec="dense:16, relu, dense:784")
+"${mpi[@]}" -np 1 "$bin/shardflow-train" --config "$cfg" --data.files="$work/data/fm-*.tfrecord" \
+  --eval.files= --train.epochs=1 --train.max_steps=3 --train.threads=1 "${ae[@]}" \
+  --output "$work/ae" --no-progress >"$work/ae-train.log" 2>&1 || fail "train ae failed"
+"${mpi[@]}" -np 1 "$bin/shardflow-predict" --config "$cfg" --checkpoint "$work/ae/checkpoints" \
+  --input "$work/data/fm-*.tfrecord" --output "$work/ae.csv" --train.threads=1 "${ae[@]}" \
+  >"$work/ae-predict.log" 2>&1 || fail "predict ae failed"
+start_server ae --checkpoint "$work/ae/checkpoints" "${ae[@]}"
+client reconstruct "$port" "$work" || fail "reconstruct checks failed"
+kill -TERM "$pid"
+wait "$pid" || fail "ae server exited $? after SIGTERM"
 
 # Two ranks: ports P and P+1 (P chosen free with P+1).
 base=$("$py" -c '
