@@ -36,8 +36,9 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
 
 # io_unit_tests: the pipeline (parallel map, map+batch, prefetch, interleave, autotune, cache,
 # sources); comm_unit_tests: GradientReducer and Watchdog threads; core_unit_tests: the
-# annotated Mutex/CondVar and the tracer.
-targets=(io_unit_tests comm_unit_tests core_unit_tests)
+# annotated Mutex/CondVar and the tracer; serve_unit_tests: shardflow-serve's batch queue and
+# model replicas under reload.
+targets=(io_unit_tests comm_unit_tests core_unit_tests serve_unit_tests)
 echo "== build ${targets[*]} (-j $jobs)"
 cmake --build "$build" -j "$jobs" --target "${targets[@]}" ||
   { summary "FAILED: build (a -Wthread-safety error names the unguarded access)"; exit 1; }
@@ -48,6 +49,7 @@ declare -A filters=(
   [io_unit_tests]='*'
   [comm_unit_tests]='GradientReducerThreads.*:WatchdogThreads.*'
   [core_unit_tests]='ThreadAnnotations.*:Trace*'
+  [serve_unit_tests]='BatchQueueThreads.*:ModelPoolThreads.*'
 )
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=4 suppressions=$root/scripts/tsan.supp ${TSAN_OPTIONS:-}"
 export SHARDFLOW_THREADS=1 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE

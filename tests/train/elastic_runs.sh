@@ -21,6 +21,9 @@
 #   per_rank 250 records, per-rank batch 8 (batch_semantics = per_rank): 3 ranks stopped at 13,
 #            resumed on 2: the learning rate is scaled by 2/3 (logged, in metrics.jsonl), and
 #            what is left out is what the resume said.
+#   memory_cache, file_cache  shrink and grow with data.cache = memory (the cache's contents are
+#            in each rank's saved state) and a cache file per rank (the old ranks' files are read
+#            by the new ranks that replay them).
 #   refuse   global batch 24 on 5 ranks: exit 2 naming train.batch_size; a checkpoint of 4
 #            ranks resumed with data from another format is not tested here (tfrecord only).
 set -euo pipefail
@@ -70,6 +73,13 @@ elastic() {  # FROM TO: stopped at 13 on FROM ranks, finished on TO
 
 case "$mode" in
 shrink) elastic 4 2 ;;
+memory_cache)
+  common+=(--data.cache=memory)
+  elastic 4 2 ;;
+file_cache)
+  common+=(--data.cache=cache/el)
+  mkdir -p cache
+  elastic 2 3 ;;
 grow) elastic 2 3 ;;
 one_to_four) elastic 1 4 ;;
 twice | remainder_same)

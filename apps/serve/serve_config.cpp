@@ -1,0 +1,75 @@
+#include "apps/serve/serve_config.hpp"
+
+#include <cstdlib>
+
+#include "core/error.hpp"
+
+namespace shardflow::serve {
+
+void RegisterServeConfig(ConfigSchema& schema, ServeAppConfig* c) {
+  apps::RegisterExperimentConfig(schema, &c->train);
+  schema.DescribeSection("serve", "online prediction (shardflow-serve)");
+  schema
+      .Add("serve", "max_batch_size", &c->max_batch_size,
+           "instances grouped into one forward pass (1: no batching); a request with more "
+           "instances runs alone")
+      .Positive();
+  schema
+      .Add("serve", "batch_timeout_us", &c->batch_timeout_us,
+           "microseconds the oldest queued request waits for others to fill a batch")
+      .NonNegative();
+  schema
+      .Add("serve", "queue_capacity", &c->queue_capacity,
+           "instances waiting for a replica; a request that does not fit gets 503 + Retry-After")
+      .Positive();
+  schema
+      .Add("serve", "num_replicas", &c->num_replicas,
+           "model instances per process, one inference thread each; the intra-op threads are "
+           "the rank's threads divided among them")
+      .Positive();
+  schema
+      .Add("serve", "http_threads", &c->http_threads,
+           "HTTP worker threads: connections served at once (a keep-alive connection holds one)")
+      .Positive();
+  schema
+      .Add("serve", "max_body_bytes", &c->max_body_bytes,
+           "largest request body accepted; larger: 413")
+      .Positive();
+  schema
+      .Add("serve", "watch_seconds", &c->watch_seconds,
+           "how often a checkpoint directory is checked for a newer checkpoint (hot reload); "
+           "0: only POST /v1/models/NAME:reload")
+      .NonNegative();
+}
+
+void AddServeFlags(AppSpec& app, ServeAppConfig* c) {
+  app.Flag("checkpoint", &c->checkpoint, "CKPT",
+           "a checkpoint file, or a directory whose newest intact checkpoint is served (and "
+           "watched for newer ones)")
+      .Flag("host", &c->host, "ADDR", "address to listen on (default 127.0.0.1)")
+      .Flag("port", &c->port, "P", "port of rank 0 (rank r: P + r; default 8501); 0: any free port")
+      .Flag("model_name", &c->model_name, "NAME",
+            "the model's name in /v1/models/NAME (default \"default\")");
+}
+
+int CheckServeFlags(const ServeAppConfig& c) {
+  if (c.checkpoint.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "--checkpoint is required",
+                {.key = "--checkpoint", .hint = "a checkpoint file or directory"});
+  }
+  char* end = nullptr;
+  const long port = std::strtol(c.port.c_str(), &end, 10);
+  if (c.port.empty() || *end != '\0' || port < 0 || port > 65535) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--port must be an integer in [0, 65535], got '" + c.port + "'", {.key = "--port"});
+  }
+  if (c.model_name.empty() || c.model_name.find_first_of("/: ") != std::string::npos) {
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        "--model_name must be non-empty without '/', ':' or spaces, got '" + c.model_name + "'",
+        {.key = "--model_name"});
+  }
+  return static_cast<int>(port);
+}
+
+}  // namespace shardflow::serve

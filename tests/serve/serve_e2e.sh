@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# End-to-end test of shardflow-serve over 127.0.0.1 with Python's standard-library HTTP client:
+# convert 300 Fashion-MNIST test records, train a tiny MLP (4 steps, and a second run of 8 steps
+# for the reload), predict them offline with shardflow-predict, then serve the checkpoint and
+#   api:     every endpoint; the served predictions of every record (row and columnar formats,
+#            JSON numbers, {"b64"} raw bytes and PNG) equal shardflow-predict's (classes equal,
+#            probabilities within 1e-6: batches of other sizes may change summation order);
+#            every bad-request class (400 naming instance and field, 404, 413); /metrics;
+#   reload:  8 client threads send requests while POST :reload runs and a newer checkpoint
+#            appears in the watched directory: the version switches to 8, every request sent is
+#            answered 200 (sent == answered);
+#   drain:   a request waiting in the queue (long batch timeout), a second one refused 503 with
+#            Retry-After (queue full), then SIGTERM: the queued one is answered 200 and the
+#            server exits 0;
+#   ae:      an autoencoder's per-record errors (row and columnar) equal shardflow-predict's;
+#   mpi:     mpirun -np 2 serves on ports P and P+1.
+#   serve_e2e.sh MODE BIN_DIR SCRATCH -- MPIEXEC [ARGS...]     (MODE: all)
+set -euo pipefail
+mode=$1 bin=$2 work=$3
+shift 4
+mpi=("$@")
+src=$(cd "$(dirname "$0")/../.." && pwd)
+rm -rf "$work" && mkdir -p "$work"
+fail() { echo "serve_e2e: $*" >&2; for f in "$work"/*.log; do echo "== $f" >&2; tail -n 20 "$f" >&2; done; exit 1; }
+py=/usr/bin/python3
+cfg="$src/configs/fmnist_mlp.ini"
+export OMPI_MCA_mpi_yield_when_idle=1
+
+"${mpi[@]}" -np 1 "$bin/shardflow-convert" --input.format=idx --input.split=test \
+  --input.limit=300 --output.path="$work/data/fm" --output.shards=2 >"$work/convert.log" 2>&1 ||
+  fail "convert failed"
+train() {  # train OUTPUT STEPS (300 records: 5 steps an epoch)
+  "${mpi[@]}" -np 1 "$bin/shardflow-train" --config "$cfg" --data.files="$work/data/fm-*.tfrecord" \
+    --eval.files= --train.epochs=2 --train.max_steps="$2" --train.warmup_steps=0 \
+    --train.threads=1 --output "$1" --no-progress >"$1.log" 2>&1 || fail "train $1 failed"
+}
+train "$work/run" 4
+train "$work/run8" 8
+"${mpi[@]}" -np 1 "$bin/shardflow-predict" --config "$cfg" --checkpoint "$work/run/checkpoints" \
+  --input "$work/data/fm-*.tfrecord" --output "$work/offline.h5" --train.threads=1 \
+  >"$work/predict.log" 2>&1 || fail "predict failed"
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+# start_server NAME [flags...]: starts shardflow-serve on a free port; sets $port and $pid.
+start_server() {
+  local name=$1
+  shift
+  "$bin/shardflow-serve" --config "$cfg" --port 0 --train.threads=1 "$@" >"$work/$name.log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  for _ in $(seq 200); do
+    port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$work/$name.log")
+    [ -n "$port" ] && return 0
+    kill -0 "$pid" 2>/dev/null || fail "$name exited before listening"
+    sleep 0.05
+  done
+  fail "$name did not print 'listening on'"
+}
+
+start_server api --checkpoint "$work/run/checkpoints" --serve.max_batch_size=8 \
+  --serve.batch_timeout_us=2000 --serve.max_body_bytes=200000 --serve.watch_seconds=0.2
+client() { timeout 60 "$py" "$src/tests/serve/serve_client.py" "$@"; }
+client api "$port" "$work" || fail "api checks failed"
+client reload "$port" "$work" || fail "reload checks failed"
+kill -TERM "$pid"
+wait "$pid" || fail "server exited $? after SIGTERM"
+
+start_server drain --checkpoint "$work/run/checkpoints" --serve.max_batch_size=64 \
+  --serve.batch_timeout_us=3000000 --serve.queue_capacity=2
+client drain "$port" "$work" "$pid" || fail "drain checks failed"
+status=0
+wait "$pid" || status=$?
+[ "$status" = 0 ] || fail "SIGTERM: exit status $status, expected 0"
+grep -q "^stopped on SIGTERM: 1 requests answered 200, queue drained$" "$work/drain.log" ||
+  fail "no drain line"
+
+# An autoencoder: per-record reconstruction errors as shardflow-predict writes them.
+ae=(--model.task=reconstruct --model.input_shape=784 --model.spec="dense:16, relu, dense:784")
+"${mpi[@]}" -np 1 "$bin/shardflow-train" --config "$cfg" --data.files="$work/data/fm-*.tfrecord" \
+  --eval.files= --train.epochs=1 --train.max_steps=3 --train.threads=1 "${ae[@]}" \
+  --output "$work/ae" --no-progress >"$work/ae-train.log" 2>&1 || fail "train ae failed"
+"${mpi[@]}" -np 1 "$bin/shardflow-predict" --config "$cfg" --checkpoint "$work/ae/checkpoints" \
+  --input "$work/data/fm-*.tfrecord" --output "$work/ae.csv" --train.threads=1 "${ae[@]}" \
+  >"$work/ae-predict.log" 2>&1 || fail "predict ae failed"
+start_server ae --checkpoint "$work/ae/checkpoints" "${ae[@]}"
+client reconstruct "$port" "$work" || fail "reconstruct checks failed"
+kill -TERM "$pid"
+wait "$pid" || fail "ae server exited $? after SIGTERM"
+
+# Two ranks: ports P and P+1 (P chosen free with P+1).
+base=$("$py" -c '
+import socket
+for p in range(20000, 60000, 97):
+    try:
+        ss = [socket.socket() for _ in range(2)]
+        for i, s in enumerate(ss): s.bind(("127.0.0.1", p + i))
+        print(p); break
+    except OSError: pass
+    finally:
+        for s in ss: s.close()')
+"${mpi[@]}" -np 2 "$bin/shardflow-serve" --config "$cfg" --checkpoint "$work/run/checkpoints" \
+  --port "$base" --train.threads=1 >"$work/mpi.log" 2>&1 &
+mpid=$!
+pids+=("$mpid")
+client ports "$base" "$work" 2 || fail "mpi ports failed"
+grep -q "^listening on 127.0.0.1:$((base + 1)) (rank 1 of 2)$" "$work/mpi.log" || fail "no rank 1 line"
+kill -TERM "$mpid"
+wait "$mpid" || true
+echo "serve_e2e.sh $mode: ok"
