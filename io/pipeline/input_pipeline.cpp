@@ -40,6 +40,9 @@ SourceOptions SourceOptionsFor(const InputSpec& spec) {
   o.on_corrupt = io::ParseOnCorrupt(spec.on_corrupt);
   o.features = spec.features;
   if (spec.data.check_finite) o.finite_features = FloatFeatureNames(spec.features);
+  if (spec.data.format == "csv") {
+    o.csv = MakeCsvSourceOptions(spec.csv, spec.features, o.compression, spec.section);
+  }
   if (IsExtraFormat(spec.data.format)) {
     const FormatOptions& f = spec.format;
     const std::string& sec = spec.section;
@@ -95,6 +98,7 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
               "record format of the files; the keys that act for one format only say which "
               "(e.g. 'fixed: bytes per record')");
   RegisterFormatOptions(s, sec, &spec->format);
+  RegisterCsvOptions(s, sec, &spec->csv);
   s.AddChoice(sec, "compression", &spec->compression, {"auto", "none", "gzip", "zlib"},
               "TFRecord compression; auto picks by suffix (.gz, .zlib)");
   s.AddChoice(sec, "on_corrupt", &spec->on_corrupt, {"fail", "skip"},

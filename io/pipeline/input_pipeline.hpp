@@ -33,6 +33,7 @@
 #include "core/config.hpp"
 #include "io/pipeline/data_options.hpp"
 #include "io/pipeline/dataset.hpp"
+#include "io/pipeline/sources/csv_options.hpp"
 #include "io/pipeline/sources/format_options.hpp"
 
 namespace shardflow::pipeline {
@@ -52,6 +53,8 @@ struct InputSpec {
   // Keys of format = text | jsonl | fixed | images (sources/format_options.hpp: keys, batch
   // features, counting).
   FormatOptions format;
+  // Keys of format = csv (sources/csv_options.hpp).
+  CsvConfig csv;
   // Section the spec was registered under, for error messages ("data", "eval").
   std::string section = "data";
   // Set by the app, not a config key: run on every decoded example before the augmentations
