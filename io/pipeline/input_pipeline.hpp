@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "io/pipeline/assemble.hpp"
 #include "io/pipeline/data_options.hpp"
 #include "io/pipeline/dataset.hpp"
 #include "io/pipeline/sources/csv_options.hpp"
@@ -55,6 +56,8 @@ struct InputSpec {
   FormatOptions format;
   // Keys of format = csv (sources/csv_options.hpp).
   CsvConfig csv;
+  // Features concatenated into one float32 model input (assemble.hpp).
+  AssembleConfig assemble;
   // Section the spec was registered under, for error messages ("data", "eval").
   std::string section = "data";
   // Set by the app, not a config key: run on every decoded example before the augmentations
@@ -80,6 +83,11 @@ void CheckInputFilesMatch(const InputSpec& spec, const std::string& given_as);
 // bad options, the file for missing files or a glob matching nothing; errors while iterating
 // name the file, record and stage. REQUIRES: 0 <= rank < world.
 Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world);
+
+// The assembled input's layout (assemble.hpp LayoutText) and width; "" / 0 when the spec
+// assembles nothing. Reads the statistics file.
+std::string AssembledLayout(const InputSpec& spec);
+int64_t AssembledWidth(const InputSpec& spec);
 
 // Batches this rank's pipeline yields in one pass (epochs ignored), computed from record
 // offsets without decoding (TFRecord: a header scan, cached per file; row formats: from

@@ -4,7 +4,9 @@
 //   key                  default  meaning
 //   csv_columns          ''       columns read, in order: name:int64|float32|float64|string
 //                                 [=default] (select_columns, types and defaults in one);
-//                                 '' takes them from `features` (name:dtype:shape[:default])
+//                                 '' takes them from `features` (name:dtype:shape[:default]);
+//                                 when set, `features` is not applied to CSV rows (it may
+//                                 describe the converted shards of the same table)
 //   csv_header           true     the first record (not blank, not a comment) names the columns
 //   csv_column_names     ''       the file's column names (required when csv_header = false;
 //                                 with a header they replace it)
