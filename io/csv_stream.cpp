@@ -142,15 +142,49 @@ std::string CsvRecordStream::Where(const CsvRecord& record, size_t column) const
          std::to_string(column + 1);
 }
 
+int64_t CsvRecordStream::LineAt(int64_t newlines) const {
+  return line_ < 0 ? int64_t{-1} : line_ + newlines;
+}
+
+// The quoted field opening at buf_[open]: memchr to each quote; a "" continues the field.
+bool CsvRecordStream::ScanQuoted(size_t open, size_t column, int64_t* newlines, size_t* close,
+                                 bool* escaped) {
+  const char* p = buf_.data();
+  const uint64_t at = next_offset_ + (open - pos_);
+  *escaped = false;
+  for (size_t j = open + 1;;) {
+    const void* q = std::memchr(p + j, '"', fill_ - j);
+    const size_t end = q ? static_cast<size_t>(static_cast<const char*>(q) - p) : fill_;
+    const int64_t breaks = std::count(p + j, p + end, '\n');
+    if (breaks > 0 && !dialect_.quoted_newlines) {
+      Fail(ErrorCode::kInvalidArgument,
+           "line break inside a quoted field (csv_quoted_newlines = false)", at, LineAt(*newlines),
+           column);
+    }
+    if (q == nullptr) {
+      if (!eof_) return false;
+      Fail(ErrorCode::kDataLoss, "quoted field left open at the end of the file", at,
+           LineAt(*newlines), column);
+    }
+    *newlines += breaks;
+    if (end + 1 >= fill_ && !eof_) return false;  // is the next byte a quote?
+    if (end + 1 < fill_ && p[end + 1] == '"') {
+      *escaped = true;
+      j = end + 2;
+      continue;
+    }
+    *close = end;
+    return true;
+  }
+}
+
 // One pass over the record's bytes: an unquoted field runs to a delimiter, CR or LF; a quoted
-// field to its closing quote (memchr), a "" continuing it. Escapes are undone afterwards
-// (Unescape) so that a record cut by the end of the buffer can be parsed again from its
-// unchanged bytes once more are read.
+// field to its closing quote (ScanQuoted). Escapes are undone afterwards (Unescape) so that a
+// record cut by the end of the buffer can be parsed again from its unchanged bytes once more
+// are read.
 bool CsvRecordStream::ParseRecord(CsvRecord* record, size_t* consumed, int64_t* newlines) {
   const char* p = buf_.data();
   const char delim = dialect_.delimiter;
-  const int64_t line0 = line_;
-  auto line_now = [&] { return line0 < 0 ? int64_t{-1} : line0 + *newlines; };
   auto at = [&](size_t i) { return next_offset_ + (i - pos_); };
   record->fields.clear();
   escaped_.clear();
@@ -159,38 +193,16 @@ bool CsvRecordStream::ParseRecord(CsvRecord* record, size_t* consumed, int64_t* 
   for (;;) {
     const size_t column = record->fields.size();
     if (i < fill_ && p[i] == '"') {
-      size_t j = i + 1;
+      size_t close = 0;
       bool escaped = false;
-      for (;;) {
-        const void* q = std::memchr(p + j, '"', fill_ - j);
-        const size_t end = q ? static_cast<size_t>(static_cast<const char*>(q) - p) : fill_;
-        const int64_t breaks = std::count(p + j, p + end, '\n');
-        if (breaks > 0 && !dialect_.quoted_newlines) {
-          Fail(ErrorCode::kInvalidArgument,
-               "line break inside a quoted field (csv_quoted_newlines = false)", at(i), line_now(),
-               column);
-        }
-        if (q == nullptr) {
-          if (!eof_) return false;
-          Fail(ErrorCode::kDataLoss, "quoted field left open at the end of the file", at(i),
-               line_now(), column);
-        }
-        *newlines += breaks;
-        if (end + 1 >= fill_ && !eof_) return false;  // is the next byte a quote?
-        if (end + 1 < fill_ && p[end + 1] == '"') {
-          escaped = true;
-          j = end + 2;
-          continue;
-        }
-        record->fields.emplace_back(p + i + 1, end - i - 1);
-        escaped_.push_back(escaped ? 1 : 0);
-        i = end + 1;
-        break;
-      }
+      if (!ScanQuoted(i, column, newlines, &close, &escaped)) return false;
+      record->fields.emplace_back(p + i + 1, close - i - 1);
+      escaped_.push_back(escaped ? 1 : 0);
+      i = close + 1;
       if (i < fill_ && p[i] != delim && p[i] != '\n' && p[i] != '\r') {
         Fail(ErrorCode::kInvalidArgument,
-             std::string("unexpected '") + p[i] + "' after a closing quote", at(i), line_now(),
-             column);
+             std::string("unexpected '") + p[i] + "' after a closing quote", at(i),
+             LineAt(*newlines), column);
       }
     } else {
       size_t j = i;
@@ -198,8 +210,8 @@ bool CsvRecordStream::ParseRecord(CsvRecord* record, size_t* consumed, int64_t* 
         const char c = p[j];
         if (c == delim || c == '\n' || c == '\r') break;
         if (c == '"') {
-          Fail(ErrorCode::kInvalidArgument, "quote inside an unquoted field", at(j), line_now(),
-               column);
+          Fail(ErrorCode::kInvalidArgument, "quote inside an unquoted field", at(j),
+               LineAt(*newlines), column);
         }
         ++j;
       }
@@ -222,7 +234,7 @@ bool CsvRecordStream::ParseRecord(CsvRecord* record, size_t* consumed, int64_t* 
       if (i + 1 >= fill_ && !eof_) return false;
       if (i + 1 < fill_ && p[i + 1] != '\n') {
         Fail(ErrorCode::kInvalidArgument, "a carriage return not followed by a line feed", at(i),
-             line_now(), column);
+             LineAt(*newlines), column);
       }
       ++i;
       if (i >= fill_) break;

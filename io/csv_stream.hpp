@@ -103,6 +103,10 @@ class CsvRecordStream {
   // Parses one record starting at buf_[pos_]; false when the buffer ends first (and not at
   // end of file). On success sets *consumed and fills record->fields (escapes pending).
   bool ParseRecord(CsvRecord* record, size_t* consumed, int64_t* newlines);
+  // The quoted field opening at buf_[open]: *close = index of its closing quote, *escaped when
+  // it holds a "". False when the buffer ends first (and not at end of file).
+  bool ScanQuoted(size_t open, size_t column, int64_t* newlines, size_t* close, bool* escaped);
+  int64_t LineAt(int64_t newlines) const;  // line of the record's start plus newlines; -1 unknown
   void Unescape(CsvRecord* record);
   void SkipToFirstLineStart(uint64_t begin);
   [[noreturn]] void Fail(ErrorCode code, const std::string& what, uint64_t offset, int64_t line,

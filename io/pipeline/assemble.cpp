@@ -68,13 +68,12 @@ void RegisterAssembleOptions(ConfigSchema& s, const std::string& sec, AssembleCo
 Assembler::Assembler(const AssembleConfig& config, const std::vector<std::string>& features,
                      const std::string& section)
     : feature_(config.feature) {
-  const std::string key = section + ".assemble";
   std::map<std::string, int64_t> widths;
   for (const auto& spec : ParseFeatureSpecs(features, section + ".features").features) {
     widths[spec.name] = NumElements(spec.shape);
   }
   std::optional<io::TableStats> stats;
-  auto need_stats = [&](const std::string& entry) -> const io::TableStats& {
+  const StatsFn need_stats = [&](const std::string& entry) -> const io::TableStats& {
     if (config.stats.empty()) {
       throw Error(ErrorCode::kInvalidArgument, "assemble entry '" + entry + "' needs statistics",
                   {.key = section + ".assemble_stats",
@@ -87,64 +86,75 @@ Assembler::Assembler(const AssembleConfig& config, const std::vector<std::string
   for (const std::string& raw : config.inputs) {
     const std::string entry = Trim(raw);
     if (entry.empty()) continue;
-    auto bad = [&](const std::string& why) {
-      return Error(ErrorCode::kInvalidArgument, "bad assemble entry '" + entry + "': " + why,
-                   {.key = key, .hint = "name | name:norm | name:onehot[=VOCAB_FILE]"});
-    };
-    Entry e;
-    const size_t colon = entry.find(':');
-    e.slice.column = Trim(entry.substr(0, colon));
-    std::string kind = colon == std::string::npos ? "raw" : Trim(entry.substr(colon + 1));
-    std::string file;
-    if (const size_t eq = kind.find('='); eq != std::string::npos) {
-      file = Trim(kind.substr(eq + 1));
-      kind = Trim(kind.substr(0, eq));
-      if (kind != "onehot" || file.empty()) throw bad("only onehot takes =VOCAB_FILE");
-    }
-    if (e.slice.column.empty()) throw bad("no feature name");
-    if (!seen.insert(e.slice.column).second) throw bad("feature listed twice");
-    e.slice.kind = kind;
-    e.slice.begin = width_;
-    if (kind == "raw") {
-      const auto it = widths.find(e.slice.column);
-      e.slice.width = it == widths.end() ? 1 : it->second;
-    } else if (kind == "norm") {
-      const io::ColumnStats* c = need_stats(entry).Find(e.slice.column);
-      if (c == nullptr || c->type == "string" || c->numeric.count == 0) {
-        throw bad("no numeric statistics for '" + e.slice.column + "' in " + config.stats);
-      }
-      e.slice.width = 1;
-      e.mean = c->numeric.mean;
-      const double sd = c->numeric.Std();
-      e.scale = sd > 0 ? 1.0 / sd : 1.0;
-      e.slice.detail = "mean=" + Short(c->numeric.mean) + " std=" + Short(sd);
-    } else if (kind == "onehot") {
-      std::vector<std::string> words;
-      if (!file.empty()) {
-        words = ReadVocabularyFile(file, key);
-        e.slice.detail = "vocabulary " + file + ": ";
-      } else {
-        const io::ColumnStats* c = need_stats(entry).Find(e.slice.column);
-        if (c == nullptr || !c->categorical) {
-          throw bad("no vocabulary for '" + e.slice.column + "' in " + config.stats);
-        }
-        words = c->Vocabulary();
-        e.value_is_index = c->type == "string";
-      }
-      for (size_t i = 0; i < words.size(); ++i) {
-        if (!e.vocabulary.emplace(words[i], static_cast<int64_t>(i)).second) {
-          throw bad("vocabulary lists '" + words[i] + "' twice");
-        }
-      }
-      e.slice.width = static_cast<int64_t>(words.size()) + 1;
-      e.slice.detail += std::to_string(words.size()) + " + oov";
-    } else {
-      throw bad("unknown kind '" + kind + "'");
+    Entry e = ParseEntry(entry, config.stats, widths, need_stats, section + ".assemble");
+    if (!seen.insert(e.slice.column).second) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "bad assemble entry '" + entry + "': feature listed twice",
+                  {.key = section + ".assemble"});
     }
     width_ += e.slice.width;
     layout_.push_back(e.slice);
     entries_.push_back(std::move(e));
   }
+}
+
+Assembler::Entry Assembler::ParseEntry(const std::string& entry, const std::string& stats_path,
+                                       const std::map<std::string, int64_t>& widths,
+                                       const StatsFn& need_stats, const std::string& key) const {
+  auto bad = [&](const std::string& why) {
+    return Error(ErrorCode::kInvalidArgument, "bad assemble entry '" + entry + "': " + why,
+                 {.key = key, .hint = "name | name:norm | name:onehot[=VOCAB_FILE]"});
+  };
+  Entry e;
+  const size_t colon = entry.find(':');
+  e.slice.column = Trim(entry.substr(0, colon));
+  std::string kind = colon == std::string::npos ? "raw" : Trim(entry.substr(colon + 1));
+  std::string file;
+  if (const size_t eq = kind.find('='); eq != std::string::npos) {
+    file = Trim(kind.substr(eq + 1));
+    kind = Trim(kind.substr(0, eq));
+    if (kind != "onehot" || file.empty()) throw bad("only onehot takes =VOCAB_FILE");
+  }
+  if (e.slice.column.empty()) throw bad("no feature name");
+  e.slice.kind = kind;
+  e.slice.begin = width_;
+  if (kind == "raw") {
+    const auto it = widths.find(e.slice.column);
+    e.slice.width = it == widths.end() ? 1 : it->second;
+  } else if (kind == "norm") {
+    const io::ColumnStats* c = need_stats(entry).Find(e.slice.column);
+    if (c == nullptr || c->type == "string" || c->numeric.count == 0) {
+      throw bad("no numeric statistics for '" + e.slice.column + "' in " + stats_path);
+    }
+    e.slice.width = 1;
+    e.mean = c->numeric.mean;
+    const double sd = c->numeric.Std();
+    e.scale = sd > 0 ? 1.0 / sd : 1.0;
+    e.slice.detail = "mean=" + Short(c->numeric.mean) + " std=" + Short(sd);
+  } else if (kind == "onehot") {
+    std::vector<std::string> words;
+    if (!file.empty()) {
+      words = ReadVocabularyFile(file, key);
+      e.slice.detail = "vocabulary " + file + ": ";
+    } else {
+      const io::ColumnStats* c = need_stats(entry).Find(e.slice.column);
+      if (c == nullptr || !c->categorical) {
+        throw bad("no vocabulary for '" + e.slice.column + "' in " + stats_path);
+      }
+      words = c->Vocabulary();
+      e.value_is_index = c->type == "string";
+    }
+    for (size_t i = 0; i < words.size(); ++i) {
+      if (!e.vocabulary.emplace(words[i], static_cast<int64_t>(i)).second) {
+        throw bad("vocabulary lists '" + words[i] + "' twice");
+      }
+    }
+    e.slice.width = static_cast<int64_t>(words.size()) + 1;
+    e.slice.detail += std::to_string(words.size()) + " + oov";
+  } else {
+    throw bad("unknown kind '" + kind + "'");
+  }
+  return e;
 }
 
 void Assembler::Apply(Element& el) const {

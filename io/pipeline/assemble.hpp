@@ -26,6 +26,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -34,6 +36,10 @@
 #include "core/config.hpp"
 #include "io/pipeline/element.hpp"
 #include "io/pipeline/nodes.hpp"
+
+namespace shardflow::io {
+struct TableStats;
+}  // namespace shardflow::io
 
 namespace shardflow::pipeline {
 
@@ -75,6 +81,11 @@ class Assembler {
     std::unordered_map<std::string, int64_t> vocabulary;  // onehot
     bool value_is_index = false;                          // int64 index of a string column
   };
+  using StatsFn = std::function<const io::TableStats&(const std::string& entry)>;
+  Entry ParseEntry(const std::string& entry, const std::string& stats_path,
+                   const std::map<std::string, int64_t>& widths, const StatsFn& need_stats,
+                   const std::string& key) const;
+
   std::vector<Entry> entries_;
   std::vector<AssembleSlice> layout_;
   std::string feature_;

@@ -15,6 +15,10 @@ bool ParseChar(const std::string& text, bool allow_empty, char* out) {
     *out = '\t';
     return true;
   }
+  if (text == "hash") {  // an INI value cannot hold '#'
+    *out = '#';
+    return true;
+  }
   if (text.size() != 1 || text[0] == '"' || text[0] == '\n' || text[0] == '\r') return false;
   *out = text[0];
   return true;
@@ -81,13 +85,14 @@ void RegisterCsvOptions(ConfigSchema& s, const std::string& sec, CsvConfig* c) {
           "must be one character (not a quote or line end) or 'tab'");
   s.Add(sec, "csv_na_values", &c->na_values,
         "csv: fields read as missing besides the empty one (missing takes the column default)");
-  s.Add(sec, "csv_comment", &c->comment, "csv: lines starting with this character are skipped")
+  s.Add(sec, "csv_comment", &c->comment,
+        "csv: lines starting with this character are skipped ('hash' for #)")
       .Check(
           [](const std::string& v) {
             char ch = 0;
             return ParseChar(v, true, &ch);
           },
-          "must be empty or one character");
+          "must be empty, one character, or 'hash' (#)");
   s.Add(sec, "csv_quoted_newlines", &c->quoted_newlines,
         "csv: quoted fields may hold line breaks (byte ranges resync exactly by a prefix scan); "
         "false: such a field is an error, byte ranges resync at the next line feed");

@@ -12,7 +12,8 @@
 //                                 with a header they replace it)
 //   csv_delimiter        ,        one character, or "tab"
 //   csv_na_values        ''       fields read as missing besides the empty field (e.g. NA, ?)
-//   csv_comment          ''       lines starting with this character are skipped ('' none)
+//   csv_comment          ''       lines starting with this character are skipped ('' none;
+//                                 'hash' for '#', which an INI value cannot hold)
 //   csv_quoted_newlines  true     quoted fields may hold line breaks (byte ranges resync by a
 //                                 prefix scan); false: such a field is an error and byte ranges
 //                                 resync at the next line feed (io/csv_stream.hpp)

@@ -86,7 +86,9 @@ class CsvStreamReader : public RecordReader {
     for (size_t c = 0; c < options_.columns.size(); ++c) {
       const CsvColumnSpec& spec = options_.columns[c];
       const size_t field = layout_.field_of_column[c];
-      const std::string_view text = Trim(record_.fields[field]);
+      // Numbers ignore surrounding spaces; strings keep every byte.
+      const std::string_view text =
+          spec.type == CsvColumnType::kString ? record_.fields[field] : Trim(record_.fields[field]);
       Tensor value;
       if (IsMissing(text)) {
         if (!spec.default_value) Fail(field, spec, "missing value and the column has no default");

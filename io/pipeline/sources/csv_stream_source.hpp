@@ -13,8 +13,8 @@
 // Columns: the header row (header = true) names them, or `column_names` (which replaces a
 // header when both are given; the counts must match). Every record must have exactly that many
 // fields (an error names file:line and both counts).
-// Values: surrounding spaces/tabs are ignored; numbers are parsed in full (std::from_chars;
-// "1.5x" is an error), floats accept nan/inf. A field that is empty or equal to one of
+// Values: numbers ignore surrounding spaces/tabs and are parsed in full (std::from_chars;
+// "1.5x" is an error), floats accept nan/inf; strings keep every byte. A field that is empty or equal to one of
 // `na_values` is missing: it takes the column's default, or is an error naming
 // file:line:column and the column when it has none.
 // Byte ranges: supported when no file is compressed (SupportsByteRanges()); the resync rule is
