@@ -12,6 +12,7 @@
 //   PREFIX.meta.json          records, shards, files, the source, and `features`: the [data]
 //                             features line shardflow-train reads the shards with (also printed)
 // Every file is the same for any rank count (statistics: table_input.hpp; records: shard_plan).
+// Thread-safety: collective over the ranks; one thread per rank.
 #pragma once
 
 #include "apps/convert/convert_options.hpp"

@@ -105,8 +105,8 @@ int64_t CountLocalTrainingBatches(const InputSpec& spec, int rank, int world);
 // The global index of a record the pipeline of `spec` reads, from its provenance: files in
 // the pipeline's listed order, then records in file order, from 0 (what shardflow-predict
 // writes for records without an id feature). From the formats' record indexes (TFRecord: the
-// header scan counting does; hdf5, idx, csv: row counts); an empty function for formats without
-// one (text, jsonl, fixed, images), whose element ids stay. The function throws
+// header scan counting does; hdf5, idx: row counts); an empty function for formats without
+// one (csv, text, jsonl, fixed, images), whose element ids stay. The function throws
 // Error(kInternal) for a provenance outside the files.
 std::function<int64_t(const Provenance&)> MakeRecordNumbering(const InputSpec& spec);
 

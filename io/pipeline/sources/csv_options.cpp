@@ -106,6 +106,11 @@ CsvSourceOptions MakeCsvSourceOptions(const CsvConfig& c, const std::vector<std:
   CsvSourceOptions o;
   o.columns = c.columns.empty() ? ColumnsFromFeatures(features, sec + ".features")
                                 : ParseCsvColumns(c.columns, sec + ".csv_columns");
+  if (o.columns.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "format csv needs the columns to read",
+                {.key = sec + ".csv_columns",
+                 .hint = "e.g. csv_columns = temp:float32=0, label:int64 (or features)"});
+  }
   o.header = c.header;
   o.column_names = c.column_names;
   o.na_values = c.na_values;

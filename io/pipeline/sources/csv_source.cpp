@@ -8,14 +8,9 @@ namespace shardflow::pipeline {
 std::shared_ptr<const RecordSource> OpenCsvSource(const std::vector<std::string>& files,
                                                   const SourceOptions& options) {
   CsvSourceOptions csv = options.csv;
-  if (csv.columns.empty()) {
+  if (csv.columns.empty()) {  // throws, naming data.csv_columns, when features is empty too
     csv.columns =
         MakeCsvSourceOptions(CsvConfig{}, options.features, io::Compression::kAuto, "data").columns;
-  }
-  if (csv.columns.empty()) {
-    throw Error(ErrorCode::kInvalidArgument, "format csv needs the columns to read",
-                {.key = "csv_columns",
-                 .hint = "e.g. csv_columns = temp:float32=0, label:int64 (or features)"});
   }
   return std::make_shared<CsvStreamSource>(files, std::move(csv));
 }
