@@ -59,7 +59,7 @@ std::vector<std::string> ReadVocabularyFile(const std::string& path, const std::
 void RegisterAssembleOptions(ConfigSchema& s, const std::string& sec, AssembleConfig* c) {
   s.Add(sec, "assemble", &c->inputs,
         "features concatenated into one float32 input, in order: name | name:norm | "
-        "name:onehot[=VOCAB_FILE] ('' none)");
+        "name:onehot[=VOCAB_FILE] | name:index[=VOCAB_FILE] ('' none)");
   s.Add(sec, "assemble_feature", &c->feature, "name of the assembled feature").NonEmpty();
   s.Add(sec, "assemble_stats", &c->stats,
         "table statistics (OUT.stats.json of shardflow-convert) for :norm and :onehot");
@@ -103,7 +103,8 @@ Assembler::Entry Assembler::ParseEntry(const std::string& entry, const std::stri
                                        const StatsFn& need_stats, const std::string& key) const {
   auto bad = [&](const std::string& why) {
     return Error(ErrorCode::kInvalidArgument, "bad assemble entry '" + entry + "': " + why,
-                 {.key = key, .hint = "name | name:norm | name:onehot[=VOCAB_FILE]"});
+                 {.key = key,
+                  .hint = "name | name:norm | name:onehot[=VOCAB_FILE] | name:index[=VOCAB_FILE]"});
   };
   Entry e;
   const size_t colon = entry.find(':');
@@ -113,7 +114,9 @@ Assembler::Entry Assembler::ParseEntry(const std::string& entry, const std::stri
   if (const size_t eq = kind.find('='); eq != std::string::npos) {
     file = Trim(kind.substr(eq + 1));
     kind = Trim(kind.substr(0, eq));
-    if (kind != "onehot" || file.empty()) throw bad("only onehot takes =VOCAB_FILE");
+    if ((kind != "onehot" && kind != "index") || file.empty()) {
+      throw bad("only onehot and index take =VOCAB_FILE");
+    }
   }
   if (e.slice.column.empty()) throw bad("no feature name");
   e.slice.kind = kind;
@@ -131,7 +134,7 @@ Assembler::Entry Assembler::ParseEntry(const std::string& entry, const std::stri
     const double sd = c->numeric.Std();
     e.scale = sd > 0 ? 1.0 / sd : 1.0;
     e.slice.detail = "mean=" + Short(c->numeric.mean) + " std=" + Short(sd);
-  } else if (kind == "onehot") {
+  } else if (kind == "onehot" || kind == "index") {
     std::vector<std::string> words;
     if (!file.empty()) {
       words = ReadVocabularyFile(file, key);
@@ -149,7 +152,9 @@ Assembler::Entry Assembler::ParseEntry(const std::string& entry, const std::stri
         throw bad("vocabulary lists '" + words[i] + "' twice");
       }
     }
-    e.slice.width = static_cast<int64_t>(words.size()) + 1;
+    // onehot: one slot per entry and the oov slot; index: one slot holding 0..V (V = oov), the
+    // input of an embedding:V+1:D layer.
+    e.slice.width = kind == "index" ? 1 : static_cast<int64_t>(words.size()) + 1;
     e.slice.detail += std::to_string(words.size()) + " + oov";
   } else {
     throw bad("unknown kind '" + kind + "'");
@@ -162,7 +167,7 @@ void Assembler::Apply(Element& el) const {
   float* o = out.data<float>();
   for (const Entry& e : entries_) {
     const Tensor& t = el.Get(e.slice.column);
-    if (e.slice.kind == "onehot") {
+    if (e.slice.kind == "onehot" || e.slice.kind == "index") {
       int64_t index = static_cast<int64_t>(e.vocabulary.size());  // oov
       if (t.dtype() == DType::kUInt8 && t.rank() == 1) {
         const auto it =
@@ -184,7 +189,11 @@ void Assembler::Apply(Element& el) const {
                         ", one-hot needs a string (uint8[n]) or an int64 scalar",
                     ctx);
       }
-      o[e.slice.begin + index] = 1.f;
+      if (e.slice.kind == "index") {
+        o[e.slice.begin] = static_cast<float>(index);
+      } else {
+        o[e.slice.begin + index] = 1.f;
+      }
       continue;
     }
     if (t.num_elements() != e.slice.width || t.dtype() == DType::kUInt8) {

@@ -14,6 +14,9 @@
 //   name:onehot        one slot per vocabulary entry plus a last out-of-vocabulary slot; the
 //                      vocabulary is the column's in assemble_stats, or
 //   name:onehot=FILE   one value per line of FILE (integers written in decimal)
+//   name:index[=FILE]  one slot holding the value's vocabulary index as a number, 0..V with V
+//                      out of vocabulary: the input column of an embedding:V+1:D:AT layer
+//                      (core/layers/embedding.hpp), AT being the slot's position
 // A categorical value is looked up by its bytes (string columns, uint8[n]) or its decimal text
 // (int64); an int64 feature of a column the statistics call "string" is already a vocabulary
 // index (what shardflow-convert writes for string columns) and is used as it is.
@@ -54,7 +57,7 @@ void RegisterAssembleOptions(ConfigSchema& schema, const std::string& section,
 
 struct AssembleSlice {
   std::string column;
-  std::string kind;  // raw | norm | onehot
+  std::string kind;  // raw | norm | onehot | index
   int64_t begin = 0, width = 0;
   std::string detail;  // "mean=.. std=.." / "vocabulary 12 + oov"
 };

@@ -4,7 +4,8 @@
 # the labels flipped: best accuracy 0.95); shardflow-convert --input.format=table makes shards,
 # statistics and vocabularies byte-identical on 1 and 3 ranks (3 chunks of 1 MiB); shardflow-train
 # (2 ranks, configs/tabular.ini) learns from the shards, and shardflow-predict on the CSV itself
-# must reach the rule's band [0.90, 0.96]; summary.json shows the assembled layout.
+# must reach the rule's band [0.90, 0.96]; summary.json shows the assembled layout; the same with
+# the city column through an embedding:7:4:4 layer (data.assemble = city:index).
 #   convert_table_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
@@ -37,4 +38,14 @@ timeout -k 5 60 "$bin/shardflow-predict" --config "$src/configs/tabular.ini" \
 accuracy=$(sed -n 's/^accuracy: \([0-9.]*\) .*/\1/p' predict.log)
 $py -c "import sys; a=float('$accuracy'); sys.exit(0 if 0.90 <= a <= 0.96 else 1)" ||
   fail "accuracy $accuracy outside [0.90, 0.96]"
-echo "convert_table_runs.sh $mode: ok (accuracy $accuracy)"
+# The same table with city through an embedding layer (data.assemble = city:index).
+assemble=x1:norm,x2:norm,x3:norm,income:norm,city:index,zone:onehot
+timeout -k 5 120 "${mpi[@]}" -np 2 "$bin/shardflow-train" --config "$src/configs/tabular.ini" \
+  --output emb --no-progress --train.threads=1 --train.epochs=5 --data.assemble=$assemble \
+  --eval.assemble=$assemble \
+  --model.spec=embedding:7:4:4,dense:64,relu,dense:2 --model.input_shape=14 >emb.log 2>&1 ||
+  { cat emb.log; fail "train with an embedding"; }
+emb_accuracy=$(sed -n 's/^test accuracy *\([0-9.]*\)$/\1/p' emb.log)
+$py -c "import sys; a=float('$emb_accuracy'); sys.exit(0 if 0.90 <= a <= 0.96 else 1)" ||
+  fail "embedding accuracy $emb_accuracy outside [0.90, 0.96]"
+echo "convert_table_runs.sh $mode: ok (accuracy $accuracy, with an embedding $emb_accuracy)"

@@ -115,6 +115,17 @@ TEST_F(AssembleTest, ConvertedStringIndicesAreUsedAsTheyAre) {
   EXPECT_EQ(r[8 + 3], 1.f);  // out of range: oov
 }
 
+TEST_F(AssembleTest, IndexSlotsHoldVocabularyIndicesForAnEmbedding) {
+  spec_.assemble.inputs = {"b", "city:index"};
+  const auto batches = Drain(BuildInputPipeline(spec_, 0, 1));
+  const Tensor& x = batches[0].Get("input");
+  ASSERT_EQ(x.shape(), (Shape{3, 2}));
+  EXPECT_EQ(x.data<float>()[1], 0.f);  // paris
+  EXPECT_EQ(x.data<float>()[3], 1.f);  // rome
+  EXPECT_EQ(x.data<float>()[5], 3.f);  // "new, york": out of vocabulary = 3
+  ExpectHas(AssembledLayout(spec_), "[1:2) city index(3 + oov)");
+}
+
 TEST_F(AssembleTest, ErrorsNameTheKeyOrTheRecord) {
   spec_.assemble.inputs = {"a:norm"};
   spec_.assemble.stats.clear();
