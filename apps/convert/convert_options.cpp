@@ -169,6 +169,8 @@ void RegisterConvertOptions(ConfigSchema& schema, ConvertOptions* o) {
   schema.Add("input", "list", &o->list, "images: list file of path,label lines");
   schema.Add("input", "columns", &o->table_columns,
              "table: columns written, in order, name:int64|float32|float64|string[=default]");
+  schema.AddChoice("input", "table_format", &o->table_format, {"csv", "jsonl"},
+                   "table: CSV files, or JSON lines (one object per line, a field per column)");
   schema.Add("input", "categorical", &o->categorical,
              "table: int64 columns that also get a vocabulary (strings always do)");
   schema.Add("input", "header", &o->table_header, "table: the first record names the columns");

@@ -33,6 +33,7 @@ struct ConvertOptions {
   std::string root;                // images: root/CLASS/*.jpg|png
   std::string list;                // images: a list file of path,label lines
   // table (CSV files of feature and label columns; table_output.hpp); files: input.files
+  std::string table_format = "csv";        // csv | jsonl
   std::vector<std::string> table_columns;  // name:int64|float32|float64|string[=default]
   std::vector<std::string> categorical;    // int64 columns that get a vocabulary too
   bool table_header = true;                // the first record names the columns

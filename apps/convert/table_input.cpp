@@ -5,6 +5,7 @@
 #include "comm/collectives.hpp"
 #include "io/pipeline/list_files.hpp"
 #include "io/pipeline/sources/csv_options.hpp"
+#include "io/pipeline/sources/json_lines_source.hpp"
 
 namespace shardflow::convert {
 namespace {
@@ -62,7 +63,25 @@ TableInput OpenTableInput(const ConvertOptions& o) {
   config.na_values = o.na_values;
   TableInput in;
   in.options = pipeline::MakeCsvSourceOptions(config, {}, io::Compression::kAuto, "input");
-  in.source = std::make_shared<pipeline::CsvStreamSource>(pipeline::ListFiles(o.files), in.options);
+  if (o.table_format == "jsonl") {
+    std::vector<pipeline::JsonField> schema;
+    for (auto& c : in.options.columns) {
+      if (c.default_value) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "column '" + c.name + "': defaults apply to CSV tables, not JSON lines",
+                    {.key = "input.columns"});
+      }
+      if (c.type == pipeline::CsvColumnType::kFloat64) c.type = pipeline::CsvColumnType::kFloat32;
+      schema.push_back({.name = c.name,
+                        .dtype = c.type == pipeline::CsvColumnType::kInt64    ? DType::kInt64
+                                 : c.type == pipeline::CsvColumnType::kString ? DType::kUInt8
+                                                                              : DType::kFloat32});
+    }
+    in.source = pipeline::OpenJsonLinesSource(pipeline::ListFiles(o.files), {.schema = schema});
+  } else {
+    in.source =
+        std::make_shared<pipeline::CsvStreamSource>(pipeline::ListFiles(o.files), in.options);
+  }
   const uint64_t chunk = static_cast<uint64_t>(o.chunk_mb) << 20;
   const auto& files = in.source->Files();
   for (size_t f = 0; f < files.size(); ++f) {

@@ -1,6 +1,8 @@
 // Table inputs of shardflow-convert (--input.format=table): CSV files of feature and label
-// columns, read through the streaming CSV source (io/pipeline/sources/csv_stream_source.hpp), and
-// their statistics computed SPMD (io/table_stats.hpp).
+// columns, read through the streaming CSV source (io/pipeline/sources/csv_stream_source.hpp), or
+// JSON lines with the same columns (input.table_format = jsonl: one object per line, a field per
+// column; float64 columns are read as float32, defaults do not apply, a missing field is an
+// error), and their statistics computed SPMD (io/table_stats.hpp).
 //
 // Chunks: every plain file is cut into byte ranges of input.chunk_mb (a compressed file is one
 // chunk); the list depends on the files and chunk_mb only, never on the rank count. Chunk c is
@@ -30,7 +32,7 @@ struct TableChunk {
 
 struct TableInput {
   pipeline::CsvSourceOptions options;
-  std::shared_ptr<const pipeline::CsvStreamSource> source;
+  std::shared_ptr<const pipeline::RecordSource> source;  // yields the columns in order
   std::vector<TableChunk> chunks;
   std::vector<int64_t> chunk_rows;  // filled by GatherTableStats
   io::TableStats stats;             // idem (every rank)
