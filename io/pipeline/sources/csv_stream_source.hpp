@@ -14,9 +14,9 @@
 // header when both are given; the counts must match). Every record must have exactly that many
 // fields (an error names file:line and both counts).
 // Values: numbers ignore surrounding spaces/tabs and are parsed in full (std::from_chars;
-// "1.5x" is an error), floats accept nan/inf; strings keep every byte. A field that is empty or equal to one of
-// `na_values` is missing: it takes the column's default, or is an error naming
-// file:line:column and the column when it has none.
+// "1.5x" is an error), floats accept nan/inf; strings keep every byte. A field that is empty
+// or equal to one of `na_values` is missing: it takes the column's default, or is an error
+// naming file:line:column and the column when it has none.
 // Byte ranges: supported when no file is compressed (SupportsByteRanges()); the resync rule is
 // io/csv_stream.hpp's (exact with quoted_newlines, the default).
 // Construction opens every file once to read its header (kNotFound naming a missing file or
