@@ -11,11 +11,27 @@ constexpr std::string_view kBom = "\xEF\xBB\xBF";
 
 }  // namespace
 
+bool CsvLineStarts::Before(uint64_t offset, uint64_t* start, int64_t* line) const {
+  MutexLock lock(mu_);
+  auto it = starts_.upper_bound(offset);
+  if (it == starts_.begin()) return false;
+  --it;
+  *start = it->first;
+  *line = it->second;
+  return true;
+}
+
+void CsvLineStarts::Add(uint64_t start, int64_t line) {
+  MutexLock lock(mu_);
+  starts_.emplace(start, line);
+}
+
 CsvRecordStream::CsvRecordStream(std::string path, const CsvStreamRange& range,
-                                 const CsvDialect& dialect)
+                                 const CsvDialect& dialect, CsvLineStarts* line_starts)
     : path_(std::move(path)),
       range_(range),
       dialect_(dialect),
+      line_starts_(line_starts),
       compression_(ResolveCompression(dialect.compression, path_)) {
   dialect_.read_ahead_bytes = std::max<size_t>(dialect_.read_ahead_bytes, 4096);
   if (compression_ != Compression::kNone && range.begin > 0) {
@@ -93,15 +109,30 @@ void CsvRecordStream::SkipToFirstLineStart(uint64_t begin) {
       pos_ = fill_;
     }
   }
-  OpenAt(range_.data_start);
-  line_ = range_.data_start_line;
+  uint64_t from = range_.data_start;
+  int64_t from_line = range_.data_start_line;
+  uint64_t known = 0;
+  int64_t known_line = 0;
+  if (line_starts_ != nullptr && line_starts_->Before(begin, &known, &known_line) && known > from) {
+    from = known, from_line = known_line;
+  }
+  OpenAt(from);
+  line_ = from_line;
+  uint64_t next_checkpoint = from + CsvLineStarts::kCheckpointBytes;
   bool quoted = false, comment = false, at_start = true;
   for (;;) {
     if (pos_ >= fill_ && !Fill()) return;
     const char* p = buf_.data();
     size_t i = pos_;
     for (; i < fill_; ++i) {
-      if (at_start && next_offset_ + (i - pos_) >= begin) break;
+      if (at_start) {
+        const uint64_t here = next_offset_ + (i - pos_);
+        if (here >= begin) break;
+        if (here >= next_checkpoint && line_starts_ != nullptr) {
+          line_starts_->Add(here, line_);
+          next_checkpoint = here + CsvLineStarts::kCheckpointBytes;
+        }
+      }
       const char c = p[i];
       if (quoted) {
         if (c == '"') quoted = false;
@@ -119,7 +150,10 @@ void CsvRecordStream::SkipToFirstLineStart(uint64_t begin) {
     }
     next_offset_ += i - pos_;
     pos_ = i;
-    if (i < fill_) return;
+    if (i < fill_) {
+      if (line_starts_ != nullptr) line_starts_->Add(next_offset_, line_);
+      return;
+    }
   }
 }
 

@@ -22,7 +22,8 @@
 //  - quoted_newlines = true (default, always correct): the stream scans the file from byte 0
 //    to `begin` with a small quote/comment state machine (no field parsing; ~memory speed)
 //    to learn whether `begin` lies inside a quoted field. Cost: the prefix is read once per
-//    stream; line numbers stay exact.
+//    stream (from the nearest line start a CsvLineStarts cache knows, when the source shares
+//    one); line numbers stay exact.
 //  - quoted_newlines = false (fast): every LF ends a line, so the stream seeks to begin-1
 //    and skips through the next LF (as text_line_source does); a line break inside a quoted
 //    field is then a data error naming the file, line and column, so a file that breaks the
@@ -38,11 +39,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/thread_annotations.hpp"
 #include "io/compression.hpp"
 #include "io/file.hpp"
 
@@ -73,6 +76,24 @@ struct CsvStreamRange {
   int64_t data_start_line = 1;
 };
 
+// Line starts (offsets outside quotes where a line begins, with their 1-based line) that the
+// resync scans of one file found, shared by the streams of a source so that a later scan starts
+// at the nearest known line start at or before its offset instead of at the data start (a
+// resumed or per-record reader, byte ranges read again in later epochs). A scan records one
+// line start per kCheckpointBytes it crosses and the one it stops at.
+// Thread-safety: safe from several threads (a mutex).
+class CsvLineStarts {
+ public:
+  static constexpr uint64_t kCheckpointBytes = uint64_t{1} << 20;
+  // The greatest known line start <= offset, or false when none is.
+  bool Before(uint64_t offset, uint64_t* start, int64_t* line) const;
+  void Add(uint64_t start, int64_t line);
+
+ private:
+  mutable Mutex mu_;
+  std::map<uint64_t, int64_t> starts_ GUARDED_BY(mu_);
+};
+
 // Where a stream is: the offset of the next line start and its line (-1 unknown).
 struct CsvStreamPosition {
   uint64_t offset = 0;
@@ -83,7 +104,10 @@ class CsvRecordStream {
  public:
   // Opens `path` and positions it at the first record of `range`. Throws kInvalidArgument for
   // a byte range on a compressed file.
-  CsvRecordStream(std::string path, const CsvStreamRange& range, const CsvDialect& dialect);
+  // `line_starts` (may be null) caches the resync scans of this file (quoted_newlines only);
+  // REQUIRES: it outlives the stream and belongs to the same file and dialect.
+  CsvRecordStream(std::string path, const CsvStreamRange& range, const CsvDialect& dialect,
+                  CsvLineStarts* line_starts = nullptr);
 
   // The next record of the range; false at its end.
   bool Next(CsvRecord* record);
@@ -115,6 +139,7 @@ class CsvRecordStream {
   std::string path_;
   CsvStreamRange range_;
   CsvDialect dialect_;
+  CsvLineStarts* line_starts_ = nullptr;
   Compression compression_;
   std::unique_ptr<SequentialFile> file_;
   std::string buf_;

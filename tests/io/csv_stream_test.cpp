@@ -10,6 +10,7 @@
 
 #include "io/compression.hpp"
 #include "io/csv.hpp"
+#include "io/csv_stream.hpp"
 #include "io/pipeline/sources/csv_stream_source.hpp"
 #include "source_test_util.hpp"
 #include "tests/support/test_paths.hpp"
@@ -211,6 +212,36 @@ TEST(CsvStream, EveryCutPointReadsEveryRowOnce) {
       ASSERT_EQ(ids.size(), 60u) << "cut at " << cut << (newlines ? " (quoted newlines)" : "");
       for (int i = 0; i < 60; ++i) ASSERT_EQ(ids[i], i) << "cut at " << cut;
     }
+  }
+}
+
+// A file of several MiB read by cuts in random order through one source: the resync scans
+// start from the line starts earlier scans cached (one per MiB and where each stopped), and
+// rows and line numbers stay exact.
+TEST(CsvStream, CachedLineStartsKeepCutsExact) {
+  shardflow::testing::ScratchDir dir("csv-line-starts");
+  const std::string path = (dir / "big.csv").string();
+  const std::string text = MakeTable(0, 3500, true, 13);  // ~3 MiB: long rows, quoted breaks
+  ASSERT_GT(text.size(), 2 * io::CsvLineStarts::kCheckpointBytes);
+  WriteFile(path, text);
+  CsvSourceOptions o = Options({"id:int64"});
+  o.dialect.comment = '#';
+  CsvStreamSource fresh({path}, o);
+  std::vector<int64_t> line_of(3500, -1);
+  for (const auto& e : ReadRange(fresh)) line_of[Int(e, "id")] = e.where.record;
+  CsvStreamSource source({path}, o);
+  std::mt19937 rng(17);
+  for (int k = 0; k < 25; ++k) {
+    const uint64_t cut = rng() % text.size();
+    std::vector<int64_t> ids;
+    const auto tail = ReadRange(source, {cut, text.size()});
+    for (const auto& e : ReadRange(source, {0, cut})) ids.push_back(Int(e, "id"));
+    for (const auto& e : tail) {
+      ids.push_back(Int(e, "id"));
+      ASSERT_EQ(e.where.record, line_of[Int(e, "id")]) << "cut " << cut;
+    }
+    ASSERT_EQ(ids.size(), 3500u) << "cut " << cut;
+    for (int i = 0; i < 3500; ++i) ASSERT_EQ(ids[i], i) << "cut " << cut;
   }
 }
 

@@ -58,13 +58,13 @@ class CsvStreamReader : public RecordReader {
  public:
   CsvStreamReader(const std::string& path, const ByteRange& range,
                   const CsvStreamSource::FileLayout& layout, const CsvSourceOptions& options,
-                  const std::vector<Tensor>& defaults)
+                  const std::vector<Tensor>& defaults, io::CsvLineStarts* line_starts)
       : stream_(path,
                 {.begin = range.begin,
                  .end = range.end,
                  .data_start = layout.data_start,
                  .data_start_line = layout.data_start_line},
-                options.dialect),
+                options.dialect, line_starts),
         layout_(layout),
         options_(options),
         defaults_(defaults) {}
@@ -241,6 +241,7 @@ CsvStreamSource::CsvStreamSource(std::vector<std::string> files, CsvSourceOption
       layout.field_of_column.push_back(i);
     }
     layouts_.push_back(std::move(layout));
+    line_starts_.push_back(std::make_unique<io::CsvLineStarts>());
   }
 }
 
@@ -250,7 +251,7 @@ std::unique_ptr<RecordReader> CsvStreamSource::Open(size_t file_index,
     throw Error(ErrorCode::kInternal, "file index out of range: " + std::to_string(file_index));
   }
   return std::make_unique<CsvStreamReader>(infos_[file_index].name, range, layouts_[file_index],
-                                           options_, defaults_);
+                                           options_, defaults_, line_starts_[file_index].get());
 }
 
 std::string CsvStreamSource::FormatDescription() const {

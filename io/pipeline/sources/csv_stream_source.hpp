@@ -21,7 +21,8 @@
 // io/csv_stream.hpp's (exact with quoted_newlines, the default).
 // Construction opens every file once to read its header (kNotFound naming a missing file or
 // a column absent from the header). Thread-safety: Open() may be called concurrently; each
-// reader has its own stream.
+// reader has its own stream; the readers of a file share its io::CsvLineStarts (locked).
+// REQUIRES: the source outlives its readers.
 #pragma once
 
 #include <memory>
@@ -76,6 +77,8 @@ class CsvStreamSource : public RecordSource {
   std::vector<FileInfo> infos_;
   std::vector<FileLayout> layouts_;
   std::vector<Tensor> defaults_;  // per column; empty when it has none
+  // Per file: line starts found by the readers' resync scans (thread-safe; see csv_stream.hpp).
+  std::vector<std::unique_ptr<io::CsvLineStarts>> line_starts_;
   CsvSourceOptions options_;
   bool byte_ranges_ = true;
 };
