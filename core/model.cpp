@@ -9,6 +9,7 @@
 #include "core/layers/conv2d.hpp"
 #include "core/layers/dense.hpp"
 #include "core/layers/dropout.hpp"
+#include "core/layers/embedding.hpp"
 #include "core/layers/lstm.hpp"
 #include "core/layers/pooling.hpp"
 #include "core/layers/reshape.hpp"
@@ -121,6 +122,13 @@ std::unique_ptr<Layer<T>> MakeLayerFromSpec(const std::string& token, const Shap
     const TpSplit split = p.size() == 3 ? ParseSplit(token, p[2]) : TpSplit::kNone;
     return MakeDense<T>(
         {.units = ParsePositive(token, p[1], "units"), .init = options.init, .split = split});
+  }
+  if (kind == "embedding") {
+    ExpectArgs(token, p, 3, 3);
+    const int64_t at = p[3] == "0" ? 0 : ParsePositive(token, p[3], "column");
+    return MakeEmbedding<T>({.rows = ParsePositive(token, p[1], "rows"),
+                             .dim = ParsePositive(token, p[2], "dimensions"),
+                             .at = at});
   }
   if (kind == "conv") {
     ExpectArgs(token, p, 2, 5);

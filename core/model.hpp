@@ -13,6 +13,8 @@
 //   residual:F[:S]          basic ResNet block (core/layers/residual.hpp)
 //   lstm:H[:seq]            LSTM, H units; ":seq" returns the whole sequence
 //   repeat[:T]              (B, H) -> (B, T, H); T defaults to the model input's length
+//   embedding:N:D:AT        (B, W) -> (B, W - 1 + D): column AT's index into an N x D table
+//                           (core/layers/embedding.hpp)
 // or one of the presets (PresetSpec): linear, mlp, cnn, resnet, lstm_autoencoder.
 //
 // Tensor parallelism (core/layers/tensor_parallel.hpp): ":col" marks a column-parallel layer

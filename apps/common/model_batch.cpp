@@ -80,4 +80,26 @@ pipeline::MapFn LabelRangeCheck(const std::string& label_feature, int64_t classe
   };
 }
 
+std::string CheckAssembledInput(const pipeline::InputSpec& spec, const std::string& input_feature,
+                                const Shape& input_shape) {
+  const auto assembler = pipeline::MakeAssembler(spec.assemble, spec.features, spec.section);
+  if (!assembler) return "";
+  const std::string layout = assembler->LayoutText();
+  if (input_feature != assembler->feature()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the model reads '" + input_feature + "' but " + spec.section +
+                    ".assemble makes '" + assembler->feature() + "'",
+                {.key = "model.input_feature", .hint = layout});
+  }
+  if (NumElements(input_shape) != assembler->width()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "input_shape " + ShapeToString(input_shape) + " holds " +
+                    std::to_string(NumElements(input_shape)) + " values, the assembled input " +
+                    std::to_string(assembler->width()),
+                {.key = "model.input_shape",
+                 .hint = "input_shape = " + std::to_string(assembler->width()) + "; " + layout});
+  }
+  return layout;
+}
+
 }  // namespace shardflow::apps

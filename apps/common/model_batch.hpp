@@ -13,6 +13,7 @@
 
 #include "core/tensor.hpp"
 #include "io/pipeline/element.hpp"
+#include "io/pipeline/input_pipeline.hpp"
 #include "io/pipeline/nodes.hpp"
 
 namespace shardflow::apps {
@@ -42,5 +43,12 @@ ModelBatch ToModelBatch(const pipeline::Element& batch, const BatchSpec& spec, T
 // the example's file and record, and the feature; an example without the feature passes (the
 // batch conversion names a missing one).
 pipeline::MapFn LabelRangeCheck(const std::string& label_feature, int64_t classes);
+
+// When `spec` assembles its input (io/pipeline/assemble.hpp) the model must read the assembled
+// feature with an input_shape of its width: throws Error(kInvalidArgument) naming
+// model.input_feature or model.input_shape, with the layout as the hint. Returns the layout
+// ("" when nothing is assembled). Reads the statistics file.
+std::string CheckAssembledInput(const pipeline::InputSpec& spec, const std::string& input_feature,
+                                const Shape& input_shape);
 
 }  // namespace shardflow::apps

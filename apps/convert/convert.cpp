@@ -12,6 +12,7 @@
 #include "apps/convert/series_output.hpp"
 #include "apps/convert/shard_plan.hpp"
 #include "apps/convert/source_input.hpp"
+#include "apps/convert/table_output.hpp"
 #include "comm/collectives.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
@@ -264,6 +265,7 @@ int Run(MpiEnvironment& env, const ConvertOptions& o) {
   comm::Communicator world(comm::Group::kWorld, ConvertCommunicatorOptions());
   comm::Barrier(world);
   if (IsPipelineSourceFormat(o.format)) return RunPipelineSource(env, o, world);
+  if (o.format == "table") return RunTable(env, o, world);
   return o.is_series() ? RunSeries(env, o, world) : RunImages(env, o, world);
 }
 

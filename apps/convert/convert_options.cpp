@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "io/idx.hpp"
+#include "io/pipeline/sources/csv_stream_source.hpp"
 #include "io/pipeline/sources/json_lines_source.hpp"
 
 namespace shardflow::convert {
@@ -29,7 +30,26 @@ void Validate(const ConvertOptions& o) {
     throw Error(ErrorCode::kInvalidArgument, what, {.key = key});
   };
   if (o.out_path.empty()) bad("output.path is required", "output.path");
-  if (o.format == "text" || o.format == "fixed" || o.format == "jsonl" || o.format == "images") {
+  if (o.format == "table") {
+    if (o.out_format != "tfrecord")
+      bad("input.format=table converts to tfrecord only", "output.format");
+    if (o.files.empty())
+      bad("input.files (glob patterns of CSV files) is required for input.format=table",
+          "input.files");
+    if (o.table_columns.empty()) {
+      throw Error(ErrorCode::kInvalidArgument, "input.columns is required for input.format=table",
+                  {.key = "input.columns",
+                   .hint = "e.g. --input.columns=x1:float32,city:string,label:int64"});
+    }
+    pipeline::ParseCsvColumns(o.table_columns, "input.columns");
+    if (o.normalize != "none") {
+      bad("input.format=table writes raw values and OUT.stats.json; normalise when reading "
+          "(data.assemble = NAME:norm)",
+          "preprocess.normalize");
+    }
+    if (o.chunk_mb < 1) bad("input.chunk_mb must be >= 1", "input.chunk_mb");
+  } else if (o.format == "text" || o.format == "fixed" || o.format == "jsonl" ||
+             o.format == "images") {
     if (o.out_format != "tfrecord") {
       bad("input.format=" + o.format + " converts to output.format=tfrecord only", "output.format");
     }
@@ -76,7 +96,7 @@ void Validate(const ConvertOptions& o) {
     }
   } else {
     if (o.path.empty()) bad("input.path is required for input.format=" + o.format, "input.path");
-    RequireExists(o.path, "input.path", o.format == "csv");
+    RequireExists(o.path, "input.path", o.format == "csv" || o.format == "series");
   }
   if (o.format == "hdf5") {
     const size_t want_max = o.kind == "images" ? 2 : 1;
@@ -88,7 +108,16 @@ void Validate(const ConvertOptions& o) {
     }
   }
   if (o.is_series() && o.window <= 0) {
-    bad("preprocess.window (the window length) must be > 0 for series inputs", "preprocess.window");
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        "preprocess.window (the window length) must be > 0 for series inputs",
+        {.key = "preprocess.window",
+         .hint = o.format == "hdf5"
+                     ? ""
+                     : "input.format=" + o.format +
+                           " reads a folder of per-asset time series; for a table of feature and "
+                           "label columns use --input.format=table --input.files=... "
+                           "--input.columns=..."});
   }
   if (!o.is_series() && o.window != 0) {
     bad("preprocess.window applies to series inputs (csv, or hdf5 with input.kind=series)",
@@ -102,8 +131,9 @@ void RegisterConvertOptions(ConfigSchema& schema, ConvertOptions* o) {
   o->dir = io::kFashionMnistDir;
   schema.DescribeSection("input", "what to convert");
   schema.AddChoice("input", "format", &o->format,
-                   {"idx", "csv", "hdf5", "text", "fixed", "jsonl", "images"},
-                   "idx: images+labels files; csv: a folder of per-asset series; hdf5: datasets; "
+                   {"idx", "csv", "series", "table", "hdf5", "text", "fixed", "jsonl", "images"},
+                   "idx: images+labels files; csv or series: a folder of per-asset time series; "
+                   "table: CSV files of feature and label columns; hdf5: datasets; "
                    "text: lines; fixed: fixed-length records; jsonl: JSON lines; images: "
                    "class folders or a list file");
   schema.AddChoice("input", "split", &o->split, {"train", "test"},
@@ -137,6 +167,20 @@ void RegisterConvertOptions(ConfigSchema& schema, ConvertOptions* o) {
                    "or skip and count");
   schema.Add("input", "root", &o->root, "images: folder of class folders root/CLASS/*.jpg|png");
   schema.Add("input", "list", &o->list, "images: list file of path,label lines");
+  schema.Add("input", "columns", &o->table_columns,
+             "table: columns written, in order, name:int64|float32|float64|string[=default]");
+  schema.AddChoice("input", "table_format", &o->table_format, {"csv", "jsonl"},
+                   "table: CSV files, or JSON lines (one object per line, a field per column)");
+  schema.Add("input", "categorical", &o->categorical,
+             "table: int64 columns that also get a vocabulary (strings always do)");
+  schema.Add("input", "header", &o->table_header, "table: the first record names the columns");
+  schema.Add("input", "column_names", &o->column_names,
+             "table: the files' column names (required without a header)");
+  schema.Add("input", "delimiter", &o->delimiter, "table: field delimiter, one character or tab");
+  schema.Add("input", "na_values", &o->na_values,
+             "table: fields read as missing besides the empty one (take the column default)");
+  schema.Add("input", "chunk_mb", &o->chunk_mb,
+             "table: MiB per chunk, the unit of reading and statistics (rank-count independent)");
   schema.Add("input", "limit", &o->limit, "convert only the first N output records; -1: all")
       .Check([](const int64_t& v) { return v >= -1; }, "must be >= -1");
   schema.DescribeSection("preprocess", "normalization and windows");

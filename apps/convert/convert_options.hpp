@@ -12,13 +12,13 @@ namespace shardflow::convert {
 
 struct ConvertOptions {
   // [input]
-  std::string format = "idx";         // idx | csv | hdf5 | text | fixed | jsonl | images
-  std::string split = "train";        // idx: train | test (test reads the t10k files)
-  std::string dir;                    // idx: folder of the Fashion-MNIST files
-  std::string images;                 // idx: images file (overrides dir/split, with labels)
-  std::string labels;                 // idx: labels file
-  std::string path;                   // csv: folder of *.csv files; hdf5: the file
-  std::string kind = "images";        // hdf5: images | series
+  std::string format = "idx";   // idx | csv | series | table | hdf5 | text | fixed | jsonl | images
+  std::string split = "train";  // idx: train | test (test reads the t10k files)
+  std::string dir;              // idx: folder of the Fashion-MNIST files
+  std::string images;           // idx: images file (overrides dir/split, with labels)
+  std::string labels;           // idx: labels file
+  std::string path;             // csv: folder of *.csv files; hdf5: the file
+  std::string kind = "images";  // hdf5: images | series
   std::vector<std::string> datasets;  // hdf5: images [labels] | series
   std::string time_column = "t";      // csv: the timestamp column; every other column is a channel
   int64_t limit = -1;                 // at most this many output records; -1: all
@@ -32,6 +32,15 @@ struct ConvertOptions {
   std::string on_error = "fail";   // jsonl/images: bad line/image; fixed: partial tail
   std::string root;                // images: root/CLASS/*.jpg|png
   std::string list;                // images: a list file of path,label lines
+  // table (CSV files of feature and label columns; table_output.hpp); files: input.files
+  std::string table_format = "csv";        // csv | jsonl
+  std::vector<std::string> table_columns;  // name:int64|float32|float64|string[=default]
+  std::vector<std::string> categorical;    // int64 columns that get a vocabulary too
+  bool table_header = true;                // the first record names the columns
+  std::vector<std::string> column_names;   // the files' column names (no header)
+  std::string delimiter = ",";             // one character or "tab"
+  std::vector<std::string> na_values;      // fields read as missing besides ""
+  int64_t chunk_mb = 16;                   // statistics/reading unit (rank-count independent)
   // [preprocess]
   std::string normalize = "none";  // none | scale | standardize
   int64_t window = 0;              // series: window length W (> 0 for series inputs)
@@ -43,7 +52,10 @@ struct ConvertOptions {
   std::string compression = "none";     // none | gzip | zlib
 
   // Whether the input is a set of series (windows are written) or of images.
-  bool is_series() const { return format == "csv" || (format == "hdf5" && kind == "series"); }
+  // csv is the series mode's first name (a folder of per-asset series); series names it too.
+  bool is_series() const {
+    return format == "csv" || format == "series" || (format == "hdf5" && kind == "series");
+  }
 };
 
 // Registers every key bound to *options, with a hook that checks combinations and that input

@@ -42,7 +42,10 @@ class CsvSeries final : public SeriesInput {
     if (std::find(header_.begin(), header_.end(), time_column_) == header_.end()) {
       throw Error(ErrorCode::kInvalidArgument,
                   "time column '" + time_column_ + "' not in the header",
-                  {.file = names_[0], .key = "input.time_column"});
+                  {.file = names_[0],
+                   .key = "input.time_column",
+                   .hint = "a folder of per-asset time series is expected; for a table of "
+                           "feature and label columns use --input.format=table"});
     }
     io::CsvOptions csv;
     csv.columns.push_back({time_column_, io::CsvType::kFloat64, std::nullopt});
@@ -156,7 +159,8 @@ class Hdf5Series final : public SeriesInput {
 
 std::unique_ptr<SeriesInput> SeriesInput::Open(const ConvertOptions& options,
                                                comm::Communicator& comm) {
-  if (options.format == "csv") return std::make_unique<CsvSeries>(options);
+  if (options.format == "csv" || options.format == "series")
+    return std::make_unique<CsvSeries>(options);
   return std::make_unique<Hdf5Series>(options, comm);
 }
 

@@ -38,7 +38,7 @@ void RegisterPredictConfig(ConfigSchema& schema, PredictAppConfig* c) {
   schema.Add("predict", "id_feature", &c->id_feature,
              "int64 feature holding each record's global id (shardflow-convert writes `id`); "
              "records without it get their global record index (files in name order, then "
-             "records in file order, from 0; text, jsonl, fixed, images: (file << 40) | "
+             "records in file order, from 0; csv, text, jsonl, fixed, images: (file << 40) | "
              "offset); empty: always that index");
 }
 

@@ -210,6 +210,13 @@ void CheckInputs(apps::ExperimentConfig* config, const TrainerOptions& o) {
     pipeline::CheckFilesMatch(config->eval.data.files, "eval.files");
     CheckNotFolders(config->eval, "eval.files");
   }
+  // An assembled input (data.assemble) must be what the model reads; its layout is logged.
+  const std::string layout =
+      apps::CheckAssembledInput(config->data, o.input_feature, o.input_shape);
+  if (!layout.empty()) SF_LOG0(Info) << "[data] assembled input: " << layout;
+  if (!config->eval.data.files.empty()) {
+    apps::CheckAssembledInput(config->eval, o.input_feature, o.input_shape);
+  }
   if (o.task == apps::Task::kClassify) {
     const Shape out = DescribeLayers(o.model_spec, o.input_shape, o.model).back().output_shape;
     config->data.check_example = apps::LabelRangeCheck(o.label_feature, out.back());
@@ -275,10 +282,17 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
   const comm::Communicator job(comm::Group::kWorld, {.discover_topology = false});
   InstallStopHandlers();
   const TrainResult result = RunTraining(job, options, inputs);
+  // summary.json, with the assembled input's layout (which slice is which column) when any.
+  auto summary_json = [&] {
+    auto json = SummaryToJson(result.summary);
+    if (const std::string layout = pipeline::AssembledLayout(config.data); !layout.empty()) {
+      json["input_layout"] = layout;
+    }
+    return json;
+  };
   if (result.stopped) {
     if (chief) {
-      std::ofstream(config.output + "/summary.json")
-          << SummaryToJson(result.summary).dump(2) << "\n";
+      std::ofstream(config.output + "/summary.json") << summary_json().dump(2) << "\n";
       std::printf(
           "stopped by %s after step %lld: checkpoint written in %s; the job exits %d, and "
           "--resume continues it\n",
@@ -293,7 +307,7 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
     std::printf("the run in %s is complete; nothing changed (raise train.epochs to go on)\n",
                 config.output.c_str());
   } else if (chief) {
-    std::ofstream(config.output + "/summary.json") << SummaryToJson(result.summary).dump(2) << "\n";
+    std::ofstream(config.output + "/summary.json") << summary_json().dump(2) << "\n";
     std::fputs(FormatReport(result.summary).c_str(), stdout);
     std::printf("outputs in %s (resolved.ini, metrics.jsonl, summary.json, checkpoints/)\n",
                 config.output.c_str());

@@ -40,6 +40,9 @@ SourceOptions SourceOptionsFor(const InputSpec& spec) {
   o.on_corrupt = io::ParseOnCorrupt(spec.on_corrupt);
   o.features = spec.features;
   if (spec.data.check_finite) o.finite_features = FloatFeatureNames(spec.features);
+  if (spec.data.format == "csv") {
+    o.csv = MakeCsvSourceOptions(spec.csv, spec.features, o.compression, spec.section);
+  }
   if (IsExtraFormat(spec.data.format)) {
     const FormatOptions& f = spec.format;
     const std::string& sec = spec.section;
@@ -95,6 +98,8 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
               "record format of the files; the keys that act for one format only say which "
               "(e.g. 'fixed: bytes per record')");
   RegisterFormatOptions(s, sec, &spec->format);
+  RegisterCsvOptions(s, sec, &spec->csv);
+  RegisterAssembleOptions(s, sec, &spec->assemble);
   s.AddChoice(sec, "compression", &spec->compression, {"auto", "none", "gzip", "zlib"},
               "TFRecord compression; auto picks by suffix (.gz, .zlib)");
   s.AddChoice(sec, "on_corrupt", &spec->on_corrupt, {"fail", "skip"},
@@ -177,11 +182,19 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
   MapFn decode;
   if (IsExtraFormat(spec.data.format)) {
     decode = MakeFormatDecoder(spec.data.format, spec.format);
-  } else if (!spec.features.empty()) {
+  } else if (!spec.features.empty() && !(spec.data.format == "csv" && !spec.csv.columns.empty())) {
+    // (csv_columns, when set, are the CSV columns: `features` then describes another format
+    // of the same data, e.g. the converted shards, and is not applied to CSV rows.)
     io::Schema schema = ParseFeatureSpecs(spec.features, spec.section + ".features");
     decode = spec.data.format == "tfrecord"
                  ? MakeExampleDecoder(std::move(schema), ImageFeatureNames(spec.features))
                  : MakeTensorSelector(std::move(schema));
+  }
+  if (auto assembler = MakeAssembler(spec.assemble, spec.features, spec.section)) {
+    decode = [decode = std::move(decode), assembler](Element& e, const MapContext& ctx) {
+      if (decode) decode(e, ctx);
+      assembler->Apply(e);
+    };
   }
   if (spec.check_example) {
     decode = [decode = std::move(decode), check = spec.check_example](Element& e,
@@ -209,6 +222,16 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
       std::move(decode), rank, world);
   SF_LOG0(Info) << "[" << spec.section << "] " << built.description;
   return built.dataset;
+}
+
+std::string AssembledLayout(const InputSpec& spec) {
+  const auto assembler = MakeAssembler(spec.assemble, spec.features, spec.section);
+  return assembler ? assembler->LayoutText() : std::string();
+}
+
+int64_t AssembledWidth(const InputSpec& spec) {
+  const auto assembler = MakeAssembler(spec.assemble, spec.features, spec.section);
+  return assembler ? assembler->width() : 0;
 }
 
 void CheckInputFilesMatch(const InputSpec& spec, const std::string& given_as) {

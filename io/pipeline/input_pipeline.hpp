@@ -31,8 +31,10 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "io/pipeline/assemble.hpp"
 #include "io/pipeline/data_options.hpp"
 #include "io/pipeline/dataset.hpp"
+#include "io/pipeline/sources/csv_options.hpp"
 #include "io/pipeline/sources/format_options.hpp"
 
 namespace shardflow::pipeline {
@@ -52,6 +54,10 @@ struct InputSpec {
   // Keys of format = text | jsonl | fixed | images (sources/format_options.hpp: keys, batch
   // features, counting).
   FormatOptions format;
+  // Keys of format = csv (sources/csv_options.hpp).
+  CsvConfig csv;
+  // Features concatenated into one float32 model input (assemble.hpp).
+  AssembleConfig assemble;
   // Section the spec was registered under, for error messages ("data", "eval").
   std::string section = "data";
   // Set by the app, not a config key: run on every decoded example before the augmentations
@@ -78,6 +84,11 @@ void CheckInputFilesMatch(const InputSpec& spec, const std::string& given_as);
 // name the file, record and stage. REQUIRES: 0 <= rank < world.
 Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world);
 
+// The assembled input's layout (assemble.hpp LayoutText) and width; "" / 0 when the spec
+// assembles nothing. Reads the statistics file.
+std::string AssembledLayout(const InputSpec& spec);
+int64_t AssembledWidth(const InputSpec& spec);
+
 // Batches this rank's pipeline yields in one pass (epochs ignored), computed from record
 // offsets without decoding (TFRecord: a header scan, cached per file; row formats: from
 // shapes). Assumes undamaged files (skipped records make the pipeline yield fewer). Take the
@@ -94,8 +105,8 @@ int64_t CountLocalTrainingBatches(const InputSpec& spec, int rank, int world);
 // The global index of a record the pipeline of `spec` reads, from its provenance: files in
 // the pipeline's listed order, then records in file order, from 0 (what shardflow-predict
 // writes for records without an id feature). From the formats' record indexes (TFRecord: the
-// header scan counting does; hdf5, idx, csv: row counts); an empty function for formats without
-// one (text, jsonl, fixed, images), whose element ids stay. The function throws
+// header scan counting does; hdf5, idx: row counts); an empty function for formats without
+// one (csv, text, jsonl, fixed, images), whose element ids stay. The function throws
 // Error(kInternal) for a provenance outside the files.
 std::function<int64_t(const Provenance&)> MakeRecordNumbering(const InputSpec& spec);
 

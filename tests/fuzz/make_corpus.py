@@ -80,6 +80,19 @@ def csv_seeds():
     put("fuzz_csv", "ragged", b"\x00" + b"a,b\n1\n2,3,4\n1.5x,2\n")
 
 
+def csv_stream_seeds():
+    # Mode byte: bits 0-1 delimiter (, ; tab |), bit 2 '#' comments, bit 3 quoted_newlines off,
+    # bit 4 gzip, bits 5-7 where the file is cut in two byte ranges (eighths).
+    put("fuzz_csv_stream", "quoted-newlines-cut-half", bytes([4 << 5]) +
+        b'c,b,a\n"x\ny",1.5,2\n# note "\n\n"q,""r""",2,\nplain,-3e2,7\r\n')
+    put("fuzz_csv_stream", "comments-cut-quarter", bytes([4 | (2 << 5)]) +
+        b'#head\na,b,c\n1,2,"a,b"\n#x\n3,4,c\n')
+    put("fuzz_csv_stream", "no-newlines-semicolon", bytes([1 | 8 | (5 << 5)]) +
+        b"a;b;c\n1;2;x\n3;4;y\n5;6;z\n")
+    put("fuzz_csv_stream", "gzip", bytes([16]) + gz(b"a,b,c\n1,2,x\n"))
+    put("fuzz_csv_stream", "bad-number", bytes([3 << 5]) + b"a,b,c\n1,2x,y\n")
+
+
 def idx(code, fmt, shape, values):
     head = struct.pack(">BBBB", 0, 0, code, len(shape)) + b"".join(struct.pack(">I", d) for d in shape)
     return head + b"".join(struct.pack(">" + fmt, v) for v in values)
@@ -113,5 +126,6 @@ if __name__ == "__main__":
     tfrecord_seeds()
     jsonl_seeds()
     csv_seeds()
+    csv_stream_seeds()
     idx_seeds()
     config_seeds()

@@ -7,8 +7,8 @@
 //                                              (aligned datasets: same row count), a row each
 //   idx        IDX image files (*images-idx3*) "image": uint8 [H, W], "label": int64 []; the
 //              paired labels file (*labels-idx1*, same suffix) is found next to it
-//   csv        CSV files with a header row     one scalar per column named in `features`
-//                                              (dtype int64, float32 or float64)
+//   csv        CSV files (.gz/.zlib ok)        one scalar per column of options.csv.columns
+//                                              or of `features` (csv_stream_source.hpp)
 //   text       text files, plain or GZIP       "line": uint8 [n] (text_line_source.hpp)
 //   jsonl      JSON Lines files                the schema's fields (json_lines_source.hpp)
 //   fixed      fixed-length record files       "bytes": uint8 [record_bytes]
@@ -27,6 +27,7 @@
 #include "io/compression.hpp"
 #include "io/pipeline/data_options.hpp"
 #include "io/pipeline/fixed_length_source.hpp"
+#include "io/pipeline/sources/csv_stream_source.hpp"
 #include "io/pipeline/sources/image_folder_source.hpp"
 #include "io/pipeline/sources/json_lines_source.hpp"
 #include "io/tfrecord_reader.hpp"
@@ -44,6 +45,7 @@ struct SourceOptions {
   OnError on_error = OnError::kFail;                     // jsonl
   FixedLengthOptions fixed;                              // fixed (record_bytes REQUIRED)
   ImageFolderOptions images;                             // images (root or list_file)
+  CsvSourceOptions csv;                                  // csv (columns: else from features)
 };
 
 std::shared_ptr<const RecordSource> OpenRecordSource(const std::string& format,
