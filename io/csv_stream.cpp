@@ -28,11 +28,10 @@ void CsvLineStarts::Add(uint64_t start, int64_t line) {
 
 CsvRecordStream::CsvRecordStream(std::string path, const CsvStreamRange& range,
                                  const CsvDialect& dialect, CsvLineStarts* line_starts)
-    : path_(std::move(path)),
+    : ReadWindow(path, ResolveCompression(dialect.compression, path)),
       range_(range),
       dialect_(dialect),
-      line_starts_(line_starts),
-      compression_(ResolveCompression(dialect.compression, path_)) {
+      line_starts_(line_starts) {
   dialect_.read_ahead_bytes = std::max<size_t>(dialect_.read_ahead_bytes, 4096);
   if (compression_ != Compression::kNone && range.begin > 0) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -50,40 +49,6 @@ CsvRecordStream::CsvRecordStream(std::string path, const CsvStreamRange& range,
     return;
   }
   SkipToFirstLineStart(range.begin);
-}
-
-void CsvRecordStream::OpenAt(uint64_t offset) {
-  file_ = FileSystem::Default()->NewSequentialFile(path_);
-  if (compression_ != Compression::kNone) {
-    file_ = std::make_unique<InflatingFile>(std::move(file_), compression_);
-  }
-  if (offset > 0) ThrowIfError(file_->Skip(offset));
-  if (buf_.size() < dialect_.read_ahead_bytes) buf_.resize(dialect_.read_ahead_bytes);
-  pos_ = fill_ = 0;
-  eof_ = false;
-  next_offset_ = offset;
-}
-
-bool CsvRecordStream::Fill() {
-  if (eof_) return false;
-  if (pos_ > 0) {  // keep the unread bytes at the front
-    std::memmove(buf_.data(), buf_.data() + pos_, fill_ - pos_);
-    fill_ -= pos_;
-    pos_ = 0;
-  }
-  if (fill_ == buf_.size()) buf_.resize(buf_.size() * 2);  // a record longer than the buffer
-  size_t got = 0;
-  Status s = file_->Read(buf_.size() - fill_, buf_.data() + fill_, &got);
-  if (!s.ok()) {
-    if (s.context().file.empty()) s.mutable_context().file = path_;
-    throw Error(std::move(s));
-  }
-  if (got == 0) {
-    eof_ = true;
-    return false;
-  }
-  fill_ += got;
-  return true;
 }
 
 // The resync scan. State at each byte: inside a quoted field, inside a comment line, or in a

@@ -48,6 +48,7 @@
 #include "core/thread_annotations.hpp"
 #include "io/compression.hpp"
 #include "io/file.hpp"
+#include "io/read_window.hpp"
 
 namespace shardflow::io {
 
@@ -100,7 +101,7 @@ struct CsvStreamPosition {
   int64_t line = 0;
 };
 
-class CsvRecordStream {
+class CsvRecordStream : private ReadWindow {
  public:
   // Opens `path` and positions it at the first record of `range`. Throws kInvalidArgument for
   // a byte range on a compressed file.
@@ -122,8 +123,7 @@ class CsvRecordStream {
   std::string Where(const CsvRecord& record, size_t column) const;
 
  private:
-  void OpenAt(uint64_t offset);
-  bool Fill();  // reads more; false at end of file
+  void OpenAt(uint64_t offset) { ReadWindow::OpenAt(offset, dialect_.read_ahead_bytes); }
   // Parses one record starting at buf_[pos_]; false when the buffer ends first (and not at
   // end of file). On success sets *consumed and fills record->fields (escapes pending).
   bool ParseRecord(CsvRecord* record, size_t* consumed, int64_t* newlines);
@@ -136,17 +136,10 @@ class CsvRecordStream {
   [[noreturn]] void Fail(ErrorCode code, const std::string& what, uint64_t offset, int64_t line,
                          size_t column) const;
 
-  std::string path_;
   CsvStreamRange range_;
   CsvDialect dialect_;
   CsvLineStarts* line_starts_ = nullptr;
-  Compression compression_;
-  std::unique_ptr<SequentialFile> file_;
-  std::string buf_;
-  size_t pos_ = 0, fill_ = 0;  // unread bytes: buf_[pos_, fill_)
-  uint64_t next_offset_ = 0;   // file offset of buf_[pos_]
-  int64_t line_ = 1;           // line of buf_[pos_], -1 unknown
-  bool eof_ = false;
+  int64_t line_ = 1;              // line of buf_[pos_], -1 unknown
   std::vector<uint8_t> escaped_;  // per field of the current record: holds a ""
 };
 

@@ -7,10 +7,9 @@
 namespace shardflow::pipeline {
 
 LineCursor::LineCursor(std::string path, const ByteRange& range, const LineCursorOptions& options)
-    : path_(std::move(path)),
+    : ReadWindow(path, io::ResolveCompression(options.compression, path)),
       range_(range),
-      options_(options),
-      compression_(io::ResolveCompression(options.compression, path_)) {
+      options_(options) {
   if (options_.header_lines < 0) {
     throw Error(ErrorCode::kInvalidArgument, "header_lines must be >= 0", {.file = path_});
   }
@@ -47,40 +46,6 @@ LineCursor::LineCursor(std::string path, const ByteRange& range, const LineCurso
     pos_ += length + (newline ? 1 : 0);
     next_offset_ += length + (newline ? 1 : 0);
   }
-}
-
-void LineCursor::OpenAt(uint64_t offset) {
-  file_ = io::FileSystem::Default()->NewSequentialFile(path_);
-  if (compression_ != io::Compression::kNone) {
-    file_ = std::make_unique<io::InflatingFile>(std::move(file_), compression_);
-  }
-  if (offset > 0) ThrowIfError(file_->Skip(offset));
-  if (buf_.size() < options_.read_buffer_bytes) buf_.resize(options_.read_buffer_bytes);
-  pos_ = fill_ = 0;
-  eof_ = false;
-  next_offset_ = offset;
-}
-
-bool LineCursor::Fill() {
-  if (eof_) return false;
-  if (pos_ > 0) {  // keep the unread bytes at the front
-    std::memmove(buf_.data(), buf_.data() + pos_, fill_ - pos_);
-    fill_ -= pos_;
-    pos_ = 0;
-  }
-  if (fill_ == buf_.size()) buf_.resize(buf_.size() * 2);  // a line longer than the buffer
-  size_t got = 0;
-  Status s = file_->Read(buf_.size() - fill_, buf_.data() + fill_, &got);
-  if (!s.ok()) {
-    if (s.context().file.empty()) s.mutable_context().file = path_;
-    throw Error(std::move(s));
-  }
-  if (got == 0) {
-    eof_ = true;
-    return false;
-  }
-  fill_ += got;
-  return true;
 }
 
 // The algorithm: memchr for '\n' in the unread bytes; when none, refill (which compacts and, for

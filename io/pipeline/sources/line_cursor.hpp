@@ -26,6 +26,7 @@
 #include "io/compression.hpp"
 #include "io/file.hpp"
 #include "io/pipeline/record_source.hpp"
+#include "io/read_window.hpp"
 
 namespace shardflow::pipeline {
 
@@ -36,7 +37,7 @@ struct LineCursorOptions {
   size_t read_buffer_bytes = size_t{1} << 18;
 };
 
-class LineCursor {
+class LineCursor : private io::ReadWindow {
  public:
   // REQUIRES: a whole-file range for a compressed file (Error(kInvalidArgument) otherwise).
   LineCursor(std::string path, const ByteRange& range, const LineCursorOptions& options);
@@ -52,23 +53,16 @@ class LineCursor {
   const std::string& path() const { return path_; }
 
  private:
-  void OpenAt(uint64_t offset);  // (re)opens the file positioned at uncompressed `offset`
-  bool Fill();                   // reads more bytes; false at end of file
+  // (Re)opens the file positioned at uncompressed `offset`.
+  void OpenAt(uint64_t offset) { ReadWindow::OpenAt(offset, options_.read_buffer_bytes); }
   // Finds the next '\n' from buf_[pos_]; reads more as needed. Returns the line length and sets
   // *has_newline; false at end of file with nothing left.
   bool ScanLine(size_t* length, bool* has_newline);
   void SkipHeader();
 
-  std::string path_;
   ByteRange range_;
   LineCursorOptions options_;
-  io::Compression compression_;
-  std::unique_ptr<io::SequentialFile> file_;
-  std::string buf_;
-  size_t pos_ = 0, fill_ = 0;  // unread bytes are buf_[pos_, fill_)
-  uint64_t next_offset_ = 0;   // file offset of buf_[pos_]
-  int64_t next_line_ = 0;      // -1 when unknown
-  bool eof_ = false;
+  int64_t next_line_ = 0;  // -1 when unknown
 };
 
 }  // namespace shardflow::pipeline
