@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "apps/common/stage_plan.hpp"
@@ -273,6 +274,26 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
       spec.data.only_records = std::move(ids);
       return pipeline::BuildInputPipeline(spec, 0, 1);
     };
+    inputs.factories.all_ids = [&config] { return pipeline::AllRecordIds(config.data); };
+    inputs.factories.shuffle_seed =
+        config.data.data.shuffle_buffer > 0 ? static_cast<int64_t>(config.data.data.seed) : -1;
+    inputs.factories.provided = [&config](std::function<std::optional<int64_t>()> next,
+                                          int64_t batch) {
+      pipeline::InputSpec spec = config.data;
+      spec.data.batch_size = batch;
+      spec.data.epochs = 1;
+      // A batch read ahead is a batch claimed: a few, so a fast worker does not claim what a
+      // slow one could have trained (an autotuned depth grows while the claims are slow).
+      spec.data.prefetch = 2;
+      spec.data.record_provider = std::move(next);
+      return pipeline::BuildInputPipeline(spec, 0, 1);
+    };
+  } else if (options.dynamic_sharding) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "dist.sharding = dynamic reads records by their offsets, which needs "
+                "data.format = tfrecord, not " +
+                    config.data.data.format,
+                {.key = "dist.sharding", .hint = "convert the data with shardflow-convert"});
   }
   if (!config.eval.data.files.empty()) {
     inputs.eval = [&config, shard] {
