@@ -13,7 +13,8 @@
 #              slowest rank's time) and the aggregate (each worker's own rate, summed).
 #   accuracy   3 epochs: data_parallel on 2 ranks, parameter_server 2 workers + 1 server and
 #              2 workers + 2 servers (asynchronous) and 2 + 1 synchronous; data_parallel on 3
-#              ranks and parameter_server 3 workers + 1 server; test accuracy.
+#              ranks and parameter_server 3 workers + 1 server; 2 + 1 and 3 + 1 with dynamic
+#              sharding (a_psd21, a_psd31); test accuracy.
 #   transport  --steps steps, 2 workers + 1 server, asynchronous and synchronous, over messages
 #              (dist.ps_transport=p2p) and one-sided windows (rma): samples/s.
 # Runs interleaved, medians reported.
@@ -121,10 +122,12 @@ if want accuracy; then
     run a_sync 3 "" --train.epochs=3 "${ps[@]}" --dist.max_staleness=0
     run a_dp3 3 "" --train.epochs=3
     run a_ps31 4 "" --train.epochs=3 "${ps[@]}"
+    run a_psd21 3 "" --train.epochs=3 "${ps[@]}" --dist.sharding=dynamic
+    run a_psd31 4 "" --train.epochs=3 "${ps[@]}" --dist.sharding=dynamic
   done
   echo "| run (3 epochs) | test accuracy | samples/s |"
   echo "|---|---|---|"
-  for c in a_dp a_ps21 a_ps22 a_sync a_dp3 a_ps31; do
+  for c in a_dp a_ps21 a_ps22 a_sync a_dp3 a_ps31 a_psd21 a_psd31; do
     echo "| $c | $(median "$c" 's["test_accuracy"]') | $(median "$c" 's["samples_per_s"]') |"
   done
 fi

@@ -24,8 +24,10 @@ TrainResult TrainingLoop::RunDynamic(const StartPoint& start) {
     bool got = false;
     {
       SF_TRACE_SCOPE("input");
+      if (stall_) stall_->InputBegin(local);
       fault_.MaybeSlowInput(job_.rank(), local);
       got = dynamic_->Next(&batch_, &claim);
+      if (stall_) stall_->InputEnd();
     }
     if (got) {
       fault_.MaybeRaise(job_.rank(), local++);

@@ -81,8 +81,9 @@ void TrainingLoop::OpenOutputs(int64_t from) {
     tb_ = std::make_unique<TensorBoardLog>(o_.output_dir + "/tb", from);
   }
   fault_ = TestFault::FromEnvironment();
-  if (o_.stall.factor > 0 && input_) {
-    stall_ = std::make_unique<StallInspector>(&input_->stats(), o_.stall, job_.rank());
+  if (o_.stall.factor > 0) {
+    stall_ = std::make_unique<StallInspector>(input_ ? &input_->stats() : nullptr, o_.stall,
+                                              job_.rank());
   }
   previous_end_ = Clock::now();
   first_step_ = from;
