@@ -9,7 +9,8 @@
 # (a rank stops: the watchdog, 4 s, ends the job non-zero); term:all:S and usr1:R:S (a stop: exit
 # 75 and a checkpoint); truncate (a stop, then the newest checkpoint cut to half its bytes before
 # the resume); enospc (SHARDFLOW_TEST_CHECKPOINT_FAULT=enospc:N: the N-th checkpoint's write
-# fails as a full disk: exit 1). Strategies: data_parallel on 2 ranks, or parameter_server on 3.
+# fails as a full disk: exit 1). Strategies: data_parallel on 2 ranks, or parameter_server on 3
+# (half of them with dist.sharding = dynamic, resumed on 1-3 workers one time in two).
 # A data-parallel run is resumed on a random rank count (1-4) one time in two: an elastic resume.
 # Every resume must finish all 3 epochs, and no record may be trained twice in an epoch (the
 # ranks' record-id logs, SHARDFLOW_TEST_ROW_IDS, of the faulty run up to the checkpoint resumed
@@ -52,10 +53,16 @@ for ((i = 0; i < runs; i++)); do
   step=$((RANDOM % 50))
   np=2 strategy=()
   if ((RANDOM % 4 == 0)); then np=3 strategy=(--dist.strategy=parameter_server); fi
+  # Half the parameter-server runs with dynamic sharding (issue 14), resumed on 1-3 workers.
+  # (per-worker batch kept: a resume on another worker count claims batches of the same size)
+  if [ $np = 3 ] && ((RANDOM % 2 == 0)); then
+    strategy+=(--dist.sharding=dynamic --train.batch_semantics=per_rank --train.batch_size=16)
+  fi
   [ "$kind" = kill_allreduce ] && np=2 strategy=()
   rank=$((RANDOM % 2))  # a worker: a server takes no steps, so a step fault never reaches it
   np2=$np
   if [ $np = 2 ] && ((RANDOM % 2 == 0)); then np2=$((1 + RANDOM % 4)); fi
+  if [ ${#strategy[@]} -gt 1 ] && ((RANDOM % 2 == 0)); then np2=$((2 + RANDOM % 3)); fi
   ckpt_fault=
   case $kind in
     none) fault="" ;;
