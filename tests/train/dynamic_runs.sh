@@ -8,7 +8,7 @@
 # with W workers ceil(32 / W) nominal steps an epoch. The server is the last rank.
 # MODE:
 #   one, two, three  1, 2 and 3 workers (+ 1 server): each record once per epoch, every nominal
-#            step seen, the run's steps and epochs in summary.json.
+#            step seen, the run's steps and epochs in summary.json; --check says the plan.
 #   straggler  2 workers, worker 1 slowed by 40 ms a batch: worker 0 trains most batches, and
 #            still every record exactly once.
 #   stop     2 workers stopped by a signal inside epoch 0 (exit 75), resumed: every record once.
@@ -59,6 +59,10 @@ one | two | three)
     { cat a.log; fail "no dynamic sharding line"; }
   check $((2 * steps)) ids
   grep -q "\"steps\": $((2 * steps))" run/summary.json || fail "summary.json steps"
+  run_train $((workers + 1)) c.log "${common[@]}" --output check --check ||
+    { cat c.log; fail "--check failed"; }
+  grep -q "check: dynamic sharding: 250 records an epoch in 32 batches of 8, claimed by $workers workers as they go: $steps nominal steps per epoch x 2 epochs = $((2 * steps)) steps" c.log ||
+    { cat c.log; fail "no dynamic sharding line from --check"; }
   ;;
 straggler)
   SHARDFLOW_TEST_FAULT=slow:1:40 SHARDFLOW_TEST_ROW_IDS=ids ok_run 3 a.log
