@@ -75,7 +75,7 @@ DynamicShard::DynamicShard(const InputFactories& factories, const comm::Communic
                                           " record ids for a plan of " +
                                           std::to_string(plan_.records));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   fence_ = plan_.NextFence(start_fence, every_steps_, end_);
 }
 
@@ -84,12 +84,12 @@ DynamicShard::~DynamicShard() { CancelPass(); }
 // The pipeline's threads may wait in NextRecord: released before they are joined.
 void DynamicShard::CancelPass() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     cancelled_ = true;
   }
-  taken_.notify_all();
+  taken_.NotifyAll();
   pass_.reset();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   cancelled_ = false;
 }
 
@@ -120,14 +120,12 @@ void DynamicShard::Enqueue(int64_t claim) {
 // The pipeline's source: the records of this worker's claims, one claim after another, until a
 // claim at or past the fence (held for the next pass).
 std::optional<int64_t> DynamicShard::NextRecord() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (records_.empty()) {
     // The claim before the fence is read: every later one is at or past it (an epoch's last,
     // short batch must end the pass to be emitted, before the loop can take it).
     if (last_ >= 0 && last_ + 1 >= fence_) closed_ = true;
-    taken_.wait(lock, [this]() REQUIRES(mu_) {
-      return claims_.size() < kClaimsAhead || closed_ || cancelled_;
-    });
+    while (claims_.size() >= kClaimsAhead && !closed_ && !cancelled_) taken_.Wait(mu_);
     if (closed_ || cancelled_) return std::nullopt;
     comm::ClaimCounter::Claim c;
     if (held_) {
@@ -155,13 +153,13 @@ bool DynamicShard::Next(pipeline::Element* batch, int64_t* claim) {
         factories_.provided([this] { return NextRecord(); }, plan_.batch).MakeIterator());
   }
   if (!pass_->Next(batch)) return false;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (claims_.empty()) {
     throw Error(ErrorCode::kInternal, "dynamic sharding: a batch without a claim");
   }
   *claim = claims_.front();
   claims_.pop_front();
-  taken_.notify_all();
+  taken_.NotifyAll();
   const int64_t k = *claim % plan_.per_epoch;
   const int64_t expected = std::min(plan_.batch, plan_.records - k * plan_.batch);
   const int64_t rows = batch->features.empty() ? 0 : batch->features.front().second.dim(0);
@@ -176,12 +174,12 @@ bool DynamicShard::Next(pipeline::Element* batch, int64_t* claim) {
 }
 
 int64_t DynamicShard::fence() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return fence_;
 }
 
 void DynamicShard::RequestStop() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   counter_->LowerFence(counter_->Peek().index);
 }
 
@@ -197,7 +195,7 @@ bool DynamicShard::Meet(comm::Communicator& workers, bool stop) {
 
 void DynamicShard::NextPass() {
   CancelPass();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!records_.empty() || !claims_.empty()) {
     throw Error(ErrorCode::kInternal, "dynamic sharding: claims left at a fence");
   }

@@ -26,12 +26,10 @@
 // what both touch (the counter is used only under it).
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -98,8 +96,8 @@ class DynamicShard {
   int64_t end_fence() const { return end_; }
 
  private:
-  std::optional<int64_t> NextRecord();
-  void CancelPass();
+  std::optional<int64_t> NextRecord() EXCLUDES(mu_);
+  void CancelPass() EXCLUDES(mu_);
   void Enqueue(int64_t claim) REQUIRES(mu_);
   const std::vector<int64_t>& OrderOf(int64_t epoch) REQUIRES(mu_);
 
@@ -108,8 +106,8 @@ class DynamicShard {
   const int64_t shuffle_seed_, every_steps_, end_;
   std::unique_ptr<comm::ClaimCounter> counter_;
   std::unique_ptr<pipeline::PipelineIterator> pass_;
-  mutable std::mutex mu_;
-  std::condition_variable taken_;  // the loop took a claim's batch (or the pass is cancelled)
+  mutable Mutex mu_;
+  CondVar taken_;  // the loop took a claim's batch (or the pass is cancelled)
   const std::vector<int64_t> base_order_;
   std::map<int64_t, std::vector<int64_t>> orders_ GUARDED_BY(mu_);  // epoch -> permutation
   std::deque<int64_t> records_ GUARDED_BY(mu_);                     // of the claim being read
