@@ -289,6 +289,12 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
       spec.data.record_provider = std::move(next);
       return pipeline::BuildInputPipeline(spec, 0, 1);
     };
+    if (options.dynamic_sharding && config.data.on_corrupt == "skip") {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "dist.sharding = dynamic trains every claimed batch whole, so a damaged record "
+                  "cannot be skipped (data.on_corrupt = skip)",
+                  {.key = "dist.sharding", .hint = "data.on_corrupt = fail, or static sharding"});
+    }
   } else if (options.dynamic_sharding) {
     throw Error(ErrorCode::kInvalidArgument,
                 "dist.sharding = dynamic reads records by their offsets, which needs "

@@ -14,8 +14,8 @@
 #   stop     2 workers stopped by a signal inside epoch 0 (exit 75), resumed: every record once.
 #   elastic  2 workers stopped inside epoch 0, resumed on 3 workers; with checkpoints every 5
 #            nominal steps (more fences) on the way.
-#   refuse   dynamic sharding with max_staleness 0, with data_parallel, and a static resume of a
-#            dynamic checkpoint: exit 2 naming dist.sharding.
+#   refuse   dynamic sharding with max_staleness 0, with data_parallel, with data.on_corrupt =
+#            skip, and a static resume of a dynamic checkpoint: exit 2 naming dist.sharding.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -109,6 +109,9 @@ refuse)
   rc=0
   run_train 3 d.log "${common[@]}" --dist.sharding=static --resume || rc=$?
   refused $rc d.log
+  rc=0
+  run_train 3 e.log "${common[@]}" --data.on_corrupt=skip --output skip || rc=$?
+  refused $rc e.log
   ;;
 *) fail "unknown mode" ;;
 esac
