@@ -94,8 +94,10 @@ int64_t TrainingLoop::OpenDynamicInput(const StartPoint& start) {
   FinishPlan(o_, map_, &plan_);
   const int64_t fence = start.step > 0 ? ResumeFence(start, claims) : 0;
   const int64_t end = claims.FenceAtStep(plan_.total_steps);
-  dynamic_ = std::make_unique<DynamicShard>(f, *steps_, claims, std::move(order), f.shuffle_seed,
-                                            std::min(fence, end), o_.checkpoint_every_steps, end);
+  const int64_t start_fence = std::min(fence, end);
+  dynamic_ =
+      std::make_unique<DynamicShard>(f, JobClaims(*steps_, start_fence), claims, std::move(order),
+                                     f.shuffle_seed, start_fence, o_.checkpoint_every_steps, end);
   const int64_t from = claims.StepsDone(fence);
   if (chief()) {
     SF_LOG(Info) << "dynamic sharding: " << claims.records << " records an epoch in "

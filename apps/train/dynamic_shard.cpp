@@ -60,7 +60,26 @@ bool DecodeDynamicState(const std::string& state, int64_t* fence, int64_t* recor
   return true;
 }
 
-DynamicShard::DynamicShard(const InputFactories& factories, const comm::Communicator& workers,
+namespace {
+
+class CounterClaims final : public ClaimSource {
+ public:
+  CounterClaims(const comm::Communicator& workers, int64_t start) : counter_(workers, 0, start) {}
+  comm::ClaimCounter::Claim Next() override { return counter_.Next(); }
+  comm::ClaimCounter::Claim Peek() override { return counter_.Peek(); }
+  void LowerFence(int64_t value) override { counter_.LowerFence(value); }
+
+ private:
+  comm::ClaimCounter counter_;
+};
+
+}  // namespace
+
+std::unique_ptr<ClaimSource> JobClaims(const comm::Communicator& workers, int64_t start) {
+  return std::make_unique<CounterClaims>(workers, start);
+}
+
+DynamicShard::DynamicShard(const InputFactories& factories, std::unique_ptr<ClaimSource> claims,
                            ClaimPlan plan, std::vector<int64_t> order, int64_t shuffle_seed,
                            int64_t start_fence, int64_t every_steps, int64_t end_fence)
     : factories_(factories),
@@ -68,7 +87,7 @@ DynamicShard::DynamicShard(const InputFactories& factories, const comm::Communic
       shuffle_seed_(shuffle_seed),
       every_steps_(every_steps),
       end_(end_fence),
-      counter_(std::make_unique<comm::ClaimCounter>(workers, 0, start_fence)),
+      counter_(std::move(claims)),
       base_order_(std::move(order)) {
   if (static_cast<int64_t>(base_order_.size()) != plan_.records) {
     throw Error(ErrorCode::kInternal, "dynamic sharding: " + std::to_string(base_order_.size()) +

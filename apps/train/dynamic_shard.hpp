@@ -70,13 +70,24 @@ std::string EncodeDynamicState(int64_t fence, const ClaimPlan& plan);
 bool DecodeDynamicState(const std::string& pipeline_state, int64_t* fence, int64_t* records,
                         int64_t* batch);
 
+// Where claims come from: the job-wide comm::ClaimCounter (JobClaims), or any source with its
+// contract (the tests: threads of one process as workers). Calls come under DynamicShard's lock.
+class ClaimSource {
+ public:
+  virtual ~ClaimSource() = default;
+  virtual comm::ClaimCounter::Claim Next() = 0;
+  virtual comm::ClaimCounter::Claim Peek() = 0;
+  virtual void LowerFence(int64_t value) = 0;
+};
+// Collective over `workers`: a counter on worker 0 starting at `start`.
+std::unique_ptr<ClaimSource> JobClaims(const comm::Communicator& workers, int64_t start);
+
 class DynamicShard {
  public:
   static constexpr size_t kClaimsAhead = 1;
-  // Collective over `workers` (the counter's window). `order`: every record id, in file order;
-  // `shuffle_seed` < 0 keeps that order every epoch. The first pass runs to the first fence
-  // after `start_fence`.
-  DynamicShard(const InputFactories& factories, const comm::Communicator& workers, ClaimPlan plan,
+  // `claims` start at `start_fence`. `order`: every record id, in file order; `shuffle_seed` <
+  // 0 keeps that order every epoch. The first pass runs to the first fence after start_fence.
+  DynamicShard(const InputFactories& factories, std::unique_ptr<ClaimSource> claims, ClaimPlan plan,
                std::vector<int64_t> order, int64_t shuffle_seed, int64_t start_fence,
                int64_t every_steps, int64_t end_fence);
   ~DynamicShard();
@@ -104,7 +115,7 @@ class DynamicShard {
   const InputFactories& factories_;
   const ClaimPlan plan_;
   const int64_t shuffle_seed_, every_steps_, end_;
-  std::unique_ptr<comm::ClaimCounter> counter_;
+  std::unique_ptr<ClaimSource> counter_;
   std::unique_ptr<pipeline::PipelineIterator> pass_;
   mutable Mutex mu_;
   CondVar taken_;  // the loop took a claim's batch (or the pass is cancelled)
