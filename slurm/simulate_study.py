@@ -87,7 +87,8 @@ def load_platform(name):
             "cores": int(a.get("core", "1")), "bw": parse_bandwidth(a["bw"]),
             "lat": parse_time(a["lat"]), "topology": topo, "down": levels,
             "loopback_bw": parse_bandwidth(a.get("loopback_bw", "498MBps")),
-            "loopback_lat": parse_time(a.get("loopback_lat", "15us"))}
+            "loopback_lat": parse_time(a.get("loopback_lat", "15us")),
+            "bb_bw": parse_bandwidth(a["bb_bw"]) if "bb_bw" in a else float("inf")}
 
 
 def hosts_for(platform, ranks):
@@ -128,7 +129,8 @@ def ring_alpha_beta(platform, ranks, nbytes, segment=4 << 20):
                 for r in range(ranks)) / ranks
     chunk = nbytes / ranks
     segments = max(1, math.ceil(chunk / segment))
-    return 2 * (ranks - 1) * (segments * alpha + chunk / platform["bw"])
+    bw = min(platform["bw"], platform["bb_bw"] / ranks)  # p flows share a backbone at once
+    return 2 * (ranks - 1) * (segments * alpha + chunk / bw)
 
 
 def rd_alpha_beta(platform, ranks, nbytes):
@@ -139,7 +141,7 @@ def rd_alpha_beta(platform, ranks, nbytes):
     total = 0.0
     for k in range(steps):
         alpha = max(route_latency(platform, hosts[r], hosts[r ^ (1 << k)]) for r in range(ranks))
-        total += alpha + nbytes / platform["bw"]
+        total += alpha + nbytes / min(platform["bw"], platform["bb_bw"] / ranks)
     return total
 
 
@@ -202,11 +204,11 @@ def simulate_step(platform, ranks, buckets, times, algorithm="auto", steps=3,
 
 
 def simulate_points(platform_name, ranks_list, model, bucket_mb, summary, batch,
-                    algorithm="auto", driver=DEFAULT_DRIVER, log=print):
+                    algorithm="auto", driver=DEFAULT_DRIVER, log=print, input_shape="28,28,1"):
     """Weak-scaling points of the step replay as summary.json-like dicts for
     scaling_report.compute_rows: samples/s = ranks x batch / simulated step."""
     platform = load_platform(platform_name)
-    layout = model_buckets(model, bucket_mb)
+    layout = model_buckets(model, bucket_mb, input_shape)
     times = step_times(summary)
     points = []
     for ranks in ranks_list:
@@ -223,6 +225,52 @@ def simulate_points(platform_name, ranks_list, model, bucket_mb, summary, batch,
                 "compute_fraction": (times[1] + times[2]) / step,
                 "comm_fraction": row["exposed_comm_s"] / step, "verdict": "SIMULATED"}})
     return points
+
+
+def study_model(spec):
+    """(model spec, input shape, bucket_mb) of a study's training config and overrides."""
+    import configparser
+    cfg = configparser.ConfigParser(inline_comment_prefixes=("#", ";"))
+    path = spec["config"] if os.path.isabs(spec["config"]) else os.path.join(ROOT, spec["config"])
+    if not cfg.read(path):
+        raise SimError(f"cannot read the study's config {path}")
+    found = {"model.spec": cfg.get("model", "spec", fallback="mlp"),
+             "model.input_shape": cfg.get("model", "input_shape", fallback="28,28,1"),
+             "dist.bucket_mb": cfg.get("dist", "bucket_mb", fallback="4")}
+    for flag in spec["overrides"]:
+        key, _, value = flag.lstrip("-").partition("=")
+        if key in found:
+            found[key] = value
+    return (found["model.spec"].strip(), found["model.input_shape"].replace(" ", ""),
+            float(found["dist.bucket_mb"]))
+
+
+def run_simulated_study(spec, args, report, out_dir):
+    """slurm/scaling_study.py --simulate PLATFORM --summary RUN/summary.json: the study's weak
+    scaling points replayed on the platform (simulate_points), written and printed as a real
+    study's results.md / results.csv, every row's verdict SIMULATED. Returns the exit code."""
+    import json
+    if spec["scaling"] != "weak":
+        raise SimError("--simulate replays weak scaling only (a fixed batch per replica)")
+    if any((s, t) != (1, 1) for s, t in spec["grids"]):
+        raise SimError("--simulate replays data-parallel points only (grid 1x1)")
+    if not args.summary:
+        raise SimError("--simulate needs --summary RUN/summary.json (a real run's step times)")
+    with open(args.summary) as f:
+        summary = json.load(f)
+    model, shape, bucket_mb = study_model(spec)
+    ranks = sorted({p[0] for p in spec["points"]})
+    points = simulate_points(args.simulate, ranks, model, bucket_mb, summary, int(spec["batch"]),
+                             input_shape=shape)
+    rows = report.compute_rows(points, [(1, 1)])
+    shown = dict(spec, name=f"{spec['name']}: SIMULATED on {args.simulate} (SimGrid SMPI, "
+                 f"step times from {args.summary}; docs/simulation.md)")
+    report.write_csv(os.path.join(out_dir, "results.csv"), rows)
+    report.write_markdown(os.path.join(out_dir, "results.md"), shown, rows, points)
+    with open(os.path.join(out_dir, "results.md")) as f:
+        sys.stdout.write(f.read())
+    print(f"scaling_study: SIMULATED; wrote {out_dir}/results.md, results.csv")
+    return 0
 
 
 def allreduce_table(platform, ranks_list, args):
@@ -258,10 +306,75 @@ def print_allreduce(platform, rows):
               f"| {'' if ab != ab else f'{ab * 1e6:.1f}'} | {r['fastest']} |")
 
 
+def validate(platform, measured_path, driver=DEFAULT_DRIVER):
+    """Measured all-reduce times (shardflow-bench allreduce --json lines) against the
+    simulation of the same (ranks, algorithm, bytes) on `platform`; prints a table and returns
+    the rows (measured_us, simulated_us, error = simulated / measured - 1)."""
+    import json
+    measured = {}
+    with open(measured_path) as f:
+        for line in f:
+            if line.startswith("{"):
+                r = json.loads(line)
+                measured[(r["ranks"], r["algorithm"], r["bytes"])] = r["time_us"]
+    rows = []
+    for ranks in sorted({k[0] for k in measured}):
+        algorithms = sorted({k[1] for k in measured if k[0] == ranks})
+        sizes = sorted({k[2] for k in measured if k[0] == ranks})
+        sim = run_driver(platform, ranks, ["allreduce", "--algorithms", ",".join(algorithms),
+                                           "--sizes", ",".join(map(str, sizes)), "--iters", "3"],
+                         driver)
+        for r in sim:
+            key = (ranks, r["algorithm"], int(r["bytes"]))
+            if key in measured:
+                got = float(r["seconds"]) * 1e6
+                rows.append({"ranks": ranks, "algorithm": key[1], "bytes": key[2],
+                             "measured_us": measured[key], "simulated_us": got,
+                             "error": got / measured[key] - 1})
+    print(f"SIMULATED on {platform['name']} vs measured ({measured_path})")
+    print("| ranks | algorithm | bytes | measured us | simulated us | simulated / measured |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['ranks']} | {r['algorithm']} | {r['bytes']} | {r['measured_us']:.1f} "
+              f"| {r['simulated_us']:.1f} | {r['error'] + 1:.2f} |")
+    within = sum(1 for r in rows if abs(r["error"]) <= 0.30)
+    print(f"within 30%: {within} of {len(rows)}")
+    return rows
+
+
+def print_step_table(platform, ranks_list, args, summary):
+    """Weak scaling of one model: the simulated step (up to --max-simulated-ranks) next to the
+    alpha-beta bound: compute + every bucket's ring all-reduce, none of it overlapped."""
+    layout = model_buckets(args.model, args.bucket_mb)
+    times = step_times(summary)
+    compute = sum(times)
+    print(f"SIMULATED weak scaling of {args.model} ({layout['parameters']} parameters, buckets "
+          f"{layout['buckets']} bytes) on {platform['name']}; per step input {times[0] * 1e3:.3f} "
+          f"ms, forward {times[1] * 1e3:.3f} ms, backward {times[2] * 1e3:.3f} ms "
+          f"({args.summary})")
+    print("| ranks | simulated step ms | all-reduce ms | exposed ms | efficiency "
+          "| alpha-beta all-reduce ms | alpha-beta efficiency bound |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for ranks in ranks_list:
+        ab = sum(ring_alpha_beta(platform, ranks, b) for b in layout["buckets"])
+        cells = ["not simulated (ring: p^2 messages)"] + [""] * 3
+        if ranks <= args.max_simulated_ranks:
+            r = simulate_step(platform, ranks, layout["buckets"], times, args.algorithm,
+                              driver=args.driver)
+            cells = [f"{r['step_s'] * 1e3:.3f}", f"{r['comm_s'] * 1e3:.3f}",
+                     f"{r['exposed_comm_s'] * 1e3:.3f}", f"{compute / r['step_s'] * 100:.2f}%"]
+        print(f"| {ranks} | {' | '.join(cells)} | {ab * 1e3:.3f} "
+              f"| {compute / (compute + ab) * 100:.2f}% |")
+
+
 def main(argv):
     import json
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
+    v = sub.add_parser("validate")
+    v.add_argument("--platform", default="local_calibrated")
+    v.add_argument("--measured", required=True, help="shardflow-bench allreduce --json output")
+    v.add_argument("--driver", default=DEFAULT_DRIVER)
     for name in ("allreduce", "step"):
         p = sub.add_parser(name)
         p.add_argument("--platform", required=True, help="sim/platforms/NAME.xml, or a path")
@@ -278,26 +391,21 @@ def main(argv):
     s.add_argument("--summary", required=True, help="a real run's summary.json")
     s.add_argument("--bucket-mb", type=float, default=4)
     s.add_argument("--algorithm", default="auto")
+    s.add_argument("--max-simulated-ranks", type=int, default=256,
+                   help="larger rank counts get the alpha-beta bound only (default 256)")
     args = ap.parse_args(argv)
     try:
         platform = load_platform(args.platform)
+        if args.command == "validate":
+            validate(platform, args.measured, args.driver)
+            return 0
         ranks = [int(x) for x in args.ranks.split(",")]
         if args.command == "allreduce":
             print_allreduce(platform, allreduce_table(platform, ranks, args))
             return 0
         with open(args.summary) as f:
             summary = json.load(f)
-        points = simulate_points(args.platform, ranks, args.model, args.bucket_mb, summary,
-                                 summary.get("per_rank_batch", 1), args.algorithm, args.driver)
-        base = points[0]["summary"]
-        print(f"SIMULATED weak scaling of {args.model} on {platform['name']}")
-        print("| ranks | step ms | samples/s | efficiency |")
-        print("|---:|---:|---:|---:|")
-        for p in points:
-            s_ = p["summary"]
-            eff = (s_["samples_per_s"] / base["samples_per_s"]) / (p["ranks"] / points[0]["ranks"])
-            print(f"| {p['ranks']} | {s_['wall_s'] * 1e3:.3f} | {s_['samples_per_s']:.0f} "
-                  f"| {eff * 100:.1f}% |")
+        print_step_table(platform, ranks, args, summary)
         return 0
     except (SimError, OSError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
         print(f"simulate_study: error: {e}", file=sys.stderr)
