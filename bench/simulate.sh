@@ -2,10 +2,14 @@
 # Simulated scaling figures of BENCHMARKS.md, "Simulated scaling (issue 26)" (docs/simulation.md).
 # Needs the simulated build (SimGrid's libsimgrid-dev installed when build/ was configured):
 #   cmake --build build --target shardflow_sim shardflow-sim-buckets shardflow-bench
-#   bench/simulate.sh ib [RANKS]        all-reduce per algorithm on the IB fat tree (default
-#                                       16,64,256), sizes 1K..64M x16, auto's pick vs fastest
-#   bench/simulate.sh ib-large RANKS    the same at RANKS with rd, mpi and auto only (the ring's
-#                                       p^2 messages cost minutes of simulation past 256 ranks)
+#   bench/simulate.sh ib [RANKS [MAX]]  all-reduce per algorithm on the IB fat tree (default
+#                                       16,64 up to 64M), sizes 1K..MAX x16, auto's pick vs
+#                                       fastest. Memory: rd's scratch and SMPI's own MPI_Allreduce
+#                                       buffers are real per rank (ranks x MAX bytes), so 256
+#                                       ranks stop at 4M (docs/simulation.md, "Cost")
+#   bench/simulate.sh ib-large RANKS    rd, mpi and auto at 1K and 16K (the ring's p^2 messages,
+#                                       which auto takes above 64 KiB, cost minutes of
+#                                       simulation past 256 ranks)
 #   bench/simulate.sh steps [RANKS]     MLP, CNN and ResNet step replay (weak scaling), compute
 #                                       and input times from bench/results/sim/*.summary.json
 #   bench/simulate.sh validate          measures all-reduce here at 2, 4, 8 ranks with
@@ -18,15 +22,16 @@ what=${1:?usage: bench/simulate.sh ib|ib-large|steps|validate [RANKS]}
 echo "# $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 case $what in
   ib)
-    ranks=${2:-16,64,256}
-    echo "# python3 slurm/simulate_study.py allreduce --platform ib_fattree --ranks $ranks --min-bytes 1K --max-bytes 64M --step-factor 16"
+    ranks=${2:-16,64}
+    max=${3:-64M}
+    echo "# python3 slurm/simulate_study.py allreduce --platform ib_fattree --ranks $ranks --min-bytes 1K --max-bytes $max --step-factor 16"
     python3 "$study" allreduce --platform ib_fattree --ranks "$ranks" --min-bytes 1K \
-      --max-bytes 64M --step-factor 16 ;;
+      --max-bytes "$max" --step-factor 16 ;;
   ib-large)
     ranks=${2:?bench/simulate.sh ib-large RANKS}
-    echo "# python3 slurm/simulate_study.py allreduce --platform ib_fattree --ranks $ranks --algorithms rd,mpi,auto --min-bytes 1K --max-bytes 4M --step-factor 64"
+    echo "# python3 slurm/simulate_study.py allreduce --platform ib_fattree --ranks $ranks --algorithms rd,mpi,auto --min-bytes 1K --max-bytes 16K --step-factor 16"
     python3 "$study" allreduce --platform ib_fattree --ranks "$ranks" --algorithms rd,mpi,auto \
-      --min-bytes 1K --max-bytes 4M --step-factor 64 ;;
+      --min-bytes 1K --max-bytes 16K --step-factor 16 ;;
   steps)
     ranks=${2:-16,64,256}
     for model in mlp cnn resnet; do

@@ -26,8 +26,9 @@ import xml.etree.ElementTree as ET
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLATFORM_DIR = os.path.join(ROOT, "sim", "platforms")
-DEFAULT_DRIVER = os.path.join(ROOT, "build", "sim", "smpi", "shardflow-sim")
-DEFAULT_BUCKETS = os.path.join(ROOT, "build", "bin", "shardflow-sim-buckets")
+BUILD = os.environ.get("SHARDFLOW_BUILD_DIR", os.path.join(ROOT, "build"))  # tests set it
+DEFAULT_DRIVER = os.path.join(BUILD, "sim", "smpi", "shardflow-sim")
+DEFAULT_BUCKETS = os.path.join(BUILD, "bin", "shardflow-sim-buckets")
 # Every simulation runs with these (docs/simulation.md, "Network model"): the plain CM02
 # model (latency + size / bandwidth per link, max-min sharing) without SMPI's piecewise
 # factors fitted on another cluster or TCP's reverse (ACK) traffic, compute only where the
@@ -155,8 +156,12 @@ def run_driver(platform, ranks, args, driver=DEFAULT_DRIVER, timeout=600):
     with open(hostfile, "w") as f:
         f.write("".join(f"{platform['prefix']}{h}{platform['suffix']}\n"
                         for h in hosts_for(platform, ranks)))
+    # Without --check the data do not matter: every malloc of 1 MiB or more (a rank's scratch,
+    # e.g. recursive doubling's whole-message receive buffer) is folded onto one physical copy
+    # too, so 256 ranks x 64 MiB do not need 16 GB.
+    fold = [] if "--check" in args else ["--cfg=smpi/auto-shared-malloc-thresh:1048576"]
     cmd = ["smpirun", "-np", str(ranks), "-platform", platform["path"], "-hostfile", hostfile,
-           *SMPI_CFG, driver, *args]
+           *SMPI_CFG, *fold, driver, *args]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     finally:
@@ -260,7 +265,11 @@ def run_simulated_study(spec, args, report, out_dir):
         summary = json.load(f)
     model, shape, bucket_mb = study_model(spec)
     ranks = sorted({p[0] for p in spec["points"]})
-    points = simulate_points(args.simulate, ranks, model, bucket_mb, summary, int(spec["batch"]),
+    batch = int(summary.get("per_rank_batch") or spec["batch"])
+    if batch != int(spec["batch"]):
+        print(f"scaling_study: note: the step times are of {args.summary}'s per-rank batch "
+              f"{batch}, not the spec's {spec['batch']}; samples/s counts {batch}")
+    points = simulate_points(args.simulate, ranks, model, bucket_mb, summary, batch,
                              input_shape=shape)
     rows = report.compute_rows(points, [(1, 1)])
     shown = dict(spec, name=f"{spec['name']}: SIMULATED on {args.simulate} (SimGrid SMPI, "
