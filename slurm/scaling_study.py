@@ -37,6 +37,10 @@ Then it reads every point's summary.json and writes DIR/results.md, DIR/results.
 DIR/scaling.png (speed-up and efficiency against ranks, with the ideal line; needs gnuplot).
 Speed-up and efficiency are per grid: over the samples/s of the same grid's smallest rank count.
 
+--simulate PLATFORM --summary RUN/summary.json runs no trainer: the weak-scaling, data-parallel
+points are replayed on a SimGrid platform of sim/platforms/ with RUN's step times
+(slurm/simulate_study.py, docs/simulation.md) and the same table is written, marked SIMULATED.
+
 A failed point prints its log tail; the study goes on unless --stop-on-failure. A point that
 exits 0 without a summary.json is an error naming the point. Exit status: 0 every point
 succeeded, 1 some failed (the table holds the others), 2 bad spec or arguments.

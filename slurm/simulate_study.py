@@ -409,8 +409,10 @@ def main(argv):
             validate(platform, args.measured, args.driver)
             return 0
         ranks = [int(x) for x in args.ranks.split(",")]
-        if args.command == "allreduce":
-            print_allreduce(platform, allreduce_table(platform, ranks, args))
+        if args.command == "allreduce":  # one table per rank count, printed as it finishes
+            for r in ranks:
+                print_allreduce(platform, allreduce_table(platform, [r], args))
+                sys.stdout.flush()
             return 0
         with open(args.summary) as f:
             summary = json.load(f)
