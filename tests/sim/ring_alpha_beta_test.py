@@ -27,10 +27,10 @@ def main(driver):
               "(apt-get install libsimgrid-dev, then reconfigure)")
         return 77
     platform = sim.load_platform("ib_fattree")
-    try:  # the driver fails (non-zero exit) on any wrong element; 50 s bounds a hang
+    try:  # the driver fails (non-zero exit) on any wrong element; 100 s bounds a hang
         rows = sim.run_driver(platform, RANKS,
                               ["allreduce", "--algorithms", "ring", "--check", "--iters", "2",
-                               "--sizes", ",".join(str(s) for s in SIZES)], driver, timeout=50)
+                               "--sizes", ",".join(str(s) for s in SIZES)], driver, timeout=100)
     except (sim.SimError, sim.subprocess.TimeoutExpired) as e:
         print(f"FAIL: {e}")
         return 1

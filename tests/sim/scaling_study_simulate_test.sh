@@ -15,7 +15,7 @@ if ! command -v smpirun >/dev/null || [ ! -x "$build/sim/smpi/shardflow-sim" ]; 
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-SHARDFLOW_BUILD_DIR=$build timeout 50 python3 "$src/slurm/scaling_study.py" \
+SHARDFLOW_BUILD_DIR=$build timeout 100 python3 "$src/slurm/scaling_study.py" \
   "$src/configs/studies/fmnist_mlp_weak.ini" --simulate ib_fattree --ranks 4,16 --nodes 1 \
   --summary "$src/bench/results/sim/mlp.summary.json" --out "$out" > "$out/stdout"
 cat "$out/stdout"
