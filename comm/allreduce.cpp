@@ -40,9 +40,17 @@ namespace {
 // communicators that span nodes; their thresholds are the single-node measurements above
 // (across the two network-namespace "nodes" of tests/slurm, TCP over veth on 2 cores, the
 // figures swung 2x between runs, too noisy to retune them).
+// Across nodes, one rank each, the ring's 2 (p-1) latencies dominate until the message is
+// about 10 p alpha B bytes (its latency term under 10% of its bandwidth term); below that
+// MPI_Allreduce (OpenMPI: Rabenseifner, 2 log2 p latencies) wins. SimGrid on a 100 Gb/s fat
+// tree (alpha ~1 us, B = 12.5 GB/s: 10 alpha B = 125 KB; docs/simulation.md, BENCHMARKS.md
+// "Simulated scaling"): MPI 1.43x the ring at 16 ranks and 3.06x at 64 for 256 KiB, 8.19x at
+// 256 ranks; 1.03x / 1.17x / 1.88x at 4 MiB; within 1% at 64 MiB. So below p x 128 KiB the
+// ring gives way to MPI (2 MiB at 16 ranks, 8 MiB at 64, 32 MiB at 256).
 constexpr size_t kMpiUpToBytes = 8 * 1024;
 constexpr size_t kRecursiveDoublingUpToBytes = 64 * 1024;
 constexpr size_t kTwoRankMpiBelowBytes = size_t{8} << 20;
+constexpr size_t kRingFromBytesPerRank = 128 * 1024;
 
 void AllreduceAuto(Communicator& comm, float* data, size_t count, const AllreduceOptions& options) {
   AllreduceFunctionFor(ChooseAlgorithm(comm, count * sizeof(float)))(comm, data, count, options);
@@ -101,6 +109,9 @@ AllreduceAlgorithm ChooseAlgorithm(const Communicator& comm, size_t bytes) {
     return AllreduceAlgorithm::kHierarchical;
   }
   if (comm.size() == 2 && bytes < kTwoRankMpiBelowBytes) return AllreduceAlgorithm::kMpi;
+  if (bytes < static_cast<size_t>(comm.size()) * kRingFromBytesPerRank) {
+    return AllreduceAlgorithm::kMpi;
+  }
   return AllreduceAlgorithm::kRing;
 }
 
