@@ -25,6 +25,21 @@ TensorBoardLog::TensorBoardLog(const std::string& dir, int64_t resumed_step) : d
 
 TensorBoardLog::~TensorBoardLog() = default;
 
+void TensorBoardLog::Step(const StepScalars& s) {
+  const double t = s.seconds > 0 ? s.seconds : 0;
+  const auto fraction = [t](double part) { return t > 0 ? part / t : 0.0; };
+  std::vector<std::pair<std::string, double>> scalars;
+  scalars.reserve(6);
+  if (s.has_loss) scalars.emplace_back(std::string("step/loss"), s.loss);
+  scalars.emplace_back(std::string("step/learning_rate"), s.learning_rate);
+  scalars.emplace_back(std::string("step/samples_per_s"), t > 0 ? s.samples / t : 0.0);
+  scalars.emplace_back(std::string("step/input_wait_fraction"), fraction(s.input_wait_s));
+  scalars.emplace_back(std::string("step/compute_fraction"),
+                       fraction(std::max(0.0, t - s.input_wait_s - s.comm_s)));
+  scalars.emplace_back(std::string("step/comm_fraction"), fraction(s.comm_s));
+  train_->AddScalars(s.steps_done, scalars);
+}
+
 void TensorBoardLog::Interval(const nlohmann::json& line, const double sums[3], bool epoch_end,
                               bool classify) {
   // metrics.jsonl key -> TensorBoard tag.

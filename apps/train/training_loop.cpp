@@ -418,7 +418,18 @@ void TrainingLoop::RunStep(int64_t step) {
     const double between_steps = std::chrono::duration<double>(t0 - previous_end_).count();
     arrivals_.Record(between_steps + step_seconds - out.comm_blocked_s, wait);
   }
-  previous_end_ = Clock::now();
+  const Clock::time_point end = Clock::now();
+  if (tb_) {
+    tb_->Step({.steps_done = step + 1,
+               .loss = out.loss,
+               .has_loss = !out.skipped,
+               .learning_rate = Lr(step),
+               .samples = static_cast<double>(mb.rows) * strategy_.data_parallel_size(),
+               .seconds = std::chrono::duration<double>(end - previous_end_).count(),
+               .input_wait_s = wait,
+               .comm_s = out.comm_blocked_s});
+  }
+  previous_end_ = end;
   if (stall_) stall_->StepEnd(step_seconds);
   times_.input_wait_s += wait;
   times_.comm_s += out.comm_blocked_s;
