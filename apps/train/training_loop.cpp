@@ -403,6 +403,7 @@ void TrainingLoop::RunStep(int64_t step) {
     }
   }
   if (stall_) stall_->InputEnd();
+  TraceInputQueues(input_->stats());
   const double wait = Since(t0);
   MaybeLogRowIds(steps_->rank(), map_.EpochOf(step), step, batch_);
   const ModelBatch mb = ToModelBatch(batch_, spec_, &scratch_);

@@ -22,7 +22,10 @@
 #           in the main thread's allreduce_wait span, so in true time every rank's span of a step
 #           ends after every rank's span began): OUTPUT/trace.json, merged at the end, and
 #           `shardflow-trace merge OUTPUT --out FILE` are valid JSON with both ranks on rank 0's
-#           clock, and the spans of each step overlap within the measured clock error.
+#           clock, and the spans of each step overlap within the measured clock error; every
+#           rank has each kind of span: input (and its queue counters, and the spans of the input
+#           pipeline's own threads), forward and backward with a span per layer inside them, each
+#           gradient bucket's all-reduce, checkpoint writes.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -94,6 +97,36 @@ print("%s: %d steps, clock error %.3f us, worst gap %.3f us" % (sys.argv[1], len
 sys.exit(0 if worst <= err else 1)
 PY
   done
+  $py - run/trace.json <<'PY' || fail "the merged trace lacks a kind of span"
+import collections, json, re, sys
+doc = json.load(open(sys.argv[1]))
+threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "thread_name"}
+for rank in (0, 1):
+    events = [e for e in doc["traceEvents"] if e.get("pid") == rank]
+    spans = collections.defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X":
+            spans[e["name"]].append(e)
+    counters = {e["name"] for e in events if e.get("ph") == "C"}
+    def inside(parent, child):
+        return any(c["tid"] == p["tid"] and p["ts"] <= c["ts"] and c["ts"] + c["dur"] <= p["ts"] + p["dur"]
+                   for p in spans[parent] for c in spans[child])
+    layers = [n for n in spans if re.fullmatch(r"[0-9]{2}_[a-z]+", n)]
+    pipeline = [n for n, v in spans.items() if any(threads.get((rank, e["tid"]), "").startswith("input ") for e in v)]
+    checks = {
+        "input": bool(spans["input"]),
+        "queue counters": any(n.startswith("queue ") for n in counters),
+        "input pipeline threads": bool(pipeline),
+        "forward per layer": bool(layers) and all(inside("forward", n) for n in layers),
+        "backward per layer": bool(layers) and all(inside("backward", n) for n in layers),
+        "all-reduce buckets": any(re.fullmatch(r"allreduce_bucket [0-9]+", n) for n in spans),
+        "checkpoint": bool(spans["checkpoint"]),
+    }
+    missing = [k for k, ok in checks.items() if not ok]
+    print("rank %d: layers %s, pipeline spans %s%s" % (rank, layers, sorted(pipeline), ", MISSING " + str(missing) if missing else ""))
+    if missing:
+        sys.exit(1)
+PY
   ;;
 stall)
   convert 2 1200 data/fm
