@@ -584,7 +584,7 @@ void TrainingLoop::Summarize(int64_t steps) {
   strategy_.FinishReport(&s);
   // Which rank the others waited for: ranks that meet every step (not asynchronous workers).
   if (strategy_.trains_batches() && strategy_.synchronous_metrics()) {
-    s.straggler = arrivals_.Gather(*steps_);
+    s.straggler = arrivals_.Gather(*steps_, inputs_.shard_size);
   }
   if (left_out_->batches_left_out > 0) {
     SF_LOG(Info) << "equal steps left out " << left_out_->batches_left_out.load() << " batches ("
