@@ -189,7 +189,7 @@ class MapAndBatchIterator : public Iterator {
   // are what make small records cheap (bench tfdata: 784-byte Examples).
   void Work() EXCLUDES(input_mu_, mu_) {
     std::vector<Element> run;  // reused between runs
-    SetTraceThreadName("input " + node_->options_.name + "+batch");
+    if (TracingEnabled()) SetTraceThreadName("input " + node_->options_.name + "+batch");
     while (true) {
       {
         MutexLock lock(mu_);

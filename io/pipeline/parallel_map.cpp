@@ -47,7 +47,7 @@ void ParallelMapIterator::WorkerLoop(int index) {
   // deterministic order is unchanged. `micro` is capacity / (2 * workers), so every worker can
   // hold a round in flight while the consumer drains the other half.
   std::vector<std::pair<int64_t, Result>> round;
-  SetTraceThreadName("input " + config_.stage_name);
+  if (TracingEnabled()) SetTraceThreadName("input " + config_.stage_name);  // else no buffer
   while (true) {
     int64_t reserved = 0;
     {
