@@ -30,16 +30,7 @@ class EventWriter;
 
 namespace shardflow::train {
 
-// Rank 0's figures of one step, for the step/* scalars.
-struct StepScalars {
-  int64_t steps_done = 0;  // the event's step
-  double loss = 0;         // of rank 0's batch
-  bool has_loss = true;    // false: the step was skipped (its loss is not finite)
-  double learning_rate = 0;
-  double samples = 0;  // over the job (rank 0's rows times the data-parallel ranks)
-  double seconds = 0;  // since the previous step ended (or the loop started)
-  double input_wait_s = 0, comm_s = 0;
-};
+struct StepOutput;
 
 class TensorBoardLog {
  public:
@@ -47,9 +38,12 @@ class TensorBoardLog {
   TensorBoardLog(const std::string& dir, int64_t resumed_step);
   ~TensorBoardLog();
 
-  // The step/* scalars of one step; written to the buffer, flushed at the next Interval,
-  // Evaluation or Histograms (or the end).
-  void Step(const StepScalars& s);
+  // The step/* scalars of step `steps_done` from rank 0's own figures: its step's output, the
+  // learning rate, the samples over the job (its rows times the data-parallel ranks), the
+  // seconds since the previous step ended and the input wait in them. Written to the buffer,
+  // flushed at the next Interval, Evaluation or Histograms (or the end).
+  void Step(int64_t steps_done, const StepOutput& out, double learning_rate, double samples,
+            double seconds, double input_wait_s);
   // A metrics.jsonl line of the training loop (keys as written there), with the interval's sums
   // over the ranks (loss sum, correct, rows); at an epoch end also the epoch's mean loss (and
   // accuracy when `classify`).

@@ -421,14 +421,9 @@ void TrainingLoop::RunStep(int64_t step) {
   }
   const Clock::time_point end = Clock::now();
   if (tb_) {
-    tb_->Step({.steps_done = step + 1,
-               .loss = out.loss,
-               .has_loss = !out.skipped,
-               .learning_rate = Lr(step),
-               .samples = static_cast<double>(mb.rows) * strategy_.data_parallel_size(),
-               .seconds = std::chrono::duration<double>(end - previous_end_).count(),
-               .input_wait_s = wait,
-               .comm_s = out.comm_blocked_s});
+    tb_->Step(step + 1, out, Lr(step),
+              static_cast<double>(mb.rows * strategy_.data_parallel_size()),
+              std::chrono::duration<double>(end - previous_end_).count(), wait);
   }
   previous_end_ = end;
   if (stall_) stall_->StepEnd(step_seconds);
