@@ -50,18 +50,26 @@ StragglerReport StragglerLog::Gather(comm::Communicator& comm,
 ShardSize ShardSizeOf(const pipeline::InputSpec& spec, int rank, int world) {
   namespace fs = std::filesystem;
   ShardSize size;
+  // The plan of TFRecord shards (the format of sharded training data) can be had from the file
+  // names and sizes; other formats' byte-range support depends on their options.
+  if (spec.data.format != "tfrecord") return size;
   try {
     const std::vector<std::string> names =
         pipeline::ListFiles(pipeline::FormatFiles(spec.data.format, spec.format, spec.data.files),
                             spec.data.shuffle_files, spec.data.seed);
     std::vector<pipeline::FileInfo> files;
+    bool compressed = spec.compression == "gzip" || spec.compression == "zlib";
     for (const std::string& name : names) {
       files.push_back({.name = name, .size_bytes = static_cast<uint64_t>(fs::file_size(name))});
+      const auto ends = [&name](const std::string& suffix) {
+        return name.size() >= suffix.size() &&
+               name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+      };
+      compressed = compressed || (spec.compression == "auto" && (ends(".gz") || ends(".zlib")));
     }
-    // TFRecord (the format of sharded training data) cuts byte ranges; a plan another format
-    // cannot have throws, and the bytes stay unknown.
-    const pipeline::ShardPlan plan = pipeline::PlanShards(files, spec.data.format == "tfrecord",
-                                                          spec.data.shard_policy, world, rank);
+    // Compressed TFRecord files cannot be cut into byte ranges (tfrecord_source.hpp).
+    const pipeline::ShardPlan plan =
+        pipeline::PlanShards(files, !compressed, spec.data.shard_policy, world, rank);
     uint64_t bytes = 0;
     for (const pipeline::ShardUnit& unit : plan.units) {
       const uint64_t file_size = files[unit.file_index].size_bytes;

@@ -37,7 +37,8 @@ class StragglerLog {
 
 // The training files rank `rank` of `world` reads in an epoch under `spec`: the bytes of its
 // part of each file (file sizes and the shard plan) and its records (pipeline::CountLocalRecords,
-// which reads the files' record index). Unknown (-1) where either cannot be had.
+// which reads the files' record index). TFRecord only; unknown (-1) for other formats and where
+// either cannot be had.
 ShardSize ShardSizeOf(const pipeline::InputSpec& spec, int rank, int world);
 
 }  // namespace shardflow::train
