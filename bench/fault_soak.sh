@@ -3,13 +3,15 @@
 # random step, then a `--resume=auto` run of the same output. Every faulty run must end within its
 # bound with its documented status; every resume must finish the run (never load a damaged
 # checkpoint: a damaged newest one is skipped with a warning naming it).
-#   bench/fault_soak.sh [--runs N] [--seed S] [--bin DIR] [--work DIR]
+#   bench/fault_soak.sh [--runs N] [--seed S] [--bin DIR] [--work DIR] [--dynamic]
+# (--dynamic: every run a parameter-server run with dynamic sharding)
 # Faults (SHARDFLOW_TEST_FAULT unless said): none; kill:R:S (a rank dies: non-zero, not 75);
 # kill_allreduce:R:S (a rank dies inside the gradient all-reduce; data-parallel only); hang:R:S
 # (a rank stops: the watchdog, 4 s, ends the job non-zero); term:all:S and usr1:R:S (a stop: exit
 # 75 and a checkpoint); truncate (a stop, then the newest checkpoint cut to half its bytes before
 # the resume); enospc (SHARDFLOW_TEST_CHECKPOINT_FAULT=enospc:N: the N-th checkpoint's write
-# fails as a full disk: exit 1). Strategies: data_parallel on 2 ranks, or parameter_server on 3.
+# fails as a full disk: exit 1). Strategies: data_parallel on 2 ranks, or parameter_server on 3
+# (half of them with dist.sharding = dynamic, resumed on 1-3 workers one time in two).
 # A data-parallel run is resumed on a random rank count (1-4) one time in two: an elastic resume.
 # Every resume must finish all 3 epochs, and no record may be trained twice in an epoch (the
 # ranks' record-id logs, SHARDFLOW_TEST_ROW_IDS, of the faulty run up to the checkpoint resumed
@@ -18,13 +20,14 @@
 # that failed; exits 1 if any hang or failed resume.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-runs=200 seed=1 bin=$here/build/bin work=/tmp/shardflow-soak
+runs=200 seed=1 bin=$here/build/bin work=/tmp/shardflow-soak dynamic=0
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
+    --dynamic) dynamic=1; shift ;;
     *) echo "fault_soak.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -52,10 +55,18 @@ for ((i = 0; i < runs; i++)); do
   step=$((RANDOM % 50))
   np=2 strategy=()
   if ((RANDOM % 4 == 0)); then np=3 strategy=(--dist.strategy=parameter_server); fi
+  # Half the parameter-server runs with dynamic sharding (issue 14), resumed on 1-3 workers.
+  # (per-worker batch kept: a resume on another worker count claims batches of the same size)
+  if [ $dynamic = 1 ] && [ "$kind" = kill_allreduce ]; then kind=kill; fi
+  if [ $dynamic = 1 ]; then np=3 strategy=(--dist.strategy=parameter_server); fi
+  if [ $np = 3 ] && ((dynamic == 1 || RANDOM % 2 == 0)); then
+    strategy+=(--dist.sharding=dynamic --train.batch_semantics=per_rank --train.batch_size=16)
+  fi
   [ "$kind" = kill_allreduce ] && np=2 strategy=()
   rank=$((RANDOM % 2))  # a worker: a server takes no steps, so a step fault never reaches it
   np2=$np
   if [ $np = 2 ] && ((RANDOM % 2 == 0)); then np2=$((1 + RANDOM % 4)); fi
+  if [ ${#strategy[@]} -gt 1 ] && ((RANDOM % 2 == 0)); then np2=$((2 + RANDOM % 3)); fi
   ckpt_fault=
   case $kind in
     none) fault="" ;;

@@ -38,7 +38,7 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
 # sources); comm_unit_tests: GradientReducer and Watchdog threads; core_unit_tests: the
 # annotated Mutex/CondVar and the tracer; serve_unit_tests: shardflow-serve's batch queue and
 # model replicas under reload.
-targets=(io_unit_tests comm_unit_tests core_unit_tests serve_unit_tests)
+targets=(io_unit_tests comm_unit_tests core_unit_tests serve_unit_tests apps_thread_tests)
 echo "== build ${targets[*]} (-j $jobs)"
 cmake --build "$build" -j "$jobs" --target "${targets[@]}" ||
   { summary "FAILED: build (a -Wthread-safety error names the unguarded access)"; exit 1; }
@@ -50,6 +50,7 @@ declare -A filters=(
   [comm_unit_tests]='GradientReducerThreads.*:WatchdogThreads.*'
   [core_unit_tests]='ThreadAnnotations.*:Trace*'
   [serve_unit_tests]='BatchQueueThreads.*:ModelPoolThreads.*'
+  [apps_thread_tests]='*'
 )
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=4 suppressions=$root/scripts/tsan.supp ${TSAN_OPTIONS:-}"
 export SHARDFLOW_THREADS=1 OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE

@@ -37,6 +37,10 @@ Then it reads every point's summary.json and writes DIR/results.md, DIR/results.
 DIR/scaling.png (speed-up and efficiency against ranks, with the ideal line; needs gnuplot).
 Speed-up and efficiency are per grid: over the samples/s of the same grid's smallest rank count.
 
+--simulate PLATFORM --summary RUN/summary.json runs no trainer: the weak-scaling, data-parallel
+points are replayed on a SimGrid platform of sim/platforms/ with RUN's step times
+(slurm/simulate_study.py, docs/simulation.md) and the same table is written, marked SIMULATED.
+
 A failed point prints its log tail; the study goes on unless --stop-on-failure. A point that
 exits 0 without a summary.json is an error naming the point. Exit status: 0 every point
 succeeded, 1 some failed (the table holds the others), 2 bad spec or arguments.
@@ -433,7 +437,11 @@ def main(argv):
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("spec", help="study spec (INI with a [study] section)")
-    ap.add_argument("--mode", choices=["mpirun", "sbatch"], required=True)
+    ap.add_argument("--mode", choices=["mpirun", "sbatch"],
+                    help="how to run the points (required unless --simulate)")
+    ap.add_argument("--simulate", metavar="PLATFORM", help="simulate the points on a SimGrid "
+                    "platform of sim/platforms/ instead (slurm/simulate_study.py)")
+    ap.add_argument("--summary", help="with --simulate: a real run's summary.json (step times)")
     ap.add_argument("--out", required=True, help="output folder (created)")
     ap.add_argument("--trainer", help="trainer program (overrides the spec's trainer)")
     ap.add_argument("--ranks", help="rank counts, e.g. 1,2,4 (replaces the spec's ranks)")
@@ -467,6 +475,20 @@ def main(argv):
         spec = load_spec(args.spec, {key: getattr(args, key) for key in AXES})
     except SpecError as e:
         print(f"scaling_study: error: {e}", file=sys.stderr)
+        return 2
+    if args.simulate:
+        import scaling_report
+        import simulate_study
+        out_dir = os.path.abspath(args.out)
+        os.makedirs(out_dir, exist_ok=True)
+        try:
+            return simulate_study.run_simulated_study(spec, args, scaling_report, out_dir)
+        except (simulate_study.SimError, OSError, ValueError) as e:
+            print(f"scaling_study: error: {e}", file=sys.stderr)
+            return 2
+    if not args.mode:
+        print("scaling_study: error: --mode mpirun|sbatch is required (or --simulate)",
+              file=sys.stderr)
         return 2
     trainer = resolve(args.trainer or spec["trainer"])
     if not os.access(trainer, os.X_OK):

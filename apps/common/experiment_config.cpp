@@ -97,6 +97,10 @@ void RegisterDistAndCheckpointSections(ConfigSchema& s, ExperimentConfig* c) {
   s.Add("dist", "max_staleness", &c->max_staleness,
         "parameter_server: how many steps a worker may run ahead of the slowest (0: "
         "synchronous, as data_parallel; -1: unbounded, fully asynchronous)");
+  s.AddChoice("dist", "sharding", &c->sharding, {"static", "dynamic"},
+              "parameter_server: static (each worker reads its own shard, data.shard_policy) "
+              "or dynamic (workers claim the epoch's batches as they need them, so a slow "
+              "worker takes fewer; asynchronous, tfrecord)");
   s.AddChoice("dist", "allreduce", &c->allreduce,
               {"auto", "ring", "recursive_doubling", "hierarchical", "mpi", "shm"},
               "all-reduce algorithm (auto picks by message size and topology; on one node "

@@ -68,6 +68,7 @@ struct ExperimentConfig {
   std::string ps_placement = "last";
   std::string ps_transport = "auto";
   int64_t max_staleness = -1;
+  std::string sharding = "static";
   // [checkpoint]
   std::string checkpoint_dir;
   int64_t checkpoint_every_steps = 0;

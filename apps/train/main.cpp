@@ -10,9 +10,11 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "apps/common/stage_plan.hpp"
+#include "apps/train/dynamic_shard.hpp"
 #include "apps/train/memory_guard.hpp"
 #include "apps/train/model_parallel.hpp"
 #include "apps/train/ps_placement.hpp"
@@ -277,6 +279,32 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
       spec.data.only_records = std::move(ids);
       return pipeline::BuildInputPipeline(spec, 0, 1);
     };
+    inputs.factories.all_ids = [&config] { return pipeline::AllRecordIds(config.data); };
+    inputs.factories.shuffle_seed =
+        config.data.data.shuffle_buffer > 0 ? static_cast<int64_t>(config.data.data.seed) : -1;
+    inputs.factories.provided = [&config](std::function<std::optional<int64_t>()> next,
+                                          int64_t batch) {
+      pipeline::InputSpec spec = config.data;
+      spec.data.batch_size = batch;
+      spec.data.epochs = 1;
+      // A batch read ahead is a batch claimed: a few, so a fast worker does not claim what a
+      // slow one could have trained (an autotuned depth grows while the claims are slow).
+      spec.data.prefetch = 2;
+      spec.data.record_provider = std::move(next);
+      return pipeline::BuildInputPipeline(spec, 0, 1);
+    };
+    if (options.dynamic_sharding && config.data.on_corrupt == "skip") {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "dist.sharding = dynamic trains every claimed batch whole, so a damaged record "
+                  "cannot be skipped (data.on_corrupt = skip)",
+                  {.key = "dist.sharding", .hint = "data.on_corrupt = fail, or static sharding"});
+    }
+  } else if (options.dynamic_sharding) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "dist.sharding = dynamic reads records by their offsets, which needs "
+                "data.format = tfrecord, not " +
+                    config.data.data.format,
+                {.key = "dist.sharding", .hint = "convert the data with shardflow-convert"});
   }
   if (!config.eval.data.files.empty()) {
     inputs.eval = [&config, shard] {
@@ -344,14 +372,28 @@ int DryRun(MpiEnvironment& env, const apps::ExperimentConfig& config, const Trai
                 static_cast<long long>(local_ranks[r]), o.tuning.threads,
                 static_cast<long long>(all_records[r]), static_cast<long long>(all_batches[r]));
   }
-  const int64_t per_epoch = *std::min_element(all_batches.begin(), all_batches.end());
-  const int64_t planned = per_epoch * o.epochs;
-  const int64_t steps = o.max_steps > 0 ? std::min(planned, o.max_steps) : planned;
-  std::printf(
-      "check: %lld steps per epoch (the fewest batches of any rank) x %lld epochs = %lld "
-      "steps\n",
-      static_cast<long long>(per_epoch), static_cast<long long>(o.epochs),
-      static_cast<long long>(steps));
+  if (o.dynamic_sharding) {  // the workers claim every record's batch as they go
+    const ClaimPlan p =
+        ClaimPlan::Make(static_cast<int64_t>(pipeline::AllRecordIds(config.data).size()),
+                        o.per_rank_batch, env.size() - o.ps_ranks);
+    const int64_t planned = p.steps_per_epoch * o.epochs;
+    std::printf(
+        "check: dynamic sharding: %lld records an epoch in %lld batches of %lld, claimed by %lld "
+        "workers as they go: %lld nominal steps per epoch x %lld epochs = %lld steps\n",
+        static_cast<long long>(p.records), static_cast<long long>(p.per_epoch),
+        static_cast<long long>(p.batch), static_cast<long long>(p.workers),
+        static_cast<long long>(p.steps_per_epoch), static_cast<long long>(o.epochs),
+        static_cast<long long>(o.max_steps > 0 ? std::min(planned, o.max_steps) : planned));
+  } else {
+    const int64_t per_epoch = *std::min_element(all_batches.begin(), all_batches.end());
+    const int64_t planned = per_epoch * o.epochs;
+    const int64_t steps = o.max_steps > 0 ? std::min(planned, o.max_steps) : planned;
+    std::printf(
+        "check: %lld steps per epoch (the fewest batches of any rank) x %lld epochs = %lld "
+        "steps\n",
+        static_cast<long long>(per_epoch), static_cast<long long>(o.epochs),
+        static_cast<long long>(steps));
+  }
   int64_t params = 0;  // counted without building the model (it may not fit one rank)
   for (const LayerInfo& layer : DescribeLayers(o.model_spec, o.input_shape, o.model)) {
     params += layer.parameters;

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,13 @@ struct InputFactories {
   std::function<pipeline::Dataset(std::shared_ptr<const std::vector<int64_t>> ids,
                                   int64_t per_rank_batch)>
       records;
+  // Dynamic sharding (dynamic_shard.hpp): every record's id, files and records in order; and a
+  // one-pass pipeline over the records `next` hands out (until nullopt), batched.
+  std::function<std::vector<int64_t>()> all_ids;
+  int64_t shuffle_seed = -1;  // the order of the records changes every epoch; < 0: file order
+  std::function<pipeline::Dataset(std::function<std::optional<int64_t>()> next,
+                                  int64_t per_rank_batch)>
+      provided;
 };
 
 class RankInput {

@@ -101,9 +101,18 @@ void StallInspector::Check(int64_t* reported_step) {
   const int64_t waited = pipeline::NowNs() - since;
   if (waited <= threshold) return;
   *reported_step = step;
+  const double median = static_cast<double>(median_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  if (input_ == nullptr) {  // dynamic sharding: a pipeline per pass, claimed batch by batch
+    SF_LOG(Warn) << "stall inspector: rank " << rank_ << ", step " << step << " has waited "
+                 << static_cast<double>(waited) * 1e-9 << " s for its batch ("
+                 << static_cast<double>(waited) * 1e-9 / std::max(median, 1e-9)
+                 << "x the median step of " << median
+                 << " s); its input claims batches as it goes (dist.sharding = dynamic): a "
+                    "claim waits for worker 0's counter, a read for the data files";
+    return;
+  }
   std::string starved;
   const std::string stages = DescribeInputStall(input_->Snapshot(), &starved);
-  const double median = static_cast<double>(median_ns_.load(std::memory_order_relaxed)) * 1e-9;
   SF_LOG(Warn) << "stall inspector: rank " << rank_ << ", step " << step << " has waited "
                << static_cast<double>(waited) * 1e-9 << " s for its batch ("
                << static_cast<double>(waited) * 1e-9 / std::max(median, 1e-9)

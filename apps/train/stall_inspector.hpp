@@ -39,7 +39,8 @@ std::string DescribeInputStall(const std::vector<pipeline::StageSnapshot>& stage
 
 class StallInspector {
  public:
-  // `input` must outlive the inspector. Starts the thread (none when options.factor <= 0).
+  // `input` must outlive the inspector (null: no per-stage detail, as under dynamic sharding,
+  // whose pipeline is rebuilt at every fence). Starts the thread (none when factor <= 0).
   StallInspector(const pipeline::PipelineStats* input, const StallOptions& options, int rank);
   ~StallInspector();
   StallInspector(const StallInspector&) = delete;

@@ -83,6 +83,7 @@ struct TrainerOptions : apps::ModelSetup {
   std::vector<int> ps_servers;       // parameter_server: which (ps_placement.hpp); empty: the last
   std::string ps_transport = "p2p";  // parameter_server: p2p or rma (ps_placement.hpp)
   int64_t max_staleness = -1;        // parameter_server: steps ahead of the slowest; < 0 unbounded
+  bool dynamic_sharding = false;     // parameter_server: workers claim batches (dynamic_shard.hpp)
 
   // Output and checkpoints (rank 0 writes).
   std::string output_dir;               // "" : no files

@@ -127,6 +127,20 @@ void SetDistribution(const apps::ExperimentConfig& c, TrainerOptions* o) {
   }
   o->ps_ranks = c.ps_ranks;
   o->max_staleness = c.max_staleness;
+  o->dynamic_sharding = c.sharding == "dynamic";
+  if (o->dynamic_sharding && o->strategy != "parameter_server") {
+    throw Error(ErrorCode::kInvalidArgument,
+                "dist.sharding = dynamic is for dist.strategy = parameter_server, not " +
+                    o->strategy + " (synchronous ranks take equal steps)",
+                {.key = "dist.sharding"});
+  }
+  if (o->dynamic_sharding && o->max_staleness >= 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "dist.sharding = dynamic needs asynchronous workers (dist.max_staleness = -1), "
+                "not max_staleness " +
+                    std::to_string(o->max_staleness) + ": workers take different step counts",
+                {.key = "dist.sharding"});
+  }
   o->bucket_mb = c.bucket_mb;
   o->overlap = c.overlap;
   o->watchdog_seconds = c.watchdog_seconds;

@@ -1,232 +1,21 @@
 // The training loop: input, steps, metrics, checkpoints, evaluation and the report, for any
 // Strategy (strategy.hpp). Read TrainingLoop::Run first; each step is RunStep, and what
 // happens between steps (metrics lines, checkpoints, evaluation at epoch ends) is AfterStep.
+// Dynamic sharding's loop is dynamic_loop.cpp.
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <iomanip>
-#include <map>
-#include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "apps/common/rank_grid.hpp"
-#include "apps/train/rank_input.hpp"
 #include "apps/train/run_trace.hpp"
-#include "apps/train/stall_inspector.hpp"
-#include "apps/train/straggler_log.hpp"
-#include "apps/train/strategy.hpp"
-#include "apps/train/tensorboard_log.hpp"
-#include "apps/train/test_fault.hpp"
-#include "apps/train/trainer.hpp"
-#include "comm/collectives.hpp"
+#include "apps/train/training_loop.hpp"
 #include "core/logging.hpp"
-#include "core/progress.hpp"
 #include "core/stop_signal.hpp"
 #include "core/trace.hpp"
 #include "io/pipeline/sources/source_counters.hpp"
-#include "io/pipeline/step_count.hpp"
 
 namespace shardflow::train {
-namespace {
-
-// Bad input records skipped over the job, each once. The ranks of a model-parallel replica read
-// the same records, so a replica counts as its largest tally; parameter-server workers read
-// disjoint shards (servers read none).
-int64_t JobSkippedRecords(comm::Communicator& job, const TrainerOptions& o) {
-  const std::vector<int64_t> per_rank =
-      comm::AllgatherInt64(job, pipeline::DistinctSkippedRecords());
-  std::map<int, int64_t> per_replica;
-  for (int r = 0; r < static_cast<int>(per_rank.size()); ++r) {
-    const bool shared = o.strategy != "parameter_server" && o.model_parallel.grid.ranks() > r;
-    const int key = shared ? apps::PlaceOf(o.model_parallel.grid, r).replica : r;
-    per_replica[key] = std::max(per_replica[key], per_rank[static_cast<size_t>(r)]);
-  }
-  int64_t total = 0;
-  for (const auto& [replica, n] : per_replica) total += n;
-  return total;
-}
-
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// metrics.jsonl, one JSON object a line, appended (a resumed run continues the file). Resumed
-// at `resumed_step` > 0, the lines of steps past it (written after the checkpoint by a run
-// that was then killed) are dropped first, so every step has one line.
-class MetricsLog {
- public:
-  explicit MetricsLog(const std::string& path, int64_t resumed_step = 0) {
-    if (!path.empty()) {
-      if (resumed_step > 0) DropLinesAfter(path, resumed_step);
-      out_.open(path, std::ios::app);
-      if (!out_) throw Error(ErrorCode::kIo, "cannot open metrics log", {.file = path});
-    }
-  }
-  void Write(const nlohmann::json& line) {
-    if (out_.is_open()) out_ << line.dump() << '\n' << std::flush;
-  }
-
-  static void DropLinesAfter(const std::string& path, int64_t step) {
-    std::ifstream in(path);
-    if (!in) return;
-    std::string kept, line;
-    int64_t dropped = 0;
-    while (std::getline(in, line)) {
-      const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
-          j["step"].get<int64_t>() > step) {
-        ++dropped;
-        continue;
-      }
-      kept += line + '\n';
-    }
-    in.close();
-    if (dropped == 0) return;
-    const std::string tmp = path + ".tmp";
-    std::ofstream(tmp, std::ios::trunc) << kept;
-    std::filesystem::rename(tmp, path);
-    SF_LOG(Warn) << "--resume at step " << step << ": dropped " << dropped << " lines of " << path
-                 << " past it (written after that checkpoint by the run that stopped)";
-  }
-
- private:
-  std::ofstream out_;
-};
-
-// How many steps: every rank takes the same number per epoch (the fewest any rank has
-// batches for), so an uneven shard never leaves a rank waiting in a collective.
-struct StepPlan {
-  int64_t steps_per_epoch = 0;
-  int64_t total_steps = 0;
-  LrScheduleOptions schedule;
-  int64_t batches_per_epoch = 0;           // all ranks' batches in one pass over their shards
-  int64_t batches_left_out_per_epoch = 0;  // past the agreed steps: never trained on
-};
-
-// Above this fraction of an epoch's batches left out, the plan is logged as a warning.
-constexpr double kLeftOutWarnFraction = 0.05;
-
-// Every rank learns, and rank 0 logs, how much of each epoch the equal step count leaves out.
-void CountLeftOut(comm::Communicator& ctl, const TrainerOptions& o, int64_t local_batches,
-                  StepPlan* plan) {
-  plan->batches_per_epoch = comm::AllreduceInt64(ctl, local_batches, comm::ReduceOp::kSum);
-  plan->batches_left_out_per_epoch =
-      comm::AllreduceInt64(ctl, local_batches - plan->steps_per_epoch, comm::ReduceOp::kSum);
-  const int64_t most = comm::AllreduceInt64(ctl, local_batches, comm::ReduceOp::kMax);
-  if (ctl.rank() != 0 || plan->batches_left_out_per_epoch == 0) return;
-  const double fraction = static_cast<double>(plan->batches_left_out_per_epoch) /
-                          static_cast<double>(plan->batches_per_epoch);
-  std::ostringstream line;
-  line << "ranks agree on " << plan->steps_per_epoch << " steps per epoch (the longest shard has "
-       << most << " batches): " << plan->batches_left_out_per_epoch << " of "
-       << plan->batches_per_epoch << " batches (up to "
-       << plan->batches_left_out_per_epoch * o.per_rank_batch << " records, "
-       << std::setprecision(3) << 100.0 * fraction
-       << "%) are left out of every epoch (batches_left_out in metrics.jsonl and summary.json)";
-  if (fraction > kLeftOutWarnFraction) {
-    SF_LOG(Warn) << line.str()
-                 << "; the shards are uneven: data.shard_policy = record (or auto) splits the "
-                    "records evenly";
-  } else {
-    SF_LOG(Info) << line.str();
-  }
-}
-
-StepPlan PlanSteps(comm::Communicator& ctl, const TrainerOptions& o, int64_t local_batches) {
-  StepPlan plan;
-  plan.steps_per_epoch = comm::AllreduceInt64(ctl, local_batches, comm::ReduceOp::kMin);
-  if (plan.steps_per_epoch <= 0) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "some rank has no training batch (rank " + std::to_string(ctl.rank()) + " has " +
-                    std::to_string(local_batches) + "): too few records for " +
-                    std::to_string(ctl.size()) + " ranks",
-                {.hint = "lower train.batch_size or use fewer ranks"});
-  }
-  CountLeftOut(ctl, o, local_batches, &plan);
-  return plan;
-}
-
-// The step count and the learning-rate schedule of the epochs `map` lays out.
-void FinishPlan(const TrainerOptions& o, const EpochMap& map, StepPlan* out) {
-  StepPlan& plan = *out;
-  const int64_t planned = map.PlannedSteps(o.epochs);
-  plan.total_steps = o.max_steps > 0 ? std::min(planned, o.max_steps) : planned;
-  // A cosine schedule without total_steps runs over all the epochs, whatever max_steps says:
-  // a run stopped by max_steps and resumed sees the same learning rate at every step as one
-  // run through.
-  plan.schedule = o.schedule;
-  if (plan.schedule.total_steps == 0) {
-    plan.schedule.total_steps = std::max(planned, plan.schedule.warmup_steps + 1);
-  }
-  ValidateLrSchedule(plan.schedule);
-}
-
-// Sums since the last metrics line, on this rank.
-struct Interval {
-  double loss_sum = 0, correct = 0, rows = 0;  // reduced over ranks when logged
-  double wait_s = 0, comm_s = 0;               // this rank's
-  Clock::time_point start = Clock::now();
-};
-
-class TrainingLoop {
- public:
-  TrainingLoop(comm::Communicator& ctl, const TrainerOptions& o, const TrainerInputs& inputs,
-               Strategy& strategy)
-      : job_(ctl), o_(o), inputs_(inputs), strategy_(strategy) {}
-  TrainResult Run();
-
- private:
-  void RunStep(int64_t step);
-  void AfterStep(int64_t step);
-  void LogInterval(int64_t step);
-  void MaybeCheckpoint(int64_t step, bool interval_end);
-  void SaveCheckpoint(int64_t steps_done);
-  EvalResult Evaluate(int64_t step, bool final);
-  void Summarize(int64_t steps);
-  int64_t StopAfter(int64_t steps_done);
-  void Stop(int64_t steps_done);
-  void OpenInput(const StartPoint& start);
-  double Lr(int64_t step) const { return LearningRate(plan_.schedule, step) * lr_scale_; }
-  bool chief() const { return job_.rank() == 0; }
-
-  comm::Communicator& job_;  // every rank (the report)
-  // The ranks that take batches, over which the loop's collectives run: the job's, or the
-  // strategy's step_comm() (known after Setup).
-  comm::Communicator* steps_ = &job_;
-  const TrainerOptions& o_;
-  const TrainerInputs& inputs_;
-  Strategy& strategy_;
-  const BatchSpec spec_ = o_.batch_spec();
-  StepPlan plan_;
-  EpochMap map_;
-  double lr_scale_ = 1.0;  // elastic resume with per-rank batch semantics (rank_input.hpp)
-  std::unique_ptr<RankInput> input_;
-  std::shared_ptr<pipeline::StepLimitReport> left_out_ =
-      std::make_shared<pipeline::StepLimitReport>();
-  std::unique_ptr<MetricsLog> metrics_;
-  std::unique_ptr<ProgressReporter> progress_;
-  TrainResult result_;
-  StepTimeTotals times_;
-  Interval interval_;
-  Clock::time_point last_checkpoint_ = Clock::now();
-  int64_t samples_seen_ = 0;
-  int64_t skipped_steps_ = 0;  // train.on_nonfinite = skip_step (every rank counts alike)
-  int64_t stop_at_ = -1;       // the step count a stop signal ends the run at, once agreed
-  comm::AsyncAllreduceInt64 stop_round_;  // the agreement posted after the last step
-  pipeline::Element batch_;
-  Tensor scratch_;
-  TestFault fault_;
-  std::unique_ptr<TensorBoardLog> tb_;     // rank 0, [log] tensorboard
-  StragglerLog arrivals_;                  // when this rank reached each step's all-reduce
-  int64_t first_step_ = 0;                 // of this run (a resumed run starts past 0)
-  Clock::time_point previous_end_;         // the end of the previous step (or the loop's start)
-  std::unique_ptr<StallInspector> stall_;  // [log] stall_factor > 0
-};
+namespace detail {
 
 TrainResult TrainingLoop::Run() {
   const StartPoint start = strategy_.Setup();
@@ -241,40 +30,16 @@ TrainResult TrainingLoop::Run() {
     return result_;
   }
   if (strategy_.step_comm() != nullptr) steps_ = strategy_.step_comm();
+  if (o_.dynamic_sharding) return RunDynamic(start);
   plan_ = PlanSteps(
       *steps_, o_,
       inputs_.local_batches ? inputs_.local_batches() : pipeline::LocalBatchCount(inputs_.train()));
   map_.steps_per_epoch = plan_.steps_per_epoch;
   OpenInput(start);
   FinishPlan(o_, map_, &plan_);
-  const bool complete = start.step > 0 && start.step >= plan_.total_steps;
-  // Every rank of the job learns it, the ranks that serve included (they wait here).
-  if (comm::AllreduceInt64(job_, complete ? 1 : 0, comm::ReduceOp::kMax) != 0) {
-    // A finished run resumed: nothing to train, and its outputs stay as they are.
-    if (chief()) {
-      SF_LOG(Info) << "--resume: the run is complete (step " << start.step << " of "
-                   << plan_.total_steps << "); nothing to do, outputs unchanged";
-    }
-    result_.already_complete = true;
-    return result_;
-  }
-  metrics_ = std::make_unique<MetricsLog>(
-      chief() && !o_.output_dir.empty() ? o_.output_dir + "/metrics.jsonl" : "", start.step);
-  if (chief() && o_.progress) {
-    progress_ = std::make_unique<ProgressReporter>(
-        plan_.total_steps, ProgressOptions{.label = "train", .unit = "samples"});
-    if (start.step > 0) progress_->StartAt(start.step, 0);
-  }
-  if (chief() && o_.tensorboard && !o_.output_dir.empty()) {
-    tb_ = std::make_unique<TensorBoardLog>(o_.output_dir + "/tb", start.step);
-  }
-  fault_ = TestFault::FromEnvironment();
-  if (o_.stall.factor > 0) {
-    stall_ = std::make_unique<StallInspector>(&input_->stats(), o_.stall, job_.rank());
-  }
+  if (AlreadyComplete(start, start.step)) return result_;
+  OpenOutputs(start.step);
   const auto loop_start = Clock::now();
-  previous_end_ = loop_start;
-  first_step_ = start.step;
   int64_t step = start.step;
   for (; step < plan_.total_steps; ++step) {
     fault_.MaybeRaise(job_.rank(), step);
@@ -286,6 +51,46 @@ TrainResult TrainingLoop::Run() {
       return result_;
     }
   }
+  FinishRun(step, loop_start);
+  return result_;
+}
+
+bool TrainingLoop::AlreadyComplete(const StartPoint& start, int64_t from) {
+  const bool complete = start.step > 0 && from >= plan_.total_steps;
+  // Every rank of the job learns it, the ranks that serve included (they wait here).
+  if (comm::AllreduceInt64(job_, complete ? 1 : 0, comm::ReduceOp::kMax) == 0) return false;
+  // A finished run resumed: nothing to train, and its outputs stay as they are.
+  if (chief()) {
+    SF_LOG(Info) << "--resume: the run is complete (step " << from << " of " << plan_.total_steps
+                 << "); nothing to do, outputs unchanged";
+  }
+  result_.already_complete = true;
+  return true;
+}
+
+// Metrics, progress, TensorBoard, test faults and the stall inspector, from step `from` on.
+void TrainingLoop::OpenOutputs(int64_t from) {
+  metrics_ = std::make_unique<MetricsLog>(
+      chief() && !o_.output_dir.empty() ? o_.output_dir + "/metrics.jsonl" : "", from);
+  if (chief() && o_.progress) {
+    progress_ = std::make_unique<ProgressReporter>(
+        plan_.total_steps, ProgressOptions{.label = "train", .unit = "samples"});
+    if (from > 0) progress_->StartAt(from, 0);
+  }
+  if (chief() && o_.tensorboard && !o_.output_dir.empty()) {
+    tb_ = std::make_unique<TensorBoardLog>(o_.output_dir + "/tb", from);
+  }
+  fault_ = TestFault::FromEnvironment();
+  if (o_.stall.factor > 0) {
+    stall_ = std::make_unique<StallInspector>(input_ ? &input_->stats() : nullptr, o_.stall,
+                                              job_.rank());
+  }
+  previous_end_ = Clock::now();
+  first_step_ = from;
+  logged_step_ = progress_step_ = from;
+}
+
+void TrainingLoop::FinishRun(int64_t step, Clock::time_point loop_start) {
   times_.wall_s = Since(loop_start);
   if (progress_) progress_->Finish();
   if (inputs_.eval) {
@@ -297,7 +102,6 @@ TrainResult TrainingLoop::Run() {
   strategy_.Finish();
   Summarize(step);
   if (o_.final_params) result_.params = strategy_.FinalParams();
-  return result_;
 }
 
 // This rank's input from where the run starts: fresh, resumed (its saved input: the epoch map,
@@ -306,6 +110,16 @@ TrainResult TrainingLoop::Run() {
 void TrainingLoop::OpenInput(const StartPoint& start) {
   std::vector<int64_t> ids;
   SavedInput saved;
+  const std::string& any_state =
+      start.elastic_states.empty() ? start.iterator_state : start.elastic_states.front();
+  int64_t fence = 0, records = 0, batch = 0;
+  if (!any_state.empty() &&
+      DecodeDynamicState(DecodeSavedInput(any_state).pipeline, &fence, &records, &batch)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the checkpoint at step " + std::to_string(start.step) +
+                    " was written with dist.sharding = dynamic",
+                {.key = "dist.sharding", .hint = "resume with dist.sharding = dynamic"});
+  }
   if (!start.elastic_states.empty()) {
     if (!inputs_.factories.regular || !inputs_.factories.records) {
       throw Error(ErrorCode::kInvalidArgument,
@@ -404,13 +218,17 @@ void TrainingLoop::RunStep(int64_t step) {
   }
   if (stall_) stall_->InputEnd();
   TraceInputQueues(input_->stats());
+  TrainBatch(step, t0, map_.EpochEnd(step));
+}
+
+void TrainingLoop::TrainBatch(int64_t step, Clock::time_point t0, bool epoch_end) {
   const double wait = Since(t0);
   MaybeLogRowIds(steps_->rank(), map_.EpochOf(step), step, batch_);
   const ModelBatch mb = ToModelBatch(batch_, spec_, &scratch_);
   const StepOutput out = strategy_.TrainStep({.batch = &mb,
                                               .step = step,
                                               .epoch = map_.EpochOf(step),
-                                              .epoch_end = map_.EpochEnd(step),
+                                              .epoch_end = epoch_end,
                                               .learning_rate = Lr(step)});
   const double step_seconds = Since(t0);
   // When this rank reached the all-reduce, from the end of its previous step (the first step of
@@ -439,8 +257,10 @@ void TrainingLoop::RunStep(int64_t step) {
   skipped_steps_ += out.skipped ? 1 : 0;
   result_.step_losses.push_back(out.loss);
   result_.final_train_loss = out.loss;
-  if (progress_) {
-    progress_->Advance(1, static_cast<double>(mb.rows) * strategy_.data_parallel_size());
+  if (progress_) {  // dynamic sharding: this worker's steps are not every step
+    const int64_t advance = dynamic_ ? std::max<int64_t>(0, step + 1 - progress_step_) : 1;
+    progress_step_ = std::max(progress_step_, step + 1);
+    progress_->Advance(advance, static_cast<double>(mb.rows) * strategy_.data_parallel_size());
   }
 }
 
@@ -461,6 +281,7 @@ void TrainingLoop::LogInterval(int64_t step) {
   if (strategy_.synchronous_metrics())
     comm::AllreduceDoubles(*steps_, sums, 3, comm::ReduceOp::kSum);
   const double seconds = Since(interval_.start);
+  logged_step_ = step + 1;
   nlohmann::json line = {
       {"step", step + 1},
       {"epoch", map_.EpochOf(step)},
@@ -507,9 +328,21 @@ void TrainingLoop::MaybeCheckpoint(int64_t step, bool interval_end) {
 void TrainingLoop::SaveCheckpoint(int64_t steps_done) {
   const comm::BusyScope busy;
   TestFault::FromEnvironment().MaybeSlowCheckpoint(job_.rank());
-  strategy_.SaveCheckpoint(
-      steps_done, plan_.steps_per_epoch,
-      EncodeSavedInput(input_->Save(steps_done, strategy_.data_parallel_size(), lr_scale_)));
+  strategy_.SaveCheckpoint(steps_done, plan_.steps_per_epoch, InputState(steps_done));
+}
+
+// What a checkpoint keeps of this rank's input (rank_input.hpp; dynamic sharding: the fence).
+std::string TrainingLoop::InputState(int64_t steps_done) {
+  if (!dynamic_) {
+    return EncodeSavedInput(input_->Save(steps_done, strategy_.data_parallel_size(), lr_scale_));
+  }
+  SavedInput saved;
+  saved.world = strategy_.data_parallel_size();
+  saved.per_rank_batch = dynamic_->plan().batch;
+  saved.lr_scale = lr_scale_;
+  saved.map = map_;
+  saved.pipeline = EncodeDynamicState(dynamic_->fence(), dynamic_->plan());
+  return EncodeSavedInput(saved);
 }
 
 // Evaluation after `step` (0-based): at an epoch end, and once more after the last step (a
@@ -587,7 +420,7 @@ void TrainingLoop::Summarize(int64_t steps) {
   }
 }
 
-}  // namespace
+}  // namespace detail
 
 TrainResult RunTraining(const comm::Communicator& job, const TrainerOptions& o,
                         const TrainerInputs& inputs, const StrategyFactory& factory) {
@@ -597,7 +430,7 @@ TrainResult RunTraining(const comm::Communicator& job, const TrainerOptions& o,
   RunTrace trace(ctl, o.trace, o.output_dir);
   const StrategyEnv env{.job = &job, .ctl = &ctl, .options = &o};
   std::unique_ptr<Strategy> strategy = factory ? factory(env) : MakeStrategy(o.strategy, env);
-  TrainResult result = TrainingLoop(ctl, o, inputs, *strategy).Run();
+  TrainResult result = detail::TrainingLoop(ctl, o, inputs, *strategy).Run();
   trace.Finish();
   return result;
 }

@@ -102,16 +102,19 @@ BuiltPipeline BuildPipeline(const DataOptions& o, const SourceFactory& factory, 
   const std::vector<std::string> files = ListFiles(o.files, o.shuffle_files, o.seed);
   std::shared_ptr<const RecordSource> source = factory(o.format, files);
   if (!source) Bad("format", "no reader for format '" + o.format + "'");
-  const ShardPlan plan = o.only_records ? RecordListPlan(*source, *o.only_records)
-                                        : PlanShards(source->Files(), source->SupportsByteRanges(),
-                                                     o.shard_policy, num_ranks, rank);
+  const ShardPlan plan = o.record_provider ? RecordProviderPlan(*source, o.record_provider)
+                         : o.only_records
+                             ? RecordListPlan(*source, *o.only_records)
+                             : PlanShards(source->Files(), source->SupportsByteRanges(),
+                                          o.shard_policy, num_ranks, rank);
 
   const int reads =
       o.parallel_reads == kAutotune ? std::min(4, DefaultCpuBudget()) : o.parallel_reads;
   if (o.cycle_length < 1 && o.cycle_length != kAutotune) {
     Bad("cycle_length", "cycle_length must be >= 1 or auto");
   }
-  const bool listed = o.only_records != nullptr;  // read in the given order, once
+  // Read in the given (or provided) order, once.
+  const bool listed = o.only_records != nullptr || o.record_provider != nullptr;
   const int cycle = listed ? 1 : o.cycle_length == kAutotune ? reads : o.cycle_length;
   Dataset ds = Dataset::FromRecordSource(source, plan,
                                          {.cycle_length = cycle,

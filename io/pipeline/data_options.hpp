@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,10 @@ struct DataOptions {
   // When set, this rank reads exactly these records (element ids of a format with byte ranges),
   // in this order: no sharding, interleave, cache or shuffle (the order is the caller's).
   std::shared_ptr<const std::vector<int64_t>> only_records;
+  // When set, this rank reads the records this function hands out, one at a time until it
+  // returns nullopt (element ids, as only_records; called on the pipeline's thread): dynamic
+  // sharding's claims (apps/train/dynamic_shard.hpp). As only_records otherwise.
+  std::function<std::optional<int64_t>()> record_provider;
 };
 
 // The per-example feature DataOptions::row_ids adds (batched to int64 [B]).

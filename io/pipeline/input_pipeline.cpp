@@ -289,6 +289,26 @@ std::function<int64_t(const Provenance&)> MakeRecordNumbering(const InputSpec& s
   };
 }
 
+std::vector<int64_t> AllRecordIds(const InputSpec& spec) {
+  CheckSpec(spec);
+  const auto source = OpenSpecSource(spec);
+  const auto* index = dynamic_cast<const RecordIndex*>(source.get());
+  if (index == nullptr || !source->SupportsByteRanges()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "reading records by id needs a format with byte ranges and a record index "
+                "(tfrecord), not " +
+                    source->FormatDescription(),
+                {.key = spec.section + ".format"});
+  }
+  std::vector<int64_t> ids;
+  for (size_t f = 0; f < source->Files().size(); ++f) {
+    for (const uint64_t offset : index->RecordOffsets(f)) {
+      ids.push_back(MakeElementId(static_cast<int64_t>(f), offset));
+    }
+  }
+  return ids;
+}
+
 int64_t CountLocalBatches(const InputSpec& spec, int rank, int world) {
   if (spec.data.batch_size < 1) {
     throw Error(ErrorCode::kInvalidArgument, "batch_size must be >= 1",

@@ -110,4 +110,11 @@ int64_t CountLocalTrainingBatches(const InputSpec& spec, int rank, int world);
 // Error(kInternal) for a provenance outside the files.
 std::function<int64_t(const Provenance&)> MakeRecordNumbering(const InputSpec& spec);
 
+// The element id (MakeElementId(file, offset)) of every record of `spec`'s files, files in
+// the pipeline's listed order, records in file order: what a pipeline reading records by id
+// (DataOptions::only_records, record_provider) may be given. Throws Error(kInvalidArgument)
+// naming data.format for a format without byte ranges and a record index (only tfrecord has
+// both).
+std::vector<int64_t> AllRecordIds(const InputSpec& spec);
+
 }  // namespace shardflow::pipeline

@@ -33,10 +33,13 @@ class ShardUnitsNode : public DatasetNode {
       d += std::to_string(u.file_index) + "@" + std::to_string(u.range.begin) + "-" +
            std::to_string(u.range.end) + ";";
     }
+    if (plan_.next_unit) d += "provided;";
     return d + "stride=" + std::to_string(plan_.record_stride) + "/" +
            std::to_string(plan_.record_offset) + ")";
   }
-  int64_t Cardinality() const override { return static_cast<int64_t>(plan_.units.size()); }
+  int64_t Cardinality() const override {
+    return plan_.next_unit ? kUnknownCardinality : static_cast<int64_t>(plan_.units.size());
+  }
   const ShardPlan& plan() const { return plan_; }
 
  private:
@@ -50,8 +53,14 @@ class ShardUnitsIterator : public SequentialIterator {
       : SequentialIterator(ctx, "files"), node_(node) {}
   bool NextImpl(Element* out) override {
     const auto& units = node_->plan().units;
-    if (next_ >= units.size()) return false;
-    const ShardUnit& u = units[next_];
+    std::optional<ShardUnit> provided;
+    if (node_->plan().next_unit) {
+      provided = node_->plan().next_unit();
+      if (!provided) return false;
+    } else if (next_ >= units.size()) {
+      return false;
+    }
+    const ShardUnit& u = provided ? *provided : units[next_];
     Element e;
     e.features.emplace_back("file_index", Scalar(static_cast<int64_t>(u.file_index)));
     e.features.emplace_back("begin", Scalar(static_cast<int64_t>(u.range.begin)));

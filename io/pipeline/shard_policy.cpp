@@ -105,27 +105,52 @@ ShardPlan PlanShards(const std::vector<FileInfo>& files, bool supports_byte_rang
   return plan;
 }
 
-ShardPlan RecordListPlan(const RecordSource& source, const std::vector<int64_t>& ids) {
+namespace {
+
+void NeedByteRanges(const RecordSource& source) {
   if (!source.SupportsByteRanges()) {
     throw Error(ErrorCode::kInvalidArgument,
                 "reading a list of records needs a format with byte ranges (tfrecord), not " +
                     source.FormatDescription());
   }
+}
+
+ShardUnit UnitOfId(int64_t id, size_t num_files) {
+  const int64_t file = id >> 40;
+  const uint64_t offset = static_cast<uint64_t>(id) & ((uint64_t{1} << 40) - 1);
+  if (id < 0 || file >= static_cast<int64_t>(num_files)) {
+    throw Error(ErrorCode::kInternal, "record id " + std::to_string(id) + " names file " +
+                                          std::to_string(file) + " of " +
+                                          std::to_string(num_files));
+  }
+  return {.file_index = static_cast<size_t>(file), .range = {offset, offset + 1}};
+}
+
+}  // namespace
+
+ShardPlan RecordListPlan(const RecordSource& source, const std::vector<int64_t>& ids) {
+  NeedByteRanges(source);
   ShardPlan plan;
   plan.policy = ShardPolicy::kByteRange;
   plan.reason = "a list of " + std::to_string(ids.size()) + " records";
   plan.units.reserve(ids.size());
-  const auto& files = source.Files();
-  for (const int64_t id : ids) {
-    const int64_t file = id >> 40;
-    const uint64_t offset = static_cast<uint64_t>(id) & ((uint64_t{1} << 40) - 1);
-    if (id < 0 || file >= static_cast<int64_t>(files.size())) {
-      throw Error(ErrorCode::kInternal, "record id " + std::to_string(id) + " names file " +
-                                            std::to_string(file) + " of " +
-                                            std::to_string(files.size()));
-    }
-    plan.units.push_back({.file_index = static_cast<size_t>(file), .range = {offset, offset + 1}});
-  }
+  const size_t files = source.Files().size();
+  for (const int64_t id : ids) plan.units.push_back(UnitOfId(id, files));
+  return plan;
+}
+
+ShardPlan RecordProviderPlan(const RecordSource& source,
+                             std::function<std::optional<int64_t>()> next_id) {
+  NeedByteRanges(source);
+  ShardPlan plan;
+  plan.policy = ShardPolicy::kByteRange;
+  plan.reason = "records claimed as they are needed (dynamic sharding)";
+  const size_t files = source.Files().size();
+  plan.next_unit = [next_id = std::move(next_id), files]() -> std::optional<ShardUnit> {
+    const std::optional<int64_t> id = next_id();
+    if (!id) return std::nullopt;
+    return UnitOfId(*id, files);
+  };
   return plan;
 }
 

@@ -15,6 +15,8 @@
 // Ranks come in as plain ints: io never includes comm.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +39,10 @@ struct ShardUnit {
 struct ShardPlan {
   ShardPolicy policy = ShardPolicy::kFile;  // resolved (never kAuto)
   std::vector<ShardUnit> units;             // this rank's units, in file order
-  int record_stride = 1;                    // record policy: keep (k + f) % stride == offset
+  // When set, the units come from this function instead, one at a time until it returns
+  // nullopt (dynamic sharding: RecordProviderPlan). Called on the pipeline's thread.
+  std::function<std::optional<ShardUnit>()> next_unit;
+  int record_stride = 1;  // record policy: keep (k + f) % stride == offset
   int record_offset = 0;
   std::string reason;  // why this policy (auto) — for the log
 };
@@ -52,5 +57,11 @@ ShardPlan PlanShards(const std::vector<FileInfo>& files, bool supports_byte_rang
 // record that starts there). Throws Error(kInvalidArgument) when the source has no byte ranges
 // and Error(kInternal) for an id outside the source's files.
 ShardPlan RecordListPlan(const RecordSource& source, const std::vector<int64_t>& ids);
+
+// A plan whose units are the records `next_id` hands out (element ids, as for RecordListPlan),
+// one record a unit, until it returns nullopt. Same errors as RecordListPlan (the id check
+// when the unit is asked for).
+ShardPlan RecordProviderPlan(const RecordSource& source,
+                             std::function<std::optional<int64_t>()> next_id);
 
 }  // namespace shardflow::pipeline

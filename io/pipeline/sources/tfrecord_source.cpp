@@ -280,6 +280,9 @@ std::unique_ptr<RecordReader> TFRecordSource::Open(size_t file_index,
   o.compression = options_.compression;
   o.on_corrupt = options_.on_corrupt;
   o.buffer_size = options_.buffer_size;
+  // One record by its offset (a list of records, dynamic sharding): read a page, not a whole
+  // read_size, per record; a longer record is read to its end.
+  if (range.end - range.begin <= 1) o.read_size = 4096;
   o.reporter = &Reporter();
   FiniteCheck finite{.features = options_.finite_features,
                      .skip = options_.on_corrupt == io::OnCorrupt::kSkip,

@@ -1,0 +1,427 @@
+#!/usr/bin/python3
+"""Simulated scaling studies: shardflow's all-reduce and training step on SimGrid SMPI.
+
+    slurm/simulate_study.py allreduce --platform ib_fattree --ranks 16,64,256 [options]
+    slurm/simulate_study.py step --platform ib_fattree --ranks 64,256 --model cnn \
+        --summary RUN/summary.json [options]
+
+The driver build/sim/smpi/shardflow-sim (sim/CMakeLists.txt) runs under smpirun on a platform
+of sim/platforms/ (sim/platforms/README.md); the figures are simulated time. `allreduce`
+prints, per rank count and size, every algorithm's time and bus bandwidth, the alpha-beta
+prediction (docs/simulation.md), what `auto` picks and which algorithm was fastest. `step`
+replays the data-parallel step of a model preset: its gradient buckets (shardflow-sim-buckets,
+the reducer's own layout) all-reduced while backward runs, with the input and compute time per
+step of a real run's summary.json injected as simulated computation. slurm/scaling_study.py
+--simulate uses simulate_points() to print a study table from it. Standard library only.
+"""
+
+import argparse
+import csv
+import io
+import math
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PLATFORM_DIR = os.path.join(ROOT, "sim", "platforms")
+BUILD = os.environ.get("SHARDFLOW_BUILD_DIR", os.path.join(ROOT, "build"))  # tests set it
+DEFAULT_DRIVER = os.path.join(BUILD, "sim", "smpi", "shardflow-sim")
+DEFAULT_BUCKETS = os.path.join(BUILD, "bin", "shardflow-sim-buckets")
+# Every simulation runs with these (docs/simulation.md, "Network model"): the plain CM02
+# model (latency + size / bandwidth per link, max-min sharing) without SMPI's piecewise
+# factors fitted on another cluster or TCP's reverse (ACK) traffic, compute only where the
+# driver injects it, and OpenMPI's collective selection for MPI_Allreduce (`mpi`).
+SMPI_CFG = ["--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
+            "--cfg=smpi/host-speed:1Gf", "--cfg=smpi/simulate-computation:no",
+            "--cfg=smpi/coll-selector:ompi", "--log=root.thres:warning"]
+ALGORITHMS = ["ring", "rd", "hierarchical", "mpi", "auto"]
+SIZE_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+class SimError(Exception):
+    pass
+
+
+def parse_bytes(text):
+    text = text.strip()
+    scale = SIZE_UNITS.get(text[-1:].upper(), 1)
+    return int(text[:-1] if scale > 1 else text) * scale
+
+
+def parse_time(text):
+    """'2.5us' / '1ms' / '3s' -> seconds."""
+    for unit, scale in (("us", 1e-6), ("ms", 1e-3), ("ns", 1e-9), ("s", 1.0)):
+        if text.endswith(unit):
+            return float(text[:-len(unit)]) * scale
+    return float(text)
+
+
+def parse_bandwidth(text):
+    """'12.5GBps' -> bytes/s (SimGrid's units: Bps, kBps, MBps, GBps; bps variants / 8)."""
+    for unit, scale in (("GBps", 1e9), ("MBps", 1e6), ("kBps", 1e3), ("Bps", 1.0),
+                        ("Gbps", 1e9 / 8), ("Mbps", 1e6 / 8), ("bps", 1 / 8)):
+        if text.endswith(unit):
+            return float(text[:-len(unit)]) * scale
+    raise SimError(f"bandwidth '{text}' has no SimGrid unit")
+
+
+def load_platform(name):
+    """The <cluster> of sim/platforms/NAME.xml (or a path) as a dict of its parameters."""
+    path = name if name.endswith(".xml") else os.path.join(PLATFORM_DIR, name + ".xml")
+    if not os.path.exists(path):
+        known = sorted(f[:-4] for f in os.listdir(PLATFORM_DIR) if f.endswith(".xml"))
+        raise SimError(f"no platform {path}; known: {', '.join(known)}")
+    cluster = ET.parse(path).getroot().find("cluster")
+    if cluster is None:
+        raise SimError(f"{path}: no <cluster> element")
+    a = cluster.attrib
+    first, last = (int(x) for x in a["radical"].split("-"))
+    topo = a.get("topology", "FLAT")
+    levels = []
+    if topo == "FAT_TREE":  # "L;down1,..;up1,..;parallel1,.."
+        parts = a["topo_parameters"].split(";")
+        levels = [int(x) for x in parts[1].split(",")]
+    return {"name": os.path.basename(path)[:-4], "path": path, "prefix": a["prefix"],
+            "suffix": a.get("suffix", ""), "hosts": last - first + 1, "first": first,
+            "cores": int(a.get("core", "1")), "bw": parse_bandwidth(a["bw"]),
+            "lat": parse_time(a["lat"]), "topology": topo, "down": levels,
+            "loopback_bw": parse_bandwidth(a.get("loopback_bw", "498MBps")),
+            "loopback_lat": parse_time(a.get("loopback_lat", "15us")),
+            "bb_bw": parse_bandwidth(a["bb_bw"]) if "bb_bw" in a else float("inf")}
+
+
+def hosts_for(platform, ranks):
+    """Host of each rank: `cores` consecutive ranks per host, hosts in order."""
+    per_host = platform["cores"]
+    needed = math.ceil(ranks / per_host)
+    if needed > platform["hosts"]:
+        raise SimError(f"{ranks} ranks need {needed} hosts of {per_host} rank(s); platform "
+                       f"{platform['name']} has {platform['hosts']}")
+    return [platform["first"] + r // per_host for r in range(ranks)]
+
+
+def route_latency(platform, a, b):
+    """Latency host a -> host b: one link up and one down per fat-tree level climbed (a flat
+    cluster: the two host links), the loopback on one host."""
+    if a == b:
+        return platform["loopback_lat"]
+    if platform["topology"] != "FAT_TREE":
+        return 2 * platform["lat"]
+    group, level = 1, 0
+    for down in platform["down"]:
+        group *= down
+        level += 1
+        if a // group == b // group:
+            break
+    return 2 * level * platform["lat"]
+
+
+def ring_alpha_beta(platform, ranks, nbytes, segment=4 << 20):
+    """Alpha-beta time of comm/allreduce_ring with one rank per host: 2 (p - 1) steps, each
+    sending one chunk (n / p bytes, in segments of at most `segment`) to the right neighbour.
+    The steps of neighbouring ranks pipeline, so the latency term is the mean over the ring's
+    links (docs/simulation.md)."""
+    hosts = hosts_for(platform, ranks)
+    if ranks == 1:
+        return 0.0
+    alpha = sum(route_latency(platform, hosts[r], hosts[(r + 1) % ranks])
+                for r in range(ranks)) / ranks
+    chunk = nbytes / ranks
+    segments = max(1, math.ceil(chunk / segment))
+    bw = min(platform["bw"], platform["bb_bw"] / ranks)  # p flows share a backbone at once
+    return 2 * (ranks - 1) * (segments * alpha + chunk / bw)
+
+
+def rd_alpha_beta(platform, ranks, nbytes):
+    """comm/allreduce_recursive_doubling for a power of two p: log2 p exchanges of the whole
+    message with partners 2^k apart; the step's latency is the farthest pair's."""
+    hosts = hosts_for(platform, ranks)
+    steps = int(math.log2(ranks))
+    total = 0.0
+    for k in range(steps):
+        alpha = max(route_latency(platform, hosts[r], hosts[r ^ (1 << k)]) for r in range(ranks))
+        total += alpha + nbytes / min(platform["bw"], platform["bb_bw"] / ranks)
+    return total
+
+
+def run_driver(platform, ranks, args, driver=DEFAULT_DRIVER, timeout=600):
+    """Runs shardflow-sim under smpirun; returns its CSV rows (dicts)."""
+    if not os.access(driver, os.X_OK):
+        raise SimError(f"no simulated build at {driver}: configure with SimGrid installed "
+                       "(apt-get install libsimgrid-dev) and build the target shardflow_sim")
+    hostfile = os.path.join(os.environ.get("TMPDIR", "/tmp"),
+                            f"shardflow-sim-hosts-{os.getpid()}-{ranks}")
+    with open(hostfile, "w") as f:
+        f.write("".join(f"{platform['prefix']}{h}{platform['suffix']}\n"
+                        for h in hosts_for(platform, ranks)))
+    # Without --check the data do not matter: every malloc of 1 MiB or more (a rank's scratch,
+    # e.g. recursive doubling's whole-message receive buffer) is folded onto one physical copy
+    # too, so 256 ranks x 64 MiB do not need 16 GB.
+    fold = [] if "--check" in args else ["--cfg=smpi/auto-shared-malloc-thresh:1048576"]
+    cmd = ["smpirun", "-np", str(ranks), "-platform", platform["path"], "-hostfile", hostfile,
+           *SMPI_CFG, *fold, driver, *args]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    finally:
+        os.remove(hostfile)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
+        raise SimError(f"simulation of {ranks} ranks on {platform['name']} failed "
+                       f"(exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
+    lines = [ln for ln in proc.stdout.splitlines() if "," in ln and not ln.startswith("[")]
+    return list(csv.DictReader(io.StringIO("\n".join(lines))))
+
+
+def model_buckets(model, bucket_mb, input_shape="28,28,1", program=DEFAULT_BUCKETS):
+    """The reducer's gradient buckets of a model preset, in bytes, in backprop order."""
+    import json
+    if not os.access(program, os.X_OK):
+        raise SimError(f"no {program}: build the target shardflow-sim-buckets")
+    proc = subprocess.run([program, "--model", model, "--bucket-mb", str(bucket_mb),
+                           "--input-shape", input_shape], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SimError(f"shardflow-sim-buckets --model {model}: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
+def step_times(summary):
+    """(input, forward, backward) seconds per step of a real run's summary.json: the step
+    (wall_s / steps) times the trainer's measured input and compute fractions; compute is split
+    1 : 2 between forward and backward (backward computes two products per layer to forward's
+    one: docs/simulation.md)."""
+    step = summary["wall_s"] / summary["steps"]
+    compute = step * summary.get("compute_fraction", 0.0)
+    return step * summary.get("input_wait_fraction", 0.0), compute / 3, 2 * compute / 3
+
+
+def simulate_step(platform, ranks, buckets, times, algorithm="auto", steps=3,
+                  driver=DEFAULT_DRIVER):
+    """One row of the driver's step replay (dict of floats)."""
+    input_s, forward_s, backward_s = times
+    rows = run_driver(platform, ranks,
+                      ["step", "--buckets", ",".join(str(b) for b in buckets),
+                       "--input-s", repr(input_s), "--forward-s", repr(forward_s),
+                       "--backward-s", repr(backward_s), "--steps", str(steps),
+                       "--algorithm", algorithm], driver)
+    return {k: (float(v) if k not in ("algorithm",) else v) for k, v in rows[0].items()}
+
+
+def simulate_points(platform_name, ranks_list, model, bucket_mb, summary, batch,
+                    algorithm="auto", driver=DEFAULT_DRIVER, log=print, input_shape="28,28,1"):
+    """Weak-scaling points of the step replay as summary.json-like dicts for
+    scaling_report.compute_rows: samples/s = ranks x batch / simulated step."""
+    platform = load_platform(platform_name)
+    layout = model_buckets(model, bucket_mb, input_shape)
+    times = step_times(summary)
+    points = []
+    for ranks in ranks_list:
+        row = simulate_step(platform, ranks, layout["buckets"], times, algorithm, driver=driver)
+        step = row["step_s"]
+        log(f"simulate_study: {ranks} ranks on {platform['name']}: step {step * 1e3:.3f} ms, "
+            f"all-reduce {row['comm_s'] * 1e3:.3f} ms, exposed {row['exposed_comm_s'] * 1e3:.3f} ms")
+        points.append({
+            "ranks": ranks, "nodes": math.ceil(ranks / platform["cores"]), "stages": 1, "ways": 1,
+            "name": f"sim_r{ranks}", "summary": {
+                "ranks": ranks, "steps": 1, "wall_s": step, "samples_per_s": ranks * batch / step,
+                "per_rank_batch": batch, "global_batch": ranks * batch,
+                "input_wait_fraction": times[0] / step,
+                "compute_fraction": (times[1] + times[2]) / step,
+                "comm_fraction": row["exposed_comm_s"] / step, "verdict": "SIMULATED"}})
+    return points
+
+
+def study_model(spec):
+    """(model spec, input shape, bucket_mb) of a study's training config and overrides."""
+    import configparser
+    cfg = configparser.ConfigParser(inline_comment_prefixes=("#", ";"))
+    path = spec["config"] if os.path.isabs(spec["config"]) else os.path.join(ROOT, spec["config"])
+    if not cfg.read(path):
+        raise SimError(f"cannot read the study's config {path}")
+    found = {"model.spec": cfg.get("model", "spec", fallback="mlp"),
+             "model.input_shape": cfg.get("model", "input_shape", fallback="28,28,1"),
+             "dist.bucket_mb": cfg.get("dist", "bucket_mb", fallback="4")}
+    for flag in spec["overrides"]:
+        key, _, value = flag.lstrip("-").partition("=")
+        if key in found:
+            found[key] = value
+    return (found["model.spec"].strip(), found["model.input_shape"].replace(" ", ""),
+            float(found["dist.bucket_mb"]))
+
+
+def run_simulated_study(spec, args, report, out_dir):
+    """slurm/scaling_study.py --simulate PLATFORM --summary RUN/summary.json: the study's weak
+    scaling points replayed on the platform (simulate_points), written and printed as a real
+    study's results.md / results.csv, every row's verdict SIMULATED. Returns the exit code."""
+    import json
+    if spec["scaling"] != "weak":
+        raise SimError("--simulate replays weak scaling only (a fixed batch per replica)")
+    if any((s, t) != (1, 1) for s, t in spec["grids"]):
+        raise SimError("--simulate replays data-parallel points only (grid 1x1)")
+    if not args.summary:
+        raise SimError("--simulate needs --summary RUN/summary.json (a real run's step times)")
+    with open(args.summary) as f:
+        summary = json.load(f)
+    model, shape, bucket_mb = study_model(spec)
+    ranks = sorted({p[0] for p in spec["points"]})
+    batch = int(summary.get("per_rank_batch") or spec["batch"])
+    if batch != int(spec["batch"]):
+        print(f"scaling_study: note: the step times are of {args.summary}'s per-rank batch "
+              f"{batch}, not the spec's {spec['batch']}; samples/s counts {batch}")
+    points = simulate_points(args.simulate, ranks, model, bucket_mb, summary, batch,
+                             input_shape=shape)
+    rows = report.compute_rows(points, [(1, 1)])
+    shown = dict(spec, name=f"{spec['name']}: SIMULATED on {args.simulate} (SimGrid SMPI, "
+                 f"step times from {args.summary}; docs/simulation.md)")
+    report.write_csv(os.path.join(out_dir, "results.csv"), rows)
+    report.write_markdown(os.path.join(out_dir, "results.md"), shown, rows, points)
+    with open(os.path.join(out_dir, "results.md")) as f:
+        sys.stdout.write(f.read())
+    print(f"scaling_study: SIMULATED; wrote {out_dir}/results.md, results.csv")
+    return 0
+
+
+def allreduce_table(platform, ranks_list, args):
+    """Rows: every (ranks, bytes, algorithm) with the alpha-beta prediction where we have one."""
+    out = []
+    for ranks in ranks_list:
+        rows = run_driver(platform, ranks,
+                          ["allreduce", "--algorithms", args.algorithms, "--min-bytes",
+                           args.min_bytes, "--max-bytes", args.max_bytes, "--step-factor",
+                           str(args.step_factor), "--iters", str(args.iters)], args.driver)
+        for r in rows:
+            nbytes, p = int(r["bytes"]), int(r["ranks"])
+            model = {"ring": lambda: ring_alpha_beta(platform, p, nbytes),
+                     "rd": lambda: rd_alpha_beta(platform, p, nbytes)
+                     if p & (p - 1) == 0 else float("nan")}.get(r["ran"])
+            r["alpha_beta"] = model() if model and platform["cores"] == 1 else float("nan")
+            out.append(r)
+    for r in out:  # the fastest algorithm (auto aside) at the same ranks and size
+        same = [s for s in out if s["ranks"] == r["ranks"] and s["bytes"] == r["bytes"]
+                and s["algorithm"] != "auto"]
+        r["fastest"] = min(same, key=lambda s: float(s["seconds"]))["algorithm"] if same else ""
+    return out
+
+
+def print_allreduce(platform, rows):
+    print(f"SIMULATED all-reduce on {platform['name']} (SimGrid SMPI; {' '.join(SMPI_CFG)})")
+    print("| ranks | bytes | algorithm | ran | time us | busbw GB/s | alpha-beta us | fastest |")
+    print("|---:|---:|---|---|---:|---:|---:|---|")
+    for r in rows:
+        ab = r["alpha_beta"]
+        print(f"| {r['ranks']} | {r['bytes']} | {r['algorithm']} | {r['ran']} "
+              f"| {float(r['seconds']) * 1e6:.1f} | {float(r['busbw_GBps']):.3f} "
+              f"| {'' if ab != ab else f'{ab * 1e6:.1f}'} | {r['fastest']} |")
+
+
+def validate(platform, measured_path, driver=DEFAULT_DRIVER):
+    """Measured all-reduce times (shardflow-bench allreduce --json lines) against the
+    simulation of the same (ranks, algorithm, bytes) on `platform`; prints a table and returns
+    the rows (measured_us, simulated_us, error = simulated / measured - 1)."""
+    import json
+    measured = {}
+    with open(measured_path) as f:
+        for line in f:
+            if line.startswith("{"):
+                r = json.loads(line)
+                measured[(r["ranks"], r["algorithm"], r["bytes"])] = r["time_us"]
+    rows = []
+    for ranks in sorted({k[0] for k in measured}):
+        algorithms = sorted({k[1] for k in measured if k[0] == ranks})
+        sizes = sorted({k[2] for k in measured if k[0] == ranks})
+        sim = run_driver(platform, ranks, ["allreduce", "--algorithms", ",".join(algorithms),
+                                           "--sizes", ",".join(map(str, sizes)), "--iters", "3"],
+                         driver)
+        for r in sim:
+            key = (ranks, r["algorithm"], int(r["bytes"]))
+            if key in measured:
+                got = float(r["seconds"]) * 1e6
+                rows.append({"ranks": ranks, "algorithm": key[1], "bytes": key[2],
+                             "measured_us": measured[key], "simulated_us": got,
+                             "error": got / measured[key] - 1})
+    print(f"SIMULATED on {platform['name']} vs measured ({measured_path})")
+    print("| ranks | algorithm | bytes | measured us | simulated us | simulated / measured |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['ranks']} | {r['algorithm']} | {r['bytes']} | {r['measured_us']:.1f} "
+              f"| {r['simulated_us']:.1f} | {r['error'] + 1:.2f} |")
+    within = sum(1 for r in rows if abs(r["error"]) <= 0.30)
+    print(f"within 30%: {within} of {len(rows)}")
+    return rows
+
+
+def print_step_table(platform, ranks_list, args, summary):
+    """Weak scaling of one model: the simulated step (up to --max-simulated-ranks) next to the
+    alpha-beta bound: compute + every bucket's ring all-reduce, none of it overlapped."""
+    layout = model_buckets(args.model, args.bucket_mb)
+    times = step_times(summary)
+    compute = sum(times)
+    print(f"SIMULATED weak scaling of {args.model} ({layout['parameters']} parameters, buckets "
+          f"{layout['buckets']} bytes) on {platform['name']}; per step input {times[0] * 1e3:.3f} "
+          f"ms, forward {times[1] * 1e3:.3f} ms, backward {times[2] * 1e3:.3f} ms "
+          f"({args.summary})")
+    print("| ranks | simulated step ms | all-reduce ms | exposed ms | efficiency "
+          "| alpha-beta all-reduce ms | alpha-beta efficiency bound |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for ranks in ranks_list:
+        ab = sum(ring_alpha_beta(platform, ranks, b) for b in layout["buckets"])
+        cells = ["not simulated (ring: p^2 messages)"] + [""] * 3
+        if ranks <= args.max_simulated_ranks:
+            r = simulate_step(platform, ranks, layout["buckets"], times, args.algorithm,
+                              driver=args.driver)
+            cells = [f"{r['step_s'] * 1e3:.3f}", f"{r['comm_s'] * 1e3:.3f}",
+                     f"{r['exposed_comm_s'] * 1e3:.3f}", f"{compute / r['step_s'] * 100:.2f}%"]
+        print(f"| {ranks} | {' | '.join(cells)} | {ab * 1e3:.3f} "
+              f"| {compute / (compute + ab) * 100:.2f}% |")
+
+
+def main(argv):
+    import json
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    v = sub.add_parser("validate")
+    v.add_argument("--platform", default="local_calibrated")
+    v.add_argument("--measured", required=True, help="shardflow-bench allreduce --json output")
+    v.add_argument("--driver", default=DEFAULT_DRIVER)
+    for name in ("allreduce", "step"):
+        p = sub.add_parser(name)
+        p.add_argument("--platform", required=True, help="sim/platforms/NAME.xml, or a path")
+        p.add_argument("--ranks", required=True, help="rank counts, e.g. 16,64,256")
+        p.add_argument("--driver", default=DEFAULT_DRIVER)
+    a = sub.choices["allreduce"]
+    a.add_argument("--algorithms", default=",".join(ALGORITHMS))
+    a.add_argument("--min-bytes", default="1K")
+    a.add_argument("--max-bytes", default="64M")
+    a.add_argument("--step-factor", type=int, default=4)
+    a.add_argument("--iters", type=int, default=1)
+    s = sub.choices["step"]
+    s.add_argument("--model", required=True, help="model preset: mlp, cnn, resnet")
+    s.add_argument("--summary", required=True, help="a real run's summary.json")
+    s.add_argument("--bucket-mb", type=float, default=4)
+    s.add_argument("--algorithm", default="auto")
+    s.add_argument("--max-simulated-ranks", type=int, default=256,
+                   help="larger rank counts get the alpha-beta bound only (default 256)")
+    args = ap.parse_args(argv)
+    try:
+        platform = load_platform(args.platform)
+        if args.command == "validate":
+            validate(platform, args.measured, args.driver)
+            return 0
+        ranks = [int(x) for x in args.ranks.split(",")]
+        if args.command == "allreduce":  # one table per rank count, printed as it finishes
+            for r in ranks:
+                print_allreduce(platform, allreduce_table(platform, [r], args))
+                sys.stdout.flush()
+            return 0
+        with open(args.summary) as f:
+            summary = json.load(f)
+        print_step_table(platform, ranks, args, summary)
+        return 0
+    except (SimError, OSError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
+        print(f"simulate_study: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
