@@ -4,8 +4,10 @@
 # old tree into one folder and the new into another, then
 #   bench/ab_compare.sh OLD/build/bin NEW/build/bin [--reps 7] [--data DIR] [--epochs 3]
 #                       [--only step-mlp,step-cnn,train-2r] [--b-train-args "--key=value ..."]
+#                       [--a-train-args "--key=value ..."]
 # --b-train-args: extra shardflow-train arguments for B only (a key A does not know, e.g. turning
-# off a new default to see what it costs).
+# off a new default to see what it costs); --a-train-args the same for A only (e.g. turning on
+# an option that is off by default).
 # Figures (samples/s, higher is better):
 #   step-mlp, step-cnn   shardflow-bench step --model mlp|cnn (one core, batch 128)
 #   train-2r             the main job's training (configs/fmnist_mlp.ini, 2 ranks, --epochs) on
@@ -19,6 +21,7 @@ reps=7
 epochs=3
 only=step-mlp,step-cnn,train-2r
 b_train_args=""
+a_train_args=""
 data=$(cd "$(dirname "$0")/.." && pwd)
 config=$data/configs/fmnist_mlp.ini  # this checkout's, whatever --data says
 while [ $# -gt 0 ]; do
@@ -28,6 +31,7 @@ while [ $# -gt 0 ]; do
     --epochs) epochs=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --b-train-args) b_train_args=$2; shift 2 ;;
+    --a-train-args) a_train_args=$2; shift 2 ;;
     *) echo "ab_compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -70,7 +74,7 @@ for figure in ${only//,/ }; do
         step-mlp) step "$bin" mlp 300 >>"$work/$side" ;;
         step-cnn) step "$bin" cnn 15 >>"$work/$side" ;;
         train-2r)
-          extra=""
+          extra=$a_train_args
           [ $side = b ] && extra=$b_train_args
           train "$bin" "$extra" >>"$work/$side"
           ;;

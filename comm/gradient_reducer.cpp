@@ -94,7 +94,7 @@ double GradientReducer::Finish() {
 
 void GradientReducer::ReduceBucket(int index) {
   const GradientSlice& s = slices_[static_cast<size_t>(index)];
-  SF_TRACE_SCOPE("allreduce_bucket");  // one span per bucket on the merged timeline
+  const NamedTraceScope span("allreduce_bucket", index);  // "allreduce_bucket 0", ... per bucket
   if (options_.shared != nullptr) {
     AllreduceShared(*options_.shared, static_cast<size_t>(s.offset), static_cast<size_t>(s.size),
                     options_.allreduce.mode);

@@ -14,6 +14,7 @@
 #include "core/layers/pooling.hpp"
 #include "core/layers/reshape.hpp"
 #include "core/layers/residual.hpp"
+#include "core/trace.hpp"
 
 namespace shardflow {
 namespace {
@@ -349,7 +350,10 @@ Tensor Sequential<T>::Forward(const Tensor& x, bool training, MicroBatch& mb) {
   const ForwardContext ctx{
       .training = training, .seed = options_.seed, .step = step_, .micro_batch = mb.index()};
   Tensor h = x;
-  for (size_t i = 0; i < layers_.size(); ++i) h = layers_[i]->Forward(h, ctx, *mb.states_[i]);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const NamedTraceScope span(names_[i]);  // per layer, inside the caller's "forward"
+    h = layers_[i]->Forward(h, ctx, *mb.states_[i]);
+  }
   mb.forward_done_ = true;
   return h;
 }
@@ -375,6 +379,7 @@ Tensor Sequential<T>::RunBackward(const Tensor& dy, MicroBatch& mb, bool input_g
   }
   Tensor g = dy;
   for (int i = num_layers() - 1; i >= 0; --i) {
+    const NamedTraceScope span(names_[i]);  // per layer, inside the caller's "backward"
     g = layers_[i]->Backward(g, input_grad || i > first_trainable_, *mb.states_[i]);
     if (hook_ && has_params_[i]) hook_(first_layer_ + i);
   }

@@ -122,6 +122,10 @@ nlohmann::json SummaryToJson(const RunSummary& s) {
                       {"last_fraction_per_rank", s.straggler.last_per_rank},
                       {"gather_ms", 1e3 * s.straggler.gather_s},
                       {"clear", s.straggler.Clear()}};
+    if (!s.straggler.why.empty()) j["straggler"]["why"] = s.straggler.why;
+    for (const ShardSize& shard : s.straggler.shards) {
+      j["straggler"]["shards"].push_back({{"bytes", shard.bytes}, {"records", shard.records}});
+    }
   }
   return j;
 }

@@ -82,6 +82,41 @@ StragglerReport AttributeStragglers(const std::vector<std::vector<StepArrival>>&
   return s;
 }
 
+void ExplainByShard(StragglerReport* s) {
+  s->why.clear();
+  const size_t ranks = s->last_per_rank.size();
+  if (!s->NeedsShards() || s->shards.size() != ranks) return;
+  for (const ShardSize& shard : s->shards) {
+    if (shard.bytes < 0 || shard.records < 0) return;
+  }
+  std::vector<double> bytes, records;
+  for (size_t r = 0; r < ranks; ++r) {
+    if (static_cast<int>(r) == s->rank) continue;
+    bytes.push_back(static_cast<double>(s->shards[r].bytes));
+    records.push_back(static_cast<double>(s->shards[r].records));
+  }
+  const ShardSize& mine = s->shards[static_cast<size_t>(s->rank)];
+  const double typical_bytes = Median(bytes), typical_records = Median(records);
+  constexpr double kExplains = 1.25;
+  char detail[200];
+  std::snprintf(detail, sizeof(detail),
+                "(%.1f MB, %lld records; the other ranks' median %.1f MB, %.0f records)",
+                static_cast<double>(mine.bytes) / 1e6, static_cast<long long>(mine.records),
+                typical_bytes / 1e6, typical_records);
+  char line[300];
+  if (typical_bytes > 0 && static_cast<double>(mine.bytes) >= kExplains * typical_bytes) {
+    std::snprintf(line, sizeof(line), "its shard's files are %.1fx larger %s",
+                  static_cast<double>(mine.bytes) / typical_bytes, detail);
+  } else if (typical_records > 0 &&
+             static_cast<double>(mine.records) >= kExplains * typical_records) {
+    std::snprintf(line, sizeof(line), "its shard has %.1fx the records %s",
+                  static_cast<double>(mine.records) / typical_records, detail);
+  } else {
+    return;
+  }
+  s->why = line;
+}
+
 std::string FormatStraggler(const StragglerReport& s) {
   if (s.rank < 0) return "";
   char line[320];
@@ -91,7 +126,7 @@ std::string FormatStraggler(const StragglerReport& s) {
                 s.Clear() ? "" : "no clear straggler (ranks take turns being last): ", s.rank,
                 100 * s.last_fraction, static_cast<long long>(s.steps), 1e3 * s.margin_s,
                 s.cause.c_str(), 100 * s.input_share);
-  return line;
+  return s.why.empty() ? std::string(line) : std::string(line) + ": " + s.why;
 }
 
 }  // namespace shardflow

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>  // std::once_flag
+#include <set>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -226,6 +227,30 @@ void TraceCounter(const char* name, double value) {
 void TraceInstant(const char* name) {
   if (!TracingEnabled()) return;
   Append('i', name, MonotonicNanos());
+}
+
+const char* InternTraceName(std::string_view name, std::string_view suffix) {
+  struct Names {
+    Mutex mu;
+    std::set<std::string, std::less<>> set GUARDED_BY(mu);  // nodes never move
+  };
+  static Names* names = new Names;  // never destroyed, like the registry
+  std::string key;
+  key.reserve(name.size() + suffix.size());
+  key.append(name).append(suffix);
+  MutexLock lock(names->mu);
+  return names->set.insert(std::move(key)).first->c_str();
+}
+
+const char* InternTraceName(std::string_view name, int index) {
+  std::string suffix(1, ' ');
+  suffix += std::to_string(index);
+  return InternTraceName(name, suffix);
+}
+
+void TraceComplete(const char* name, int64_t start_ns, int64_t end_ns) {
+  if (!TracingEnabled()) return;
+  Append('X', name, start_ns, end_ns - start_ns);
 }
 
 void TraceScope::Finish() {

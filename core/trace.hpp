@@ -13,8 +13,9 @@
 // is two clock reads and an append to the calling thread's own buffer under that thread's own
 // mutex, which only the writer ever contends for: no global lock on the hot path (the global
 // registry lock is taken once per thread, at its first event).
-// Names: `const char*` names must have static storage (string literals); the std::string
-// overloads copy the name (an allocation for names over 15 bytes).
+// Names: `const char*` names must have static storage (string literals) or be interned
+// (InternTraceName, NamedTraceScope: names made at run time); the std::string overloads copy the
+// name (an allocation for names over 15 bytes).
 // Memory: each thread keeps at most TraceBufferLimit() events (default 1M, 32 MiB, in 128 KiB
 // chunks so that recording never moves what is recorded, plus copies of dynamic names); further
 // events are counted as dropped, and the count is written into the trace ("dropped_events").
@@ -60,6 +61,16 @@ void TraceEnd();
 void TraceCounter(const char* name, double value);
 void TraceInstant(const char* name);
 
+// Names made at run time (a layer's, a pipeline stage's, a bucket's), interned: one copy per
+// distinct name for the life of the process, so events name them without a copy each. Returns
+// a pointer that stays valid to the end of the process; "" + suffix, or name + " " + index.
+const char* InternTraceName(std::string_view name, std::string_view suffix = {});
+const char* InternTraceName(std::string_view name, int index);
+
+// A complete event of [start_ns, end_ns) (MonotonicNanos()) on the calling thread; `name` as
+// for TraceCounter (static storage or interned). Nothing when tracing is off.
+void TraceComplete(const char* name, int64_t start_ns, int64_t end_ns);
+
 // One recorded event, as returned by SnapshotTrace (the buffers hold a compact form).
 struct TraceEvent {
   char phase = 'X';    // 'X' complete, 'B' begin, 'E' end, 'C' counter, 'i' instant
@@ -97,6 +108,31 @@ class TraceScope {
   void Finish();
   const char* name_ = nullptr;
   std::string dynamic_name_;
+  int64_t start_ns_;
+};
+
+// A TraceScope named at run time: the name is interned at the start only when tracing is on,
+// so while it is off the scope costs what a TraceScope does (a relaxed load and a branch).
+//   NamedTraceScope span(layer_name);                  // "03_dense"
+//   NamedTraceScope span("allreduce_bucket", index);   // "allreduce_bucket 2"
+class NamedTraceScope {
+ public:
+  explicit NamedTraceScope(std::string_view name, std::string_view suffix = {})
+      : start_ns_(TracingEnabled() ? MonotonicNanos() : -1) {
+    if (start_ns_ >= 0) name_ = InternTraceName(name, suffix);
+  }
+  NamedTraceScope(std::string_view name, int index)
+      : start_ns_(TracingEnabled() ? MonotonicNanos() : -1) {
+    if (start_ns_ >= 0) name_ = InternTraceName(name, index);
+  }
+  ~NamedTraceScope() {
+    if (start_ns_ >= 0) TraceComplete(name_, start_ns_, MonotonicNanos());
+  }
+  NamedTraceScope(const NamedTraceScope&) = delete;
+  NamedTraceScope& operator=(const NamedTraceScope&) = delete;
+
+ private:
+  const char* name_ = nullptr;
   int64_t start_ns_;
 };
 

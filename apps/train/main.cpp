@@ -18,6 +18,7 @@
 #include "apps/train/memory_guard.hpp"
 #include "apps/train/model_parallel.hpp"
 #include "apps/train/ps_placement.hpp"
+#include "apps/train/straggler_log.hpp"
 #include "apps/train/trainer.hpp"
 #include "apps/train/trainer_options.hpp"
 #include "comm/collectives.hpp"
@@ -261,6 +262,9 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
     return pipeline::BuildInputPipeline(config.data, shard.index, shard.count);
   };
   inputs.local_batches = [local_batches] { return local_batches; };
+  inputs.shard_size = [&config, shard] {
+    return ShardSizeOf(config.data, shard.index, shard.count);
+  };
   if (config.data.data.format == "tfrecord") {  // elastic resume reads records by offset
     config.data.data.row_ids = true;
     inputs.factories.regular = [&config](int rank, int world, int64_t batch) {

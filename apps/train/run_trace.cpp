@@ -3,12 +3,14 @@
 #include "comm/clock_sync.hpp"
 #include "comm/collectives.hpp"
 #include "core/logging.hpp"
+#include "io/pipeline/stage_stats.hpp"
 
 namespace shardflow::train {
 
 RunTrace::RunTrace(comm::Communicator& ctl, bool on, std::string output_dir)
     : ctl_(ctl), on_(on), output_dir_(std::move(output_dir)) {
   if (!on_) return;
+  SetTraceThreadName("training loop");
   StartTracing();
   Sample();
 }
@@ -31,6 +33,14 @@ void RunTrace::Finish() {
   MergeTraceFiles(ranks, path);
   SF_LOG(Info) << "trace: " << path
                << " (every rank on rank 0's clock; ui.perfetto.dev or chrome://tracing)";
+}
+
+void TraceInputQueues(const pipeline::PipelineStats& stats) {
+  if (!TracingEnabled()) return;
+  for (const pipeline::StageSnapshot& stage : stats.Snapshot()) {
+    TraceCounter(InternTraceName("queue ", stage.name),
+                 static_cast<double>(stage.buffered_elements));
+  }
 }
 
 }  // namespace shardflow::train

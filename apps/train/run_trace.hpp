@@ -2,7 +2,7 @@
 // clock measured against rank 0's at the start and at the end (comm/clock_sync.hpp), every
 // rank's OUTPUT/trace.rankN.json written with those samples, and rank 0 merging them into
 // OUTPUT/trace.json on rank 0's clock (core/trace.hpp MergeTraceFiles; shardflow-trace merge
-// does the same offline).
+// does the same offline). TraceInputQueues adds the input pipeline's queue depths to it.
 // Thread-safety: collective over `ctl`; one thread of each rank.
 #pragma once
 
@@ -11,6 +11,10 @@
 
 #include "comm/communicator.hpp"
 #include "core/trace.hpp"
+
+namespace shardflow::pipeline {
+class PipelineStats;
+}
 
 namespace shardflow::train {
 
@@ -30,5 +34,10 @@ class RunTrace {
   const std::string output_dir_;
   std::vector<TraceClockSample> clock_;
 };
+
+// When tracing is on, one counter per input pipeline stage, "queue <stage>": the elements it
+// holds ready for its consumer now (the training loop calls it at each batch). While tracing
+// is off: one relaxed load and a branch.
+void TraceInputQueues(const pipeline::PipelineStats& stats);
 
 }  // namespace shardflow::train

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "apps/train/strategy.hpp"
 #include "core/logging.hpp"
 #include "io/tensorboard/event_writer.hpp"
 
@@ -24,6 +25,23 @@ TensorBoardLog::TensorBoardLog(const std::string& dir, int64_t resumed_step) : d
 }
 
 TensorBoardLog::~TensorBoardLog() = default;
+
+void TensorBoardLog::Step(int64_t steps_done, const StepOutput& out, double learning_rate,
+                          double samples, double seconds, double input_wait_s) {
+  const double t = seconds > 0 ? seconds : 0;
+  const auto fraction = [t](double part) { return t > 0 ? part / t : 0.0; };
+  std::vector<std::pair<std::string, double>> scalars;
+  scalars.reserve(6);
+  // A skipped step's loss is not finite: left out.
+  if (!out.skipped) scalars.emplace_back(std::string("step/loss"), out.loss);
+  scalars.emplace_back(std::string("step/learning_rate"), learning_rate);
+  scalars.emplace_back(std::string("step/samples_per_s"), t > 0 ? samples / t : 0.0);
+  scalars.emplace_back(std::string("step/input_wait_fraction"), fraction(input_wait_s));
+  scalars.emplace_back(std::string("step/compute_fraction"),
+                       fraction(std::max(0.0, t - input_wait_s - out.comm_blocked_s)));
+  scalars.emplace_back(std::string("step/comm_fraction"), fraction(out.comm_blocked_s));
+  train_->AddScalars(steps_done, scalars);
+}
 
 void TensorBoardLog::Interval(const nlohmann::json& line, const double sums[3], bool epoch_end,
                               bool classify) {

@@ -1,6 +1,10 @@
 // TensorBoard event files of a training run (`[log] tensorboard`, on by default), written by
 // rank 0 under OUTPUT/tb/ with io::EventWriter: tb/train and tb/validation, TensorBoard's usual
 // pair, so `tensorboard --logdir OUTPUT/tb` overlays the train and evaluation curves.
+//   tb/train, at every step: step/loss, step/learning_rate, step/samples_per_s,
+//     step/input_wait_fraction, step/compute_fraction, step/comm_fraction: rank 0's own figures
+//     of that step (its batch's loss, its clock; no collective), buffered and flushed with the
+//     next metrics line;
 //   tb/train, at each metrics.jsonl line (step = steps done, values equal to the line's): loss,
 //     accuracy (classify), learning_rate, samples_per_s, time/input_wait_fraction,
 //     time/compute_fraction, time/comm_fraction; at each epoch end: epoch_loss, epoch_accuracy
@@ -26,12 +30,20 @@ class EventWriter;
 
 namespace shardflow::train {
 
+struct StepOutput;
+
 class TensorBoardLog {
  public:
   // `dir` is OUTPUT/tb. resumed_step > 0: drops the events past it first. Throws Error(kIo).
   TensorBoardLog(const std::string& dir, int64_t resumed_step);
   ~TensorBoardLog();
 
+  // The step/* scalars of step `steps_done` from rank 0's own figures: its step's output, the
+  // learning rate, the samples over the job (its rows times the data-parallel ranks), the
+  // seconds since the previous step ended and the input wait in them. Written to the buffer,
+  // flushed at the next Interval, Evaluation or Histograms (or the end).
+  void Step(int64_t steps_done, const StepOutput& out, double learning_rate, double samples,
+            double seconds, double input_wait_s);
   // A metrics.jsonl line of the training loop (keys as written there), with the interval's sums
   // over the ranks (loss sum, correct, rows); at an epoch end also the epoch's mean loss (and
   // accuracy when `classify`).

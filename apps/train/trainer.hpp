@@ -117,6 +117,9 @@ struct TrainerInputs {
   // The training input as another rank count would read it, for resuming onto a different
   // one (rank_input.hpp); empty: a checkpoint of another rank count is refused.
   InputFactories factories;
+  // This rank's shard of the training files (straggler_log.hpp ShardSizeOf), looked up at the
+  // end only when a clear input-bound straggler may be explained by it; may be empty.
+  std::function<ShardSize()> shard_size;
 };
 
 struct TrainResult {

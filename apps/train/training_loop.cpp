@@ -217,6 +217,7 @@ void TrainingLoop::RunStep(int64_t step) {
     }
   }
   if (stall_) stall_->InputEnd();
+  TraceInputQueues(input_->stats());
   TrainBatch(step, t0, map_.EpochEnd(step));
 }
 
@@ -236,7 +237,13 @@ void TrainingLoop::TrainBatch(int64_t step, Clock::time_point t0, bool epoch_end
     const double between_steps = std::chrono::duration<double>(t0 - previous_end_).count();
     arrivals_.Record(between_steps + step_seconds - out.comm_blocked_s, wait);
   }
-  previous_end_ = Clock::now();
+  const Clock::time_point end = Clock::now();
+  if (tb_) {
+    tb_->Step(step + 1, out, Lr(step),
+              static_cast<double>(mb.rows * strategy_.data_parallel_size()),
+              std::chrono::duration<double>(end - previous_end_).count(), wait);
+  }
+  previous_end_ = end;
   if (stall_) stall_->StepEnd(step_seconds);
   times_.input_wait_s += wait;
   times_.comm_s += out.comm_blocked_s;
@@ -405,7 +412,7 @@ void TrainingLoop::Summarize(int64_t steps) {
   strategy_.FinishReport(&s);
   // Which rank the others waited for: ranks that meet every step (not asynchronous workers).
   if (strategy_.trains_batches() && strategy_.synchronous_metrics()) {
-    s.straggler = arrivals_.Gather(*steps_);
+    s.straggler = arrivals_.Gather(*steps_, inputs_.shard_size);
   }
   if (left_out_->batches_left_out > 0) {
     SF_LOG(Info) << "equal steps left out " << left_out_->batches_left_out.load() << " batches ("

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "core/thread_annotations.hpp"
+#include "core/trace.hpp"
 #include "io/pipeline/batch_buffer.hpp"
 #include "io/pipeline/nodes.hpp"
 #include "io/pipeline/stage_error.hpp"
@@ -188,6 +189,7 @@ class MapAndBatchIterator : public Iterator {
   // are what make small records cheap (bench tfdata: 784-byte Examples).
   void Work() EXCLUDES(input_mu_, mu_) {
     std::vector<Element> run;  // reused between runs
+    if (TracingEnabled()) SetTraceThreadName("input " + node_->options_.name + "+batch");
     while (true) {
       {
         MutexLock lock(mu_);
@@ -237,6 +239,7 @@ class MapAndBatchIterator : public Iterator {
     }
     if (claim.first < 0) return claim;
     if (run->size() < static_cast<size_t>(want)) run->resize(static_cast<size_t>(want));
+    const NamedTraceScope span(node_->options_.name, "+batch pull");  // the stages before
     const int64_t start = NowNs();
     try {
       while (claim.pulled < want && !claim.end) {
@@ -260,6 +263,7 @@ class MapAndBatchIterator : public Iterator {
   // up to the first failure, whose error goes to claim->error). Rows are disjoint between
   // workers, so the copies run outside the lock.
   int64_t PlaceRun(std::vector<Element>* run, Claim* claim) EXCLUDES(mu_) {
+    const NamedTraceScope span(node_->options_.name, "+batch");
     const int64_t start = NowNs();
     const int64_t b = claim->first / node_->size_;
     BatchBuffer* buffer = nullptr;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/trace.hpp"
 #include "io/pipeline/stage_error.hpp"
 
 namespace shardflow::pipeline {
@@ -46,6 +47,7 @@ void ParallelMapIterator::WorkerLoop(int index) {
   // deterministic order is unchanged. `micro` is capacity / (2 * workers), so every worker can
   // hold a round in flight while the consumer drains the other half.
   std::vector<std::pair<int64_t, Result>> round;
+  if (TracingEnabled()) SetTraceThreadName("input " + config_.stage_name);  // else no buffer
   while (true) {
     int64_t reserved = 0;
     {
@@ -64,6 +66,7 @@ void ParallelMapIterator::WorkerLoop(int index) {
     }
     PullRound(reserved, &round);
     if (fn_) {
+      const NamedTraceScope span(config_.stage_name);
       const int64_t start = NowNs();
       for (auto& [seq, r] : round) {
         if (r.end || r.error) continue;
@@ -101,6 +104,7 @@ void ParallelMapIterator::PullRound(int64_t reserved,
                                     std::vector<std::pair<int64_t, Result>>* round) {
   round->clear();
   MutexLock input_lock(input_mu_);
+  const NamedTraceScope span(config_.stage_name, " pull");  // the stages before this one
   const int64_t start = NowNs();
   for (int64_t k = 0; k < reserved && !input_ended_; ++k) {
     Result r;

@@ -86,5 +86,42 @@ TEST(StragglerTest, OneRankOrNoStepsIsEmpty) {
   EXPECT_EQ(FormatStraggler({}), "");
 }
 
+TEST(StragglerTest, ALargerShardExplainsAnInputBoundStraggler) {
+  StragglerReport s = AttributeStragglers(Steps(3, 20, 1, 0.004f, 0.0005f));
+  ASSERT_TRUE(s.NeedsShards());
+  s.shards = {{.bytes = 6'000'000, .records = 400},
+              {.bytes = 12'300'000, .records = 400},
+              {.bytes = 6'200'000, .records = 400}};
+  ExplainByShard(&s);
+  EXPECT_EQ(s.why,
+            "its shard's files are 2.0x larger (12.3 MB, 400 records; the other ranks' median "
+            "6.1 MB, 400 records)");
+  const std::string line = FormatStraggler(s);
+  EXPECT_NE(line.find("input-bound (input wait "), std::string::npos) << line;
+  EXPECT_NE(line.find("of its extra time): its shard's files are 2.0x larger"), std::string::npos)
+      << line;
+  // More records in as many bytes.
+  s.shards[1] = {.bytes = 6'100'000, .records = 900};
+  ExplainByShard(&s);
+  EXPECT_EQ(s.why.rfind("its shard has 2.2x the records (6.1 MB, 900 records;", 0), 0u) << s.why;
+}
+
+TEST(StragglerTest, AShardLikeTheOthersExplainsNothing) {
+  StragglerReport s = AttributeStragglers(Steps(2, 20, 1, 0.004f, 0.0005f));
+  s.shards = {{.bytes = 6'000'000, .records = 400}, {.bytes = 7'000'000, .records = 450}};
+  ExplainByShard(&s);  // 1.17x: under the 1.25x that would explain it
+  EXPECT_EQ(s.why, "");
+  EXPECT_EQ(FormatStraggler(s).find("shard"), std::string::npos);
+  s.shards = {{.bytes = 6'000'000, .records = 400}, {.bytes = -1, .records = 900}};
+  ExplainByShard(&s);  // unknown bytes: nothing said
+  EXPECT_EQ(s.why, "");
+  // A compute-bound straggler is not explained by its data.
+  StragglerReport compute = AttributeStragglers(Steps(2, 20, 1, 0.0f, 0.005f));
+  EXPECT_FALSE(compute.NeedsShards());
+  compute.shards = {{.bytes = 1'000'000, .records = 400}, {.bytes = 9'000'000, .records = 400}};
+  ExplainByShard(&compute);
+  EXPECT_EQ(compute.why, "");
+}
+
 }  // namespace
 }  // namespace shardflow

@@ -161,6 +161,39 @@ TEST(TraceTest, ConcurrentSpansAreWrittenWithNestingAndThreadNames) {
   ClearTrace();
 }
 
+TEST(TraceTest, NamedScopesInternTheirNamesOnlyWhileTracing) {
+  StopTracing();
+  ClearTrace();
+  const std::string layer = "03_dense";
+  { const NamedTraceScope off(layer); }
+  EXPECT_EQ(TotalEvents(), 0u);
+  // Equal names share one copy, however they are put together.
+  EXPECT_EQ(InternTraceName("allreduce_bucket", 2), InternTraceName("allreduce_bucket 2"));
+  EXPECT_EQ(InternTraceName("queue ", "prefetch"), InternTraceName("queue prefetch"));
+  EXPECT_STREQ(InternTraceName("map", "+batch"), "map+batch");
+  StartTracing();
+  {
+    const NamedTraceScope span(layer);
+    const NamedTraceScope bucket("allreduce_bucket", 7);
+    const NamedTraceScope pull("prefetch", " pull");
+  }
+  const int64_t now = MonotonicNanos();
+  TraceComplete(InternTraceName("queue wait"), now - 1000, now);
+  StopTracing();
+  TraceComplete("after", 0, 1);  // off: nothing
+  std::map<std::string, int64_t> spans;
+  for (const TraceThread& thread : SnapshotTrace()) {
+    for (const TraceEvent& e : thread.events) {
+      if (e.phase == 'X') spans[e.name] = e.dur_ns;
+    }
+  }
+  ASSERT_EQ(spans.size(), 4u);
+  EXPECT_TRUE(spans.count("03_dense") && spans.count("allreduce_bucket 7") &&
+              spans.count("prefetch pull"));
+  EXPECT_EQ(spans["queue wait"], 1000);
+  ClearTrace();
+}
+
 TEST(TraceTest, BufferLimitCountsDroppedEvents) {
   ClearTrace();
   const size_t old_limit = TraceBufferLimit();

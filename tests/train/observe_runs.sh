@@ -13,7 +13,11 @@
 #   straggler_compute, straggler_input  2 ranks, rank 1 slowed by SHARDFLOW_TEST_FAULT
 #           slow:1:25 (a sleep before each step) or slow_input:1:25 (before each batch): the
 #           report and summary.json name rank 1 as last in >= 80% of steps, by >= 15 ms, with
-#           the cause compute or input.
+#           the cause compute or input; their shards are alike, so the report does not blame them.
+#   straggler_shard  2 ranks with a deliberately uneven shard (data.shard_policy = file over a
+#           400- and an 800-record file: rank 1 reads the 800) and rank 1's input slowed as in
+#           straggler_input: the report and summary.json add that rank 1's shard's files are 2.0x
+#           larger, and summary.json has both ranks' shard bytes and records.
 #   stall   2 ranks, rank 1 stalls 1.5 s before its batch of step 30 (SHARDFLOW_TEST_FAULT
 #           stall:1:30), log.stall_min_seconds = 0.5: rank 1 logs its input wait with the queue
 #           depths (the queues full: the wait is not the pipeline's), rank 0 logs the all-reduce
@@ -22,7 +26,10 @@
 #           in the main thread's allreduce_wait span, so in true time every rank's span of a step
 #           ends after every rank's span began): OUTPUT/trace.json, merged at the end, and
 #           `shardflow-trace merge OUTPUT --out FILE` are valid JSON with both ranks on rank 0's
-#           clock, and the spans of each step overlap within the measured clock error.
+#           clock, and the spans of each step overlap within the measured clock error; every
+#           rank has each kind of span: input (and its queue counters, and the spans of the input
+#           pipeline's own threads), forward and backward with a span per layer inside them, each
+#           gradient bucket's all-reduce, checkpoint writes.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -62,10 +69,29 @@ straggler_compute | straggler_input)
     { cat a.log; fail "the run failed"; }
   grep -q "^straggler *rank 1 was last to the all-reduce in .*, $cause-bound" a.log ||
     { cat a.log; fail "the report does not name rank 1, $cause-bound"; }
+  if grep -q "its shard" a.log; then cat a.log; fail "equal shards were blamed"; fi
   $py - run/summary.json "$cause" <<'PY' || fail "summary.json's straggler is wrong"
 import json, sys
 s = json.load(open(sys.argv[1]))["straggler"]
 ok = s["rank"] == 1 and s["clear"] and s["cause"] == sys.argv[2] and s["last_fraction"] >= 0.8 and s["margin_ms"] >= 15
+print(("ok   " if ok else "FAIL ") + json.dumps(s))
+sys.exit(0 if ok else 1)
+PY
+  ;;
+straggler_shard)
+  convert 1 400 data/fm_a
+  convert 1 800 data/fm_b
+  SHARDFLOW_TEST_FAULT=slow_input:1:25 run_train 2 a.log "${common[@]}" --data.files='data/fm_*.tfrecord' \
+    --data.shard_policy=file --data.shuffle_files=false --eval.files= --train.epochs=3 --output run ||
+    { cat a.log; fail "the run failed"; }
+  grep -q "^straggler *rank 1 was last to the all-reduce in .*, input-bound (.*): its shard's files are 2\.0x larger (.*, 800 records; the other ranks' median .*, 400 records)" a.log ||
+    { cat a.log; fail "the report does not blame rank 1's larger shard"; }
+  $py - run/summary.json <<'PY' || fail "summary.json's straggler lacks the shards"
+import json, sys
+s = json.load(open(sys.argv[1]))["straggler"]
+sh = s.get("shards", [])
+ok = (s["rank"] == 1 and s["cause"] == "input" and s.get("why", "").startswith("its shard's files are 2.0x larger")
+      and [x["records"] for x in sh] == [400, 800] and 1.9 <= sh[1]["bytes"] / sh[0]["bytes"] <= 2.1)
 print(("ok   " if ok else "FAIL ") + json.dumps(s))
 sys.exit(0 if ok else 1)
 PY
@@ -94,6 +120,36 @@ print("%s: %d steps, clock error %.3f us, worst gap %.3f us" % (sys.argv[1], len
 sys.exit(0 if worst <= err else 1)
 PY
   done
+  $py - run/trace.json <<'PY' || fail "the merged trace lacks a kind of span"
+import collections, json, re, sys
+doc = json.load(open(sys.argv[1]))
+threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "thread_name"}
+for rank in (0, 1):
+    events = [e for e in doc["traceEvents"] if e.get("pid") == rank]
+    spans = collections.defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X":
+            spans[e["name"]].append(e)
+    counters = {e["name"] for e in events if e.get("ph") == "C"}
+    def inside(parent, child):
+        return any(c["tid"] == p["tid"] and p["ts"] <= c["ts"] and c["ts"] + c["dur"] <= p["ts"] + p["dur"]
+                   for p in spans[parent] for c in spans[child])
+    layers = [n for n in spans if re.fullmatch(r"[0-9]{2}_[a-z]+", n)]
+    pipeline = [n for n, v in spans.items() if any(threads.get((rank, e["tid"]), "").startswith("input ") for e in v)]
+    checks = {
+        "input": bool(spans["input"]),
+        "queue counters": any(n.startswith("queue ") for n in counters),
+        "input pipeline threads": bool(pipeline),
+        "forward per layer": bool(layers) and all(inside("forward", n) for n in layers),
+        "backward per layer": bool(layers) and all(inside("backward", n) for n in layers),
+        "all-reduce buckets": any(re.fullmatch(r"allreduce_bucket [0-9]+", n) for n in spans),
+        "checkpoint": bool(spans["checkpoint"]),
+    }
+    missing = [k for k, ok in checks.items() if not ok]
+    print("rank %d: layers %s, pipeline spans %s%s" % (rank, layers, sorted(pipeline), ", MISSING " + str(missing) if missing else ""))
+    if missing:
+        sys.exit(1)
+PY
   ;;
 stall)
   convert 2 1200 data/fm

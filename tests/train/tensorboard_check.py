@@ -5,7 +5,9 @@ package) load RUN_DIR/tb and must agree with RUN_DIR/metrics.jsonl.
     logged twice at one step (a resumed run must not repeat the steps it redid);
   - the accumulator (event_accumulator, what the dashboard serves): the scalar tags; at every
     metrics.jsonl training line the same step and values (loss, accuracy, learning_rate,
-    samples_per_s, time/*_fraction); epoch_loss/epoch_accuracy in validation at every
+    samples_per_s, time/*_fraction); the step/* scalars at every step from 1 to the last, once
+    each, step/learning_rate equal to metrics.jsonl's lr at its lines and the step/*_fraction
+    in [0, 1]; epoch_loss/epoch_accuracy in validation at every
     evaluation line; histograms of weights and gradients every HISTOGRAM_EVERY steps.
 Prints one line per check and exits 1 on the first difference."""
 import collections
@@ -76,6 +78,24 @@ for key, tag in keys.items():
         if not close(got[l["step"]], l[key]):
             fail("%s at step %d: TensorBoard %r, metrics.jsonl %r" % (tag, l["step"], got[l["step"]], l[key]))
 print("ok   tb/train: %d scalar tags, %d steps equal to metrics.jsonl" % (len(tags), len(train_lines)))
+
+step_tags = ["step/loss", "step/learning_rate", "step/samples_per_s", "step/input_wait_fraction",
+             "step/compute_fraction", "step/comm_fraction"]
+if not set(step_tags) <= tags:
+    fail("tb/train lacks per-step tags %s" % sorted(set(step_tags) - tags))
+for tag in step_tags:
+    steps = [e.step for e in train.Scalars(tag)]
+    if sorted(steps) != list(range(1, last_step + 1)):
+        fail("%s: steps %s..%s (%d), want every step 1..%d once" % (tag, min(steps), max(steps), len(steps), last_step))
+lr = {e.step: e.value for e in train.Scalars("step/learning_rate")}
+for l in train_lines:
+    if not close(lr[l["step"]], l["lr"]):
+        fail("step/learning_rate at step %d: %r, metrics.jsonl lr %r" % (l["step"], lr[l["step"]], l["lr"]))
+for tag in step_tags[3:]:
+    bad = [(e.step, e.value) for e in train.Scalars(tag) if not 0 <= e.value <= 1]
+    if bad:
+        fail("%s outside [0, 1]: %s" % (tag, bad[:3]))
+print("ok   tb/train: %d per-step tags at every step 1..%d" % (len(step_tags), last_step))
 
 got = {e.step: e.value for e in validation.Scalars("epoch_loss")}
 acc = {e.step: e.value for e in validation.Scalars("epoch_accuracy")}
