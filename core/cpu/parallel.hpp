@@ -6,7 +6,7 @@
 // stalls the whole call for a scheduler time slice; 1 rank x 2 threads then trained the MLP at
 // a twentieth of 2 ranks x 1 thread under load (bench/compute.sh). Here the caller runs pieces
 // itself and waits only for pieces a worker has already claimed: a worker that has not woken
-// up claims nothing, and the caller finishes alone. Idle workers sleep (no spinning).
+// up claims nothing, and the caller finishes alone. Idle workers spin ~0.1 ms, then sleep.
 // Pieces never depend on the thread count (callers partition by shape only), and each piece
 // is computed the same whichever thread runs it, so results do not depend on it either.
 // Thread-safety: RunPieces may be called from any thread; one call uses the workers at a time
