@@ -3,7 +3,7 @@
 // Input (B, H, W, C); kernel (KH, KW, C, F); bias (F); output (B, OH, OW, F). Padding "same"
 // (output ceil(H / stride)) or "valid". The batch is processed in chunks so the im2col buffer
 // stays bounded (im2col_budget elements, 1 MiB of float by default: about one core's L2 cache
-// on the build machines; 8 MiB measured 10-20% slower on the CNN step) whatever the batch size;
+// on the build machines; 8 MiB measured 9-16% slower on the CNN step) whatever the batch size;
 // the buffers are allocated once per layer state and reused.
 //
 // Tensor parallelism (core/layers/tensor_parallel.hpp): split = kColumn holds filters (kernel
