@@ -5,6 +5,7 @@
 
 #include "core/backend/pointwise.hpp"
 #include "core/cpu/kernels.hpp"
+#include "core/cpu/parallel.hpp"
 
 namespace shardflow::cpu {
 
@@ -42,9 +43,14 @@ void Scale(int64_t n, T s, T* y) {
   for (int64_t i = 0; i < n; ++i) y[i] *= s;
 }
 
-// x and y (n) flat.
+namespace {
+
+// Element-wise passes split over the intra-op threads above this many elements (each element
+// computed alone, so results do not depend on the split).
+constexpr int64_t kElementwiseGrain = int64_t{1} << 15;
+
 template <typename T>
-void Activation(ActivationKind kind, int64_t n, const T* x, T* y) {
+void ActivationRange(ActivationKind kind, int64_t n, const T* x, T* y) {
   switch (kind) {
     case ActivationKind::kRelu:
       for (int64_t i = 0; i < n; ++i) y[i] = pointwise::Relu(x[i]);
@@ -61,9 +67,9 @@ void Activation(ActivationKind kind, int64_t n, const T* x, T* y) {
   }
 }
 
-// ReLU and GELU differentiate through x, tanh and sigmoid through y.
 template <typename T>
-void ActivationGrad(ActivationKind kind, int64_t n, const T* x, const T* y, const T* dy, T* dx) {
+void ActivationGradRange(ActivationKind kind, int64_t n, const T* x, const T* y, const T* dy,
+                         T* dx) {
   switch (kind) {
     case ActivationKind::kRelu:
       for (int64_t i = 0; i < n; ++i) dx[i] = pointwise::ReluGrad(x[i], dy[i]);
@@ -78,6 +84,23 @@ void ActivationGrad(ActivationKind kind, int64_t n, const T* x, const T* y, cons
       for (int64_t i = 0; i < n; ++i) dx[i] = pointwise::SigmoidGradFromY(y[i], dy[i]);
       break;
   }
+}
+
+}  // namespace
+
+// x and y (n) flat.
+template <typename T>
+void Activation(ActivationKind kind, int64_t n, const T* x, T* y) {
+  ParallelFor(n, kElementwiseGrain,
+              [&](int64_t b, int64_t e) { ActivationRange(kind, e - b, x + b, y + b); });
+}
+
+// ReLU and GELU differentiate through x, tanh and sigmoid through y.
+template <typename T>
+void ActivationGrad(ActivationKind kind, int64_t n, const T* x, const T* y, const T* dy, T* dx) {
+  ParallelFor(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
+    ActivationGradRange(kind, e - b, x + b, y + b, dy + b, dx + b);
+  });
 }
 
 // x (B, H) -> y (B, times, H).

@@ -1,9 +1,12 @@
 #include "core/cpu/gemm.hpp"
 
+#include "core/cpu/parallel.hpp"
+
 #include <sched.h>
 #include <xmmintrin.h>
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <thread>
@@ -20,22 +23,23 @@ using MutMap = Eigen::Map<RowMat<T>, 0, Eigen::OuterStride<>>;
 
 std::atomic<int> g_threads{0};  // 0: not set yet
 
-}  // namespace
-
+// One block of C: rows [r0, r1) and columns [c0, c1) of the whole product, on this thread.
 template <typename T>
-void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  if (g_threads.load(std::memory_order_relaxed) == 0) SetIntraOpThreads(0);
-  MutMap<T> cm(c, m, n, Eigen::OuterStride<>(ldc));
+void GemmBlock(bool trans_a, bool trans_b, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+               int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c,
+               int64_t ldc) {
+  const int64_t m = r1 - r0, n = c1 - c0;
+  MutMap<T> cm(c + r0 * ldc + c0, m, n, Eigen::OuterStride<>(ldc));
   if (beta == T(0)) {
     cm.setZero();
   } else if (beta != T(1)) {
     cm *= beta;
   }
   if (k == 0) return;
-  ConstMap<T> am(a, trans_a ? k : m, trans_a ? m : k, Eigen::OuterStride<>(lda));
-  ConstMap<T> bm(b, trans_b ? n : k, trans_b ? k : n, Eigen::OuterStride<>(ldb));
+  const T* ab = trans_a ? a + r0 : a + r0 * lda;
+  const T* bb = trans_b ? b + c0 * ldb : b + c0;
+  ConstMap<T> am(ab, trans_a ? k : m, trans_a ? m : k, Eigen::OuterStride<>(lda));
+  ConstMap<T> bm(bb, trans_b ? n : k, trans_b ? k : n, Eigen::OuterStride<>(ldb));
   // Four branches so Eigen sees each transpose statically and calls its packed GEMM directly.
   if (!trans_a && !trans_b) {
     cm.noalias() += alpha * am * bm;
@@ -45,6 +49,48 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
     cm.noalias() += alpha * am * bm.transpose();
   } else {
     cm.noalias() += alpha * am.transpose() * bm.transpose();
+  }
+}
+
+// Blocks of C from the shape alone (never the thread count, so results do not depend on it):
+// products under ~2 MFLOP are one block; otherwise the longer side of C is cut into up to 8
+// blocks of at least 64 rows or columns, on multiples of 16 (whole AVX-512 vectors of float).
+struct Blocking {
+  bool rows = true;
+  int64_t count = 1, size = 0;
+};
+Blocking BlocksOf(int64_t m, int64_t n, int64_t k) {
+  Blocking bl;
+  bl.rows = m >= n;
+  const int64_t side = bl.rows ? m : n;
+  bl.size = side;
+  if (2 * m * n * k < (int64_t{1} << 21)) return bl;
+  const int64_t want = std::clamp<int64_t>(side / 64, 1, 8);
+  bl.size = ((side + want - 1) / want + 15) / 16 * 16;
+  bl.count = (side + bl.size - 1) / bl.size;
+  return bl;
+}
+
+}  // namespace
+
+template <typename T>
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (g_threads.load(std::memory_order_relaxed) == 0) SetIntraOpThreads(0);
+  const Blocking bl = BlocksOf(m, n, k);
+  const auto block = [&](int64_t i) {
+    const int64_t lo = i * bl.size, hi = std::min((i + 1) * bl.size, bl.rows ? m : n);
+    if (bl.rows) {
+      GemmBlock(trans_a, trans_b, lo, hi, 0, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    } else {
+      GemmBlock(trans_a, trans_b, 0, m, lo, hi, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+  };
+  if (bl.count == 1) {
+    block(0);
+  } else {
+    RunPieces(bl.count, block);
   }
 }
 
@@ -84,15 +130,14 @@ void FlushDenormalsOnThisThread() {
 void SetIntraOpThreads(int n) {
   if (n <= 0) n = DefaultIntraOpThreads();
   g_threads = n;
-  Eigen::setNbThreads(n);
+  Eigen::setNbThreads(1);  // the pool (core/cpu/parallel.hpp) runs Gemm's blocks in parallel
   FlushDenormalsOnThisThread();
-#pragma omp parallel num_threads(n)
-  FlushDenormalsOnThisThread();
+  SetPoolWorkers(n - 1);
 }
 
 int IntraOpThreads() {
   const int n = g_threads.load();
-  return n > 0 ? n : Eigen::nbThreads();
+  return n > 0 ? n : 1;
 }
 
 }  // namespace shardflow::cpu

@@ -18,15 +18,17 @@ template <typename T>
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
           int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 
-// Intra-op threads for kernels: Eigen's GEMM, parallelised with OpenMP over blocks of C (each
-// element sums over k in the same order whatever the thread count, so results do not depend on
-// it). n <= 0 selects DefaultIntraOpThreads(), which is also what the first Gemm call uses when
-// nothing was set. Ranks that share cores (more ranks than cores, no binding) should set 1.
+// Intra-op threads for kernels: Gemm cuts C into blocks by shape alone (each element sums over
+// k in the same order whatever the thread count, so results do not depend on it) and runs them
+// on the caller and the worker pool of core/cpu/parallel.hpp, as do the conv and pooling
+// kernels. n <= 0 selects DefaultIntraOpThreads(), which is also what the first Gemm call uses
+// when nothing was set. Ranks that share cores (more ranks than cores, no binding) should set 1.
 // Measured with `shardflow-bench step --threads 1|2` on the 2-core build machine: when both
 // cores were free, 2 threads gave 1.6x the MLP's samples/s (77k vs 47k); when another process
-// competed, 0.3x (spin-waiting OpenMP workers preempted).
+// competed, 0.3x with the OpenMP team Eigen used before (spin-waiting workers preempted; the
+// pool's caller does not wait for a worker that has not started).
 // It also switches on flush-to-zero and denormals-are-zero (FTZ/DAZ) on the calling thread and
-// on the OpenMP workers, as TensorFlow does: denormal floats (Adam's second moments, vanishing
+// on the pool's workers, as TensorFlow does: denormal floats (Adam's second moments, vanishing
 // gradients) otherwise take slow microcode paths on x86. Threads created later that run kernels
 // should call FlushDenormalsOnThisThread().
 void SetIntraOpThreads(int n);

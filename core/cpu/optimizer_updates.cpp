@@ -5,12 +5,19 @@
 // (core/CMakeLists.txt) so Adam's square root vectorises.
 #include "core/backend/pointwise.hpp"
 #include "core/cpu/kernels.hpp"
+#include "core/cpu/parallel.hpp"
 
 namespace shardflow::cpu {
 
+namespace {
+
+// Split over the intra-op threads above this many elements (element-wise: results do not
+// depend on the split).
+constexpr int64_t kUpdateGrain = int64_t{1} << 15;
+
 template <typename T>
-void SgdUpdate(const SgdParams& p, int64_t n, T* __restrict w, const T* __restrict g,
-               T* __restrict v) {
+void SgdRange(const SgdParams& p, int64_t n, T* __restrict w, const T* __restrict g,
+              T* __restrict v) {
   const T lr = static_cast<T>(p.lr), mu = static_cast<T>(p.momentum),
           wd = static_cast<T>(p.weight_decay);
   if (mu == T(0)) {
@@ -23,8 +30,8 @@ void SgdUpdate(const SgdParams& p, int64_t n, T* __restrict w, const T* __restri
 }
 
 template <typename T>
-void AdamUpdate(const AdamParams& p, int64_t n, T* __restrict w, const T* __restrict g,
-                T* __restrict m, T* __restrict v) {
+void AdamRange(const AdamParams& p, int64_t n, T* __restrict w, const T* __restrict g,
+               T* __restrict m, T* __restrict v) {
   const pointwise::AdamConstants<T> c{.b1 = static_cast<T>(p.b1),
                                       .b2 = static_cast<T>(p.b2),
                                       .l2 = static_cast<T>(p.l2),
@@ -32,6 +39,21 @@ void AdamUpdate(const AdamParams& p, int64_t n, T* __restrict w, const T* __rest
                                       .step = static_cast<T>(p.step),
                                       .eps = static_cast<T>(p.eps)};
   for (int64_t i = 0; i < n; ++i) pointwise::Adam(w[i], g[i], m[i], v[i], c);
+}
+
+}  // namespace
+
+template <typename T>
+void SgdUpdate(const SgdParams& p, int64_t n, T* w, const T* g, T* v) {
+  ParallelFor(n, kUpdateGrain, [&](int64_t b, int64_t e) {
+    SgdRange(p, e - b, w + b, g + b, v == nullptr ? nullptr : v + b);
+  });
+}
+
+template <typename T>
+void AdamUpdate(const AdamParams& p, int64_t n, T* w, const T* g, T* m, T* v) {
+  ParallelFor(n, kUpdateGrain,
+              [&](int64_t b, int64_t e) { AdamRange(p, e - b, w + b, g + b, m + b, v + b); });
 }
 
 template void SgdUpdate<float>(const SgdParams&, int64_t, float*, const float*, float*);

@@ -1,78 +1,101 @@
 // Pooling CPU kernels over NHWC images: max/average windows and global average pooling.
 #include <algorithm>
+#include <vector>
 
 #include "core/cpu/kernels.hpp"
+#include "core/cpu/parallel.hpp"
 
 namespace shardflow::cpu {
+
+namespace {
+
+// One image of Pool2D: x (H, W, C) -> y (OH, OW, C).
+template <typename T>
+void PoolImage(const PoolGeometry& g, bool max, const T* xp, T* yp) {
+  const int64_t w = g.w, c = g.c, k = g.k, s = g.stride;
+  const T inv = T(1) / static_cast<T>(k * k);
+  for (int64_t i = 0; i < g.oh; ++i)
+    for (int64_t j = 0; j < g.ow; ++j) {
+      T* yo = yp + (i * g.ow + j) * c;
+      for (int64_t di = 0; di < k; ++di)
+        for (int64_t dj = 0; dj < k; ++dj) {
+          const T* xi = xp + ((i * s + di) * w + j * s + dj) * c;
+          const bool first = di == 0 && dj == 0;
+          if (max) {
+            for (int64_t ch = 0; ch < c; ++ch) yo[ch] = first ? xi[ch] : std::max(yo[ch], xi[ch]);
+          } else {
+            for (int64_t ch = 0; ch < c; ++ch) yo[ch] = (first ? T(0) : yo[ch]) + xi[ch];
+          }
+        }
+      if (!max) {
+        for (int64_t ch = 0; ch < c; ++ch) yo[ch] *= inv;
+      }
+    }
+}
+
+// One image of Pool2DGrad, dx (H, W, C) already zero. Max: the window elements are visited in
+// order with a per-channel "taken" mask (0 or 1, in `taken`, C values), so the first element
+// equal to the maximum gets the gradient and the channel loop stays branch-free (vectorised).
+template <typename T>
+void PoolGradImage(const PoolGeometry& g, bool max, const T* xp, const T* yp, const T* d, T* o,
+                   T* taken) {
+  const int64_t w = g.w, c = g.c, k = g.k, s = g.stride;
+  const T inv = T(1) / static_cast<T>(k * k);
+  for (int64_t i = 0; i < g.oh; ++i)
+    for (int64_t j = 0; j < g.ow; ++j) {
+      const int64_t out = (i * g.ow + j) * c;
+      const T* m = yp + out;
+      const T* dy = d + out;
+      if (max) std::fill(taken, taken + c, T(0));
+      for (int64_t di = 0; di < k; ++di)
+        for (int64_t dj = 0; dj < k; ++dj) {
+          const int64_t idx = ((i * s + di) * w + j * s + dj) * c;
+          const T* xi = xp + idx;
+          T* oi = o + idx;
+          if (max) {
+            for (int64_t ch = 0; ch < c; ++ch) {
+              const T hit = (xi[ch] == m[ch] && taken[ch] == T(0)) ? T(1) : T(0);
+              oi[ch] += hit * dy[ch];
+              taken[ch] += hit;
+            }
+          } else {
+            for (int64_t ch = 0; ch < c; ++ch) oi[ch] += dy[ch] * inv;
+          }
+        }
+    }
+}
+
+}  // namespace
 
 // x is (B, H, W, C); y is (B, OH, OW, C). Channels innermost: each window position contributes
 // a contiguous run of C values, so the compare/accumulate loops vectorise. For max pooling the
 // first maximum wins (strict >). Max pooling keeps no argmax array: the backward pass finds the
 // first window element equal to the output again (cheaper than writing an index per output in
-// the forward pass, which the benchmark showed dominating the layer).
+// the forward pass, which the benchmark showed dominating the layer). Images are split over the
+// intra-op threads (each image's outputs computed by one thread, in the same order).
 template <typename T>
 void Pool2D(const PoolGeometry& g, bool max, int64_t b, const T* xp, T* yp) {
-  const int64_t h = g.h, w = g.w, c = g.c, k = g.k, s = g.stride, oh = g.oh, ow = g.ow;
-  const T inv = T(1) / static_cast<T>(k * k);
-  for (int64_t n = 0; n < b; ++n)
-    for (int64_t i = 0; i < oh; ++i)
-      for (int64_t j = 0; j < ow; ++j) {
-        const int64_t o = ((n * oh + i) * ow + j) * c;
-        T* yo = yp + o;
-        for (int64_t di = 0; di < k; ++di)
-          for (int64_t dj = 0; dj < k; ++dj) {
-            const int64_t base = ((n * h + i * s + di) * w + j * s + dj) * c;
-            const T* xi = xp + base;
-            const bool first = di == 0 && dj == 0;
-            if (max) {
-              for (int64_t ch = 0; ch < c; ++ch) yo[ch] = first ? xi[ch] : std::max(yo[ch], xi[ch]);
-            } else {
-              for (int64_t ch = 0; ch < c; ++ch) yo[ch] = (first ? T(0) : yo[ch]) + xi[ch];
-            }
-          }
-        if (!max) {
-          for (int64_t ch = 0; ch < c; ++ch) yo[ch] *= inv;
-        }
-      }
+  ParallelFor(b, 1, [&](int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n) {
+      PoolImage(g, max, xp + n * g.h * g.w * g.c, yp + n * g.oh * g.ow * g.c);
+    }
+  });
 }
 
 // dx (B, H, W, C) is overwritten. Max: each output's gradient goes to the first window element
-// equal to the maximum. Average: spread evenly over the window.
+// equal to the maximum. Average: spread evenly over the window. The product hit * dy adds an
+// exact 0 where the element was not taken, so the sums are those of the scatter loop.
 template <typename T>
 void Pool2DGrad(const PoolGeometry& g, bool max, int64_t b, const T* xp, const T* yp, const T* d,
                 T* o) {
-  const int64_t h = g.h, w = g.w, c = g.c, k = g.k, s = g.stride, oh = g.oh, ow = g.ow;
-  std::fill(o, o + b * h * w * c, T(0));
-  if (max) {
-    for (int64_t n = 0; n < b; ++n)
-      for (int64_t i = 0; i < oh; ++i)
-        for (int64_t j = 0; j < ow; ++j) {
-          const int64_t out = ((n * oh + i) * ow + j) * c;
-          for (int64_t ch = 0; ch < c; ++ch) {
-            const T m = yp[out + ch];
-            bool found = false;
-            for (int64_t di = 0; di < k && !found; ++di)
-              for (int64_t dj = 0; dj < k && !found; ++dj) {
-                const int64_t idx = ((n * h + i * s + di) * w + j * s + dj) * c + ch;
-                if (xp[idx] == m) {
-                  o[idx] += d[out + ch];
-                  found = true;
-                }
-              }
-          }
-        }
-    return;
-  }
-  const T inv = T(1) / static_cast<T>(k * k);
-  for (int64_t n = 0; n < b; ++n)
-    for (int64_t i = 0; i < oh; ++i)
-      for (int64_t j = 0; j < ow; ++j)
-        for (int64_t ch = 0; ch < c; ++ch) {
-          const T gr = d[((n * oh + i) * ow + j) * c + ch] * inv;
-          for (int64_t di = 0; di < k; ++di)
-            for (int64_t dj = 0; dj < k; ++dj)
-              o[((n * h + i * s + di) * w + j * s + dj) * c + ch] += gr;
-        }
+  const int64_t in = g.h * g.w * g.c, out = g.oh * g.ow * g.c;
+  ParallelFor(b, 1, [&](int64_t n0, int64_t n1) {
+    std::vector<T> taken(static_cast<size_t>(g.c));
+    std::fill(o + n0 * in, o + n1 * in, T(0));
+    for (int64_t n = n0; n < n1; ++n) {
+      PoolGradImage(g, max, xp + n * in, yp + n * out, d + n * out, o + n * in, taken.data());
+    }
+  });
 }
 
 // x is (B, P, C) with P = H * W; y is (B, C).

@@ -7,8 +7,6 @@
 namespace shardflow {
 namespace {
 
-constexpr int64_t kMaxColsElements = int64_t{2} << 20;  // im2col buffer bound per chunk
-
 template <typename T>
 class Conv2D final : public Layer<T> {
  public:
@@ -166,7 +164,8 @@ class Conv2D final : public Layer<T> {
   int64_t KKC() const { return o_.kernel_h * o_.kernel_w * g_.c; }
   int64_t Chunk(int64_t b) const {
     const int64_t per_sample = std::max<int64_t>(g_.oh * g_.ow * KKC(), 1);
-    return std::max<int64_t>(1, std::min(b, kMaxColsElements / per_sample));
+    const int64_t budget = o_.im2col_budget > 0 ? o_.im2col_budget : kDefaultIm2ColBudget;
+    return std::max<int64_t>(1, std::min(b, budget / per_sample));
   }
 
   Conv2DOptions o_;

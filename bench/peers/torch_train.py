@@ -1,0 +1,113 @@
+"""PyTorch peer of shardflow-train for issue 25: the configs/ MLP and CNN on Fashion-MNIST.
+
+Trains the same model as configs/fmnist_mlp.ini or configs/fmnist_cnn.ini (same layers, He
+normal init, SGD with momentum 0.9, the presets' learning rate, warm-up + cosine schedule and
+weight decay) on the same data (the Debian package dataset-fashion-mnist, the source of
+shardflow's TFRecords), global batch 128, on --threads intra-op threads. The data is decoded
+into memory first (not timed); each epoch's wall time counts the shuffle, the batching and
+every training step. Prints one JSON line: per-epoch seconds, samples/s of the whole epochs,
+and test accuracy. Run by bench/peers/run_torch_peer.sh (a venv with torch from the index).
+"""
+import argparse
+import gzip
+import json
+import math
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+DATA = "/usr/share/datasets/fashion-mnist"
+
+
+def load(split):
+    prefix = "train" if split == "train" else "t10k"
+    with gzip.open(f"{DATA}/{prefix}-images-idx3-ubyte.gz") as f:
+        images = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)
+    with gzip.open(f"{DATA}/{prefix}-labels-idx1-ubyte.gz") as f:
+        labels = np.frombuffer(f.read(), np.uint8, offset=8)
+    x = torch.from_numpy(images.astype(np.float32) / 255.0)
+    return x, torch.from_numpy(labels.astype(np.int64))
+
+
+def model_for(name):
+    if name == "mlp":
+        layers = [nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
+                  nn.Linear(256, 10)]
+    else:
+        layers = [nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                  nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                  nn.Linear(7 * 7 * 64, 1024), nn.ReLU(), nn.Dropout(0.3), nn.Linear(1024, 10)]
+    m = nn.Sequential(*layers)
+    for layer in m:
+        if isinstance(layer, (nn.Linear, nn.Conv2d)):
+            nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
+            nn.init.zeros_(layer.bias)
+    return m
+
+
+# The presets' [train] settings (configs/fmnist_*.ini).
+SETTINGS = {
+    "mlp": dict(lr=0.05, min_lr=0.0005, weight_decay=0.0),
+    "cnn": dict(lr=0.02, min_lr=0.0002, weight_decay=0.0001),
+}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", choices=["mlp", "cnn"], required=True)
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--warmup-steps", type=int, default=200)
+    p.add_argument("--seed", type=int, default=42)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    x, y = load("train")
+    tx, ty = load("test")
+    m = model_for(a.model)
+    s = SETTINGS[a.model]
+    opt = torch.optim.SGD(m.parameters(), lr=s["lr"], momentum=0.9,
+                          weight_decay=s["weight_decay"])
+    steps_per_epoch = len(x) // a.batch
+    total = steps_per_epoch * a.epochs
+
+    def rate(step):
+        if step < a.warmup_steps:
+            return (step + 1) / a.warmup_steps
+        t = (step - a.warmup_steps) / max(1, total - a.warmup_steps)
+        floor = s["min_lr"] / s["lr"]
+        return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(t, 1.0)))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, rate)
+    loss_fn = nn.CrossEntropyLoss()
+    epoch_s = []
+    for _ in range(a.epochs):
+        m.train()
+        t0 = time.perf_counter()
+        order = torch.randperm(len(x))
+        for i in range(steps_per_epoch):
+            idx = order[i * a.batch:(i + 1) * a.batch]
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(m(x[idx]), y[idx])
+            loss.backward()
+            opt.step()
+            sched.step()
+        epoch_s.append(time.perf_counter() - t0)
+    m.eval()
+    with torch.no_grad():
+        correct = sum(int((m(tx[i:i + 1000]).argmax(1) == ty[i:i + 1000]).sum())
+                      for i in range(0, len(tx), 1000))
+    samples = steps_per_epoch * a.batch * a.epochs
+    print(json.dumps({"peer": "pytorch", "version": torch.__version__, "model": a.model,
+                      "threads": a.threads, "epochs": a.epochs, "batch": a.batch,
+                      "epoch_seconds": [round(e, 3) for e in epoch_s],
+                      "samples_per_s": round(samples / sum(epoch_s), 1),
+                      "loss": round(loss.item(), 4),
+                      "test_accuracy": correct / len(tx)}))
+
+
+if __name__ == "__main__":
+    main()
