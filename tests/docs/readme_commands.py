@@ -23,6 +23,8 @@ SKIP = [
     (r"^(\S+=\S+ )*sbatch\b", "needs Slurm"),
     (r"^slurm/scaling_study\.py .*--mode sbatch", "needs Slurm"),
     (r"^slurm/scaling_study\.py .*--mode mpirun", "takes minutes (4 rank counts, full data)"),
+    (r"^slurm/scaling_study\.py .*--simulate", "needs a real run's summary.json and the SimGrid "
+     "build (sim.scaling_study_simulate runs it)"),
     (r"^scripts/setup\.sh\b", "installs Debian packages (network)"),
     (r"^cmake\b", "the build itself, which this test runs inside"),
     (r"^ctest\b", "the test suite, this test among them"),
