@@ -5,12 +5,13 @@
 // stage, and one lock + wake-up per run instead of per element. The consumer takes whole
 // batches in order, so the output is identical to map(...).batch(B) for any worker count.
 // Bounds: at most `max_batches` batches are open at once (workers wait beyond that).
-// Errors: the first failing element's error is stored on its batch; the consumer rethrows it
-// when it reaches that batch, after all earlier batches. State save/restore pauses the workers
-// until none is in flight; then every pulled element is in its batch, so open batches are
-// saved as their filled prefix.
-// Locks: input_mu_ (input pulls) is taken before mu_ (batches and control state) where both
-// are held.
+// Errors: a failing element's error is stored on its batch with its position, the lowest
+// position winning; the consumer rethrows it when it reaches that batch and no run is in flight
+// (no new run starts after an error), so the error reported is the first element's in input
+// order whatever the worker timing, as map(...).batch(B) would report it. State save/restore pauses
+// the workers until none is in flight; then every pulled element is in its batch, so open batches
+// are saved as their filled prefix. Locks: input_mu_ (input pulls) is taken before mu_ (batches and
+// control state) where both are held.
 #include <algorithm>
 #include <map>
 #include <thread>
@@ -84,7 +85,7 @@ class MapAndBatchIterator : public Iterator {
       const int64_t first = b * node_->size_;
       if (end_seq_ >= 0 && first >= end_seq_) return false;
       auto it = open_.find(b);
-      if (it != open_.end() && it->second.error) {
+      if (it != open_.end() && it->second.error && in_flight_ == 0) {
         error_ = it->second.error;
         std::rethrow_exception(error_);
       }
@@ -173,6 +174,7 @@ class MapAndBatchIterator : public Iterator {
     BatchBuffer buffer;
     int64_t filled = 0;
     std::exception_ptr error;
+    int64_t error_at = -1;  // the failing element's sequence number
   };
 
   // What one worker pass pulled: run[0, pulled) are elements first, first + 1, ...
@@ -181,6 +183,7 @@ class MapAndBatchIterator : public Iterator {
     int64_t pulled = 0;  // elements pulled
     bool end = false;    // the pull after them saw the end of the input
     std::exception_ptr error;
+    int64_t error_at = -1;  // sequence number of the element (or pull) that failed
   };
 
   // One worker pass: claim a run of consecutive elements of one batch (numbered under the
@@ -209,7 +212,10 @@ class MapAndBatchIterator : public Iterator {
             // An input error belongs to position first + pulled, a map error to first + placed;
             // both lie in this run's batch.
             Open& open = open_[b];
-            if (!open.error) open.error = claim.error;
+            if (!open.error || claim.error_at < open.error_at) {
+              open.error = claim.error;
+              open.error_at = claim.error_at;
+            }
             input_done_ = true;
           } else if (claim.end) {
             // Pulls are numbered in order, so the first end seen has the smallest number.
@@ -251,6 +257,7 @@ class MapAndBatchIterator : public Iterator {
       }
     } catch (...) {
       claim.error = std::current_exception();
+      claim.error_at = claim.first + claim.pulled;
     }
     stats_->input_wait_ns.fetch_add(NowNs() - start, std::memory_order_relaxed);
     MutexLock lock(mu_);  // next_in_ is read by waiters under mu_
@@ -290,6 +297,7 @@ class MapAndBatchIterator : public Iterator {
       } catch (...) {
         // This element's error is its batch's; the rest of the run is in the same batch.
         claim->error = std::current_exception();
+        claim->error_at = claim->first + placed;
         break;
       }
       e = Element();  // drop the record's storage now, not at the next run

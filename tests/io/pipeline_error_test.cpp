@@ -1,7 +1,9 @@
 // Errors end the iteration with file, record and stage; workers stop; nothing hangs.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include "io/pipeline/shard_policy.hpp"
 #include "pipeline_test_util.hpp"
@@ -138,6 +140,28 @@ TEST(PipelineErrors, ReadErrorInsideMapAndBatchRun) {
       EXPECT_EQ(got, want);
       EXPECT_NE(what.find("file=mem/file1.rec"), std::string::npos) << what;
       EXPECT_NE(what.find("record=30"), std::string::npos) << what;
+    }
+  });
+}
+
+// Two elements of one batch fail in different workers' runs, the later one first (the earlier
+// one's worker is held back): the error reported is the earlier element's, as map + batch
+// would report it, whatever the timing.
+TEST(PipelineErrors, MapAndBatchReportsTheFirstFailingElementOfABatch) {
+  WithinSeconds(60, "map_and_batch error order", [] {
+    for (int rep = 0; rep < 5; ++rep) {
+      auto boom = [](Element& e, const MapContext&) {
+        if (e.id == 2) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          throw Error(ErrorCode::kDataLoss, "first bad element");
+        }
+        if (e.id == 9) throw Error(ErrorCode::kDataLoss, "second bad element");
+      };
+      const std::string what =
+          ErrorOf(testing::Range(100).MapAndBatch(boom, 12, false,
+                                                  {.name = "decode", .num_parallel_calls = 4}),
+                  ErrorCode::kDataLoss);
+      EXPECT_NE(what.find("first bad element"), std::string::npos) << what;
     }
   });
 }
