@@ -1,6 +1,9 @@
 #include "apps/convert/shard_plan.hpp"
 
 #include <cstdio>
+#include <utility>
+
+#include "core/error.hpp"
 
 namespace shardflow::convert {
 
@@ -11,6 +14,29 @@ ShardPlan::ShardPlan(int64_t records, int64_t shards, int rank, int ranks)
   my_shards_ = mine;
   my_records_ = {ShardRecords(mine.begin).begin, mine.size() == 0 ? ShardRecords(mine.begin).begin
                                                                   : ShardRecords(mine.end - 1).end};
+}
+
+RecordCursor::RecordCursor(std::vector<int64_t> first, int64_t start, Opener open)
+    : first_(std::move(first)), open_(std::move(open)), start_(start) {
+  const size_t units = first_.size() - 1;
+  while (unit_ < units && first_[unit_ + 1] <= start_) ++unit_;
+  id_ = unit_ < units ? first_[unit_] : 0;
+}
+
+void RecordCursor::Next(pipeline::Element* e) {
+  for (;;) {
+    if (unit_ + 1 >= first_.size()) {
+      throw Error(ErrorCode::kInternal, "input ended before record " + std::to_string(id_),
+                  {.hint = "did an input file change during the conversion?"});
+    }
+    if (!reader_) reader_ = open_(unit_);
+    if (reader_->Next(e)) {
+      if (id_++ >= start_) return;
+      continue;
+    }
+    reader_.reset();
+    ++unit_;
+  }
 }
 
 io::RowRange ShardPlan::ShardRecords(int64_t shard) const {

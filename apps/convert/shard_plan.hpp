@@ -7,9 +7,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "io/hdf5_reader.hpp"
+#include "io/pipeline/record_source.hpp"
 
 namespace shardflow::convert {
 
@@ -29,6 +33,25 @@ class ShardPlan {
   int64_t shards_;
   io::RowRange my_shards_;
   io::RowRange my_records_;
+};
+
+// Reads the global record order from id `start` on: units (files, or a table's chunks) in order,
+// unit u holding ids [first[u], first[u + 1]); `open(u)` opens unit u. Records before `start` in
+// its unit are read and dropped. Next throws kInternal when the units end early (an input that
+// changed during the conversion).
+class RecordCursor {
+ public:
+  using Opener = std::function<std::unique_ptr<pipeline::RecordReader>(size_t unit)>;
+  RecordCursor(std::vector<int64_t> first, int64_t start, Opener open);
+  void Next(pipeline::Element* e);
+
+ private:
+  std::vector<int64_t> first_;  // units + 1 entries
+  Opener open_;
+  std::unique_ptr<pipeline::RecordReader> reader_;
+  size_t unit_ = 0;
+  int64_t id_ = 0;     // the id of the next record read
+  int64_t start_ = 0;  // the first id returned
 };
 
 // "PREFIX-00003-of-00008.tfrecord" plus ".gz" / ".zlib" for compression "gzip" / "zlib".

@@ -132,26 +132,7 @@ int RunPipelineSource(MpiEnvironment& env, const ConvertOptions& o, comm::Commun
   SF_LOG0(Info) << "converting " << n << " records (" << o.format << ", " << files
                 << " files) into " << plan.shards() << " shards on " << env.size() << " ranks";
 
-  // A cursor over the global record order, starting at the first file holding id mine.begin.
-  size_t f = 0;
-  while (f < files && first[f + 1] <= mine.begin) ++f;
-  std::unique_ptr<pipeline::RecordReader> reader;
-  int64_t id = f < files ? first[f] : 0;
-  auto next = [&](Element* e) {
-    for (;;) {
-      if (f >= files) {
-        throw Error(ErrorCode::kInternal, "input ended before record " + std::to_string(id),
-                    {.hint = "did an input file change during the conversion?"});
-      }
-      if (!reader) reader = source->Open(f, {});
-      if (reader->Next(e)) {
-        if (id++ >= mine.begin) return;
-        continue;
-      }
-      reader.reset();
-      ++f;
-    }
-  };
+  RecordCursor cursor(first, mine.begin, [&](size_t f) { return source->Open(f, {}); });
 
   ProgressReporter progress(mine.size(), {.label = "convert", .unit = "records"});
   io::ExampleBuilder builder;
@@ -161,7 +142,7 @@ int RunPipelineSource(MpiEnvironment& env, const ConvertOptions& o, comm::Commun
     io::TFRecordWriter writer(ShardFileName(o.out_path, s, plan.shards(), o.compression));
     const io::RowRange ids = plan.ShardRecords(s);
     for (int64_t i = ids.begin; i < ids.end; ++i) {
-      next(&e);
+      cursor.Next(&e);
       BuildExample(o.format, e, i, &builder);
       serialized.clear();
       builder.SerializeTo(&serialized);

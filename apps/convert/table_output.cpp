@@ -123,26 +123,9 @@ int RunTable(MpiEnvironment& env, const ConvertOptions& o, comm::Communicator& c
     const auto vocab = in.stats.columns[i].Vocabulary();
     for (size_t k = 0; k < vocab.size(); ++k) indices[i][vocab[k]] = static_cast<int64_t>(k);
   }
-  // A cursor over the global record order from the chunk holding id mine.begin.
-  size_t c = 0;
-  while (c < chunks && first[c + 1] <= mine.begin) ++c;
-  std::unique_ptr<pipeline::RecordReader> reader;
-  int64_t id = c < chunks ? first[c] : 0;
-  auto next = [&](pipeline::Element* e) {
-    for (;;) {
-      if (c >= chunks) {
-        throw Error(ErrorCode::kInternal, "input ended before record " + std::to_string(id),
-                    {.hint = "did an input file change during the conversion?"});
-      }
-      if (!reader) reader = in.source->Open(in.chunks[c].file, in.chunks[c].range);
-      if (reader->Next(e)) {
-        if (id++ >= mine.begin) return;
-        continue;
-      }
-      reader.reset();
-      ++c;
-    }
-  };
+  RecordCursor cursor(first, mine.begin, [&](size_t c) {
+    return in.source->Open(in.chunks[c].file, in.chunks[c].range);
+  });
   ProgressReporter progress(mine.size(), {.label = "convert", .unit = "rows"});
   io::ExampleBuilder builder;
   std::string serialized;
@@ -151,7 +134,7 @@ int RunTable(MpiEnvironment& env, const ConvertOptions& o, comm::Communicator& c
     io::TFRecordWriter writer(ShardFileName(o.out_path, s, plan.shards(), o.compression));
     const io::RowRange ids = plan.ShardRecords(s);
     for (int64_t i = ids.begin; i < ids.end; ++i) {
-      next(&e);
+      cursor.Next(&e);
       BuildExample(in, indices, e, i, &builder);
       serialized.clear();
       builder.SerializeTo(&serialized);
