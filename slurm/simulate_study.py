@@ -73,7 +73,8 @@ def load_platform(name):
     if not os.path.exists(path):
         known = sorted(f[:-4] for f in os.listdir(PLATFORM_DIR) if f.endswith(".xml"))
         raise SimError(f"no platform {path}; known: {', '.join(known)}")
-    cluster = ET.parse(path).getroot().find("cluster")
+    root = ET.parse(path).getroot()
+    cluster = root.find("cluster")
     if cluster is None:
         raise SimError(f"{path}: no <cluster> element")
     a = cluster.attrib
@@ -89,7 +90,69 @@ def load_platform(name):
             "lat": parse_time(a["lat"]), "topology": topo, "down": levels,
             "loopback_bw": parse_bandwidth(a.get("loopback_bw", "498MBps")),
             "loopback_lat": parse_time(a.get("loopback_lat", "15us")),
-            "bb_bw": parse_bandwidth(a["bb_bw"]) if "bb_bw" in a else float("inf")}
+            "bb_bw": parse_bandwidth(a["bb_bw"]) if "bb_bw" in a else float("inf"),
+            "config": {p.get("id"): p.get("value") for p in root.findall("config/prop")}}
+
+
+def smpi_cfg(platform):
+    """SMPI_CFG less the options the platform file's own <config> sets (SimGrid applies those
+    when it loads the file, unless the command line sets them): a calibrated platform carries
+    its network model and size-dependent factors with it."""
+    own = platform.get("config", {})
+    return [c for c in SMPI_CFG if not (c.startswith("--cfg=") and c[6:].split(":")[0] in own)]
+
+
+def bw_factor(platform, nbytes):
+    """The platform's smpi/bw-factor for a message of nbytes ("T:f;...": the f of the largest
+    T <= nbytes, as SimGrid applies it; 1 without factors)."""
+    text = platform.get("config", {}).get("smpi/bw-factor")
+    best_threshold, best = -1, 1.0
+    for item in (text.split(";") if text else []):
+        threshold, factor = item.split(":")
+        if best_threshold < int(threshold) <= nbytes:
+            best_threshold, best = int(threshold), float(factor)
+    return best
+
+
+RING_SEGMENT_BYTES = 4 << 20  # comm/allreduce.hpp: kDefaultSegmentBytes
+
+
+def ring_messages(nbytes, ranks):
+    """(count, bytes) of the messages one rank sends in one phase of the ring all-reduce: ranks - 1
+    steps of a chunk nbytes / ranks, cut into segments of at most RING_SEGMENT_BYTES."""
+    chunk = nbytes // ranks
+    segments = max(1, math.ceil(chunk / RING_SEGMENT_BYTES))
+    return (ranks - 1) * segments, math.ceil(chunk / segments)
+
+
+def fit_ring_factors(platform, measured_path):
+    """smpi/bw-factor from measured 2-rank ring all-reduce times (shardflow-bench allreduce --json
+    lines): each phase sends `count` messages of `size` bytes (ring_messages), each taking
+    latency + size / (bw x f), so f = (size / bw) / (T / (2 x count) - latency). Sizes measured
+    more than once (16 and 64 MiB both travel as 4 MiB segments) get the median f; the smallest
+    size's f also covers everything below it. Returns "size:f;..." (largest size first)."""
+    import json
+    import statistics
+    latency = route_latency(platform, 0, 1)
+    by_size = {}
+    with open(measured_path) as f:
+        for line in f:
+            if not line.startswith("{"):
+                continue
+            r = json.loads(line)
+            if r["ranks"] != 2 or r["algorithm"] != "ring":
+                continue
+            count, size = ring_messages(r["bytes"], 2)
+            per_message = r["time_us"] * 1e-6 / (2 * count) - latency
+            if per_message <= 0:
+                raise SimError(f"{measured_path}: {r['bytes']} bytes took {r['time_us']} us, "
+                               f"less than the platform's latency alone")
+            by_size.setdefault(size, []).append((size / platform["bw"]) / per_message)
+    if not by_size:
+        raise SimError(f"{measured_path}: no 2-rank ring rows")
+    sizes = sorted(by_size)
+    return ";".join(f"{0 if size == sizes[0] else size}:{statistics.median(by_size[size]):.3f}"
+                    for size in reversed(sizes))
 
 
 def hosts_for(platform, ranks):
@@ -161,7 +224,7 @@ def run_driver(platform, ranks, args, driver=DEFAULT_DRIVER, timeout=600):
     # too, so 256 ranks x 64 MiB do not need 16 GB.
     fold = [] if "--check" in args else ["--cfg=smpi/auto-shared-malloc-thresh:1048576"]
     cmd = ["smpirun", "-np", str(ranks), "-platform", platform["path"], "-hostfile", hostfile,
-           *SMPI_CFG, *fold, driver, *args]
+           *smpi_cfg(platform), *fold, driver, *args]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     finally:
@@ -305,7 +368,7 @@ def allreduce_table(platform, ranks_list, args):
 
 
 def print_allreduce(platform, rows):
-    print(f"SIMULATED all-reduce on {platform['name']} (SimGrid SMPI; {' '.join(SMPI_CFG)})")
+    print(f"SIMULATED all-reduce on {platform['name']} (SimGrid SMPI; {' '.join(smpi_cfg(platform))})")
     print("| ranks | bytes | algorithm | ran | time us | busbw GB/s | alpha-beta us | fastest |")
     print("|---:|---:|---|---|---:|---:|---:|---|")
     for r in rows:
@@ -384,6 +447,9 @@ def main(argv):
     v.add_argument("--platform", default="local_calibrated")
     v.add_argument("--measured", required=True, help="shardflow-bench allreduce --json output")
     v.add_argument("--driver", default=DEFAULT_DRIVER)
+    fit = sub.add_parser("fit-factors", help="smpi/bw-factor from measured 2-rank ring times")
+    fit.add_argument("--platform", default="local_calibrated")
+    fit.add_argument("--measured", required=True, help="shardflow-bench allreduce --json output")
     for name in ("allreduce", "step"):
         p = sub.add_parser(name)
         p.add_argument("--platform", required=True, help="sim/platforms/NAME.xml, or a path")
@@ -407,6 +473,9 @@ def main(argv):
         platform = load_platform(args.platform)
         if args.command == "validate":
             validate(platform, args.measured, args.driver)
+            return 0
+        if args.command == "fit-factors":
+            print(fit_ring_factors(platform, args.measured))
             return 0
         ranks = [int(x) for x in args.ranks.split(",")]
         if args.command == "allreduce":  # one table per rank count, printed as it finishes
