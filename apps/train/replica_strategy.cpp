@@ -56,7 +56,7 @@ StartPoint ReplicaStrategy::Setup() {
       start.step = state.step;
       const int saved_by = RankStatesCount(state.iterator_state);
       if (trains_batches() && saved_by > 0 && saved_by != replicas().size() &&
-          (name() == "data_parallel" || o.dynamic_sharding)) {
+          (name() == "data_parallel" || name() == "parameter_server")) {
         // Elastic resume: the loop re-partitions what the old ranks had left (rank_input.hpp;
         // dynamic sharding: the counter restarts at the saved fence, dynamic_shard.hpp).
         for (int r = 0; r < saved_by; ++r) {

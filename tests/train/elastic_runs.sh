@@ -24,6 +24,10 @@
 #   memory_cache, file_cache  shrink and grow with data.cache = memory (the cache's contents are
 #            in each rank's saved state) and a cache file per rank (the old ranks' files are read
 #            by the new ranks that replay them).
+#   ps_shrink, ps_grow  asynchronous parameter servers with static sharding (server ranks last):
+#            3 workers and 1 server stopped mid-epoch 1, resumed on 2 workers and 1 server
+#            (ps_shrink); 2 workers and 1 server resumed on 3 workers and 2 servers (ps_grow: the
+#            servers' slices change too); the workers' saved inputs are dealt as above.
 #   refuse   global batch 24 on 5 ranks: exit 2 naming train.batch_size; a checkpoint of 4
 #            ranks resumed with data from another format is not tested here (tfrecord only).
 set -euo pipefail
@@ -71,8 +75,21 @@ elastic() {  # FROM TO: stopped at 13 on FROM ranks, finished on TO
   check $records 30 "$(left_out b.log)" ids_a ids_b
 }
 
+ps_elastic() {  # FROM TO SERVERS: FROM workers + 1 server stopped in epoch 1, finished on TO + SERVERS
+  common+=(--dist.strategy=parameter_server)
+  convert 3 $records data/el
+  SHARDFLOW_TEST_ROW_IDS=ids_a stop_run $(($1 + 1)) 11 a.log --dist.ps_ranks=1
+  SHARDFLOW_TEST_ROW_IDS=ids_b finish_run $(($2 + $3)) b.log --dist.ps_ranks=$3
+  grep -q "parameter server: $2 worker(s) .*, $3 server(s)" b.log || { cat b.log; fail "roles"; }
+  grep -q "elastic resume: $1 -> $2 ranks at step 1[0-9], per-rank batch $((24 / $1)) -> $((24 / $2)) (global 24 -> 24); epoch 1 continues with the [0-9]* records its ranks had left" b.log ||
+    { cat b.log; fail "no elastic resume line"; }
+  check $records 30 "$(left_out b.log)" ids_a ids_b
+}
+
 case "$mode" in
 shrink) elastic 4 2 ;;
+ps_shrink) ps_elastic 3 2 1 ;;
+ps_grow) ps_elastic 2 3 2 ;;
 memory_cache)
   common+=(--data.cache=memory)
   elastic 4 2 ;;
