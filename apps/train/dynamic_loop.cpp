@@ -82,7 +82,7 @@ int64_t TrainingLoop::OpenDynamicInput(const StartPoint& start) {
   if (!f.all_ids || !f.provided) {
     throw Error(ErrorCode::kInvalidArgument,
                 "dist.sharding = dynamic reads records by their offsets, which this input "
-                "cannot (data.format = tfrecord can)",
+                "cannot (data.format = tfrecord and hdf5 can)",
                 {.key = "dist.sharding"});
   }
   std::vector<int64_t> order = f.all_ids();

@@ -32,6 +32,12 @@
 namespace shardflow::train {
 namespace {
 
+// Formats whose records can be found again by id (a file and a byte or row offset), which
+// elastic resume needs: uncompressed TFRecord (the header index) and HDF5 (rows).
+bool ReadsRecordsById(const std::string& format) {
+  return format == "tfrecord" || format == "hdf5";
+}
+
 // Whether the checkpoint `info` (read from `path`) fits the model and optimizer of `o`:
 // the same parameters by name and whole shape, whatever grid wrote it or will read it.
 void CheckFits(const CheckpointInfo& info, const std::string& path, const TrainerOptions& o) {
@@ -265,7 +271,7 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
   inputs.shard_size = [&config, shard] {
     return ShardSizeOf(config.data, shard.index, shard.count);
   };
-  if (config.data.data.format == "tfrecord") {  // elastic resume reads records by offset
+  if (ReadsRecordsById(config.data.data.format)) {  // elastic resume reads records by id
     config.data.data.row_ids = true;
     inputs.factories.regular = [&config](int rank, int world, int64_t batch) {
       pipeline::InputSpec spec = config.data;

@@ -28,6 +28,8 @@
 #            3 workers and 1 server stopped mid-epoch 1, resumed on 2 workers and 1 server
 #            (ps_shrink); 2 workers and 1 server resumed on 3 workers and 2 servers (ps_grow: the
 #            servers' slices change too); the workers' saved inputs are dealt as above.
+#   hdf5     shrink (4 -> 2) on the same records converted to one HDF5 file: rows are found
+#            again by their index.
 #   refuse   global batch 24 on 5 ranks: exit 2 naming train.batch_size; a checkpoint of 4
 #            ranks resumed with data from another format is not tested here (tfrecord only).
 set -euo pipefail
@@ -89,6 +91,19 @@ ps_elastic() {  # FROM TO SERVERS: FROM workers + 1 server stopped in epoch 1, f
 case "$mode" in
 shrink) elastic 4 2 ;;
 ps_shrink) ps_elastic 3 2 1 ;;
+hdf5)
+  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-convert" --input.format=idx \
+    --input.split=test --input.limit=$records --output.format=hdf5 --output.path=data/el.h5 \
+    >convert.log 2>&1 || { cat convert.log; fail "shardflow-convert to HDF5 failed"; }
+  common[0]=--data.files=data/el.h5
+  common+=(--data.format=hdf5 --data.features=images:uint8:28x28x1,labels:int64:scalar
+           --model.input_feature=images --model.label_feature=labels)
+  SHARDFLOW_TEST_ROW_IDS=ids_a stop_run 4 11 a.log
+  SHARDFLOW_TEST_ROW_IDS=ids_b finish_run 2 b.log
+  grep -q "elastic resume: 4 -> 2 ranks at step 13, per-rank batch 6 -> 12 (global 24 -> 24); epoch 1 continues with the 168 records its ranks had left, in 7 steps" b.log ||
+    { cat b.log; fail "no elastic resume line"; }
+  check $records 30 "$(left_out b.log)" ids_a ids_b
+  ;;
 ps_grow) ps_elastic 2 3 2 ;;
 memory_cache)
   common+=(--data.cache=memory)
