@@ -14,6 +14,7 @@
 #   stop     2 workers stopped by a signal inside epoch 0 (exit 75), resumed: every record once.
 #   elastic  2 workers stopped inside epoch 0, resumed on 3 workers; with checkpoints every 5
 #            nominal steps (more fences) on the way.
+#   hdf5     2 workers on the same records converted to one HDF5 file (rows claimed by id).
 #   refuse   dynamic sharding with max_staleness 0, with data_parallel, with data.on_corrupt =
 #            skip, and a static resume of a dynamic checkpoint: exit 2 naming dist.sharding.
 set -euo pipefail
@@ -97,6 +98,18 @@ for name in glob.glob("ids_*.rank*"):
 assert sorted(seen) == [0, 1] and all(len(s) == 250 for s in seen.values()), \
     {e: len(s) for e, s in seen.items()}
 PY
+  ;;
+hdf5)
+  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-convert" --input.format=idx \
+    --input.split=test --input.limit=$records --output.format=hdf5 --output.path=data/dy.h5 \
+    >convert.log 2>&1 || { cat convert.log; fail "shardflow-convert to HDF5 failed"; }
+  common[0]=--data.files=data/dy.h5
+  SHARDFLOW_TEST_ROW_IDS=ids ok_run 3 a.log --data.format=hdf5 \
+    --data.features=images:uint8:28x28x1,labels:int64:scalar --model.input_feature=images \
+    --model.label_feature=labels
+  grep -q "dynamic sharding: 250 records an epoch in 32 batches of 8, claimed by 2 workers" a.log ||
+    { cat a.log; fail "no dynamic sharding line"; }
+  check 32 ids
   ;;
 refuse)
   rc=0
