@@ -11,7 +11,8 @@
 # 75 and a checkpoint); truncate (a stop, then the newest checkpoint cut to half its bytes before
 # the resume); enospc (SHARDFLOW_TEST_CHECKPOINT_FAULT=enospc:N: the N-th checkpoint's write
 # fails as a full disk: exit 1). Strategies: data_parallel on 2 ranks, or parameter_server on 3
-# (half of them with dist.sharding = dynamic, resumed on 1-3 workers one time in two).
+# (half of them with dist.sharding = dynamic; static or dynamic, resumed on 1-3 workers one
+# time in two).
 # A data-parallel run is resumed on a random rank count (1-4) one time in two: an elastic resume.
 # Every resume must finish all 3 epochs, and no record may be trained twice in an epoch (the
 # ranks' record-id logs, SHARDFLOW_TEST_ROW_IDS, of the faulty run up to the checkpoint resumed
@@ -66,7 +67,7 @@ for ((i = 0; i < runs; i++)); do
   rank=$((RANDOM % 2))  # a worker: a server takes no steps, so a step fault never reaches it
   np2=$np
   if [ $np = 2 ] && ((RANDOM % 2 == 0)); then np2=$((1 + RANDOM % 4)); fi
-  if [ ${#strategy[@]} -gt 1 ] && ((RANDOM % 2 == 0)); then np2=$((2 + RANDOM % 3)); fi
+  if [ $np = 3 ] && ((RANDOM % 2 == 0)); then np2=$((2 + RANDOM % 3)); fi
   ckpt_fault=
   case $kind in
     none) fault="" ;;
