@@ -3,8 +3,9 @@
 # random step, then a `--resume=auto` run of the same output. Every faulty run must end within its
 # bound with its documented status; every resume must finish the run (never load a damaged
 # checkpoint: a damaged newest one is skipped with a warning naming it).
-#   bench/fault_soak.sh [--runs N] [--seed S] [--bin DIR] [--work DIR] [--dynamic]
-# (--dynamic: every run a parameter-server run with dynamic sharding)
+#   bench/fault_soak.sh [--runs N] [--seed S] [--bin DIR] [--work DIR] [--dynamic | --static-ps]
+# (--dynamic: every run a parameter-server run with dynamic sharding; --static-ps: every run a
+# parameter-server run with static sharding)
 # Faults (SHARDFLOW_TEST_FAULT unless said): none; kill:R:S (a rank dies: non-zero, not 75);
 # kill_allreduce:R:S (a rank dies inside the gradient all-reduce; data-parallel only); hang:R:S
 # (a rank stops: the watchdog, 4 s, ends the job non-zero); term:all:S and usr1:R:S (a stop: exit
@@ -22,7 +23,7 @@
 # dynamic-sharding worker never reached (it claimed fewer steps) shows as KIND-not-reached.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-runs=200 seed=1 bin=$here/build/bin work=/tmp/shardflow-soak dynamic=0
+runs=200 seed=1 bin=$here/build/bin work=/tmp/shardflow-soak dynamic=0 static_ps=0
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift 2 ;;
@@ -30,6 +31,7 @@ while [ $# -gt 0 ]; do
     --bin) bin=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --dynamic) dynamic=1; shift ;;
+    --static-ps) static_ps=1; shift ;;
     *) echo "fault_soak.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -59,9 +61,9 @@ for ((i = 0; i < runs; i++)); do
   if ((RANDOM % 4 == 0)); then np=3 strategy=(--dist.strategy=parameter_server); fi
   # Half the parameter-server runs with dynamic sharding (issue 14), resumed on 1-3 workers.
   # (per-worker batch kept: a resume on another worker count claims batches of the same size)
-  if [ $dynamic = 1 ] && [ "$kind" = kill_allreduce ]; then kind=kill; fi
-  if [ $dynamic = 1 ]; then np=3 strategy=(--dist.strategy=parameter_server); fi
-  if [ $np = 3 ] && ((dynamic == 1 || RANDOM % 2 == 0)); then
+  if [ $((dynamic + static_ps)) -gt 0 ] && [ "$kind" = kill_allreduce ]; then kind=kill; fi
+  if [ $((dynamic + static_ps)) -gt 0 ]; then np=3 strategy=(--dist.strategy=parameter_server); fi
+  if [ $np = 3 ] && [ $static_ps = 0 ] && ((dynamic == 1 || RANDOM % 2 == 0)); then
     strategy+=(--dist.sharding=dynamic --train.batch_semantics=per_rank --train.batch_size=16)
   fi
   [ "$kind" = kill_allreduce ] && np=2 strategy=()
