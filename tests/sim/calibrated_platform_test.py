@@ -12,35 +12,25 @@ these sizes are 40-70% off.
 Exit 77 (CTest SKIP) when SimGrid's smpirun or the simulated build is absent."""
 
 import os
-import shutil
 import sys
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "slurm"))
-import simulate_study as sim  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sim_test_util import ring_rows, sim, smpi_missing  # noqa: E402
 
 SIZES = [16384, 1 << 20, 64 << 20]
 TOLERANCE = 0.03
 
 
 def main(driver):
-    if shutil.which("smpirun") is None or not os.access(driver, os.X_OK):
-        print(f"SKIP: SimGrid SMPI (smpirun) or the simulated build {driver} is absent "
-              "(apt-get install libsimgrid-dev, then reconfigure)")
+    if smpi_missing(driver):
         return 77
     platform = sim.load_platform("local_calibrated")
     if platform["config"].get("network/model") != "SMPI":
         print(f"FAIL: local_calibrated.xml's <config> was not read: {platform['config']}")
         return 1
-    try:
-        rows = sim.run_driver(platform, 2, ["allreduce", "--algorithms", "ring", "--iters", "2",
-                                            "--sizes", ",".join(str(s) for s in SIZES)],
-                              driver, timeout=100)
-    except (sim.SimError, sim.subprocess.TimeoutExpired) as e:
-        print(f"FAIL: {e}")
-        return 1
-    if len(rows) != len(SIZES):
-        print(f"FAIL: expected {len(SIZES)} result rows, got {rows}")
+    rows = ring_rows(platform, 2, SIZES, driver)
+    if rows is None:
         return 1
     failed = False
     for r in rows:

@@ -9,12 +9,11 @@ ring_alpha_beta; docs/simulation.md), at a latency-bound and a bandwidth-bound s
 Exit 77 (CTest SKIP) when SimGrid's smpirun or the simulated build is absent."""
 
 import os
-import shutil
 import sys
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "slurm"))
-import simulate_study as sim  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sim_test_util import ring_rows, sim, smpi_missing  # noqa: E402
 
 RANKS = 64
 SIZES = [4096, 4 << 20]
@@ -22,20 +21,12 @@ TOLERANCE = 0.10
 
 
 def main(driver):
-    if shutil.which("smpirun") is None or not os.access(driver, os.X_OK):
-        print(f"SKIP: SimGrid SMPI (smpirun) or the simulated build {driver} is absent "
-              "(apt-get install libsimgrid-dev, then reconfigure)")
+    if smpi_missing(driver):
         return 77
     platform = sim.load_platform("ib_fattree")
-    try:  # the driver fails (non-zero exit) on any wrong element; 100 s bounds a hang
-        rows = sim.run_driver(platform, RANKS,
-                              ["allreduce", "--algorithms", "ring", "--check", "--iters", "2",
-                               "--sizes", ",".join(str(s) for s in SIZES)], driver, timeout=100)
-    except (sim.SimError, sim.subprocess.TimeoutExpired) as e:
-        print(f"FAIL: {e}")
-        return 1
-    if len(rows) != len(SIZES):
-        print(f"FAIL: expected {len(SIZES)} result rows, got {rows}")
+    # The driver fails (non-zero exit) on any wrong element; 100 s bounds a hang.
+    rows = ring_rows(platform, RANKS, SIZES, driver, extra=["--check"])
+    if rows is None:
         return 1
     failed = False
     for r in rows:
