@@ -10,28 +10,31 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/backend/host_device.hpp"
+
 namespace shardflow {
 
 // 64 random bits for (seed, stream, counter).
-inline uint64_t RandomBits(uint64_t seed, uint64_t stream, uint64_t counter) {
-  auto mix = [](uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
-  uint64_t h = mix(seed + 0x9e3779b97f4a7c15ULL);
-  h = mix(h ^ (stream + 0x632be59bd9b4e019ULL));
-  return mix(h ^ (counter * 0x9e3779b97f4a7c15ULL + 0xd1b54a32d192ed03ULL));
+// SplitMix64's finaliser.
+SF_HOST_DEVICE inline uint64_t RandomMix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+SF_HOST_DEVICE inline uint64_t RandomBits(uint64_t seed, uint64_t stream, uint64_t counter) {
+  uint64_t h = RandomMix(seed + 0x9e3779b97f4a7c15ULL);
+  h = RandomMix(h ^ (stream + 0x632be59bd9b4e019ULL));
+  return RandomMix(h ^ (counter * 0x9e3779b97f4a7c15ULL + 0xd1b54a32d192ed03ULL));
 }
 
 // Uniform in [0, 1) with 24 random bits (exactly representable as float).
-inline float RandomUniform(uint64_t seed, uint64_t stream, uint64_t counter) {
+SF_HOST_DEVICE inline float RandomUniform(uint64_t seed, uint64_t stream, uint64_t counter) {
   return static_cast<float>(RandomBits(seed, stream, counter) >> 40) * (1.0f / 16777216.0f);
 }
 
 // Standard normal by Box-Muller on two independent 32-bit halves, computed in double so the
 // result does not depend on the compiler's float contraction choices.
-inline double RandomNormal(uint64_t seed, uint64_t stream, uint64_t counter) {
+SF_HOST_DEVICE inline double RandomNormal(uint64_t seed, uint64_t stream, uint64_t counter) {
   const uint64_t bits = RandomBits(seed, stream, counter);
   const double u1 = (static_cast<double>(bits >> 32) + 1.0) / 4294967297.0;  // (0, 1)
   const double u2 = static_cast<double>(bits & 0xffffffffULL) / 4294967296.0;

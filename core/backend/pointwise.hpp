@@ -10,11 +10,7 @@
 
 #include <cmath>
 
-#if defined(__CUDACC__)
-#define SF_HOST_DEVICE __host__ __device__
-#else
-#define SF_HOST_DEVICE
-#endif
+#include "core/backend/host_device.hpp"
 
 namespace shardflow::pointwise {
 

@@ -1,0 +1,457 @@
+// The CUDA backend's kernels, run by their host twin (core/backend/host_twin.hpp), against the
+// CPU backend: every op of shardflow::Backend on awkward shapes, then whole training runs of an
+// MLP, a CNN, a ResNet block model and an LSTM with the twin installed as the CPU backend. What
+// this covers of the CUDA backend: each op's decomposition into index kernels, the kernels'
+// indexing and arithmetic (the same SF_HOST_DEVICE code nvcc compiles). What it cannot: the
+// launch code, device memory and cuBLAS (the GPU suite, tests/cuda, label gpu).
+//
+// Tolerances are a normalised error max|twin - cpu| / max(1, max|cpu|): the two sides compile
+// separately and the compiler may fuse a multiply-add in one and not the other (x86-64-v3 has
+// FMA), so float results may differ in the last bits; sums taken in another order (chunked flat
+// sums, the index-kernel GEMM against Eigen's blocked one) get a looser bound, stated per test.
+#include "core/backend/host_twin.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/cpu/cpu_backend.hpp"
+#include "core/loss.hpp"
+#include "core/model.hpp"
+#include "core/optim/optimizer.hpp"
+#include "core/random.hpp"
+
+namespace shardflow {
+namespace {
+
+constexpr double kFloatTol = 4e-6;  // a few float ulps of values of order 1
+
+template <typename T>
+std::vector<T> Random(int64_t n, uint64_t stream, double lo = -1.0, double hi = 1.0) {
+  std::vector<T> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    v[i] = static_cast<T>(lo + (hi - lo) * RandomUniform(77, stream, static_cast<uint64_t>(i)));
+  }
+  return v;
+}
+
+template <typename T>
+double NormalisedError(const std::vector<T>& got, const std::vector<T>& want) {
+  EXPECT_EQ(got.size(), want.size());
+  double err = 0.0, scale = 1.0;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    const double g = got[i], w = want[i];
+    if (std::isnan(g) != std::isnan(w)) return INFINITY;
+    if (!std::isnan(w)) err = std::max(err, std::fabs(g - w));
+    scale = std::max(scale, std::fabs(w));
+  }
+  return err / scale;
+}
+
+#define EXPECT_TWIN(got, want, tol) EXPECT_LE(NormalisedError(got, want), tol) << #got
+
+struct Both {
+  Backend<float>& cpu = cpu::CpuBackend<float>();
+  Backend<float>& twin = HostTwinBackend<float>();
+};
+
+TEST(HostTwin, ElementWiseOps) {
+  Both b;
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{1000}}) {
+    const auto x = Random<float>(n, 1, -3, 3), y = Random<float>(n, 2, -3, 3),
+               dy = Random<float>(n, 3);
+    std::vector<float> c1(n), c2(n);
+    b.cpu.Fill(n, 2.5f, c1.data());
+    b.twin.Fill(n, 2.5f, c2.data());
+    EXPECT_TWIN(c2, c1, 0.0);
+    b.cpu.Add(n, x.data(), y.data(), c1.data());
+    b.twin.Add(n, x.data(), y.data(), c2.data());
+    EXPECT_TWIN(c2, c1, 0.0);
+    b.cpu.Mul(n, x.data(), y.data(), c1.data());
+    b.twin.Mul(n, x.data(), y.data(), c2.data());
+    EXPECT_TWIN(c2, c1, 0.0);
+    b.cpu.Scale(n, -0.3f, c1.data());
+    b.twin.Scale(n, -0.3f, c2.data());
+    EXPECT_TWIN(c2, c1, 0.0);
+    for (auto kind : {ActivationKind::kRelu, ActivationKind::kGelu, ActivationKind::kTanh,
+                      ActivationKind::kSigmoid}) {
+      std::vector<float> a1(n), a2(n), g1(n), g2(n);
+      b.cpu.Activation(kind, n, x.data(), a1.data());
+      b.twin.Activation(kind, n, x.data(), a2.data());
+      EXPECT_TWIN(a2, a1, kFloatTol) << static_cast<int>(kind);
+      b.cpu.ActivationGrad(kind, n, x.data(), a1.data(), dy.data(), g1.data());
+      b.twin.ActivationGrad(kind, n, x.data(), a1.data(), dy.data(), g2.data());
+      EXPECT_TWIN(g2, g1, kFloatTol) << static_cast<int>(kind);
+    }
+  }
+}
+
+TEST(HostTwin, RowOpsRepeatAndColumnSums) {
+  Both b;
+  const int64_t rows = 7, cols = 5, ldx = 9;
+  const auto x = Random<float>(rows * ldx, 4), row = Random<float>(cols, 5);
+  std::vector<float> y1 = Random<float>(rows * cols, 6), y2 = y1;
+  b.cpu.AddRows(rows, cols, x.data(), ldx, y1.data());
+  b.twin.AddRows(rows, cols, x.data(), ldx, y2.data());
+  EXPECT_TWIN(y2, y1, 0.0);
+  b.cpu.BroadcastRows(rows, cols, row.data(), y1.data());
+  b.twin.BroadcastRows(rows, cols, row.data(), y2.data());
+  EXPECT_TWIN(y2, y1, 0.0);
+  std::vector<float> s1 = Random<float>(cols, 7), s2 = s1;
+  const auto big = Random<float>(rows * cols, 8);
+  b.cpu.AddColumnSums(rows, cols, big.data(), s1.data());
+  b.twin.AddColumnSums(rows, cols, big.data(), s2.data());
+  EXPECT_TWIN(s2, s1, 0.0);  // same order: each column summed row by row
+  const int64_t bb = 3, times = 4, h = 5;
+  const auto xr = Random<float>(bb * h, 9);
+  std::vector<float> r1(bb * times * h), r2(r1.size());
+  b.cpu.Repeat(bb, times, h, xr.data(), r1.data());
+  b.twin.Repeat(bb, times, h, xr.data(), r2.data());
+  EXPECT_TWIN(r2, r1, 0.0);
+  const auto dyr = Random<float>(bb * times * h, 10);
+  std::vector<float> d1(bb * h, 9.0f), d2(bb * h, -9.0f);  // overwritten
+  b.cpu.RepeatGrad(bb, times, h, dyr.data(), d1.data());
+  b.twin.RepeatGrad(bb, times, h, dyr.data(), d2.data());
+  EXPECT_TWIN(d2, d1, 0.0);
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{4096}, int64_t{10001}}) {
+    const auto v = Random<float>(n, 11);
+    const double want = b.cpu.SumSquares(n, v.data()), got = b.twin.SumSquares(n, v.data());
+    EXPECT_NEAR(got, want, 1e-12 * std::max(1.0, want)) << n;
+  }
+}
+
+TEST(HostTwin, GemmEveryTranspositionAndLeadingDimension) {
+  Both b;
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (const Case c :
+       {Case{1, 1, 1}, Case{3, 5, 7}, Case{17, 9, 33}, Case{4, 6, 0}, Case{0, 3, 2}}) {
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (float beta : {0.0f, 0.5f}) {
+          const int64_t lda = (ta ? c.m : c.k) + 2, ldb = (tb ? c.k : c.n) + 1, ldc = c.n + 3;
+          const auto a = Random<float>((ta ? c.k : c.m) * lda + 1, 12);
+          const auto bm = Random<float>((tb ? c.n : c.k) * ldb + 1, 13);
+          std::vector<float> c1 = Random<float>(c.m * ldc + 1, 14), c2 = c1;
+          b.cpu.Gemm(ta, tb, c.m, c.n, c.k, 1.5f, a.data(), lda, bm.data(), ldb, beta, c1.data(),
+                     ldc);
+          b.twin.Gemm(ta, tb, c.m, c.n, c.k, 1.5f, a.data(), lda, bm.data(), ldb, beta, c2.data(),
+                      ldc);
+          // Sums of up to 33 products taken in another order: a few ulps of the sum's magnitude.
+          EXPECT_TWIN(c2, c1, 1e-5) << c.m << "x" << c.n << "x" << c.k << " ta=" << ta
+                                    << " tb=" << tb << " beta=" << beta;
+        }
+  }
+}
+
+TEST(HostTwin, ConvolutionDataMovement) {
+  Both b;
+  struct Case {
+    int64_t h, w, c, kh, kw, stride;
+    bool same;
+  };
+  for (const Case c :
+       {Case{5, 5, 1, 3, 3, 1, true}, Case{7, 6, 3, 5, 3, 2, true}, Case{7, 7, 2, 3, 3, 2, false},
+        Case{4, 4, 2, 1, 1, 1, true}, Case{6, 5, 2, 2, 4, 3, true}}) {
+    const auto g = cpu::MakeConvGeometry(c.h, c.w, c.c, c.kh, c.kw, c.stride, c.same);
+    const int64_t batch = 2, rows = batch * g.oh * g.ow, row = c.kh * c.kw * c.c;
+    const auto x = Random<float>(batch * c.h * c.w * c.c, 15);
+    std::vector<float> cols1(rows * row), cols2(rows * row, 99.0f);
+    b.cpu.Im2Col(g, batch, x.data(), cols1.data());
+    b.twin.Im2Col(g, batch, x.data(), cols2.data());
+    EXPECT_TWIN(cols2, cols1, 0.0);
+    const auto dcols = Random<float>(rows * row, 16);
+    std::vector<float> dx1 = Random<float>(batch * c.h * c.w * c.c, 17), dx2 = dx1;
+    b.cpu.Col2ImAdd(g, batch, dcols.data(), dx1.data());
+    b.twin.Col2ImAdd(g, batch, dcols.data(), dx2.data());
+    EXPECT_TWIN(dx2, dx1, 0.0) << c.h << "x" << c.w << " k" << c.kh << "x" << c.kw << " s"
+                               << c.stride;
+  }
+}
+
+TEST(HostTwin, PoolingWithOverlappingWindowsAndTies) {
+  Both b;
+  struct Case {
+    int64_t h, w, c, k, stride;
+  };
+  for (const Case c :
+       {Case{4, 4, 3, 2, 2}, Case{7, 7, 2, 3, 2}, Case{5, 6, 1, 3, 1}, Case{1, 1, 4, 1, 1}}) {
+    PoolGeometry g{.h = c.h, .w = c.w, .c = c.c, .k = c.k, .stride = c.stride};
+    g.oh = (c.h - c.k) / c.stride + 1;
+    g.ow = (c.w - c.k) / c.stride + 1;
+    const int64_t batch = 3, in = batch * c.h * c.w * c.c, out = batch * g.oh * g.ow * c.c;
+    // Values on a coarse grid so windows hold ties: the first maximum must win on both sides.
+    auto x = Random<float>(in, 18);
+    for (auto& v : x) v = std::round(v * 2.0f) / 2.0f;
+    const auto dy = Random<float>(out, 19);
+    for (bool max : {true, false}) {
+      std::vector<float> y1(out), y2(out), dx1(in, 5.0f), dx2(in, -5.0f);
+      b.cpu.Pool2D(g, max, batch, x.data(), y1.data());
+      b.twin.Pool2D(g, max, batch, x.data(), y2.data());
+      EXPECT_TWIN(y2, y1, 0.0);
+      b.cpu.Pool2DGrad(g, max, batch, x.data(), y1.data(), dy.data(), dx1.data());
+      b.twin.Pool2DGrad(g, max, batch, x.data(), y1.data(), dy.data(), dx2.data());
+      EXPECT_TWIN(dx2, dx1, kFloatTol) << "max=" << max << " k=" << c.k << " s=" << c.stride;
+    }
+  }
+  const int64_t bb = 2, p = 9, ch = 4;
+  const auto x = Random<float>(bb * p * ch, 20), dy = Random<float>(bb * ch, 21);
+  std::vector<float> y1(bb * ch), y2(bb * ch), dx1(bb * p * ch), dx2(bb * p * ch);
+  b.cpu.GlobalAvgPool(bb, p, ch, x.data(), y1.data());
+  b.twin.GlobalAvgPool(bb, p, ch, x.data(), y2.data());
+  EXPECT_TWIN(y2, y1, 0.0);
+  b.cpu.GlobalAvgPoolGrad(bb, p, ch, dy.data(), dx1.data());
+  b.twin.GlobalAvgPoolGrad(bb, p, ch, dy.data(), dx2.data());
+  EXPECT_TWIN(dx2, dx1, 0.0);
+}
+
+TEST(HostTwin, BatchNormTrainingAndInference) {
+  Both b;
+  for (int64_t n : {int64_t{1}, int64_t{2}, int64_t{37}}) {
+    for (bool training : {true, false}) {
+      const int64_t c = 6;
+      const BatchNormParams p{.n = n, .c = c, .training = training};
+      const auto x = Random<float>(n * c, 22, -2, 3), gamma = Random<float>(c, 23),
+                 beta = Random<float>(c, 24), dy = Random<float>(n * c, 25);
+      std::vector<float> mm1 = Random<float>(c, 26), mv1 = Random<float>(c, 27, 0.5, 2.0);
+      std::vector<float> mm2 = mm1, mv2 = mv1;
+      std::vector<double> is1(c), is2(c);
+      std::vector<float> xh1(n * c), xh2(n * c), y1(n * c), y2(n * c);
+      b.cpu.BatchNorm(p, x.data(), gamma.data(), beta.data(), mm1.data(), mv1.data(), is1.data(),
+                      xh1.data(), y1.data());
+      b.twin.BatchNorm(p, x.data(), gamma.data(), beta.data(), mm2.data(), mv2.data(), is2.data(),
+                       xh2.data(), y2.data());
+      EXPECT_TWIN(mm2, mm1, 0.0);
+      EXPECT_TWIN(mv2, mv1, 0.0);
+      EXPECT_TWIN(is2, is1, 0.0);
+      EXPECT_TWIN(xh2, xh1, 0.0);
+      EXPECT_TWIN(y2, y1, kFloatTol);
+      std::vector<float> dg1 = Random<float>(c, 28), db1 = Random<float>(c, 29);
+      std::vector<float> dg2 = dg1, db2 = db1, dx1(n * c), dx2(n * c);
+      b.cpu.BatchNormGrad(p, dy.data(), xh1.data(), gamma.data(), is1.data(), dg1.data(),
+                          db1.data(), dx1.data());
+      b.twin.BatchNormGrad(p, dy.data(), xh1.data(), gamma.data(), is1.data(), dg2.data(),
+                           db2.data(), dx2.data());
+      EXPECT_TWIN(dg2, dg1, kFloatTol);
+      EXPECT_TWIN(db2, db1, kFloatTol);
+      EXPECT_TWIN(dx2, dx1, kFloatTol);
+      // Without dx (the first layer): only the parameter gradients.
+      b.twin.BatchNormGrad(p, dy.data(), xh1.data(), gamma.data(), is1.data(), dg2.data(),
+                           db2.data(), nullptr);
+    }
+  }
+}
+
+template <typename L>
+Tensor Labels(const std::vector<int64_t>& v, DType dtype) {
+  Tensor t(dtype, {static_cast<int64_t>(v.size())});
+  for (size_t i = 0; i < v.size(); ++i) t.data<L>()[i] = static_cast<L>(v[i]);
+  return t;
+}
+
+TEST(HostTwin, LossesEveryLabelTypeAndTheBadLabelMessage) {
+  Both b;
+  const int64_t bb = 9, k = 10;
+  const auto z = Random<float>(bb * k, 30, -6, 6);
+  std::vector<int64_t> lv(bb);
+  for (int64_t i = 0; i < bb; ++i) lv[i] = (i * 7) % k;
+  for (const Tensor& labels :
+       {Labels<uint8_t>(lv, DType::kUInt8), Labels<int32_t>(lv, DType::kInt32),
+        Labels<int64_t>(lv, DType::kInt64)}) {
+    std::vector<float> d1(bb * k), d2(bb * k);
+    const double l1 = b.cpu.SoftmaxCrossEntropy(bb, k, z.data(), labels, d1.data());
+    const double l2 = b.twin.SoftmaxCrossEntropy(bb, k, z.data(), labels, d2.data());
+    EXPECT_NEAR(l2, l1, 1e-12 * std::max(1.0, l1));
+    EXPECT_TWIN(d2, d1, kFloatTol);
+    EXPECT_NEAR(b.twin.SoftmaxCrossEntropy(bb, k, z.data(), labels, nullptr), l1, 1e-12 * l1);
+  }
+  EXPECT_EQ(b.twin.SoftmaxCrossEntropy(0, k, z.data(), Labels<int32_t>({}, DType::kInt32), nullptr),
+            0.0);
+  std::vector<int64_t> bad = lv;
+  bad[3] = k;
+  bad[5] = -1;
+  std::string want, got;
+  std::vector<float> d(bb * k);
+  try {
+    b.cpu.SoftmaxCrossEntropy(bb, k, z.data(), Labels<int32_t>(bad, DType::kInt32), d.data());
+  } catch (const Error& e) {
+    want = e.what();
+  }
+  try {
+    b.twin.SoftmaxCrossEntropy(bb, k, z.data(), Labels<int32_t>(bad, DType::kInt32), d.data());
+  } catch (const Error& e) {
+    got = e.what();
+  }
+  EXPECT_NE(want.find("batch row 3"), std::string::npos) << want;
+  EXPECT_EQ(got, want);
+  for (int64_t n : {int64_t{0}, int64_t{3}, int64_t{9000}}) {
+    const auto y = Random<float>(n, 31), t = Random<float>(n, 32);
+    std::vector<float> d1(n), d2(n);
+    const double l1 = b.cpu.MeanSquaredError(n, y.data(), t.data(), d1.data());
+    const double l2 = b.twin.MeanSquaredError(n, y.data(), t.data(), d2.data());
+    EXPECT_NEAR(l2, l1, 1e-12 * std::max(1.0, l1)) << n;
+    EXPECT_TWIN(d2, d1, 0.0);
+  }
+}
+
+TEST(HostTwin, RandomFillsAndDropoutDrawTheSameNumbers) {
+  Both b;
+  const int64_t n = 3001;
+  const auto x = Random<float>(n, 33);
+  std::vector<float> m1(n), m2(n), y1(n), y2(n);
+  b.cpu.DropoutMask(n, 0.3f, 1.0f / 0.7f, 5, 9, x.data(), m1.data(), y1.data());
+  b.twin.DropoutMask(n, 0.3f, 1.0f / 0.7f, 5, 9, x.data(), m2.data(), y2.data());
+  EXPECT_TWIN(m2, m1, 0.0);
+  EXPECT_TWIN(y2, y1, 0.0);
+  b.cpu.FillNormal(n, 0.05, 5, 10, m1.data());
+  b.twin.FillNormal(n, 0.05, 5, 10, m2.data());
+  EXPECT_TWIN(m2, m1, 0.0);
+  b.cpu.FillUniform(n, 0.2, 5, 11, m1.data());
+  b.twin.FillUniform(n, 0.2, 5, 11, m2.data());
+  EXPECT_TWIN(m2, m1, 0.0);
+  const SliceIndex s{.outer = 3, .full = 10, .begin = 4, .size = 5, .inner = 7};
+  const int64_t ns = s.outer * s.size * s.inner;
+  std::vector<float> s1(ns), s2(ns), t1(ns), t2(ns);
+  b.cpu.DropoutMaskSlice(s, 0.5f, 2.0f, 6, 1, x.data(), s1.data(), t1.data());
+  b.twin.DropoutMaskSlice(s, 0.5f, 2.0f, 6, 1, x.data(), s2.data(), t2.data());
+  EXPECT_TWIN(s2, s1, 0.0);
+  EXPECT_TWIN(t2, t1, 0.0);
+  b.cpu.FillNormalSlice(s, 1.0, 6, 2, s1.data());
+  b.twin.FillNormalSlice(s, 1.0, 6, 2, s2.data());
+  EXPECT_TWIN(s2, s1, 0.0);
+  b.cpu.FillUniformSlice(s, 1.0, 6, 3, s1.data());
+  b.twin.FillUniformSlice(s, 1.0, 6, 3, s2.data());
+  EXPECT_TWIN(s2, s1, 0.0);
+}
+
+TEST(HostTwin, OptimizerUpdatesAndTheLstmCell) {
+  Both b;
+  const int64_t n = 1000;
+  const auto g = Random<float>(n, 34);
+  for (const SgdParams p :
+       {SgdParams{.lr = 0.1f}, SgdParams{.lr = 0.1f, .momentum = 0.9f},
+        SgdParams{.lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-4f, .nesterov = true}}) {
+    std::vector<float> w1 = Random<float>(n, 35), v1 = Random<float>(n, 36);
+    std::vector<float> w2 = w1, v2 = v1;
+    for (int step = 0; step < 3; ++step) {
+      b.cpu.SgdUpdate(p, n, w1.data(), g.data(), v1.data());
+      b.twin.SgdUpdate(p, n, w2.data(), g.data(), v2.data());
+    }
+    EXPECT_TWIN(w2, w1, kFloatTol);
+    EXPECT_TWIN(v2, v1, kFloatTol);
+  }
+  const AdamParams ap{
+      .b1 = 0.9f, .b2 = 0.999f, .l2 = 1e-4f, .shrink = 1.0f, .step = 1e-3f, .eps = 1e-7f};
+  std::vector<float> w1 = Random<float>(n, 37), m1(n), v1(n);
+  std::vector<float> w2 = w1, m2(n), v2(n);
+  for (int step = 0; step < 3; ++step) {
+    b.cpu.AdamUpdate(ap, n, w1.data(), g.data(), m1.data(), v1.data());
+    b.twin.AdamUpdate(ap, n, w2.data(), g.data(), m2.data(), v2.data());
+  }
+  EXPECT_TWIN(w2, w1, kFloatTol);
+  EXPECT_TWIN(m2, m1, kFloatTol);
+  EXPECT_TWIN(v2, v1, kFloatTol);
+  // Two LSTM steps over a batch of 3 with H = 4, rows strided inside wider buffers.
+  const int64_t bb = 3, h = 4, ldz = 4 * h + 2, ldc = 2 * h + 1;
+  for (bool has_prev : {false, true}) {
+    std::vector<float> z1 = Random<float>(bb * ldz, 38, -2, 2), z2 = z1;
+    std::vector<float> c1 = Random<float>(bb * ldc + h, 39), c2 = c1;
+    std::vector<float> hs1(bb * ldc + h), hs2(bb * ldc + h);
+    b.cpu.LstmCell(bb, h, z1.data(), ldz, c1.data() + h, hs1.data() + h, ldc, has_prev);
+    b.twin.LstmCell(bb, h, z2.data(), ldz, c2.data() + h, hs2.data() + h, ldc, has_prev);
+    EXPECT_TWIN(z2, z1, kFloatTol);
+    EXPECT_TWIN(c2, c1, kFloatTol);
+    EXPECT_TWIN(hs2, hs1, kFloatTol);
+    const auto dh = Random<float>(bb * h, 40);
+    std::vector<float> dc1 = Random<float>(bb * h, 41), dc2 = dc1;
+    std::vector<float> dz1(bb * ldz), dz2(bb * ldz);
+    b.cpu.LstmCellGrad(bb, h, z1.data(), ldz, c1.data() + h, ldc, has_prev, dh.data(), dc1.data(),
+                       dz1.data());
+    b.twin.LstmCellGrad(bb, h, z1.data(), ldz, c1.data() + h, ldc, has_prev, dh.data(), dc2.data(),
+                        dz2.data());
+    EXPECT_TWIN(dc2, dc1, kFloatTol);
+    EXPECT_TWIN(dz2, dz1, kFloatTol);
+  }
+}
+
+// Installs the host twin as the CPU backend for float while alive, so whole models run every
+// kernel call through the CUDA backend's index kernels.
+class TwinAsCpu {
+ public:
+  TwinAsCpu() { RegisterBackend<float>(Device::kCpu, &HostTwinBackend<float>()); }
+  ~TwinAsCpu() { RegisterBackend<float>(Device::kCpu, &cpu::CpuBackend<float>()); }
+};
+
+struct Run {
+  std::vector<double> losses;
+  std::vector<float> params;
+};
+
+// `steps` steps of `optimizer` on a fixed random batch; the losses and the final parameters.
+Run Train(const std::string& spec, const Shape& sample, int steps, bool regression,
+          const std::string& optimizer) {
+  Shape xs = {8};
+  xs.insert(xs.end(), sample.begin(), sample.end());
+  const int64_t nx = NumElements(xs);
+  Tensor x(DType::kFloat32, xs);
+  for (int64_t i = 0; i < nx; ++i) x.data<float>()[i] = RandomUniform(3, 1, i) * 2.0f - 1.0f;
+  Tensor labels(DType::kInt64, {8});
+  for (int64_t i = 0; i < 8; ++i) labels.data<int64_t>()[i] = (i * 3) % 10;
+  Sequential<float> m(spec, sample, {.seed = 11});
+  auto opt = MakeOptimizer({.name = optimizer}, m.arena().size());
+  Run run;
+  Tensor d;
+  for (int step = 0; step < steps; ++step) {
+    m.set_step(step);
+    m.arena().ZeroGrads();
+    const Tensor y = m.Forward(x, true);
+    run.losses.push_back(regression ? MeanSquaredError<float>(y, x, &d)
+                                    : SoftmaxCrossEntropy<float>(y, labels, &d));
+    m.Backward(d);
+    opt->Step(m.arena(), 0.01);
+  }
+  run.params.assign(m.arena().params(), m.arena().params() + m.arena().size());
+  return run;
+}
+
+void ExpectTracks(const std::string& spec, const Shape& sample, int steps, bool regression,
+                  const std::string& optimizer, double tol) {
+  const Run want = Train(spec, sample, steps, regression, optimizer);
+  Run got;
+  {
+    TwinAsCpu twin;
+    got = Train(spec, sample, steps, regression, optimizer);
+  }
+  ASSERT_EQ(got.losses.size(), want.losses.size());
+  for (size_t i = 0; i < want.losses.size(); ++i) {
+    EXPECT_NEAR(got.losses[i], want.losses[i], tol * std::max(1.0, want.losses[i]))
+        << spec << " step " << i;
+  }
+  EXPECT_TWIN(got.params, want.params, tol) << spec;
+  EXPECT_LT(want.losses.back(), want.losses.front()) << spec << " did not learn";
+}
+
+// Whole training runs through the twin track the CPU backend. The bound is loose enough for
+// float rounding differences (FMA, GEMM order) compounding over the steps, and tight enough that
+// a wrong index anywhere (a transposed gradient, a dropped window) fails it by orders of
+// magnitude. SGD with momentum for the convolutional models: Adam divides by the root of the
+// squared gradient, so a parameter whose gradient is rounding noise (around 1e-9) takes full
+// steps of the learning rate in whichever direction the noise points, on either side.
+TEST(HostTwin, TrainingTracksTheCpuBackend) {
+  ExpectTracks("flatten, dense:32, gelu, dropout:0.25, dense:16, tanh, dense:10", {6, 6}, 20, false,
+               "adam", 1e-4);
+  ExpectTracks(
+      "conv:4:3x3:same, batchnorm, relu, maxpool:3:2, conv:6:3x3:valid:s2, sigmoid, "
+      "flatten, dense:10",
+      {11, 11, 2}, 15, false, "sgd", 1e-5);
+  ExpectTracks("conv:4:3x3:same, residual:4, residual:8:2, avgpool:2, gap, dense:10", {8, 8, 1}, 10,
+               false, "sgd", 1e-5);
+  ExpectTracks("lstm:6, repeat, lstm:6:seq, dense:3", {5, 3}, 15, true, "adam", 1e-4);
+}
+
+}  // namespace
+}  // namespace shardflow
