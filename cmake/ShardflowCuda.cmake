@@ -16,6 +16,12 @@ if(NOT SHARDFLOW_CUDA STREQUAL "OFF" AND NOT SHARDFLOW_SANITIZE STREQUAL "thread
       set(CMAKE_CUDA_ARCHITECTURES 80 90)
     endif()
     enable_language(CUDA)
+    # CMake 3.25 does not know nvcc's C++20 flag (nvcc 12+ has it); the backend includes the
+    # C++20 core headers, so name it here and CUDA_STANDARD 20 works.
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
     find_package(CUDAToolkit REQUIRED)
     find_library(SHARDFLOW_CUDNN cudnn HINTS ${CUDAToolkit_LIBRARY_DIR})
     find_library(SHARDFLOW_NCCL nccl HINTS ${CUDAToolkit_LIBRARY_DIR})

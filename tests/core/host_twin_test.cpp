@@ -3,7 +3,9 @@
 // MLP, a CNN, a ResNet block model and an LSTM with the twin installed as the CPU backend. What
 // this covers of the CUDA backend: each op's decomposition into index kernels, the kernels'
 // indexing and arithmetic (the same SF_HOST_DEVICE code nvcc compiles). What it cannot: the
-// launch code, device memory and cuBLAS (the GPU suite, tests/cuda, label gpu).
+// launch code, device memory and cuBLAS: the GPU suite (tests/cuda, label gpu) compiles this
+// file again with SF_TEST_DEVICE_MIRROR, where the backend under test is the CUDA backend itself
+// behind host-memory mirrors (tests/cuda/device_mirror.hpp), and every test skips without a GPU.
 //
 // Tolerances are a normalised error max|twin - cpu| / max(1, max|cpu|): the two sides compile
 // separately and the compiler may fuse a multiply-add in one and not the other (x86-64-v3 has
@@ -23,11 +25,41 @@
 #include "core/model.hpp"
 #include "core/optim/optimizer.hpp"
 #include "core/random.hpp"
+#if defined(SF_TEST_DEVICE_MIRROR)
+#include "tests/cuda/device_mirror.hpp"
+#endif
 
 namespace shardflow {
 namespace {
 
 constexpr double kFloatTol = 4e-6;  // a few float ulps of values of order 1
+
+#if defined(SF_TEST_DEVICE_MIRROR)
+template <typename T>
+Backend<T>& UnderTest() {
+  return cuda::testing::DeviceMirror<T>();
+}
+// The GPU's exp, tanh, log and cos are within an ulp or two of glibc's, not equal to them.
+constexpr double kExact = kFloatTol;
+#else
+template <typename T>
+Backend<T>& UnderTest() {
+  return HostTwinBackend<T>();
+}
+constexpr double kExact = 0.0;  // same code, same order, same libm: bit for bit
+#endif
+
+class HostTwin : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#if defined(SF_TEST_DEVICE_MIRROR)
+    std::string why;
+    if (!cuda::testing::GpuAvailable(&why)) {
+      GTEST_SKIP() << "no usable CUDA device (" << why << "); the GPU suite did not run";
+    }
+#endif
+  }
+};
 
 template <typename T>
 std::vector<T> Random(int64_t n, uint64_t stream, double lo = -1.0, double hi = 1.0) {
@@ -55,10 +87,10 @@ double NormalisedError(const std::vector<T>& got, const std::vector<T>& want) {
 
 struct Both {
   Backend<float>& cpu = cpu::CpuBackend<float>();
-  Backend<float>& twin = HostTwinBackend<float>();
+  Backend<float>& twin = UnderTest<float>();
 };
 
-TEST(HostTwin, ElementWiseOps) {
+TEST_F(HostTwin, ElementWiseOps) {
   Both b;
   for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{1000}}) {
     const auto x = Random<float>(n, 1, -3, 3), y = Random<float>(n, 2, -3, 3),
@@ -66,16 +98,16 @@ TEST(HostTwin, ElementWiseOps) {
     std::vector<float> c1(n), c2(n);
     b.cpu.Fill(n, 2.5f, c1.data());
     b.twin.Fill(n, 2.5f, c2.data());
-    EXPECT_TWIN(c2, c1, 0.0);
+    EXPECT_TWIN(c2, c1, kExact);
     b.cpu.Add(n, x.data(), y.data(), c1.data());
     b.twin.Add(n, x.data(), y.data(), c2.data());
-    EXPECT_TWIN(c2, c1, 0.0);
+    EXPECT_TWIN(c2, c1, kExact);
     b.cpu.Mul(n, x.data(), y.data(), c1.data());
     b.twin.Mul(n, x.data(), y.data(), c2.data());
-    EXPECT_TWIN(c2, c1, 0.0);
+    EXPECT_TWIN(c2, c1, kExact);
     b.cpu.Scale(n, -0.3f, c1.data());
     b.twin.Scale(n, -0.3f, c2.data());
-    EXPECT_TWIN(c2, c1, 0.0);
+    EXPECT_TWIN(c2, c1, kExact);
     for (auto kind : {ActivationKind::kRelu, ActivationKind::kGelu, ActivationKind::kTanh,
                       ActivationKind::kSigmoid}) {
       std::vector<float> a1(n), a2(n), g1(n), g2(n);
@@ -89,33 +121,33 @@ TEST(HostTwin, ElementWiseOps) {
   }
 }
 
-TEST(HostTwin, RowOpsRepeatAndColumnSums) {
+TEST_F(HostTwin, RowOpsRepeatAndColumnSums) {
   Both b;
   const int64_t rows = 7, cols = 5, ldx = 9;
   const auto x = Random<float>(rows * ldx, 4), row = Random<float>(cols, 5);
   std::vector<float> y1 = Random<float>(rows * cols, 6), y2 = y1;
   b.cpu.AddRows(rows, cols, x.data(), ldx, y1.data());
   b.twin.AddRows(rows, cols, x.data(), ldx, y2.data());
-  EXPECT_TWIN(y2, y1, 0.0);
+  EXPECT_TWIN(y2, y1, kExact);
   b.cpu.BroadcastRows(rows, cols, row.data(), y1.data());
   b.twin.BroadcastRows(rows, cols, row.data(), y2.data());
-  EXPECT_TWIN(y2, y1, 0.0);
+  EXPECT_TWIN(y2, y1, kExact);
   std::vector<float> s1 = Random<float>(cols, 7), s2 = s1;
   const auto big = Random<float>(rows * cols, 8);
   b.cpu.AddColumnSums(rows, cols, big.data(), s1.data());
   b.twin.AddColumnSums(rows, cols, big.data(), s2.data());
-  EXPECT_TWIN(s2, s1, 0.0);  // same order: each column summed row by row
+  EXPECT_TWIN(s2, s1, kExact);  // same order: each column summed row by row
   const int64_t bb = 3, times = 4, h = 5;
   const auto xr = Random<float>(bb * h, 9);
   std::vector<float> r1(bb * times * h), r2(r1.size());
   b.cpu.Repeat(bb, times, h, xr.data(), r1.data());
   b.twin.Repeat(bb, times, h, xr.data(), r2.data());
-  EXPECT_TWIN(r2, r1, 0.0);
+  EXPECT_TWIN(r2, r1, kExact);
   const auto dyr = Random<float>(bb * times * h, 10);
   std::vector<float> d1(bb * h, 9.0f), d2(bb * h, -9.0f);  // overwritten
   b.cpu.RepeatGrad(bb, times, h, dyr.data(), d1.data());
   b.twin.RepeatGrad(bb, times, h, dyr.data(), d2.data());
-  EXPECT_TWIN(d2, d1, 0.0);
+  EXPECT_TWIN(d2, d1, kExact);
   for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{4096}, int64_t{10001}}) {
     const auto v = Random<float>(n, 11);
     const double want = b.cpu.SumSquares(n, v.data()), got = b.twin.SumSquares(n, v.data());
@@ -123,7 +155,7 @@ TEST(HostTwin, RowOpsRepeatAndColumnSums) {
   }
 }
 
-TEST(HostTwin, GemmEveryTranspositionAndLeadingDimension) {
+TEST_F(HostTwin, GemmEveryTranspositionAndLeadingDimension) {
   Both b;
   struct Case {
     int64_t m, n, k;
@@ -148,7 +180,7 @@ TEST(HostTwin, GemmEveryTranspositionAndLeadingDimension) {
   }
 }
 
-TEST(HostTwin, ConvolutionDataMovement) {
+TEST_F(HostTwin, ConvolutionDataMovement) {
   Both b;
   struct Case {
     int64_t h, w, c, kh, kw, stride;
@@ -163,17 +195,17 @@ TEST(HostTwin, ConvolutionDataMovement) {
     std::vector<float> cols1(rows * row), cols2(rows * row, 99.0f);
     b.cpu.Im2Col(g, batch, x.data(), cols1.data());
     b.twin.Im2Col(g, batch, x.data(), cols2.data());
-    EXPECT_TWIN(cols2, cols1, 0.0);
+    EXPECT_TWIN(cols2, cols1, kExact);
     const auto dcols = Random<float>(rows * row, 16);
     std::vector<float> dx1 = Random<float>(batch * c.h * c.w * c.c, 17), dx2 = dx1;
     b.cpu.Col2ImAdd(g, batch, dcols.data(), dx1.data());
     b.twin.Col2ImAdd(g, batch, dcols.data(), dx2.data());
-    EXPECT_TWIN(dx2, dx1, 0.0) << c.h << "x" << c.w << " k" << c.kh << "x" << c.kw << " s"
-                               << c.stride;
+    EXPECT_TWIN(dx2, dx1, kExact) << c.h << "x" << c.w << " k" << c.kh << "x" << c.kw << " s"
+                                  << c.stride;
   }
 }
 
-TEST(HostTwin, PoolingWithOverlappingWindowsAndTies) {
+TEST_F(HostTwin, PoolingWithOverlappingWindowsAndTies) {
   Both b;
   struct Case {
     int64_t h, w, c, k, stride;
@@ -192,7 +224,7 @@ TEST(HostTwin, PoolingWithOverlappingWindowsAndTies) {
       std::vector<float> y1(out), y2(out), dx1(in, 5.0f), dx2(in, -5.0f);
       b.cpu.Pool2D(g, max, batch, x.data(), y1.data());
       b.twin.Pool2D(g, max, batch, x.data(), y2.data());
-      EXPECT_TWIN(y2, y1, 0.0);
+      EXPECT_TWIN(y2, y1, kExact);
       b.cpu.Pool2DGrad(g, max, batch, x.data(), y1.data(), dy.data(), dx1.data());
       b.twin.Pool2DGrad(g, max, batch, x.data(), y1.data(), dy.data(), dx2.data());
       EXPECT_TWIN(dx2, dx1, kFloatTol) << "max=" << max << " k=" << c.k << " s=" << c.stride;
@@ -203,13 +235,13 @@ TEST(HostTwin, PoolingWithOverlappingWindowsAndTies) {
   std::vector<float> y1(bb * ch), y2(bb * ch), dx1(bb * p * ch), dx2(bb * p * ch);
   b.cpu.GlobalAvgPool(bb, p, ch, x.data(), y1.data());
   b.twin.GlobalAvgPool(bb, p, ch, x.data(), y2.data());
-  EXPECT_TWIN(y2, y1, 0.0);
+  EXPECT_TWIN(y2, y1, kExact);
   b.cpu.GlobalAvgPoolGrad(bb, p, ch, dy.data(), dx1.data());
   b.twin.GlobalAvgPoolGrad(bb, p, ch, dy.data(), dx2.data());
-  EXPECT_TWIN(dx2, dx1, 0.0);
+  EXPECT_TWIN(dx2, dx1, kExact);
 }
 
-TEST(HostTwin, BatchNormTrainingAndInference) {
+TEST_F(HostTwin, BatchNormTrainingAndInference) {
   Both b;
   for (int64_t n : {int64_t{1}, int64_t{2}, int64_t{37}}) {
     for (bool training : {true, false}) {
@@ -225,10 +257,10 @@ TEST(HostTwin, BatchNormTrainingAndInference) {
                       xh1.data(), y1.data());
       b.twin.BatchNorm(p, x.data(), gamma.data(), beta.data(), mm2.data(), mv2.data(), is2.data(),
                        xh2.data(), y2.data());
-      EXPECT_TWIN(mm2, mm1, 0.0);
-      EXPECT_TWIN(mv2, mv1, 0.0);
-      EXPECT_TWIN(is2, is1, 0.0);
-      EXPECT_TWIN(xh2, xh1, 0.0);
+      EXPECT_TWIN(mm2, mm1, kExact);
+      EXPECT_TWIN(mv2, mv1, kExact);
+      EXPECT_TWIN(is2, is1, kExact);
+      EXPECT_TWIN(xh2, xh1, kExact);
       EXPECT_TWIN(y2, y1, kFloatTol);
       std::vector<float> dg1 = Random<float>(c, 28), db1 = Random<float>(c, 29);
       std::vector<float> dg2 = dg1, db2 = db1, dx1(n * c), dx2(n * c);
@@ -253,7 +285,7 @@ Tensor Labels(const std::vector<int64_t>& v, DType dtype) {
   return t;
 }
 
-TEST(HostTwin, LossesEveryLabelTypeAndTheBadLabelMessage) {
+TEST_F(HostTwin, LossesEveryLabelTypeAndTheBadLabelMessage) {
   Both b;
   const int64_t bb = 9, k = 10;
   const auto z = Random<float>(bb * k, 30, -6, 6);
@@ -294,41 +326,41 @@ TEST(HostTwin, LossesEveryLabelTypeAndTheBadLabelMessage) {
     const double l1 = b.cpu.MeanSquaredError(n, y.data(), t.data(), d1.data());
     const double l2 = b.twin.MeanSquaredError(n, y.data(), t.data(), d2.data());
     EXPECT_NEAR(l2, l1, 1e-12 * std::max(1.0, l1)) << n;
-    EXPECT_TWIN(d2, d1, 0.0);
+    EXPECT_TWIN(d2, d1, kExact);
   }
 }
 
-TEST(HostTwin, RandomFillsAndDropoutDrawTheSameNumbers) {
+TEST_F(HostTwin, RandomFillsAndDropoutDrawTheSameNumbers) {
   Both b;
   const int64_t n = 3001;
   const auto x = Random<float>(n, 33);
   std::vector<float> m1(n), m2(n), y1(n), y2(n);
   b.cpu.DropoutMask(n, 0.3f, 1.0f / 0.7f, 5, 9, x.data(), m1.data(), y1.data());
   b.twin.DropoutMask(n, 0.3f, 1.0f / 0.7f, 5, 9, x.data(), m2.data(), y2.data());
-  EXPECT_TWIN(m2, m1, 0.0);
-  EXPECT_TWIN(y2, y1, 0.0);
+  EXPECT_TWIN(m2, m1, kExact);
+  EXPECT_TWIN(y2, y1, kExact);
   b.cpu.FillNormal(n, 0.05, 5, 10, m1.data());
   b.twin.FillNormal(n, 0.05, 5, 10, m2.data());
-  EXPECT_TWIN(m2, m1, 0.0);
+  EXPECT_TWIN(m2, m1, kExact);
   b.cpu.FillUniform(n, 0.2, 5, 11, m1.data());
   b.twin.FillUniform(n, 0.2, 5, 11, m2.data());
-  EXPECT_TWIN(m2, m1, 0.0);
+  EXPECT_TWIN(m2, m1, kExact);
   const SliceIndex s{.outer = 3, .full = 10, .begin = 4, .size = 5, .inner = 7};
   const int64_t ns = s.outer * s.size * s.inner;
   std::vector<float> s1(ns), s2(ns), t1(ns), t2(ns);
   b.cpu.DropoutMaskSlice(s, 0.5f, 2.0f, 6, 1, x.data(), s1.data(), t1.data());
   b.twin.DropoutMaskSlice(s, 0.5f, 2.0f, 6, 1, x.data(), s2.data(), t2.data());
-  EXPECT_TWIN(s2, s1, 0.0);
-  EXPECT_TWIN(t2, t1, 0.0);
+  EXPECT_TWIN(s2, s1, kExact);
+  EXPECT_TWIN(t2, t1, kExact);
   b.cpu.FillNormalSlice(s, 1.0, 6, 2, s1.data());
   b.twin.FillNormalSlice(s, 1.0, 6, 2, s2.data());
-  EXPECT_TWIN(s2, s1, 0.0);
+  EXPECT_TWIN(s2, s1, kExact);
   b.cpu.FillUniformSlice(s, 1.0, 6, 3, s1.data());
   b.twin.FillUniformSlice(s, 1.0, 6, 3, s2.data());
-  EXPECT_TWIN(s2, s1, 0.0);
+  EXPECT_TWIN(s2, s1, kExact);
 }
 
-TEST(HostTwin, OptimizerUpdatesAndTheLstmCell) {
+TEST_F(HostTwin, OptimizerUpdatesAndTheLstmCell) {
   Both b;
   const int64_t n = 1000;
   const auto g = Random<float>(n, 34);
@@ -382,7 +414,7 @@ TEST(HostTwin, OptimizerUpdatesAndTheLstmCell) {
 // kernel call through the CUDA backend's index kernels.
 class TwinAsCpu {
  public:
-  TwinAsCpu() { RegisterBackend<float>(Device::kCpu, &HostTwinBackend<float>()); }
+  TwinAsCpu() { RegisterBackend<float>(Device::kCpu, &UnderTest<float>()); }
   ~TwinAsCpu() { RegisterBackend<float>(Device::kCpu, &cpu::CpuBackend<float>()); }
 };
 
@@ -441,7 +473,7 @@ void ExpectTracks(const std::string& spec, const Shape& sample, int steps, bool 
 // magnitude. SGD with momentum for the convolutional models: Adam divides by the root of the
 // squared gradient, so a parameter whose gradient is rounding noise (around 1e-9) takes full
 // steps of the learning rate in whichever direction the noise points, on either side.
-TEST(HostTwin, TrainingTracksTheCpuBackend) {
+TEST_F(HostTwin, TrainingTracksTheCpuBackend) {
   ExpectTracks("flatten, dense:32, gelu, dropout:0.25, dense:16, tanh, dense:10", {6, 6}, 20, false,
                "adam", 1e-4);
   ExpectTracks(

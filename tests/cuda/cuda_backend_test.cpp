@@ -1,6 +1,12 @@
+// What of the CUDA backend runs on a machine without a GPU: the libraries load and report their
+// versions, and asking for a device that is not there is an error that names it.
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "core/cuda/cuda_backend.hpp"
 #include "core/cuda/cuda_info.hpp"
+#include "core/error.hpp"
 
 namespace shardflow::cuda {
 namespace {
@@ -16,12 +22,20 @@ TEST(CudaBackendTest, LibrariesReportVersionsWithoutAGpu) {
   }
 }
 
-TEST(CudaBackendTest, SaxpyOnDevice) {
+TEST(CudaBackendTest, InstallingOnADeviceThatIsNotThereNamesIt) {
   const CudaInfo info = QueryCudaInfo();
-  if (info.device_count == 0) {
-    GTEST_SKIP() << "no usable CUDA device (" << info.device_error << "); skipping device test";
+  const int missing = info.device_count;  // one past the last visible device
+  try {
+    InstallCudaBackend(missing);
+    FAIL() << "installed the CUDA backend on device " << missing;
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cannot use CUDA device " + std::to_string(missing)), std::string::npos)
+        << what;
   }
-  RunSaxpySelfTest(1 << 20);
+  // Nothing was registered: a CUDA tensor still has no backend.
+  EXPECT_THROW(BackendFor<float>(Device::kCuda), Error);
+  EXPECT_THROW(DeviceAllocate(16), Error);
 }
 
 }  // namespace

@@ -1,0 +1,138 @@
+#include "core/cuda/cuda_backend.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "core/backend/kernel_backend.hpp"
+#include "core/cuda/device_exec.cuh"
+#include "core/error.hpp"
+
+namespace shardflow::cuda {
+
+DeviceExec::DeviceExec(int ordinal) : ordinal_(ordinal) {
+  SF_CHECK_CUDA(cudaSetDevice(ordinal));
+  int sms = 0;
+  SF_CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, ordinal));
+  max_blocks_ = static_cast<int64_t>(sms) * 32;  // enough resident blocks; the rest strides
+  SF_CHECK_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  SF_CHECK_CUBLAS(cublasCreate(&cublas_));
+  SF_CHECK_CUBLAS(cublasSetStream(cublas_, stream_));
+  SF_CHECK_CUBLAS(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+  SF_CHECK_CUDA(cudaDeviceGetDefaultMemPool(&pool_, ordinal));
+  // Keep freed blocks in the pool between steps instead of returning them at each sync.
+  uint64_t keep = std::numeric_limits<uint64_t>::max();
+  SF_CHECK_CUDA(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
+}
+
+DeviceExec::~DeviceExec() {
+  if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+namespace {
+cublasOperation_t Op(bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; }
+int Ld(int64_t ld) { return static_cast<int>(ld < 1 ? 1 : ld); }
+}  // namespace
+
+void DeviceExec::Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                      const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                      float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  SF_CHECK_CUBLAS(cublasSgemm(cublas_, Op(trans_b), Op(trans_a), static_cast<int>(n),
+                              static_cast<int>(m), static_cast<int>(k), &alpha, b, Ld(ldb), a,
+                              Ld(lda), &beta, c, Ld(ldc)));
+}
+
+void DeviceExec::Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+                      const double* a, int64_t lda, const double* b, int64_t ldb, double beta,
+                      double* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  SF_CHECK_CUBLAS(cublasDgemm(cublas_, Op(trans_b), Op(trans_a), static_cast<int>(n),
+                              static_cast<int>(m), static_cast<int>(k), &alpha, b, Ld(ldb), a,
+                              Ld(lda), &beta, c, Ld(ldc)));
+}
+
+void* DeviceExec::Allocate(size_t bytes) {
+  void* p = nullptr;
+  SF_CHECK_CUDA(cudaMallocAsync(&p, bytes, pool_, stream_));
+  return p;
+}
+
+void DeviceExec::Release(void* p) { SF_CHECK_CUDA(cudaFreeAsync(p, stream_)); }
+
+void DeviceExec::CopyToHost(void* dst, const void* src, size_t bytes) {
+  SF_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  Synchronize();
+}
+
+void DeviceExec::CopyToDevice(void* dst, const void* src, size_t bytes) {
+  SF_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+  Synchronize();
+}
+
+void DeviceExec::Synchronize() { SF_CHECK_CUDA(cudaStreamSynchronize(stream_)); }
+
+void DeviceExec::SetTf32(bool on) {
+  SF_CHECK_CUBLAS(
+      cublasSetMathMode(cublas_, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+}
+
+size_t DeviceExec::PeakPoolBytes() const {
+  uint64_t high = 0;
+  SF_CHECK_CUDA(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemHigh, &high));
+  return static_cast<size_t>(high);
+}
+
+namespace {
+
+// The installed backend: one executor and the two typed backends over it. Kept for the
+// process's life (a backend registered for Device::kCuda must outlive every kernel call).
+struct Installed {
+  explicit Installed(int ordinal) : exec(ordinal), f32(exec), f64(exec) {}
+  DeviceExec exec;
+  KernelBackend<float, DeviceExec> f32;
+  KernelBackend<double, DeviceExec> f64;
+};
+Installed* installed = nullptr;
+
+DeviceExec& Exec() {
+  if (installed == nullptr) {
+    throw Error(ErrorCode::kInternal, "the CUDA backend is not installed (InstallCudaBackend)");
+  }
+  return installed->exec;
+}
+
+}  // namespace
+
+void InstallCudaBackend(int ordinal) {
+  int count = 0;
+  const cudaError_t rc = cudaGetDeviceCount(&count);
+  if (rc != cudaSuccess || ordinal < 0 || ordinal >= count) {
+    const std::string why =
+        rc != cudaSuccess ? cudaGetErrorString(rc) : std::to_string(count) + " device(s) visible";
+    cudaGetLastError();
+    throw Error(ErrorCode::kInternal,
+                "cannot use CUDA device " + std::to_string(ordinal) + ": " + why);
+  }
+  if (installed != nullptr && installed->exec.ordinal() == ordinal) return;
+  installed = new Installed(ordinal);  // lives until exit: backends outlive their callers
+  RegisterBackend<float>(Device::kCuda, &installed->f32);
+  RegisterBackend<double>(Device::kCuda, &installed->f64);
+}
+
+void* DeviceAllocate(size_t bytes) { return bytes == 0 ? nullptr : Exec().Allocate(bytes); }
+void DeviceFree(void* p) {
+  if (p != nullptr) Exec().Release(p);
+}
+void CopyHostToDevice(void* dst, const void* src, size_t bytes) {
+  if (bytes > 0) Exec().CopyToDevice(dst, src, bytes);
+}
+void CopyDeviceToHost(void* dst, const void* src, size_t bytes) {
+  if (bytes > 0) Exec().CopyToHost(dst, src, bytes);
+}
+size_t PeakDeviceBytes() { return Exec().PeakPoolBytes(); }
+void SetTf32(bool on) { Exec().SetTf32(on); }
+
+}  // namespace shardflow::cuda

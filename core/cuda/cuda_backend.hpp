@@ -1,0 +1,31 @@
+// The CUDA compute backend: shardflow::Backend on one GPU, as KernelBackend (the index kernels
+// of core/backend/kernels, shared with the host twin) run by DeviceExec (grid-stride launches,
+// cuBLAS GEMM, stream-ordered scratch). InstallCudaBackend registers it for Device::kCuda.
+// Only what is GPU-only lives here; tests/core/host_twin_test.cpp covers the kernels on every
+// machine, tests/cuda (label gpu) runs them on a GPU.
+// Thread-safety: install once at start-up; then as Backend (one kernel call at a time per
+// thread; the backend's stream orders them).
+#pragma once
+
+#include <cstddef>
+
+#include "core/backend/backend.hpp"
+
+namespace shardflow::cuda {
+
+// Makes device `ordinal` current and registers the CUDA backend for it (float and double) as
+// the backend of Device::kCuda. Throws Error(kInternal) naming the device and CUDA's message
+// when it cannot (no GPU, a bad ordinal).
+void InstallCudaBackend(int ordinal);
+
+// Device memory for tests and transfers, on the installed backend's stream. Copies synchronise.
+void* DeviceAllocate(size_t bytes);
+void DeviceFree(void* p);
+void CopyHostToDevice(void* dst, const void* src, size_t bytes);
+void CopyDeviceToHost(void* dst, const void* src, size_t bytes);
+// Peak bytes of the backend's memory pool since install.
+size_t PeakDeviceBytes();
+// TF32 for float GEMMs (default off).
+void SetTf32(bool on);
+
+}  // namespace shardflow::cuda
