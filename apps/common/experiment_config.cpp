@@ -74,6 +74,10 @@ void RegisterTrainSection(ConfigSchema& s, ExperimentConfig* c) {
   s.Add("train", "max_skipped_steps", &c->max_skipped_steps,
         "skip_step: non-finite steps skipped in a row before the job fails")
       .NonNegative();
+  s.AddChoice("train", "device", &c->device, {"cpu", "cuda", "auto"},
+              "where the layers run: cpu; cuda (the local rank's GPU among the visible ones; "
+              "this build cannot run layers on a GPU yet and stops saying so, exit 2); auto "
+              "(cuda when a usable GPU is visible, else cpu; for now cpu either way)");
 }
 
 void RegisterDistAndCheckpointSections(ConfigSchema& s, ExperimentConfig* c) {

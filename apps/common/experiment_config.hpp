@@ -52,6 +52,7 @@ struct ExperimentConfig {
   int64_t log_every = 50;
   std::string on_nonfinite = "fail";
   int64_t max_skipped_steps = 10;
+  std::string device = "cpu";  // cpu | cuda | auto (apps/common/device_choice.hpp)
   // [dist]
   std::string strategy = "data_parallel";
   std::string allreduce = "auto";

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "apps/common/device_choice.hpp"
 #include "apps/common/pipeline_stage.hpp"
 #include "apps/common/stage_plan.hpp"
 #include "apps/predict/model_loader.hpp"
@@ -174,6 +175,11 @@ int main(int argc, char** argv) {
         predict::PrepareInputSpec(&config);
         pipeline::CheckInputFilesMatch(config.train.data,
                                        config.input.empty() ? "data.files" : "--input");
+        // Each rank alone, before the model is loaded (apps/common/device_choice.hpp).
+        apps::SelectDevice({.device = config.train.device,
+                            .work = "predicting",
+                            .rank = env.rank(),
+                            .local_rank = env.local_rank()});
         prepared.options = apps::MakeModelSetup(config.train);
         cpu::SetIntraOpThreads(apps::ResolveThreads(config.train, env.local_size()));
         // A model split over ranks predicts on the grid it is given ([dist] pipeline_stages,

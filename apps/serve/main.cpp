@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include "apps/common/device_choice.hpp"
 #include "apps/serve/http_server.hpp"
 #include "apps/serve/model_pool.hpp"
 #include "apps/serve/serve_config.hpp"
@@ -126,6 +127,11 @@ int main(int argc, char** argv) {
         app.RequireConfig(true).PrintResolved(false);
         ParseCommandLine(argc, argv, schema, app);
         prepared.port = serve::CheckServeFlags(config);
+        // Each rank alone, before the model is loaded (apps/common/device_choice.hpp).
+        apps::SelectDevice({.device = config.train.device,
+                            .work = "serving",
+                            .rank = env.rank(),
+                            .local_rank = env.local_rank()});
         const apps::ModelSetup setup = apps::MakeModelSetup(config.train);
         // Replicas share the rank's cores: each runs its kernels on its share.
         prepared.threads =

@@ -13,6 +13,7 @@
 #include <optional>
 #include <thread>
 
+#include "apps/common/device_choice.hpp"
 #include "apps/common/stage_plan.hpp"
 #include "apps/train/dynamic_shard.hpp"
 #include "apps/train/memory_guard.hpp"
@@ -250,7 +251,7 @@ DataShard ShardOf(const TrainerOptions& o, int rank) {
 }
 
 int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& options,
-        int64_t local_batches) {
+        int64_t local_batches, Device device) {
   const bool chief = env.is_chief();
   const DataShard shard = ShardOf(options, env.rank());
   if (chief) {
@@ -320,9 +321,11 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
   const comm::Communicator job(comm::Group::kWorld, {.discover_topology = false});
   InstallStopHandlers();
   const TrainResult result = RunTraining(job, options, inputs);
-  // summary.json, with the assembled input's layout (which slice is which column) when any.
+  // summary.json, with the device the layers ran on and the assembled input's layout (which
+  // slice is which column) when any.
   auto summary_json = [&] {
     auto json = SummaryToJson(result.summary);
+    json["device"] = DeviceName(device);
     if (const std::string layout = pipeline::AssembledLayout(config.data); !layout.empty()) {
       json["input_layout"] = layout;
     }
@@ -441,6 +444,7 @@ int main(int argc, char** argv) {
   ConfigSchema schema;
   bool check = false;
   int64_t local_batches = 0;
+  apps::DeviceChoice device;
   return RunMain(
       argc, argv,
       [&](MpiEnvironment& env) {
@@ -466,6 +470,10 @@ int main(int argc, char** argv) {
         ParseCommandLine(argc, argv, schema, app);
         train::RefuseTrainerSetKeys(schema);
         options = train::MakeTrainerOptions(&config, env.size(), schema.ResolvedIni());
+        // Each rank alone, before the costly checks: a rank without the GPU asked for stops the
+        // job with its own line (no collective in the parse phase; RunMain agrees on failures).
+        device = apps::SelectDevice(
+            {.device = config.device, .rank = env.rank(), .local_rank = env.local_rank()});
         if (options.strategy == "parameter_server") {
           options.ps_servers = train::PlaceParameterServers(env.size(), options.ps_ranks,
                                                             config.ps_placement, env.node_of_rank())
@@ -495,6 +503,6 @@ int main(int argc, char** argv) {
           std::filesystem::create_directories(config.output);
           schema.SaveResolved(config.output + "/resolved.ini");
         }
-        return train::Run(env, config, options, local_batches);
+        return train::Run(env, config, options, local_batches, device.device);
       });
 }

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Device selection (train.device = cpu | cuda | auto; apps/common/device_choice.hpp) in
+# shardflow-train and shardflow-predict, on the Fashion-MNIST fixture shards (1000 records).
+# Prints "device_runs.sh MODE: ok" last when every check passed.
+#   device_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
+# MODE:
+#   cuda_no_gpu  2 ranks, CUDA_VISIBLE_DEVICES="" (no GPU on any machine): exit 2, one error
+#                line naming rank 0, the host and what it saw; no MPI_ABORT banner.
+#   cuda_unset   2 ranks, CUDA_VISIBLE_DEVICES unset: exit 2 and one error line, which is the
+#                no-GPU line on a machine without one, else "not available in this build yet".
+#   one_rank     rank 0 asks for cpu, rank 1 for cuda without a GPU: rank 1's line, exit 2 on
+#                every rank, nobody left hanging (rank 0 passed its own checks).
+#   unknown      train.device = tpu: a config error naming the key and the allowed values.
+#   auto         auto without a GPU trains on the CPU (one info line, "device": "cpu" in
+#                summary.json); predict with auto predicts, with cuda stops with the one line.
+set -euo pipefail
+source "$(dirname "$0")/../support/process_test.sh" "$@"
+
+shards="$src/tests/fixtures/tfrecord/fmnist-test-*-of-*.tfrecord"
+host=$(hostname)
+# One epoch of a small model (1000 records / 2 ranks / 32 = 15 steps, a checkpoint at its end).
+tiny=(--data.files="$shards" --eval.files= --train.batch_size=32 --train.epochs=1
+  --model.spec='flatten, dense:16, relu, dense:10')
+
+# errors LOG: the error lines of LOG.
+errors() { grep -c "error" "$1" || true; }
+
+no_gpu_line() {  # no_gpu_line RANK VISIBLE: the regex of rank RANK's line without a GPU
+  echo "^\[rank $1\] error: invalid argument: rank $1 on $host: train\.device = cuda but no usable GPU \((cudaGetDeviceCount: .+|this build has no CUDA backend .+); CUDA_VISIBLE_DEVICES=$2\) \[key=train\.device\]"
+}
+
+case "$mode" in
+cuda_no_gpu)
+  rc=0
+  CUDA_VISIBLE_DEVICES= run_train 2 a.log "${tiny[@]}" --train.device=cuda --output run || rc=$?
+  [ "$rc" -eq 2 ] || { cat a.log; fail "exit $rc, wanted 2"; }
+  grep -Eq "$(no_gpu_line 0 '""')" a.log || { cat a.log; fail "no one-line GPU error of rank 0"; }
+  [ "$(errors a.log)" -eq 1 ] || { cat a.log; fail "$(errors a.log) error lines, wanted 1"; }
+  ! grep -q "MPI_ABORT" a.log || { cat a.log; fail "an MPI_ABORT banner"; }
+  ;;
+cuda_unset)
+  unset CUDA_VISIBLE_DEVICES
+  rc=0
+  run_train 2 a.log "${tiny[@]}" --train.device=cuda --output run || rc=$?
+  [ "$rc" -eq 2 ] || { cat a.log; fail "exit $rc, wanted 2"; }
+  grep -Eq "$(no_gpu_line 0 '\(unset\)')|train\.device = cuda: training on the GPU is not available in this build yet \(the CUDA backend's kernels are compiled and tested on the host; device tensors are not wired\)" a.log ||
+    { cat a.log; fail "neither the no-GPU line nor the not-available line"; }
+  [ "$(errors a.log)" -eq 1 ] || { cat a.log; fail "$(errors a.log) error lines, wanted 1"; }
+  ;;
+one_rank)
+  rc=0
+  common=(--config "$src/configs/fmnist_mlp.ini" --no-progress --train.threads=1 "${tiny[@]}"
+    --output run)
+  CUDA_VISIBLE_DEVICES= timeout -k 5 60 "${mpi[@]}" -np 1 "$bin/shardflow-train" "${common[@]}" \
+    --train.device=cpu : -np 1 "$bin/shardflow-train" "${common[@]}" --train.device=cuda \
+    >a.log 2>&1 || rc=$?
+  [ "$rc" -eq 2 ] || { cat a.log; fail "exit $rc, wanted 2 (124: a rank hung)"; }
+  grep -Eq "$(no_gpu_line 1 '""')" a.log || { cat a.log; fail "no one-line GPU error of rank 1"; }
+  [ "$(errors a.log)" -eq 1 ] || { cat a.log; fail "$(errors a.log) error lines, wanted 1"; }
+  [ ! -e run/summary.json ] || fail "rank 0 trained"
+  ;;
+unknown)
+  rc=0
+  run_train 2 a.log "${tiny[@]}" --train.device=tpu --output run || rc=$?
+  [ "$rc" -eq 2 ] || { cat a.log; fail "exit $rc, wanted 2"; }
+  grep -Eq "error: invalid argument: .*'tpu'.*train\.device.*cpu.*cuda.*auto" a.log ||
+    { cat a.log; fail "no config error naming train.device and its values"; }
+  [ "$(errors a.log)" -eq 1 ] || { cat a.log; fail "$(errors a.log) error lines, wanted 1"; }
+  ;;
+auto)
+  CUDA_VISIBLE_DEVICES= run_train 2 a.log "${tiny[@]}" --train.device=auto --output run ||
+    { cat a.log; fail "training with auto failed"; }
+  [ "$(grep -c 'device: cpu (train\.device = auto: rank 0 on .* sees no usable GPU' a.log)" -eq 1 ] ||
+    { cat a.log; fail "not one device line from rank 0"; }
+  got=$($py -c 'import json,sys; print(json.load(open(sys.argv[1]))["device"])' run/summary.json)
+  [ "$got" = cpu ] || fail "summary.json device '$got', wanted cpu"
+  predict() {  # predict LOG ARGS...: the run's checkpoint on 2 ranks
+    local log=$1
+    shift
+    CUDA_VISIBLE_DEVICES= timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-predict" \
+      --config "$src/configs/fmnist_mlp.ini" --model.spec='flatten, dense:16, relu, dense:10' \
+      --checkpoint run/checkpoints --input "$shards" --output p.csv "$@" >"$log" 2>&1
+  }
+  predict p.log --train.device=auto || { cat p.log; fail "predict with auto failed"; }
+  grep -q "device: cpu (train\.device = auto" p.log || { cat p.log; fail "no device line"; }
+  rc=0
+  predict q.log --train.device=cuda || rc=$?
+  [ "$rc" -eq 2 ] || { cat q.log; fail "predict with cuda: exit $rc, wanted 2"; }
+  grep -Eq "$(no_gpu_line 0 '""')" q.log || { cat q.log; fail "predict: no one-line GPU error"; }
+  ;;
+*) fail "unknown mode" ;;
+esac
+echo "$script $mode: ok"
