@@ -102,8 +102,8 @@ class Arena {
   }
 
   // Lays out every declared parameter (reverse layer order) and allocates both arenas,
-  // zero-filled, 64-byte aligned.
-  void Allocate() {
+  // zero-filled (64-byte aligned on the CPU), on `device`.
+  void Allocate(Device device = Device::kCpu) {
     std::vector<int> order(specs_.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
     std::stable_sort(order.begin(), order.end(),
@@ -115,8 +115,8 @@ class Arena {
     }
     order_ = std::move(order);
     size_ = offset;
-    params_ = Tensor(DTypeOf<T>(), {size_});
-    grads_ = Tensor(DTypeOf<T>(), {size_});
+    params_ = Tensor(DTypeOf<T>(), {size_}, device);
+    grads_ = Tensor(DTypeOf<T>(), {size_}, device);
     allocated_ = true;
   }
 
@@ -145,22 +145,39 @@ class Arena {
   // Parameter ids in arena order (last layer first).
   const std::vector<int>& arena_order() const { return order_; }
 
+  // Host pointers: throw on an arena on another device (checkpoints, collectives and tests
+  // read parameters here; a device arena is copied to the host first).
   T* params() { return params_.data<T>(); }
   const T* params() const { return params_.data<T>(); }
   T* grads() { return grads_.data<T>(); }
   const T* grads() const { return grads_.data<T>(); }
   Tensor& params_tensor() { return params_; }
   Tensor& grads_tensor() { return grads_; }
+  Device device() const { return params_.device(); }
 
-  T* param(int id) { return params() + specs_[id].offset; }
-  const T* param(int id) const { return params() + specs_[id].offset; }
-  T* grad(int id) { return grads() + specs_[id].offset; }
-  // Views shaped like the parameter.
-  Tensor ParamView(int id) { return Tensor::View(param(id), DTypeOf<T>(), specs_[id].shape); }
-  Tensor GradView(int id) { return Tensor::View(grad(id), DTypeOf<T>(), specs_[id].shape); }
+  // Device pointers (valid on device()), for kernels: layers and optimizers use these.
+  T* device_params() { return params_.device_data<T>(); }
+  T* device_grads() { return grads_.device_data<T>(); }
+  T* param(int id) { return device_params() + specs_[id].offset; }
+  const T* param(int id) const { return params_.device_data<T>() + specs_[id].offset; }
+  T* grad(int id) { return device_grads() + specs_[id].offset; }
+  T* param_data(const ParamSpec& s) { return device_params() + s.offset; }
+  T* grad_data(const ParamSpec& s) { return device_grads() + s.offset; }
+  // Views shaped like the parameter, on device().
+  Tensor ParamView(int id) {
+    return Tensor::View(param(id), DTypeOf<T>(), specs_[id].shape, device());
+  }
+  Tensor GradView(int id) {
+    return Tensor::View(grad(id), DTypeOf<T>(), specs_[id].shape, device());
+  }
 
   void ZeroGrads() {
-    if (size_ > 0) std::memset(grads(), 0, static_cast<size_t>(size_) * sizeof(T));
+    if (size_ == 0) return;
+    if (device() == Device::kCpu) {
+      std::memset(grads(), 0, static_cast<size_t>(size_) * sizeof(T));
+    } else {
+      DeviceMemoryFor(device()).Zero(device_grads(), static_cast<size_t>(size_) * sizeof(T));
+    }
   }
 
   // Splits the arena into buckets of whole parameters: a bucket is closed as soon as it holds

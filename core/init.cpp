@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/backend/backend.hpp"
+#include "core/device_scope.hpp"
 #include "core/error.hpp"
 
 namespace shardflow {
@@ -16,11 +17,11 @@ InitKind ParseInitKind(const std::string& name) {
 
 const char* InitKindName(InitKind kind) { return kind == InitKind::kHeNormal ? "he" : "glorot"; }
 
-// w is host memory (the parameter arena); its backend is the CPU's.
+// w is the parameter arena's memory, on the current device (core/device_scope.hpp).
 template <typename T>
 void InitKernel(InitKind kind, T* w, int64_t n, int64_t fan_in, int64_t fan_out, uint64_t seed,
                 uint64_t stream) {
-  Backend<T>& be = BackendFor<T>(Device::kCpu);
+  Backend<T>& be = BackendFor<T>(CurrentDevice());
   if (kind == InitKind::kHeNormal) {
     be.FillNormal(n, std::sqrt(2.0 / static_cast<double>(fan_in)), seed, stream, w);
   } else {
@@ -31,7 +32,7 @@ void InitKernel(InitKind kind, T* w, int64_t n, int64_t fan_in, int64_t fan_out,
 template <typename T>
 void InitKernelSlice(InitKind kind, T* w, const SliceIndex& slice, int64_t fan_in, int64_t fan_out,
                      uint64_t seed, uint64_t stream) {
-  Backend<T>& be = BackendFor<T>(Device::kCpu);
+  Backend<T>& be = BackendFor<T>(CurrentDevice());
   if (kind == InitKind::kHeNormal) {
     be.FillNormalSlice(slice, std::sqrt(2.0 / static_cast<double>(fan_in)), seed, stream, w);
   } else {
@@ -42,7 +43,7 @@ void InitKernelSlice(InitKind kind, T* w, const SliceIndex& slice, int64_t fan_i
 
 template <typename T>
 void InitConstant(T* w, int64_t n, T value) {
-  BackendFor<T>(Device::kCpu).Fill(n, value, w);
+  BackendFor<T>(CurrentDevice()).Fill(n, value, w);
 }
 
 template void InitKernel<float>(InitKind, float*, int64_t, int64_t, int64_t, uint64_t, uint64_t);

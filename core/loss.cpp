@@ -15,13 +15,13 @@ double SoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels, Tensor* d
   T* d = nullptr;
   if (dlogits != nullptr) {
     if (dlogits->shape() != logits.shape() || dlogits->dtype() != logits.dtype() ||
-        !dlogits->owns_storage()) {
-      *dlogits = Tensor(logits.dtype(), logits.shape());
+        dlogits->device() != logits.device() || !dlogits->owns_storage()) {
+      *dlogits = Tensor(logits.dtype(), logits.shape(), logits.device());
     }
     d = dlogits->device_data<T>();
   }
   return BackendFor<T>(logits.device())
-      .SoftmaxCrossEntropy(b, k, logits.device_data<T>(), labels, d);
+      .SoftmaxCrossEntropy(b, k, logits.device_data<T>(), labels.To(logits.device()), d);
 }
 
 template <typename T>
@@ -34,13 +34,14 @@ double MeanSquaredError(const Tensor& pred, const Tensor& target, Tensor* dpred)
   T* d = nullptr;
   if (dpred != nullptr) {
     if (dpred->shape() != pred.shape() || dpred->dtype() != pred.dtype() ||
-        !dpred->owns_storage()) {
-      *dpred = Tensor(pred.dtype(), pred.shape());
+        dpred->device() != pred.device() || !dpred->owns_storage()) {
+      *dpred = Tensor(pred.dtype(), pred.shape(), pred.device());
     }
     d = dpred->device_data<T>();
   }
+  const Tensor t = target.To(pred.device());
   return BackendFor<T>(pred.device())
-      .MeanSquaredError(pred.num_elements(), pred.device_data<T>(), target.device_data<T>(), d);
+      .MeanSquaredError(pred.num_elements(), pred.device_data<T>(), t.device_data<T>(), d);
 }
 
 template double SoftmaxCrossEntropy<float>(const Tensor&, const Tensor&, Tensor*);

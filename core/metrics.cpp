@@ -12,13 +12,15 @@ int64_t CountCorrect(const Tensor& logits, const Tensor& labels) {
                     ShapeToString(logits.shape()) + " and " + ShapeToString(labels.shape()));
   }
   const int64_t b = logits.dim(0), k = logits.dim(1);
-  const T* z = logits.data<T>();
+  // Counted on the host: a model on a device hands its logits over (B x K values).
+  const Tensor host = logits.To(Device::kCpu), host_labels = labels.To(Device::kCpu);
+  const T* z = host.data<T>();
   int64_t correct = 0;
   for (int64_t i = 0; i < b; ++i) {
     int64_t best = 0;
     for (int64_t j = 1; j < k; ++j)
       if (z[i * k + j] > z[i * k + best]) best = j;
-    correct += best == LabelAt(labels, i) ? 1 : 0;
+    correct += best == LabelAt(host_labels, i) ? 1 : 0;
   }
   return correct;
 }
@@ -33,8 +35,9 @@ double SumReconstructionError(const Tensor& pred, const Tensor& target) {
   const int64_t b = pred.dim(0);
   if (b == 0) return 0.0;
   const int64_t per = pred.num_elements() / b;
-  const T* y = pred.data<T>();
-  const T* t = target.data<T>();
+  const Tensor host_pred = pred.To(Device::kCpu), host_target = target.To(Device::kCpu);
+  const T* y = host_pred.data<T>();
+  const T* t = host_target.data<T>();
   double total = 0.0;
   for (int64_t i = 0; i < b; ++i) {
     double s = 0.0;

@@ -266,6 +266,13 @@ Sequential<T>::Sequential(const std::string& spec, const Shape& input_shape,
   spec_layers_ = n;
   const TensorParallel& tp = options_.tensor_parallel;
   CheckTensorParallelOptions<T>(tp);
+  if (options.device != Device::kCpu && tp.ways > 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("tensor parallelism runs on the CPU only; the model is on ") +
+                    DeviceName(options.device),
+                {.key = "model"});
+  }
+  const DeviceScope on_device(options.device);  // buffers and initial values on the device
   // The layers before the range are built for their shapes only: their parameters are declared
   // in an arena that is never allocated, and counted so the range initialises as in the whole
   // model. The layers after the range are not needed at all. `split`: the activation is a
@@ -312,7 +319,7 @@ Sequential<T>::Sequential(const std::string& spec, const Shape& input_shape,
     CheckTensorSplit(TpRole::kReplicated, split, "output", "the model's output",
                      ShapeToString(shape), tp.ways);
   }
-  arena_.Allocate();
+  arena_.Allocate(options.device);
   for (auto& layer : layers_) layer->Initialize(options.seed);
   first_trainable_ = num_layers();
   for (int i = 0; i < num_layers(); ++i) {
@@ -349,7 +356,8 @@ Tensor Sequential<T>::Forward(const Tensor& x, bool training, MicroBatch& mb) {
   }
   const ForwardContext ctx{
       .training = training, .seed = options_.seed, .step = step_, .micro_batch = mb.index()};
-  Tensor h = x;
+  const DeviceScope on_device(options_.device);
+  Tensor h = x.To(options_.device);
   for (size_t i = 0; i < layers_.size(); ++i) {
     const NamedTraceScope span(names_[i]);  // per layer, inside the caller's "forward"
     h = layers_[i]->Forward(h, ctx, *mb.states_[i]);
@@ -377,7 +385,8 @@ Tensor Sequential<T>::RunBackward(const Tensor& dy, MicroBatch& mb, bool input_g
                     (mb.model_ != nullptr && mb.model_ != this ? " made for another model"
                                                                : " before its forward pass"));
   }
-  Tensor g = dy;
+  const DeviceScope on_device(options_.device);
+  Tensor g = dy.To(options_.device);
   for (int i = num_layers() - 1; i >= 0; --i) {
     const NamedTraceScope span(names_[i]);  // per layer, inside the caller's "backward"
     g = layers_[i]->Backward(g, input_grad || i > first_trainable_, *mb.states_[i]);

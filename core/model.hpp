@@ -56,6 +56,11 @@ struct ModelOptions {
   InitKind init = InitKind::kHeNormal;  // dense and conv kernels (LSTM kernels: glorot)
   // Which way of a tensor-parallel group this model is (default: the whole model, T = 1).
   TensorParallel tensor_parallel;
+  // Where parameters, activations and gradients live and the kernels run. A device other than
+  // the CPU needs its backend and memory installed (core/cuda: cuda::InstallCudaBackend); the
+  // model then copies an input on another device to its own in Forward/Backward. Not with
+  // tensor parallelism or embedding layers yet (they read host memory).
+  Device device = Device::kCpu;
 };
 
 // A contiguous range [begin, end) of a spec's layers: the part of a model one pipeline stage

@@ -89,6 +89,62 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   data_ = p;
 }
 
+namespace {
+DeviceMemory* device_memory[2] = {nullptr, nullptr};  // indexed by Device; kCpu unused
+}  // namespace
+
+void RegisterDeviceMemory(Device device, DeviceMemory* memory) {
+  if (device == Device::kCpu) {
+    throw Error(ErrorCode::kInternal, "the CPU's memory is not registered");
+  }
+  device_memory[static_cast<size_t>(device)] = memory;
+}
+
+DeviceMemory& DeviceMemoryFor(Device device) {
+  DeviceMemory* m = device == Device::kCpu ? nullptr : device_memory[static_cast<size_t>(device)];
+  if (m == nullptr) {
+    throw Error(ErrorCode::kInternal,
+                std::string("no memory for device ") + DeviceName(device) + " in this process");
+  }
+  return *m;
+}
+
+Tensor::Tensor(DType dtype, Shape shape, Device device) {
+  if (device == Device::kCpu) {
+    *this = Tensor(dtype, std::move(shape));
+    return;
+  }
+  Tensor shaped = View(nullptr, dtype, std::move(shape), device);  // checks nothing yet
+  for (int64_t d : shaped.shape_) {
+    if (d < 0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "negative dimension in shape " + ShapeToString(shaped.shape_));
+    }
+  }
+  DeviceMemory& mem = DeviceMemoryFor(device);
+  const size_t bytes = std::max<size_t>(shaped.byte_size(), 1);
+  void* p = mem.Allocate(bytes);
+  mem.Zero(p, bytes);
+  *this = std::move(shaped);
+  storage_ = std::shared_ptr<void>(p, [&mem](void* q) { mem.Free(q); });
+  data_ = p;
+}
+
+Tensor Tensor::To(Device device) const {
+  if (device == device_) return *this;
+  Tensor out(dtype_, shape_, device);
+  if (byte_size() == 0) return out;
+  if (device_ == Device::kCpu) {
+    DeviceMemoryFor(device).CopyToDevice(out.data_, data_, byte_size());
+  } else if (device == Device::kCpu) {
+    DeviceMemoryFor(device_).CopyToHost(out.data_, data_, byte_size());
+  } else {
+    throw Error(ErrorCode::kInternal, std::string("no copy from ") + DeviceName(device_) + " to " +
+                                          DeviceName(device));
+  }
+  return out;
+}
+
 Tensor Tensor::View(void* data, DType dtype, Shape shape, Device device) {
   Tensor t;
   t.dtype_ = dtype;
@@ -122,9 +178,13 @@ Tensor Tensor::Slice(int64_t begin, int64_t end) const {
 }
 
 Tensor Tensor::Clone() const {
-  if (device_ != Device::kCpu) ThrowNotHost();
-  Tensor t(dtype_, shape_);
-  if (byte_size() > 0) std::memcpy(t.data_, data_, byte_size());
+  Tensor t(dtype_, shape_, device_);
+  if (byte_size() == 0) return t;
+  if (device_ == Device::kCpu) {
+    std::memcpy(t.data_, data_, byte_size());
+  } else {
+    DeviceMemoryFor(device_).CopyOnDevice(t.data_, data_, byte_size());
+  }
   return t;
 }
 

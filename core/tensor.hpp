@@ -63,11 +63,32 @@ inline int64_t NumElements(const Shape& shape) {
 }
 std::string ShapeToString(const Shape& shape);  // "[128,28,28,1]"
 
+// How a device other than the CPU allocates and copies memory. A device library registers one
+// (RegisterDeviceMemory) next to its compute backend; Tensor uses it for tensors on that device.
+// Copies are synchronous: when they return, the destination holds the data.
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  virtual void* Allocate(size_t bytes) = 0;  // throws Error on failure
+  virtual void Free(void* p) = 0;
+  virtual void Zero(void* p, size_t bytes) = 0;
+  virtual void CopyToDevice(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual void CopyToHost(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual void CopyOnDevice(void* dst, const void* src, size_t bytes) = 0;
+};
+// Installs the memory of a device (not kCpu); not thread-safe against concurrent tensor
+// allocation. Null uninstalls.
+void RegisterDeviceMemory(Device device, DeviceMemory* memory);
+// Throws Error(kInternal) naming the device when none is registered.
+DeviceMemory& DeviceMemoryFor(Device device);
+
 class Tensor {
  public:
   Tensor() = default;  // empty: dtype float32, shape [0], no storage
   // Owning, zero-filled CPU tensor.
   Tensor(DType dtype, Shape shape);
+  // Owning, zero-filled tensor on `device` (its registered DeviceMemory unless kCpu).
+  Tensor(DType dtype, Shape shape, Device device);
   // Non-owning view of `data`. REQUIRES: data holds NumElements(shape) elements of dtype.
   static Tensor View(void* data, DType dtype, Shape shape, Device device = Device::kCpu);
 
@@ -115,6 +136,8 @@ class Tensor {
   Tensor Slice(int64_t begin, int64_t end) const;
   // A deep copy with its own storage.
   Tensor Clone() const;
+  // A copy on `device` (this tensor itself, sharing storage, when it is already there).
+  Tensor To(Device device) const;
 
  private:
   void CheckDType(DType want) const;

@@ -44,4 +44,17 @@ class HostExec {
 template <typename T>
 Backend<T>& HostTwinBackend();
 
+// A simulated CUDA device: while alive, Device::kCuda's backend is the host twin and its memory
+// is host memory (malloc). Tensors on it are flagged cuda, so host code that reads one through
+// data<T>() fails as it would on a GPU, and every kernel runs through the CUDA backend's index
+// kernels: a whole model can run the GPU code path on a machine without a GPU. Restores "no
+// CUDA backend" at exit. For tests; not with a real CUDA backend installed.
+class SimulatedCudaDevice {
+ public:
+  SimulatedCudaDevice();
+  ~SimulatedCudaDevice();
+  SimulatedCudaDevice(const SimulatedCudaDevice&) = delete;
+  SimulatedCudaDevice& operator=(const SimulatedCudaDevice&) = delete;
+};
+
 }  // namespace shardflow

@@ -87,13 +87,39 @@ size_t DeviceExec::PeakPoolBytes() const {
 
 namespace {
 
-// The installed backend: one executor and the two typed backends over it. Kept for the
-// process's life (a backend registered for Device::kCuda must outlive every kernel call).
+// Tensor memory on the GPU (core/tensor.hpp's DeviceMemory): the executor's stream-ordered
+// pool; zeroing is ordered on the stream before any kernel that uses the memory.
+class CudaMemory final : public DeviceMemory {
+ public:
+  explicit CudaMemory(DeviceExec& exec) : exec_(exec) {}
+  void* Allocate(size_t bytes) override { return exec_.Allocate(bytes); }
+  void Free(void* p) override { exec_.Release(p); }
+  void Zero(void* p, size_t bytes) override {
+    SF_CHECK_CUDA(cudaMemsetAsync(p, 0, bytes, exec_.stream()));
+  }
+  void CopyToDevice(void* dst, const void* src, size_t bytes) override {
+    exec_.CopyToDevice(dst, src, bytes);
+  }
+  void CopyToHost(void* dst, const void* src, size_t bytes) override {
+    exec_.CopyToHost(dst, src, bytes);
+  }
+  void CopyOnDevice(void* dst, const void* src, size_t bytes) override {
+    SF_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, exec_.stream()));
+  }
+
+ private:
+  DeviceExec& exec_;
+};
+
+// The installed backend: one executor, the two typed backends and the tensor memory over it.
+// Kept for the process's life (a backend registered for Device::kCuda must outlive every kernel
+// call and every device tensor).
 struct Installed {
-  explicit Installed(int ordinal) : exec(ordinal), f32(exec), f64(exec) {}
+  explicit Installed(int ordinal) : exec(ordinal), f32(exec), f64(exec), memory(exec) {}
   DeviceExec exec;
   KernelBackend<float, DeviceExec> f32;
   KernelBackend<double, DeviceExec> f64;
+  CudaMemory memory;
 };
 Installed* installed = nullptr;
 
@@ -120,6 +146,7 @@ void InstallCudaBackend(int ordinal) {
   installed = new Installed(ordinal);  // lives until exit: backends outlive their callers
   RegisterBackend<float>(Device::kCuda, &installed->f32);
   RegisterBackend<double>(Device::kCuda, &installed->f64);
+  RegisterDeviceMemory(Device::kCuda, &installed->memory);
 }
 
 void* DeviceAllocate(size_t bytes) { return bytes == 0 ? nullptr : Exec().Allocate(bytes); }

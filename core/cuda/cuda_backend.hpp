@@ -1,6 +1,7 @@
 // The CUDA compute backend: shardflow::Backend on one GPU, as KernelBackend (the index kernels
 // of core/backend/kernels, shared with the host twin) run by DeviceExec (grid-stride launches,
-// cuBLAS GEMM, stream-ordered scratch). InstallCudaBackend registers it for Device::kCuda.
+// cuBLAS GEMM, stream-ordered scratch). InstallCudaBackend registers it and the device's tensor
+// memory (the same pool) for Device::kCuda.
 // Only what is GPU-only lives here; tests/core/host_twin_test.cpp covers the kernels on every
 // machine, tests/cuda (label gpu) runs them on a GPU.
 // Thread-safety: install once at start-up; then as Backend (one kernel call at a time per

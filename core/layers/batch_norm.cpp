@@ -24,16 +24,16 @@ class BatchNorm final : public Layer<T> {
     arena_ = ctx.arena;
     gamma_ = ctx.Declare("gamma", {c_}, false);
     beta_ = ctx.Declare("beta", {c_}, false);
-    moving_mean_ = Tensor(DTypeOf<T>(), {c_});
-    moving_var_ = Tensor(DTypeOf<T>(), {c_});
-    InitConstant(moving_var_.data<T>(), c_, T(1));
+    moving_mean_ = Tensor(DTypeOf<T>(), {c_}, CurrentDevice());
+    moving_var_ = Tensor(DTypeOf<T>(), {c_}, CurrentDevice());
+    InitConstant(moving_var_.device_data<T>(), c_, T(1));
     return in;
   }
   void Initialize(uint64_t) override {
     InitConstant(arena_->param(gamma_), c_, T(1));
     InitConstant(arena_->param(beta_), c_, T(0));
-    InitConstant(moving_mean_.data<T>(), c_, T(0));
-    InitConstant(moving_var_.data<T>(), c_, T(1));
+    InitConstant(moving_mean_.device_data<T>(), c_, T(0));
+    InitConstant(moving_var_.device_data<T>(), c_, T(1));
   }
   std::vector<NamedTensor> Buffers() override {
     return {{"moving_mean", &moving_mean_}, {"moving_variance", &moving_var_}};

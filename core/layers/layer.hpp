@@ -35,6 +35,7 @@
 
 #include "core/arena.hpp"
 #include "core/backend/backend.hpp"
+#include "core/device_scope.hpp"
 #include "core/layers/tensor_parallel.hpp"
 #include "core/tensor.hpp"
 
@@ -142,13 +143,15 @@ class Layer {
   std::unique_ptr<LayerState> own_;
 };
 
-// Returns `buf` if it already has this dtype and shape (and owns its storage), else a fresh
-// zero-filled CPU tensor stored into `buf`. Layers use it to keep the buffers of a LayerState
-// across steps (no allocation per step once the shapes settle). A device backend will need its
-// allocator here.
+// Returns `buf` if it already has this dtype, shape and device (and owns its storage), else a
+// fresh zero-filled tensor on the current device (core/device_scope.hpp) stored into `buf`.
+// Layers use it to keep the buffers of a LayerState across steps (no allocation per step once
+// the shapes settle).
 inline Tensor& ReuseBuffer(Tensor& buf, DType dtype, const Shape& shape) {
-  if (!buf.owns_storage() || buf.dtype() != dtype || buf.shape() != shape) {
-    buf = Tensor(dtype, shape);
+  const Device device = CurrentDevice();
+  if (!buf.owns_storage() || buf.dtype() != dtype || buf.shape() != shape ||
+      buf.device() != device) {
+    buf = Tensor(dtype, shape, device);
   }
   return buf;
 }

@@ -12,6 +12,7 @@ class Sgd final : public Optimizer {
   Sgd(const OptimizerOptions& o, int64_t n) : o_(o), velocity_(DType::kFloat32, {n}) {}
   std::string name() const override { return "sgd"; }
   void Step(Arena<float>& arena, double lr) override {
+    velocity_ = velocity_.To(arena.device());  // once, for a model on a device
     Backend<float>& be = BackendFor<float>(velocity_.device());
     float* v = velocity_.device_data<float>();
     for (const ParamSpec& s : arena.specs()) {
@@ -19,7 +20,7 @@ class Sgd final : public Optimizer {
                         .momentum = static_cast<float>(o_.momentum),
                         .weight_decay = s.decay ? static_cast<float>(o_.weight_decay) : 0.0f,
                         .nesterov = o_.nesterov};
-      be.SgdUpdate(p, s.size, arena.params() + s.offset, arena.grads() + s.offset, v + s.offset);
+      be.SgdUpdate(p, s.size, arena.param_data(s), arena.grad_data(s), v + s.offset);
     }
     ++iterations_;
   }
@@ -43,6 +44,8 @@ class Adam final : public Optimizer {
                                           (1.0 - std::pow(o_.beta1, t)));
     const float eps = static_cast<float>(o_.epsilon * std::sqrt(1.0 - std::pow(o_.beta2, t)));
     const float b1 = static_cast<float>(o_.beta1), b2 = static_cast<float>(o_.beta2);
+    m_ = m_.To(arena.device());  // once, for a model on a device
+    v_ = v_.To(arena.device());
     Backend<float>& be = BackendFor<float>(m_.device());
     float* m = m_.device_data<float>();
     float* v = v_.device_data<float>();
@@ -51,7 +54,7 @@ class Adam final : public Optimizer {
       const float l2 = decoupled_ ? 0.0f : wd;
       const float shrink = decoupled_ ? 1.0f - static_cast<float>(lr) * wd : 1.0f;
       be.AdamUpdate({.b1 = b1, .b2 = b2, .l2 = l2, .shrink = shrink, .step = step, .eps = eps},
-                    s.size, arena.params() + s.offset, arena.grads() + s.offset, m + s.offset,
+                    s.size, arena.param_data(s), arena.grad_data(s), m + s.offset,
                     v + s.offset);
     }
   }

@@ -418,14 +418,17 @@ class TwinAsCpu {
   ~TwinAsCpu() { RegisterBackend<float>(Device::kCpu, &cpu::CpuBackend<float>()); }
 };
 
-struct Run {
+struct TrainRun {
   std::vector<double> losses;
   std::vector<float> params;
 };
 
 // `steps` steps of `optimizer` on a fixed random batch; the losses and the final parameters.
-Run Train(const std::string& spec, const Shape& sample, int steps, bool regression,
-          const std::string& optimizer) {
+// With device = kCuda the model lives on the device: its parameters, activations, gradients
+// and optimizer state are device tensors; the input batch and labels stay host tensors, which
+// the model and the loss copy over.
+TrainRun Train(const std::string& spec, const Shape& sample, int steps, bool regression,
+               const std::string& optimizer, Device device = Device::kCpu) {
   Shape xs = {8};
   xs.insert(xs.end(), sample.begin(), sample.end());
   const int64_t nx = NumElements(xs);
@@ -433,56 +436,125 @@ Run Train(const std::string& spec, const Shape& sample, int steps, bool regressi
   for (int64_t i = 0; i < nx; ++i) x.data<float>()[i] = RandomUniform(3, 1, i) * 2.0f - 1.0f;
   Tensor labels(DType::kInt64, {8});
   for (int64_t i = 0; i < 8; ++i) labels.data<int64_t>()[i] = (i * 3) % 10;
-  Sequential<float> m(spec, sample, {.seed = 11});
+  Sequential<float> m(spec, sample, {.seed = 11, .device = device});
   auto opt = MakeOptimizer({.name = optimizer}, m.arena().size());
-  Run run;
+  TrainRun run;
   Tensor d;
   for (int step = 0; step < steps; ++step) {
     m.set_step(step);
     m.arena().ZeroGrads();
     const Tensor y = m.Forward(x, true);
+    EXPECT_EQ(y.device(), device);
     run.losses.push_back(regression ? MeanSquaredError<float>(y, x, &d)
                                     : SoftmaxCrossEntropy<float>(y, labels, &d));
     m.Backward(d);
     opt->Step(m.arena(), 0.01);
   }
-  run.params.assign(m.arena().params(), m.arena().params() + m.arena().size());
+  const Tensor params = m.arena().params_tensor().To(Device::kCpu);
+  run.params.assign(params.data<float>(), params.data<float>() + m.arena().size());
   return run;
 }
 
-void ExpectTracks(const std::string& spec, const Shape& sample, int steps, bool regression,
-                  const std::string& optimizer, double tol) {
-  const Run want = Train(spec, sample, steps, regression, optimizer);
-  Run got;
-  {
-    TwinAsCpu twin;
-    got = Train(spec, sample, steps, regression, optimizer);
-  }
+// The models of the tracking tests: spec, per-sample shape, steps, regression?, optimizer, bound.
+// SGD with momentum for the convolutional models: Adam divides by the root of the squared
+// gradient, so a parameter whose gradient is rounding noise (around 1e-9) takes full steps of
+// the learning rate in whichever direction the noise points, on either side.
+struct TrackCase {
+  std::string spec;
+  Shape sample;
+  int steps;
+  bool regression;
+  std::string optimizer;
+  double tol;
+};
+const std::vector<TrackCase>& TrackCases() {
+  static const std::vector<TrackCase> cases = {
+      {"flatten, dense:32, gelu, dropout:0.25, dense:16, tanh, dense:10",
+       {6, 6},
+       20,
+       false,
+       "adam",
+       1e-4},
+      {"conv:4:3x3:same, batchnorm, relu, maxpool:3:2, conv:6:3x3:valid:s2, sigmoid, flatten, "
+       "dense:10",
+       {11, 11, 2},
+       15,
+       false,
+       "sgd",
+       1e-5},
+      {"conv:4:3x3:same, residual:4, residual:8:2, avgpool:2, gap, dense:10",
+       {8, 8, 1},
+       10,
+       false,
+       "sgd",
+       1e-5},
+      {"lstm:6, repeat, lstm:6:seq, dense:3", {5, 3}, 15, true, "adam", 1e-4}};
+  return cases;
+}
+
+void ExpectTracks(const TrackCase& c, const TrainRun& got) {
+  const TrainRun want = Train(c.spec, c.sample, c.steps, c.regression, c.optimizer);
   ASSERT_EQ(got.losses.size(), want.losses.size());
   for (size_t i = 0; i < want.losses.size(); ++i) {
-    EXPECT_NEAR(got.losses[i], want.losses[i], tol * std::max(1.0, want.losses[i]))
-        << spec << " step " << i;
+    EXPECT_NEAR(got.losses[i], want.losses[i], c.tol * std::max(1.0, want.losses[i]))
+        << c.spec << " step " << i;
   }
-  EXPECT_TWIN(got.params, want.params, tol) << spec;
-  EXPECT_LT(want.losses.back(), want.losses.front()) << spec << " did not learn";
+  EXPECT_TWIN(got.params, want.params, c.tol) << c.spec;
+  EXPECT_LT(want.losses.back(), want.losses.front()) << c.spec << " did not learn";
 }
 
 // Whole training runs through the twin track the CPU backend. The bound is loose enough for
 // float rounding differences (FMA, GEMM order) compounding over the steps, and tight enough that
 // a wrong index anywhere (a transposed gradient, a dropped window) fails it by orders of
-// magnitude. SGD with momentum for the convolutional models: Adam divides by the root of the
-// squared gradient, so a parameter whose gradient is rounding noise (around 1e-9) takes full
-// steps of the learning rate in whichever direction the noise points, on either side.
+// magnitude.
 TEST_F(HostTwin, TrainingTracksTheCpuBackend) {
-  ExpectTracks("flatten, dense:32, gelu, dropout:0.25, dense:16, tanh, dense:10", {6, 6}, 20, false,
-               "adam", 1e-4);
-  ExpectTracks(
-      "conv:4:3x3:same, batchnorm, relu, maxpool:3:2, conv:6:3x3:valid:s2, sigmoid, "
-      "flatten, dense:10",
-      {11, 11, 2}, 15, false, "sgd", 1e-5);
-  ExpectTracks("conv:4:3x3:same, residual:4, residual:8:2, avgpool:2, gap, dense:10", {8, 8, 1}, 10,
-               false, "sgd", 1e-5);
-  ExpectTracks("lstm:6, repeat, lstm:6:seq, dense:3", {5, 3}, 15, true, "adam", 1e-4);
+  for (const TrackCase& c : TrackCases()) {
+    TrainRun got;
+    {
+      TwinAsCpu twin;
+      got = Train(c.spec, c.sample, c.steps, c.regression, c.optimizer);
+    }
+    ExpectTracks(c, got);
+  }
+}
+
+// The same models with every tensor on the CUDA device: here the simulated one (the host twin
+// behind Device::kCuda, with tensors flagged cuda, so any host read of device memory throws);
+// in the GPU suite the GPU itself.
+TEST_F(HostTwin, ModelsOnTheCudaDeviceTrackTheCpuBackend) {
+#if defined(SF_TEST_DEVICE_MIRROR)
+  cuda::testing::DeviceMirror<float>();  // installs the CUDA backend on device 0
+#else
+  SimulatedCudaDevice device;
+#endif
+  for (const TrackCase& c : TrackCases()) {
+    ExpectTracks(c, Train(c.spec, c.sample, c.steps, c.regression, c.optimizer, Device::kCuda));
+  }
+}
+
+// On the device, host code cannot reach the model's memory by accident: the arena's host
+// pointer and a device tensor's data<T>() throw, naming the device; the copies are explicit.
+TEST_F(HostTwin, HostReadsOfDeviceMemoryAreRefused) {
+#if defined(SF_TEST_DEVICE_MIRROR)
+  cuda::testing::DeviceMirror<float>();
+#else
+  SimulatedCudaDevice device;
+#endif
+  Sequential<float> m("flatten, dense:4", {3}, {.device = Device::kCuda});
+  EXPECT_EQ(m.arena().device(), Device::kCuda);
+  try {
+    m.arena().params();
+    FAIL() << "a host pointer into the device arena";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("on device cuda"), std::string::npos) << e.what();
+  }
+  Tensor x(DType::kFloat32, {2, 3});
+  x.data<float>()[4] = 1.5f;
+  const Tensor on_device = x.To(Device::kCuda);
+  EXPECT_THROW(on_device.data<float>(), Error);
+  const Tensor back = on_device.Clone().To(Device::kCpu);
+  EXPECT_EQ(back.data<float>()[4], 1.5f);
+  EXPECT_EQ(m.Forward(x, false).To(Device::kCpu).shape(), (Shape{2, 4}));
 }
 
 }  // namespace
