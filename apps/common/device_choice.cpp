@@ -11,8 +11,9 @@ namespace {
 // (a warning), so a user meets one explanation.
 std::string NotAvailableYet(const DeviceRequest& r) {
   return r.work +
-         " on the GPU is not available in this build yet (the CUDA backend's kernels are "
-         "compiled and tested on the host; device tensors are not wired)";
+         " on the GPU is not available in this build yet (models run on device tensors "
+         "through the CUDA backend, tested on its host twin, but the training loop's "
+         "collectives and checkpoints still read host memory)";
 }
 
 // "rank 1 on node3".

@@ -13,9 +13,9 @@
 //         (one rank per GPU of the node). No usable GPU, or a local rank past the visible count,
 //         is Error(kInvalidArgument) whose one line names the rank, the host and what it saw.
 //   auto  cuda when a usable GPU is visible, else cpu.
-// This build cannot run the layers on a GPU yet: the CUDA backend's kernels are compiled and
-// tested on the host, but device tensors are not wired into the layers. So a rank that `cuda`
-// would give a GPU stops with Error(kInvalidArgument) saying exactly that, and `auto` falls
+// This build cannot train on a GPU yet: models run on device tensors through the CUDA backend
+// (core), but the training loop's collectives and checkpoints read host memory. So a rank that
+// `cuda` would give a GPU stops with Error(kInvalidArgument) saying exactly that, and `auto` falls
 // back to the CPU with a warning. Nothing here claims that a GPU did the work.
 // Thread-safety: pure functions, except ProbeDevices and SelectDevice (main thread, parse phase).
 #pragma once

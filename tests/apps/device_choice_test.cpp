@@ -99,8 +99,9 @@ TEST(DeviceChoiceTest, CudaWithGpuIsNotAvailableYet) {
     EXPECT_EQ(ExitCodeFor(e.code()), 2);
     EXPECT_TRUE(Has(e.what(),
                     "train.device = cuda: training on the GPU is not available in this build yet "
-                    "(the CUDA backend's kernels are compiled and tested on the host; device "
-                    "tensors are not wired)"));
+                    "(models run on device tensors through the CUDA backend, tested on its host "
+                    "twin, but the training loop's collectives and checkpoints still read host "
+                    "memory)"));
   }
   DeviceRequest predict = Request("cuda");
   predict.work = "predicting";
