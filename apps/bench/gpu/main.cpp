@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/bench/bench_flags.hpp"
 #include "core/backend/host_twin.hpp"
 #include "core/error.hpp"
 #include "core/loss.hpp"
@@ -50,30 +51,12 @@ struct Args {
   bool tf32 = false, simulate = false, json = false;
 };
 
-int64_t Positive(const std::string& flag, const std::string& v) {
-  size_t used = 0;
-  long long n = -1;
-  try {
-    n = std::stoll(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || n <= 0) {
-    throw Error(ErrorCode::kInvalidArgument, flag + " needs a positive integer, got '" + v + "'");
-  }
-  return n;
-}
-
 // Returns false after printing the usage for --help.
 bool Parse(int argc, char** argv, Args& a) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw Error(ErrorCode::kInvalidArgument, "flag " + k + " needs a value");
-      return argv[++i];
-    };
-    if (k == "--model") {
-      const std::string v = value();
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  for (FlagCursor f(args, "gpu"); f.Next();) {
+    if (f.Is("--model")) {
+      const std::string v = f.Value();
       if (v == "all") {
         a.models = {"mlp", "cnn", "resnet"};
       } else if (v == "mlp" || v == "cnn" || v == "resnet") {
@@ -81,24 +64,23 @@ bool Parse(int argc, char** argv, Args& a) {
       } else {
         throw Error(ErrorCode::kInvalidArgument, "--model must be mlp, cnn, resnet or all");
       }
-    } else if (k == "--batch") {
-      a.batch = Positive(k, value());
-    } else if (k == "--steps") {
-      a.steps = static_cast<int>(Positive(k, value()));
-    } else if (k == "--tf32") {
+    } else if (f.Is("--batch")) {
+      a.batch = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--steps")) {
+      a.steps = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--tf32")) {
       a.tf32 = true;
-    } else if (k == "--simulate") {
+    } else if (f.Is("--simulate")) {
       a.simulate = true;
-    } else if (k == "--json") {
+    } else if (f.Is("--json")) {
       a.json = true;
-    } else if (k == "--help" || k == "-h") {
+    } else if (f.IsHelp()) {
       std::printf(
-          "usage: shardflow-bench-gpu [--model mlp|cnn|resnet|all (all)] [--batch 256]\n"
+          "usage: shardflow-bench gpu [--model mlp|cnn|resnet|all (all)] [--batch 256]\n"
           "                           [--steps 50] [--tf32] [--simulate] [--json]\n");
       return false;
     } else {
-      throw Error(ErrorCode::kInvalidArgument, "unknown flag '" + k + "'",
-                  {.hint = "shardflow-bench-gpu --help"});
+      f.Unknown();
     }
   }
   return true;
