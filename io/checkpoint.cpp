@@ -31,6 +31,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/host_state.hpp"
 #include "core/mpi_env.hpp"
 #include "io/checkpoint_format.hpp"
 #include "io/checkpoint_internal.hpp"
@@ -490,6 +491,7 @@ std::string SaveCheckpointCollective(const CheckpointOptions& options, io::Commu
                                      const TrainingState& state,
                                      const std::vector<ArenaSlice>& owned) {
   checkpoint_internal::CheckOptions(options);
+  const HostStateScope on_host(model, optimizer);  // a model on a device is saved from a copy
   // Phase 1: agree on the models and the slices, then on the directory and the temporary name.
   std::vector<SliceCrc> crcs;
   ThrowIfError(

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/check_hdf5.hpp"
+#include "core/host_state.hpp"
 #include "core/logging.hpp"
 #include "io/checkpoint.hpp"
 #include "io/checkpoint_format.hpp"
@@ -326,13 +327,19 @@ void LoadWeights(const std::string& path, const CheckpointPart& part) {
   Apply(c, part, false);
 }
 
+// A model on a device loads into host copies of its state, then copies them over.
 TrainingState LoadCheckpoint(const std::string& path, Sequential<float>& model,
                              Optimizer* optimizer) {
-  return LoadCheckpoint(path, MakeCheckpointPart(model, optimizer));
+  HostStateScope on_host(model, optimizer);
+  TrainingState state = LoadCheckpoint(path, MakeCheckpointPart(model, optimizer));
+  on_host.CopyBack();
+  return state;
 }
 
 void LoadWeights(const std::string& path, Sequential<float>& model) {
+  HostStateScope on_host(model, nullptr);
   LoadWeights(path, MakeCheckpointPart(model, nullptr));
+  on_host.CopyBack();
 }
 
 CheckpointInfo ReadCheckpointInfo(const std::string& path) {
@@ -365,7 +372,10 @@ CheckpointInfo ReadCheckpointInfo(const std::string& path) {
 
 std::string LoadLatestCheckpoint(const CheckpointOptions& options, Sequential<float>& model,
                                  Optimizer* optimizer, TrainingState* state) {
-  return LoadLatestCheckpoint(options, MakeCheckpointPart(model, optimizer), state);
+  HostStateScope on_host(model, optimizer);
+  std::string path = LoadLatestCheckpoint(options, MakeCheckpointPart(model, optimizer), state);
+  if (!path.empty()) on_host.CopyBack();
+  return path;
 }
 
 std::string LoadLatestCheckpoint(const CheckpointOptions& options, const CheckpointPart& part,
