@@ -10,10 +10,13 @@ namespace {
 // Why the GPU is refused although one is visible; the same words for cuda (an error) and auto
 // (a warning), so a user meets one explanation.
 std::string NotAvailableYet(const DeviceRequest& r) {
+  if (r.work == "training") {
+    return "this program has no CUDA backend (it would load ~200 MB of CUDA libraries into "
+           "every CPU run): run shardflow-train-cuda, built next to it when nvcc is found";
+  }
   return r.work +
-         " on the GPU is not available in this build yet (models run on device tensors "
-         "through the CUDA backend, tested on its host twin, but the training loop's "
-         "collectives and checkpoints still read host memory)";
+         " on the GPU is not available in this build yet (only shardflow-train-cuda loads the "
+         "CUDA backend)";
 }
 
 // "rank 1 on node3".
@@ -69,6 +72,17 @@ DeviceChoice ChooseDevice(const DeviceRequest& r, const DeviceProbe& p) {
     throw Error(ErrorCode::kInvalidArgument,
                 "bad value '" + r.device + "' for " + r.key + ": expected cpu | cuda | auto",
                 {.key = r.key});
+  }
+  const bool usable = p.simulated || r.has_backend;
+  if (p.device_count > 0 && usable && (r.device == "auto" || r.device == "cuda")) {
+    const int ordinal = GpuOrdinal(r, p);
+    return {.device = Device::kCuda,
+            .ordinal = ordinal,
+            .note = "device: cuda (" + setting + ": " + Where(r) + " takes " +
+                    (p.simulated ? std::string("the simulated device (SHARDFLOW_SIMULATE_CUDA=1: "
+                                               "the CUDA backend's host twin on the CPU)")
+                                 : "GPU " + std::to_string(ordinal) + " of " + Saw(p)) +
+                    ")"};
   }
   if (r.device == "auto") {
     if (p.device_count <= 0) {

@@ -32,6 +32,9 @@ struct DeviceProbe {
   // Why device_count is 0, e.g. "cudaGetDeviceCount: no CUDA-capable device is detected".
   std::string error;
   std::string cuda_visible_devices = "(unset)";  // the variable's value, or "(unset)"
+  // SHARDFLOW_SIMULATE_CUDA=1: one simulated device (the CUDA backend's host twin on the CPU,
+  // core/backend/host_twin.hpp), which every program can run on; for tests, never a GPU.
+  bool simulated = false;
 };
 
 struct DeviceRequest {
@@ -41,6 +44,9 @@ struct DeviceRequest {
   int rank = 0;                   // world rank
   int local_rank = 0;             // rank among the processes of this node
   std::string host;
+  // The program carries the CUDA backend (shardflow-train-cuda); the others would only load
+  // CUDA's libraries for it, so they refuse a real GPU and say which program to run.
+  bool has_backend = false;
 };
 
 struct DeviceChoice {

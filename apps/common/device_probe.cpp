@@ -18,6 +18,10 @@ namespace shardflow::apps {
 
 DeviceProbe ProbeDevices() {
   DeviceProbe probe;
+  const char* simulate = std::getenv("SHARDFLOW_SIMULATE_CUDA");
+  if (simulate != nullptr && std::string(simulate) == "1") {
+    return {.device_count = 1, .cuda_visible_devices = "(simulated)", .simulated = true};
+  }
   probe.cuda_visible_devices = VisibleDevicesText(std::getenv("CUDA_VISIBLE_DEVICES"));
 #ifdef SHARDFLOW_DEVICE_PROBE_CUDA
   int count = 0;

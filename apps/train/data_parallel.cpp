@@ -23,7 +23,7 @@ class DataParallelStrategy final : public ReplicaStrategy {
   void AttachToModel() override;
   void BeforeForward(const StepInput& in) override { step_ = in.step; }
   void BeginBackward() override { tracker_->Reset(); }
-  double FinishGradients() override { return reducer_->Finish(); }
+  double FinishGradients() override;
 
  private:
   // Gradients in a shared-memory window when every rank is on one node and the all-reduce
@@ -35,6 +35,11 @@ class DataParallelStrategy final : public ReplicaStrategy {
   std::unique_ptr<comm::SharedFloatBuffer> shared_grads_;
   std::unique_ptr<comm::GradientReducer> reducer_;
   std::unique_ptr<GradReadyTracker> tracker_;
+  // A model on a device reduces its gradients in host memory (no NCCL yet): each bucket is
+  // copied to `host_grads_` (or the shared window) as backprop finishes it, and the reduced
+  // whole is copied back before the update. Not needed on one rank.
+  bool stage_ = false;
+  std::vector<float> host_grads_;
   const TestFault fault_ = TestFault::FromEnvironment();
   int64_t step_ = 0;  // the step being trained (the fault hook's)
 };
@@ -49,21 +54,50 @@ void DataParallelStrategy::AttachToModel() {
       arena.Buckets(static_cast<size_t>(std::max(1.0, o.bucket_mb * (1 << 20))));
   std::vector<comm::GradientSlice> slices;
   for (const GradBucket& b : buckets) slices.push_back({b.offset, b.size});
+  const bool on_device = arena.device() != Device::kCpu;
+  stage_ = on_device && grad_comm_->size() > 1;
   PlaceGradients();
+  float* reduced = nullptr;
+  if (!on_device) {
+    reduced = arena.grads();
+  } else if (shared_grads_) {
+    reduced = shared_grads_->data();
+  } else {
+    host_grads_.assign(static_cast<size_t>(arena.size()), 0.0f);
+    reduced = host_grads_.data();
+  }
   reducer_ = std::make_unique<comm::GradientReducer>(
-      *grad_comm_, arena.grads(), slices,
+      *grad_comm_, reduced, slices,
       comm::ReducerOptions{
           .allreduce = o.allreduce, .overlap = o.overlap, .shared = shared_grads_.get()});
   LogGradientPath(buckets);
   // The reducer starts each gradient bucket as soon as backprop has finished it.
   tracker_ = std::make_unique<GradReadyTracker>(
       buckets,
-      [this](const GradBucket& b) {
+      [this, reduced](const GradBucket& b) {
+        if (stage_) {
+          Arena<float>& a = model().arena();
+          DeviceMemoryFor(a.device())
+              .CopyToHost(reduced + b.offset, a.device_grads() + b.offset,
+                          static_cast<size_t>(b.size) * sizeof(float));
+        }
         reducer_->BucketReady(b.index);
         fault_.MaybeKillInAllreduce(ctl().rank(), step_);
       },
       arena.specs());
   model().SetGradsReadyHook([this](int layer) { tracker_->LayerDone(layer); });
+}
+
+double DataParallelStrategy::FinishGradients() {
+  const double blocked = reducer_->Finish();
+  Arena<float>& arena = model().arena();
+  if (stage_ && arena.size() > 0) {
+    const float* reduced = shared_grads_ ? shared_grads_->data() : host_grads_.data();
+    DeviceMemoryFor(arena.device())
+        .CopyToDevice(arena.device_grads(), reduced,
+                      static_cast<size_t>(arena.size()) * sizeof(float));
+  }
+  return blocked;
 }
 
 void DataParallelStrategy::PlaceGradients() {
@@ -76,7 +110,10 @@ void DataParallelStrategy::PlaceGradients() {
   try {
     shared_grads_ = std::make_unique<comm::SharedFloatBuffer>(
         *grad_comm_, static_cast<size_t>(model().arena().size()));
-    model().arena().UseGradStorage(shared_grads_->data());
+    // On the CPU the gradients live in the window; a device model stages into it.
+    if (model().arena().device() == Device::kCpu) {
+      model().arena().UseGradStorage(shared_grads_->data());
+    }
   } catch (const comm::ShmUnavailable& e) {
     if (ctl().rank() == 0) {
       SF_LOG(Warn) << "gradients stay in private memory and are staged for the all-reduce: "

@@ -23,12 +23,23 @@
 #include "apps/train/trainer.hpp"
 #include "apps/train/trainer_options.hpp"
 #include "comm/collectives.hpp"
+#include "core/backend/host_twin.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/logging.hpp"
 #include "core/mpi_env.hpp"
 #include "core/stop_signal.hpp"
 #include "io/pipeline/input_pipeline.hpp"
 #include "io/pipeline/list_files.hpp"
+#if defined(SHARDFLOW_TRAIN_CUDA)
+#include "core/cuda/cuda_backend.hpp"
+#endif
+
+// shardflow-train-cuda is this file linked with the CUDA backend (apps/train/CMakeLists.txt).
+#if defined(SHARDFLOW_TRAIN_CUDA)
+constexpr bool kHasCudaBackend = true;
+#else
+constexpr bool kHasCudaBackend = false;
+#endif
 
 namespace shardflow::train {
 namespace {
@@ -437,6 +448,33 @@ int DryRun(MpiEnvironment& env, const apps::ExperimentConfig& config, const Trai
 }  // namespace
 }  // namespace shardflow::train
 
+namespace shardflow::train {
+namespace {
+
+// Installs the backend of the chosen device and puts the model there. The simulated device (the
+// host twin, SHARDFLOW_SIMULATE_CUDA=1) needs nothing but core; a GPU needs the backend this
+// program was linked with (shardflow-train-cuda).
+void UseDevice(const apps::DeviceChoice& choice, TrainerOptions& options) {
+  if (choice.device == Device::kCpu) return;
+  if (options.strategy != "data_parallel") {
+    throw Error(ErrorCode::kInvalidArgument,
+                "train.device = cuda trains with dist.strategy = data_parallel only, not " +
+                    options.strategy,
+                {.key = "train.device"});
+  }
+  options.model.device = choice.device;
+  if (apps::ProbeDevices().simulated) {
+    static SimulatedCudaDevice simulated;  // lives until exit, as device tensors may
+    return;
+  }
+#if defined(SHARDFLOW_TRAIN_CUDA)
+  cuda::InstallCudaBackend(choice.ordinal);
+#endif
+}
+
+}  // namespace
+}  // namespace shardflow::train
+
 int main(int argc, char** argv) {
   using namespace shardflow;
   apps::ExperimentConfig config;
@@ -472,8 +510,11 @@ int main(int argc, char** argv) {
         options = train::MakeTrainerOptions(&config, env.size(), schema.ResolvedIni());
         // Each rank alone, before the costly checks: a rank without the GPU asked for stops the
         // job with its own line (no collective in the parse phase; RunMain agrees on failures).
-        device = apps::SelectDevice(
-            {.device = config.device, .rank = env.rank(), .local_rank = env.local_rank()});
+        device = apps::SelectDevice({.device = config.device,
+                                     .rank = env.rank(),
+                                     .local_rank = env.local_rank(),
+                                     .has_backend = kHasCudaBackend});
+        train::UseDevice(device, options);
         if (options.strategy == "parameter_server") {
           options.ps_servers = train::PlaceParameterServers(env.size(), options.ps_ranks,
                                                             config.ps_placement, env.node_of_rank())

@@ -64,12 +64,15 @@ class NonfiniteGuard {
   // them in the same pass. Returns true when the optimizer should apply them, false when the
   // step is skipped (counted). Throws Error(kDataLoss) under kFail, or when the skips in a row
   // exceed max_skipped_steps.
+  // A device arena's gradients are checked (and clipped) in a host copy, written back when
+  // clipping changed them.
   bool CheckGradients(const StepPlace& at, Arena<float>& arena, double clip_norm);
 
   int64_t skipped_steps() const { return skipped_; }
 
  private:
-  [[noreturn]] void Fail(const StepPlace& at, const Arena<float>& arena,
+  // grads: the arena's gradients in host memory (the arena's own, or a copy of a device's).
+  [[noreturn]] void Fail(const StepPlace& at, const Arena<float>& arena, const float* grads,
                          const std::string& why) const;
 
   NonfiniteOptions options_;

@@ -5,6 +5,7 @@
 #include "apps/train/rank_states.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/collectives.hpp"
+#include "core/host_state.hpp"
 #include "core/logging.hpp"
 #include "core/loss.hpp"
 #include "core/metrics.hpp"
@@ -103,9 +104,8 @@ StepOutput ReplicaStrategy::TrainStep(const StepInput& in) {
     }
   }
   if (weight != 1.0) {
-    float* d = dout_.data<float>();
-    const int64_t n = dout_.num_elements();
-    for (int64_t i = 0; i < n; ++i) d[i] *= static_cast<float>(weight);
+    BackendFor<float>(dout_.device())
+        .Scale(dout_.num_elements(), static_cast<float>(weight), dout_.device_data<float>());
   }
   NonfiniteGuard::PoisonIfNonfinite(out.loss, &dout_);
   {
@@ -179,34 +179,43 @@ void ReplicaStrategy::SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch
 void ReplicaStrategy::FinishReport(RunSummary* summary) { summary->strategy = name(); }
 
 std::vector<float> ReplicaStrategy::FinalParams() {
-  const Arena<float>& arena = model_->arena();
-  return std::vector<float>(arena.params(), arena.params() + arena.size());
+  const Tensor params = model_->arena().params_tensor().To(Device::kCpu);
+  return std::vector<float>(params.data<float>(), params.data<float>() + params.num_elements());
 }
 
 void ReplicaStrategy::SyncReplicas() { AverageBuffers(); }
 
+// The collectives below work on host memory: a model on a device takes part through host
+// copies of its state (HostStateScope), copied back after.
 void ReplicaStrategy::BroadcastModel() {
+  HostStateScope on_host(*model_, nullptr);
   comm::Broadcast(ctl(), model_->arena().params(), static_cast<size_t>(model_->arena().size()));
   for (const NamedTensor& b : model_->Buffers()) {
     comm::Broadcast(ctl(), b.tensor->data<float>(), static_cast<size_t>(b.tensor->num_elements()));
   }
+  on_host.CopyBack();
 }
 
 void ReplicaStrategy::AverageParams() {
   if (replicas().size() == 1) return;
+  HostStateScope on_host(*model_, nullptr);
   comm::Allreduce(
       replicas(), model_->arena().params(), static_cast<size_t>(model_->arena().size()),
       {.algorithm = comm::AllreduceAlgorithm::kMpi, .mode = comm::ReduceMode::kAverage});
+  on_host.CopyBack();
 }
 
 // Batch-norm running statistics are updated by each rank's own batches; average them so
 // evaluation and checkpoints see one consistent model.
 void ReplicaStrategy::AverageBuffers() {
+  if (model_->Buffers().empty()) return;
+  HostStateScope on_host(*model_, nullptr);
   for (const NamedTensor& b : model_->Buffers()) {
     comm::Allreduce(
         replicas(), b.tensor->data<float>(), static_cast<size_t>(b.tensor->num_elements()),
         {.algorithm = comm::AllreduceAlgorithm::kMpi, .mode = comm::ReduceMode::kAverage});
   }
+  on_host.CopyBack();
 }
 
 }  // namespace shardflow::train

@@ -83,29 +83,49 @@ TEST(DeviceChoiceTest, AutoWithoutGpuIsCpuAndSaysWhy) {
   EXPECT_TRUE(Has(c.note, "CUDA_VISIBLE_DEVICES=(unset)"));
 }
 
-TEST(DeviceChoiceTest, AutoWithGpuFallsBackToCpuWithAWarning) {
+TEST(DeviceChoiceTest, AutoWithGpuButNoBackendFallsBackToCpuWithAWarning) {
   const DeviceChoice c = ChooseDevice(Request("auto"), Gpus(2, "0,1"));
   EXPECT_EQ(c.device, Device::kCpu);
   EXPECT_EQ(c.ordinal, -1);
   EXPECT_TRUE(c.warn);
   EXPECT_TRUE(Has(c.note, "device: cpu"));
   EXPECT_TRUE(Has(c.note, "sees 2 GPUs (CUDA_VISIBLE_DEVICES=0,1)"));
-  EXPECT_TRUE(Has(c.note, "training on the GPU is not available in this build yet"));
+  EXPECT_TRUE(Has(c.note, "run shardflow-train-cuda"));
 }
 
-TEST(DeviceChoiceTest, CudaWithGpuIsNotAvailableYet) {
+TEST(DeviceChoiceTest, CudaWithGpuButNoBackendNamesTheProgramToRun) {
   for (const DeviceProbe& probe : {Gpus(1, "3"), Gpus(4, "(unset)")}) {
     const Error e = ErrorOf(Request("cuda"), probe);
     EXPECT_EQ(ExitCodeFor(e.code()), 2);
     EXPECT_TRUE(Has(e.what(),
-                    "train.device = cuda: training on the GPU is not available in this build yet "
-                    "(models run on device tensors through the CUDA backend, tested on its host "
-                    "twin, but the training loop's collectives and checkpoints still read host "
-                    "memory)"));
+                    "train.device = cuda: this program has no CUDA backend (it would load ~200 MB "
+                    "of CUDA libraries into every CPU run): run shardflow-train-cuda"));
   }
   DeviceRequest predict = Request("cuda");
   predict.work = "predicting";
   EXPECT_TRUE(Has(ErrorOf(predict, Gpus(1, "0")).what(), "predicting on the GPU is not available"));
+}
+
+TEST(DeviceChoiceTest, WithTheBackendCudaAndAutoTakeTheRanksGpu) {
+  DeviceRequest r = Request("cuda", 6, 2);
+  r.has_backend = true;
+  const DeviceChoice c = ChooseDevice(r, Gpus(4, "(unset)"));
+  EXPECT_EQ(c.device, Device::kCuda);
+  EXPECT_EQ(c.ordinal, 2);
+  EXPECT_FALSE(c.warn);
+  EXPECT_TRUE(Has(c.note, "device: cuda (train.device = cuda: rank 6 on node3 takes GPU 2 of 4"));
+  r.device = "auto";
+  EXPECT_EQ(ChooseDevice(r, Gpus(1, "5")).ordinal, 0);
+  EXPECT_EQ(ChooseDevice(r, NoGpu()).device, Device::kCpu);
+}
+
+TEST(DeviceChoiceTest, TheSimulatedDeviceNeedsNoBackend) {
+  const DeviceProbe simulated{
+      .device_count = 1, .cuda_visible_devices = "(simulated)", .simulated = true};
+  const DeviceChoice c = ChooseDevice(Request("cuda", 1, 0), simulated);
+  EXPECT_EQ(c.device, Device::kCuda);
+  EXPECT_EQ(c.ordinal, 0);
+  EXPECT_TRUE(Has(c.note, "the simulated device (SHARDFLOW_SIMULATE_CUDA=1"));
 }
 
 TEST(DeviceChoiceTest, LocalRankBeyondTheVisibleGpusNamesTheNumbers) {
@@ -129,9 +149,9 @@ TEST(DeviceChoiceTest, GpuOrdinalIsTheLocalRankAmongTheVisibleDevices) {
 
 TEST(DeviceChoiceTest, OneGpuLeftByTheLauncherIsDeviceZeroWhateverTheLocalRank) {
   // slurm/launch.sh sets CUDA_VISIBLE_DEVICES to the rank's one GPU: local rank 3 is then not
-  // "past the visible count" (the refusal is the build's, not the binding's).
+  // "past the visible count" (the refusal is the program's, not the binding's).
   const std::string what = ErrorOf(Request("cuda", 3, 3), Gpus(1, "3")).what();
-  EXPECT_TRUE(Has(what, "not available in this build yet"));
+  EXPECT_TRUE(Has(what, "no CUDA backend"));
   EXPECT_FALSE(Has(what, "local rank"));
 }
 
