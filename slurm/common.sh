@@ -3,13 +3,15 @@
 #   SHARDFLOW_LAUNCHER=srun|mpirun   (default srun --mpi=pmix)
 #   SHARDFLOW_HOME=/path/to/checkout  (default: the checkout this script is in)
 #   SHARDFLOW_OUTPUT=DIR              (default runs/<job id>)
+#   SHARDFLOW_TRAIN=PROGRAM           (default build/bin/shardflow-train; gpu_node.sbatch picks
+#                                      shardflow-train-cuda, the build with the CUDA backend)
 # Arguments: CONFIG [--section.key=value ...]
 set -euo pipefail
 home=${SHARDFLOW_HOME:-${SLURM_SUBMIT_DIR:-$(pwd)}}
 config=${1:?"usage: sbatch $0 CONFIG [--section.key=value ...]"}
 shift
 output=${SHARDFLOW_OUTPUT:-$home/runs/${SLURM_JOB_ID:-local}}
-train=$home/build/bin/shardflow-train
+train=${SHARDFLOW_TRAIN:-$home/build/bin/shardflow-train}
 launch=$home/slurm/launch.sh
 [ -x "$train" ] || { echo "error: $train not found: build shardflow first (./test.sh or cmake --build build)" >&2; exit 2; }
 [ -f "$config" ] || { echo "error: config file '$config' not found" >&2; exit 2; }
