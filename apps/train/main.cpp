@@ -337,6 +337,12 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
   auto summary_json = [&] {
     auto json = SummaryToJson(result.summary);
     json["device"] = DeviceName(device);
+#if defined(SHARDFLOW_TRAIN_CUDA)
+    // Rank 0's GPU memory pool at its fullest (parameters, activations, gradients, scratch).
+    if (device == Device::kCuda && !apps::ProbeDevices().simulated) {
+      json["device_peak_mib"] = static_cast<double>(cuda::PeakDeviceBytes()) / (1 << 20);
+    }
+#endif
     if (const std::string layout = pipeline::AssembledLayout(config.data); !layout.empty()) {
       json["input_layout"] = layout;
     }
