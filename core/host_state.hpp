@@ -20,20 +20,25 @@ namespace shardflow {
 
 class HostStateScope {
  public:
-  HostStateScope(Sequential<float>& model, Optimizer* optimizer) {
-    Swap(&model.arena().params_tensor());
-    for (const NamedTensor& b : model.Buffers()) Swap(b.tensor);
-    if (optimizer != nullptr) {
-      for (const NamedTensor& s : optimizer->Slots()) Swap(s.tensor);
+  enum class What { kAll, kBuffersOnly };  // kBuffersOnly: the layer buffers alone
+  HostStateScope(Sequential<float>& model, Optimizer* optimizer, What what = What::kAll) {
+    try {
+      if (what == What::kAll) Swap(&model.arena().params_tensor());
+      for (const NamedTensor& b : model.Buffers()) Swap(b.tensor);
+      if (optimizer != nullptr) {
+        for (const NamedTensor& s : optimizer->Slots()) Swap(s.tensor);
+      }
+    } catch (...) {
+      Restore();  // a copy failed part way: the model gets its device tensors back
+      throw;
     }
   }
-  ~HostStateScope() {
-    for (auto& [slot, device] : swapped_) *slot = std::move(device);
-  }
+  ~HostStateScope() { Restore(); }
   HostStateScope(const HostStateScope&) = delete;
   HostStateScope& operator=(const HostStateScope&) = delete;
 
-  // Writes the host copies into the device tensors they stand for.
+  // Writes the host copies into the device tensors they stand for. On failure (a CUDA error)
+  // the device state may be part old, part new; the error says so by itself.
   void CopyBack() {
     for (auto& [slot, device] : swapped_) {
       if (slot->byte_size() == 0) continue;
@@ -43,6 +48,10 @@ class HostStateScope {
   }
 
  private:
+  void Restore() noexcept {
+    for (auto& [slot, device] : swapped_) *slot = std::move(device);
+    swapped_.clear();
+  }
   void Swap(Tensor* t) {
     if (t == nullptr || t->device() == Device::kCpu) return;
     Tensor host = t->To(Device::kCpu);

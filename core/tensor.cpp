@@ -126,7 +126,7 @@ Tensor::Tensor(DType dtype, Shape shape, Device device) {
   void* p = mem.Allocate(bytes);
   mem.Zero(p, bytes);
   *this = std::move(shaped);
-  storage_ = std::shared_ptr<void>(p, [&mem](void* q) { mem.Free(q); });
+  storage_ = std::shared_ptr<void>(p, [m = &mem](void* q) { m->Free(q); });
   data_ = p;
 }
 
@@ -139,8 +139,8 @@ Tensor Tensor::To(Device device) const {
   } else if (device == Device::kCpu) {
     DeviceMemoryFor(device_).CopyToHost(out.data_, data_, byte_size());
   } else {
-    throw Error(ErrorCode::kInternal, std::string("no copy from ") + DeviceName(device_) + " to " +
-                                          DeviceName(device));
+    throw Error(ErrorCode::kInternal,
+                std::string("no copy from ") + DeviceName(device_) + " to " + DeviceName(device));
   }
   return out;
 }

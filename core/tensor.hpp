@@ -70,7 +70,7 @@ class DeviceMemory {
  public:
   virtual ~DeviceMemory() = default;
   virtual void* Allocate(size_t bytes) = 0;  // throws Error on failure
-  virtual void Free(void* p) = 0;
+  virtual void Free(void* p) = 0;            // must not throw: tensors free in destructors
   virtual void Zero(void* p, size_t bytes) = 0;
   virtual void CopyToDevice(void* dst, const void* host_src, size_t bytes) = 0;
   virtual void CopyToHost(void* host_dst, const void* src, size_t bytes) = 0;

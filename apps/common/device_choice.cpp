@@ -73,7 +73,9 @@ DeviceChoice ChooseDevice(const DeviceRequest& r, const DeviceProbe& p) {
                 "bad value '" + r.device + "' for " + r.key + ": expected cpu | cuda | auto",
                 {.key = r.key});
   }
-  const bool usable = p.simulated || r.has_backend;
+  // The simulated device serves shardflow-train's loop (its test facility); the other programs
+  // would log it and then run on the CPU, so for them it is as no backend.
+  const bool usable = (p.simulated && r.work == "training") || r.has_backend;
   if (p.device_count > 0 && usable && (r.device == "auto" || r.device == "cuda")) {
     const int ordinal = GpuOrdinal(r, p);
     return {.device = Device::kCuda,

@@ -13,10 +13,10 @@
 //         (one rank per GPU of the node). No usable GPU, or a local rank past the visible count,
 //         is Error(kInvalidArgument) whose one line names the rank, the host and what it saw.
 //   auto  cuda when a usable GPU is visible, else cpu.
-// This build cannot train on a GPU yet: models run on device tensors through the CUDA backend
-// (core), but the training loop's collectives and checkpoints read host memory. So a rank that
-// `cuda` would give a GPU stops with Error(kInvalidArgument) saying exactly that, and `auto` falls
-// back to the CPU with a warning. Nothing here claims that a GPU did the work.
+// A GPU is usable only by a program that carries the CUDA backend (shardflow-train-cuda,
+// request.has_backend); the simulated device (SHARDFLOW_SIMULATE_CUDA=1) only by training.
+// Elsewhere `cuda` stops with Error(kInvalidArgument) naming the program to run, and `auto`
+// falls back to the CPU with a warning. Nothing here claims that a GPU did the work.
 // Thread-safety: pure functions, except ProbeDevices and SelectDevice (main thread, parse phase).
 #pragma once
 
@@ -70,10 +70,10 @@ DeviceChoice ChooseDevice(const DeviceRequest& request, const DeviceProbe& probe
 // The text of an unset CUDA_VISIBLE_DEVICES, and how a value is shown ("" as "\"\"").
 std::string VisibleDevicesText(const char* value);
 
-// What this process sees. In a build with the CUDA backend: cudaGetDeviceCount (through
-// core/cuda's QueryCudaInfo; the shared runtime loads on a machine without a GPU). In one
-// without: count 0, error "this build has no CUDA backend (...)". Defined in device_probe.cpp,
-// of the library shardflow_device_probe, the only app code that links CUDA.
+// What this process sees: SHARDFLOW_SIMULATE_CUDA=1 gives one simulated device; else, in a
+// build with CUDA, cudaGetDeviceCount (the shared runtime alone, which loads on a machine without
+// a GPU); in one without, count 0 and "this build has no CUDA backend (...)". Defined in
+// device_probe.cpp, of the library shardflow_device_probe, the only app code that links CUDA.
 DeviceProbe ProbeDevices();
 
 // This machine's host name ("localhost" when it cannot be read).

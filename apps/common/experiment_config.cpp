@@ -76,8 +76,9 @@ void RegisterTrainSection(ConfigSchema& s, ExperimentConfig* c) {
       .NonNegative();
   s.AddChoice("train", "device", &c->device, {"cpu", "cuda", "auto"},
               "where the layers run: cpu; cuda (the local rank's GPU among the visible ones; "
-              "this build cannot run layers on a GPU yet and stops saying so, exit 2); auto "
-              "(cuda when a usable GPU is visible, else cpu; for now cpu either way)");
+              "training only, with shardflow-train-cuda and dist.strategy = data_parallel; "
+              "elsewhere it stops saying why, exit 2); auto (cuda when the program can use a "
+              "visible GPU, else cpu)");
 }
 
 void RegisterDistAndCheckpointSections(ConfigSchema& s, ExperimentConfig* c) {

@@ -460,9 +460,16 @@ namespace {
 // Installs the backend of the chosen device and puts the model there. The simulated device (the
 // host twin, SHARDFLOW_SIMULATE_CUDA=1) needs nothing but core; a GPU needs the backend this
 // program was linked with (shardflow-train-cuda).
-void UseDevice(const apps::DeviceChoice& choice, TrainerOptions& options) {
+// `auto` with a strategy the device cannot run falls back to the CPU with a warning.
+void UseDevice(apps::DeviceChoice& choice, const std::string& requested, TrainerOptions& options) {
   if (choice.device == Device::kCpu) return;
   if (options.strategy != "data_parallel") {
+    if (requested == "auto") {
+      SF_LOG0(Warn) << "device: cpu (train.device = auto: dist.strategy = " << options.strategy
+                    << " runs on the CPU only)";
+      choice = {};
+      return;
+    }
     throw Error(ErrorCode::kInvalidArgument,
                 "train.device = cuda trains with dist.strategy = data_parallel only, not " +
                     options.strategy,
@@ -520,7 +527,7 @@ int main(int argc, char** argv) {
                                      .rank = env.rank(),
                                      .local_rank = env.local_rank(),
                                      .has_backend = kHasCudaBackend});
-        train::UseDevice(device, options);
+        train::UseDevice(device, config.device, options);
         if (options.strategy == "parameter_server") {
           options.ps_servers = train::PlaceParameterServers(env.size(), options.ps_ranks,
                                                             config.ps_placement, env.node_of_rank())

@@ -209,7 +209,7 @@ void ReplicaStrategy::AverageParams() {
 // evaluation and checkpoints see one consistent model.
 void ReplicaStrategy::AverageBuffers() {
   if (model_->Buffers().empty()) return;
-  HostStateScope on_host(*model_, nullptr);
+  HostStateScope on_host(*model_, nullptr, HostStateScope::What::kBuffersOnly);
   for (const NamedTensor& b : model_->Buffers()) {
     comm::Allreduce(
         replicas(), b.tensor->data<float>(), static_cast<size_t>(b.tensor->num_elements()),

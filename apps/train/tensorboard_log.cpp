@@ -84,11 +84,16 @@ void TensorBoardLog::Evaluation(int64_t steps_done, double loss, double accuracy
 void TensorBoardLog::Histograms(int64_t steps_done, Sequential<float>* model, int64_t every) {
   if (model == nullptr || every <= 0 || steps_done % every != 0) return;
   Arena<float>& arena = model->arena();
+  // Host copies (the arena's own memory on the CPU): a model on a device hands them over.
+  const Tensor params = arena.params_tensor().To(Device::kCpu);
+  const Tensor grads = arena.grads_tensor().To(Device::kCpu);
   for (int id = 0; id < arena.num_params(); ++id) {
     const ParamSpec& spec = arena.spec(id);
     const auto count = static_cast<size_t>(spec.size);
-    train_->AddHistogram("weights/" + spec.FullName(), steps_done, arena.param(id), count);
-    train_->AddHistogram("gradients/" + spec.FullName(), steps_done, arena.grad(id), count);
+    train_->AddHistogram("weights/" + spec.FullName(), steps_done,
+                         params.data<float>() + spec.offset, count);
+    train_->AddHistogram("gradients/" + spec.FullName(), steps_done,
+                         grads.data<float>() + spec.offset, count);
   }
   train_->Flush();
 }

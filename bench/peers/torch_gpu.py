@@ -8,9 +8,9 @@ Models (core/model.hpp presets, 28x28x1 inputs, 10 classes):
   resnet  conv 16 3x3 same, batchnorm, relu, 3 basic residual blocks (16, 32/2, 64/2),
           global average pooling, dense 10 (batch norm as Keras' defaults: momentum 0.99,
           epsilon 1e-3)
-Each step copies a host batch of random images and labels to the GPU (pageable memory, as the
-shardflow benchmark), runs forward, cross-entropy, backward and SGD with momentum 0.9, and reads
-the loss back (which waits for the step). Timed over --steps steps after 3 warm-up steps. TF32
+Each step waits for the previous one, copies a host batch of random images and labels to the GPU
+(pageable memory, timed alone: the H2D share), runs forward, cross-entropy, backward and SGD with
+momentum 0.9, and reads the loss back, as shardflow-bench gpu does. Timed over --steps steps after 3 warm-up steps. TF32
 off unless --tf32 (shardflow's default too). Prints one JSON line per model.
 
   python3 bench/peers/torch_gpu.py --model all --batch 256 --steps 50
@@ -65,6 +65,7 @@ def run(name, a):
         if s == 3:
             torch.cuda.synchronize()
             start, h2d = time.perf_counter(), 0.0
+        torch.cuda.synchronize()  # the copy's time is the copy's alone, as shardflow-bench gpu
         t0 = time.perf_counter()
         xd, yd = x.to(dev), y.to(dev)
         h2d += time.perf_counter() - t0

@@ -8,6 +8,7 @@
 #include "core/backend/kernel_backend.hpp"
 #include "core/cuda/device_exec.cuh"
 #include "core/error.hpp"
+#include "core/logging.hpp"
 
 namespace shardflow::cuda {
 
@@ -33,25 +34,31 @@ DeviceExec::~DeviceExec() {
 
 namespace {
 cublasOperation_t Op(bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; }
-int Ld(int64_t ld) { return static_cast<int>(ld < 1 ? 1 : ld); }
+// cuBLAS takes int sizes: a larger one is refused, not wrapped.
+int Int(int64_t v) {
+  if (v > std::numeric_limits<int>::max()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "GEMM dimension " + std::to_string(v) + " exceeds cuBLAS's int range");
+  }
+  return static_cast<int>(v);
+}
+int Ld(int64_t ld) { return Int(ld < 1 ? 1 : ld); }
 }  // namespace
 
 void DeviceExec::Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                       const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                       float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
-  SF_CHECK_CUBLAS(cublasSgemm(cublas_, Op(trans_b), Op(trans_a), static_cast<int>(n),
-                              static_cast<int>(m), static_cast<int>(k), &alpha, b, Ld(ldb), a,
-                              Ld(lda), &beta, c, Ld(ldc)));
+  SF_CHECK_CUBLAS(cublasSgemm(cublas_, Op(trans_b), Op(trans_a), Int(n), Int(m), Int(k), &alpha, b,
+                              Ld(ldb), a, Ld(lda), &beta, c, Ld(ldc)));
 }
 
 void DeviceExec::Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
                       const double* a, int64_t lda, const double* b, int64_t ldb, double beta,
                       double* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
-  SF_CHECK_CUBLAS(cublasDgemm(cublas_, Op(trans_b), Op(trans_a), static_cast<int>(n),
-                              static_cast<int>(m), static_cast<int>(k), &alpha, b, Ld(ldb), a,
-                              Ld(lda), &beta, c, Ld(ldc)));
+  SF_CHECK_CUBLAS(cublasDgemm(cublas_, Op(trans_b), Op(trans_a), Int(n), Int(m), Int(k), &alpha, b,
+                              Ld(ldb), a, Ld(lda), &beta, c, Ld(ldc)));
 }
 
 void* DeviceExec::Allocate(size_t bytes) {
@@ -60,7 +67,15 @@ void* DeviceExec::Allocate(size_t bytes) {
   return p;
 }
 
-void DeviceExec::Release(void* p) { SF_CHECK_CUDA(cudaFreeAsync(p, stream_)); }
+// Never throws: it runs in destructors (tensors, scratch). After a sticky CUDA error every free
+// fails; the error that caused it is the one to report, so this one is only logged.
+void DeviceExec::Release(void* p) noexcept {
+  const cudaError_t rc = cudaFreeAsync(p, stream_);
+  if (rc != cudaSuccess) {
+    SF_LOG(Warn) << "cudaFreeAsync failed: " << cudaGetErrorString(rc);
+    cudaGetLastError();
+  }
+}
 
 void DeviceExec::CopyToHost(void* dst, const void* src, size_t bytes) {
   SF_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));

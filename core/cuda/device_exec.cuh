@@ -7,7 +7,9 @@
 // caller sees results after CopyToHost (which synchronises) or Synchronize(). Scratch comes from
 // the device's stream-ordered memory pool (cudaMallocAsync), which CUDA keeps cached between
 // steps once the pool's release threshold is raised (done in the constructor).
-// Thread-safety: one thread at a time per executor.
+// Thread-safety: one thread at a time per executor, and that thread's current device must be
+// the executor's (cudaSetDevice is per thread; the constructor sets it for the thread that
+// installs the backend, which is the thread the programs run every kernel call on).
 #pragma once
 
 #include <cublas_v2.h>
@@ -58,7 +60,7 @@ class DeviceExec {
             int64_t ldc);
 
   void* Allocate(size_t bytes);
-  void Release(void* p);
+  void Release(void* p) noexcept;
   void CopyToHost(void* dst, const void* src, size_t bytes);
   void CopyToDevice(void* dst, const void* src, size_t bytes);  // synchronous
   void Synchronize();
