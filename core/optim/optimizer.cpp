@@ -54,8 +54,7 @@ class Adam final : public Optimizer {
       const float l2 = decoupled_ ? 0.0f : wd;
       const float shrink = decoupled_ ? 1.0f - static_cast<float>(lr) * wd : 1.0f;
       be.AdamUpdate({.b1 = b1, .b2 = b2, .l2 = l2, .shrink = shrink, .step = step, .eps = eps},
-                    s.size, arena.param_data(s), arena.grad_data(s), m + s.offset,
-                    v + s.offset);
+                    s.size, arena.param_data(s), arena.grad_data(s), m + s.offset, v + s.offset);
     }
   }
   std::vector<NamedTensor> Slots() override { return {{"m", &m_}, {"v", &v_}}; }

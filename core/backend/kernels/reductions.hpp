@@ -18,6 +18,10 @@ namespace shardflow::kernels {
 // The flat sums are cut into chunks of this many elements: one index per chunk.
 inline constexpr int64_t kSumChunk = 4096;
 SF_HOST_DEVICE inline int64_t SumChunks(int64_t n) { return (n + kSumChunk - 1) / kSumChunk; }
+// One past the last element of chunk q of n elements.
+SF_HOST_DEVICE inline int64_t ChunkEnd(int64_t q, int64_t n) {
+  return (q + 1) * kSumChunk < n ? (q + 1) * kSumChunk : n;
+}
 
 // sums (cols) += column sums of x (rows, cols), rows in order. Index: column.
 template <typename T>
@@ -39,7 +43,7 @@ struct SumSquaresChunkK {
   const T* x;
   double* partial;
   SF_HOST_DEVICE void operator()(int64_t q) const {
-    const int64_t end = (q + 1) * kSumChunk < n ? (q + 1) * kSumChunk : n;
+    const int64_t end = ChunkEnd(q, n);
     double s = 0.0;
     for (int64_t i = q * kSumChunk; i < end; ++i) s += static_cast<double>(x[i]) * x[i];
     partial[q] = s;
@@ -56,7 +60,7 @@ struct SquaredErrorChunkK {
   T* d;
   double* partial;
   SF_HOST_DEVICE void operator()(int64_t q) const {
-    const int64_t end = (q + 1) * kSumChunk < n ? (q + 1) * kSumChunk : n;
+    const int64_t end = ChunkEnd(q, n);
     double s = 0.0;
     for (int64_t i = q * kSumChunk; i < end; ++i) {
       const double e = static_cast<double>(y[i]) - static_cast<double>(t[i]);
