@@ -30,8 +30,11 @@ tiny=(--data.files="$shards" --eval.files= --train.batch_size=32 --train.epochs=
 # errors LOG: the error lines of LOG.
 errors() { grep -c "error" "$1" || true; }
 
+# Not anchored at the line's start: mpiexec forwards the ranks' stdout and stderr separately, so
+# one rank's error line can land inside another rank's half-written stdout line (rank 0 prints
+# the resolved table while rank 1 fails).
 no_gpu_line() {  # no_gpu_line RANK VISIBLE: the regex of rank RANK's line without a GPU
-  echo "^\[rank $1\] error: invalid argument: rank $1 on $host: train\.device = cuda but no usable GPU \((cudaGetDeviceCount: .+|this build has no CUDA backend .+); CUDA_VISIBLE_DEVICES=$2\) \[key=train\.device\]"
+  echo "\[rank $1\] error: invalid argument: rank $1 on $host: train\.device = cuda but no usable GPU \((cudaGetDeviceCount: .+|this build has no CUDA backend .+); CUDA_VISIBLE_DEVICES=$2\) \[key=train\.device\]"
 }
 
 case "$mode" in
