@@ -39,6 +39,13 @@ void RegisterBackend(Device device, Backend<T>* backend) {
   Table<T>()[i] = backend;
 }
 
+void ThrowLabelOutOfRange(int64_t label, int64_t row, int64_t k) {
+  throw Error(ErrorCode::kInvalidArgument,
+              "label " + std::to_string(label) + " of batch row " + std::to_string(row) +
+                  " is outside [0, " + std::to_string(k) + ")",
+              {.record = row, .hint = "check the number of classes of the model's last layer"});
+}
+
 template Backend<float>& BackendFor<float>(Device);
 template Backend<double>& BackendFor<double>(Device);
 template void RegisterBackend<float>(Device, Backend<float>*);

@@ -164,4 +164,8 @@ Backend<T>& BackendFor(Device device);
 template <typename T>
 void RegisterBackend(Device device, Backend<T>* backend);
 
+// The error of every backend's SoftmaxCrossEntropy for a label outside [0, K) in batch row
+// `row`: Error(kInvalidArgument) naming the label, the row and K.
+[[noreturn]] void ThrowLabelOutOfRange(int64_t label, int64_t row, int64_t k);
+
 }  // namespace shardflow

@@ -214,7 +214,7 @@ class KernelBackend final : public Backend<T> {
     }
     const std::vector<int64_t> label = seen.ToHost();
     for (int64_t i = 0; i < b; ++i) {
-      if (label[i] < 0 || label[i] >= k) ThrowBadLabel(label[i], i, k);
+      if (label[i] < 0 || label[i] >= k) ThrowLabelOutOfRange(label[i], i, k);
     }
     double total = 0.0;
     for (double l : loss.ToHost()) total += l;  // rows in order, as the CPU
@@ -234,13 +234,6 @@ class KernelBackend final : public Backend<T> {
   void RunCrossEntropy(int64_t b, int64_t k, const T* z, const L* labels, T* d, double* loss,
                        int64_t* seen) {
     exec_.Run(b, kernels::SoftmaxCrossEntropyRowK<T, L>{b, k, z, labels, d, loss, seen});
-  }
-  // The CPU backend's message for a label outside [0, K).
-  [[noreturn]] static void ThrowBadLabel(int64_t label, int64_t row, int64_t k) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "label " + std::to_string(label) + " of batch row " + std::to_string(row) +
-                    " is outside [0, " + std::to_string(k) + ")",
-                {.record = row, .hint = "check the number of classes of the model's last layer"});
   }
 
   Exec& exec_;

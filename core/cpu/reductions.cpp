@@ -98,12 +98,7 @@ double SoftmaxCrossEntropy(int64_t b, int64_t k, const T* z, const Tensor& label
   std::vector<double> p(static_cast<size_t>(k));
   for (int64_t i = 0; i < b; ++i) {
     const int64_t label = LabelAt(labels, i);
-    if (label < 0 || label >= k) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "label " + std::to_string(label) + " of batch row " + std::to_string(i) +
-                      " is outside [0, " + std::to_string(k) + ")",
-                  {.record = i, .hint = "check the number of classes of the model's last layer"});
-    }
+    if (label < 0 || label >= k) ThrowLabelOutOfRange(label, i, k);
     const T* row = z + i * k;
     const double mx = *std::max_element(row, row + k);
     double sum = 0.0;
