@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Elastic resume measured (issue 16): test accuracy of a run stopped mid-epoch and resumed on
 # another rank count against runs never stopped, and what the resume's replay costs.
-#   bench/elastic.sh [--bin DIR] [--data DIR] [--reps N] [--epochs N]
+#   bench/elastic.sh [--bin DIR] [--data DIR] [--reps N] [--epochs N] [--pairs "F:T ..."]
 # --data: the folder holding data/ (./run.sh's Fashion-MNIST shards). configs/fmnist_mlp.ini with
 # global batch 96 (batch_semantics = global: 24, 32 or 48 per rank on 4, 3 or 2 ranks; 625 steps
 # an epoch), --epochs epochs (default 3). Per repetition, with data seed = model seed = the
@@ -11,17 +11,21 @@
 #              resumed on 2 ranks
 #   2          2 ranks, never stopped
 #   2->3       2 ranks stopped the same way, resumed on 3
+# --pairs picks other rank counts (default "4:2 2:3"): F never stopped, and F stopped and resumed
+# on T. 96 does not divide over 5 ranks: "5:4" measures uneven batches (20,19,19,19,19; each
+# step weighs the gradients by rows) never stopped and resumed onto even ones.
 # Prints each run's test accuracy, the medians, and the replay time (the resume's log: from
 # "resuming from" to the "elastic resume" line).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-bin=$here/build/bin data=$here reps=3 epochs=3
+bin=$here/build/bin data=$here reps=3 epochs=3 pairs="4:2 2:3"
 while [ $# -gt 0 ]; do
   case $1 in
     --bin) bin=$2; shift 2 ;;
     --data) data=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
+    --pairs) pairs=$2; shift 2 ;;
     *) echo "elastic.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -47,11 +51,13 @@ accuracy() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["te
 
 for rep in $(seq 1 "$reps"); do
   seeds=(--model.seed="$rep" --data.seed="$rep")
-  for from in 4 2; do
+  for pair in $pairs; do
+    from=${pair%%:*} to=${pair##*:}
     rm -rf "$work/out"
     train $from "$work/log" "" "${seeds[@]}" || { cat "$work/log"; exit 1; }
     echo "$from $rep $(accuracy)" >>"$work/acc"
-    to=$(( from == 4 ? 2 : 3 ))
+    echo "$from" >>"$work/order"
+    echo "$from->$to" >>"$work/order"
     rm -rf "$work/out"
     rc=0
     train $from "$work/log" term:all:925 "${seeds[@]}" || rc=$?
@@ -64,7 +70,7 @@ for rep in $(seq 1 "$reps"); do
       awk 'NR==1{a=$1} NR==2{printf "%s %.3f\n", "replay", $1-a}' | sed "s/^/$from->$to $rep /" >>"$work/replay"
   done
 done
-python3 - "$work/acc" "$work/replay" <<'PY'
+python3 - "$work/acc" "$work/replay" "$work/order" <<'PY'
 import collections, statistics, sys
 acc = collections.defaultdict(list)
 for line in open(sys.argv[1]):
@@ -76,7 +82,7 @@ for line in open(sys.argv[2]):
     replay[name].append(float(s))
 print("| run | test accuracy per repetition | median | replay at the resume (s, median) |")
 print("|---|---|---|---|")
-for name in ["4", "4->2", "2", "2->3"]:
+for name in dict.fromkeys(line.strip() for line in open(sys.argv[3])):
     v = acc[name]
     r = f"{statistics.median(replay[name]):.2f}" if replay.get(name) else "-"
     print(f"| {name} | {', '.join(f'{x:.4f}' for x in v)} | {statistics.median(v):.4f} | {r} |")

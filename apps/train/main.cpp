@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
 #include <thread>
 
@@ -46,8 +47,11 @@ namespace {
 
 // Formats whose records can be found again by id (a file and a byte or row offset), which
 // elastic resume needs: uncompressed TFRecord (the header index) and HDF5 (rows).
+// Formats whose records can be read again one by one (by byte offset or row): elastic resume.
+// A compressed file has no byte ranges: the resume then stops with an error naming the format.
 bool ReadsRecordsById(const std::string& format) {
-  return format == "tfrecord" || format == "hdf5";
+  return format == "tfrecord" || format == "hdf5" || format == "csv" || format == "jsonl" ||
+         format == "text";
 }
 
 // Whether the checkpoint `info` (read from `path`) fits the model and optimizer of `o`:
@@ -268,11 +272,19 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
   if (chief) {
     std::filesystem::create_directories(config.output);
     const bool replicas = options.model_parallel.grid.model_parallel();
-    SF_LOG(Info) << "batch: " << options.per_rank_batch
+    const std::vector<int64_t> batches =
+        options.replica_batches.empty()
+            ? std::vector<int64_t>(static_cast<size_t>(shard.count), options.per_rank_batch)
+            : options.replica_batches;
+    SF_LOG(Info) << "batch: " << BatchText(batches)
                  << (replicas ? " per replica x " : " per rank x ") << shard.count
                  << (replicas ? " replicas = " : " ranks = ")
-                 << options.per_rank_batch * shard.count << " global (" << config.batch_semantics
-                 << " semantics); intra-op threads " << options.tuning.threads << " per rank";
+                 << std::accumulate(batches.begin(), batches.end(), int64_t{0}) << " global ("
+                 << config.batch_semantics << " semantics"
+                 << (options.replica_batches.empty()
+                         ? ""
+                         : "; it does not divide: each step weighs the gradients by rows")
+                 << "); intra-op threads " << options.tuning.threads << " per rank";
   }
   options.final_params = false;
   TrainerInputs inputs;
@@ -285,9 +297,11 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
   };
   if (ReadsRecordsById(config.data.data.format)) {  // elastic resume reads records by id
     config.data.data.row_ids = true;
-    inputs.factories.regular = [&config](int rank, int world, int64_t batch) {
+    inputs.factories.regular = [&config](int rank, int world, int64_t batch,
+                                         const std::vector<int64_t>& shard_weights) {
       pipeline::InputSpec spec = config.data;
       spec.data.batch_size = batch;
+      spec.data.shard_weights = shard_weights;
       return pipeline::BuildInputPipeline(spec, rank, world);
     };
     inputs.factories.records = [&config](std::shared_ptr<const std::vector<int64_t>> ids,
@@ -534,6 +548,7 @@ int main(int argc, char** argv) {
                                    .servers;
           options.ps_transport = train::ResolvePsTransport(config.ps_transport, env.node_of_rank());
         }
+        train::SetReplicaBatch(train::ShardOf(options, env.rank()).index, &config, &options);
         train::CheckInputs(&config, options);
         train::CheckFreshOutput(options, config.overwrite);
         train::CheckResumable(options);

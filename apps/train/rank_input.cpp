@@ -1,8 +1,11 @@
 #include "apps/train/rank_input.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <numeric>
 #include <sstream>
 
 #include "comm/collectives.hpp"
@@ -144,10 +147,11 @@ SavedInput RankInput::Save(int64_t steps_done, int world, double lr_scale) {
 namespace {
 
 // The record ids old rank `rank` would still have trained in the epoch of `step`.
+// `weights`: the old ranks' shares of the records (their batches when uneven; else empty).
 std::vector<int64_t> OldRankRemaining(const InputFactories& f, const SavedInput& old, int rank,
-                                      int64_t step) {
-  RankInput in(f, f.regular(rank, old.world, old.per_rank_batch), old.map, step, old.remainder_ids,
-               old.per_rank_batch, nullptr);
+                                      int64_t step, const std::vector<int64_t>& weights) {
+  RankInput in(f, f.regular(rank, old.world, old.per_rank_batch, weights), old.map, step,
+               old.remainder_ids, old.per_rank_batch, nullptr);
   in.Restore(step, old.in_remainder, old.pipeline);
   std::vector<int64_t> ids;
   pipeline::Element batch;
@@ -166,12 +170,40 @@ std::vector<int64_t> OldRankRemaining(const InputFactories& f, const SavedInput&
   return ids;
 }
 
+// The rows of each rank in the last step of a remainder of `rows` (world <= rows <= sum of
+// `batches`): an even split (as for equal batches), then what exceeds a rank's batch moved to
+// the ranks with room, in rank order. Every rank gets at least one row.
+std::vector<int64_t> LastStepRows(int64_t rows, const std::vector<int64_t>& batches) {
+  const auto world = static_cast<int64_t>(batches.size());
+  std::vector<int64_t> out(batches.size());
+  int64_t excess = 0;
+  for (int64_t j = 0; j < world; ++j) {
+    const int64_t even = rows * (j + 1) / world - rows * j / world;
+    out[j] = std::min(even, batches[j]);
+    excess += even - out[j];
+  }
+  for (int64_t j = 0; j < world && excess > 0; ++j) {
+    const int64_t take = std::min(excess, batches[j] - out[j]);
+    out[j] += take;
+    excess -= take;
+  }
+  return out;
+}
+
+std::vector<int64_t> UnevenOnly(std::vector<int64_t> batches) {
+  if (std::adjacent_find(batches.begin(), batches.end(), std::not_equal_to<>()) == batches.end()) {
+    batches.clear();
+  }
+  return batches;
+}
+
 }  // namespace
 
 ElasticStart PlanElasticResume(const InputFactories& f, const std::vector<std::string>& states,
-                               int64_t step, int rank, int world, int64_t b, bool global_batch,
-                               bool lr_scaled_by_ranks, int64_t steps_per_epoch,
+                               int64_t step, int rank, const std::vector<int64_t>& batches,
+                               bool global_batch, bool lr_scaled_by_ranks, int64_t steps_per_epoch,
                                comm::Communicator* comm) {
+  const int world = static_cast<int>(batches.size());
   std::vector<SavedInput> old;
   for (const std::string& s : states) old.push_back(DecodeSavedInput(s));
   const int old_world = static_cast<int>(old.size());
@@ -185,8 +217,13 @@ ElasticStart PlanElasticResume(const InputFactories& f, const std::vector<std::s
   }
   const SavedInput& first = old[0];
   ElasticStart out;
-  const double old_global = static_cast<double>(first.per_rank_batch) * old_world;
-  const double new_global = static_cast<double>(b) * world;
+  std::vector<int64_t> old_batches;
+  for (const SavedInput& o : old) old_batches.push_back(o.per_rank_batch);
+  const std::vector<int64_t> old_weights = UnevenOnly(old_batches);
+  const auto old_global =
+      static_cast<double>(std::accumulate(old_batches.begin(), old_batches.end(), int64_t{0}));
+  const int64_t g = std::accumulate(batches.begin(), batches.end(), int64_t{0});
+  const auto new_global = static_cast<double>(g);
   // The effective rate follows the global batch; a base rate that has the rank count in it
   // (lr_scaling = linear) changed by world / old_world already.
   out.lr_scale = first.lr_scale * (global_batch ? 1.0 : new_global / old_global) *
@@ -195,8 +232,8 @@ ElasticStart PlanElasticResume(const InputFactories& f, const std::vector<std::s
   const EpochMap& m = first.map;
   std::ostringstream line;
   line << "elastic resume: " << old_world << " -> " << world << " ranks at step " << step
-       << ", per-rank batch " << first.per_rank_batch << " -> " << b << " (global " << old_global
-       << " -> " << new_global << ")";
+       << ", per-rank batch " << BatchText(old_batches) << " -> " << BatchText(batches)
+       << " (global " << old_global << " -> " << new_global << ")";
   if (step == 0 || m.EpochEnd(step - 1)) {  // at an epoch boundary: a fresh plan from here
     out.map.reg_begin = out.map.rem_begin = out.map.rem_end = step;
     out.map.reg_epoch = step == 0 ? 0 : m.EpochOf(step - 1) + 1;
@@ -206,7 +243,7 @@ ElasticStart PlanElasticResume(const InputFactories& f, const std::vector<std::s
     std::vector<int64_t> left;
     for (int j = comm ? rank : 0; j < (comm ? rank + 1 : world); ++j) {
       for (int r = j; r < old_world; r += world) {
-        const std::vector<int64_t> ids = OldRankRemaining(f, old[r], r, step);
+        const std::vector<int64_t> ids = OldRankRemaining(f, old[r], r, step, old_weights);
         left.insert(left.end(), ids.begin(), ids.end());
       }
     }
@@ -218,7 +255,6 @@ ElasticStart PlanElasticResume(const InputFactories& f, const std::vector<std::s
       comm::BroadcastBytes(*comm, left.data(), left.size() * sizeof(int64_t));
     }
     const auto n = static_cast<int64_t>(left.size());
-    const int64_t g = b * world;
     int64_t steps = (n + g - 1) / g;
     const int64_t last = n - (steps - 1) * g;  // rows of the last step, 1..g
     if (steps > 0 && last < world) {           // not a row for every rank: left out
@@ -226,15 +262,19 @@ ElasticStart PlanElasticResume(const InputFactories& f, const std::vector<std::s
       --steps;
     }
     const int64_t full = std::max<int64_t>(0, steps - 1);
+    // Rank j's rows of a full step start after the batches of the ranks before it.
+    const int64_t before = std::accumulate(batches.begin(), batches.begin() + rank, int64_t{0});
+    const int64_t b = batches[static_cast<size_t>(rank)];
     for (int64_t t = 0; t < full; ++t) {
-      const auto* at = left.data() + t * g + rank * b;
+      const auto* at = left.data() + t * g + before;
       out.ids.insert(out.ids.end(), at, at + b);
     }
-    if (steps > 0) {  // the last step: what is left, split evenly
-      const int64_t rows = n - out.left_out - full * g;
-      const int64_t begin = full * g + rows * rank / world;
-      const int64_t end = full * g + rows * (rank + 1) / world;
-      out.ids.insert(out.ids.end(), left.begin() + begin, left.begin() + end);
+    if (steps > 0) {  // the last step: what is left, split evenly (within each rank's batch)
+      const std::vector<int64_t> rows = LastStepRows(n - out.left_out - full * g, batches);
+      const int64_t begin =
+          full * g + std::accumulate(rows.begin(), rows.begin() + rank, int64_t{0});
+      out.ids.insert(out.ids.end(), left.begin() + begin,
+                     left.begin() + begin + rows[static_cast<size_t>(rank)]);
     }
     out.map.rem_begin = step;
     out.map.rem_end = step + steps;
@@ -252,6 +292,12 @@ ElasticStart PlanElasticResume(const InputFactories& f, const std::vector<std::s
   }
   out.summary = line.str();
   return out;
+}
+
+std::string BatchText(const std::vector<int64_t>& batches) {
+  if (batches.empty()) return "0";
+  const auto [lo, hi] = std::minmax_element(batches.begin(), batches.end());
+  return *lo == *hi ? std::to_string(*lo) : std::to_string(*lo) + ".." + std::to_string(*hi);
 }
 
 void MaybeLogRowIds(int rank, int64_t epoch, int64_t step, const pipeline::Element& batch) {

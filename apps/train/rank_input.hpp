@@ -13,15 +13,17 @@
 // reads what it would still have trained in the interrupted epoch, by record id (the
 // _row_id feature, DataOptions::row_ids), without training on it. Those records, old rank by
 // old rank in the order they would have come, are dealt to the new ranks a batch at a time
-// (new batch t of rank j holds rows [t*G + j*b, +b), G = P'*b); the last step splits what is
-// left evenly, so every rank takes the same number of steps. When fewer records are left than
+// (new batch t of rank j holds rows [t*G + j*b, +b), G = P'*b; with uneven batches, after the
+// batches of ranks 0..j-1); the last step splits what is left evenly (within each rank's batch),
+// so every rank takes the same number of steps. When fewer records are left than
 // ranks for that last step (1..P'-1), they are left out of the epoch, logged and counted. From
 // the next epoch on the new ranks shard the data as a fresh P'-rank run would. Each record of
 // the interrupted epoch is trained at most once; nothing else is left out beyond what a
 // P-rank epoch leaves out anyway (its equal-step tail).
 // Batch: train.batch_semantics = global keeps the global batch (the per-rank batch is the
-// global one over the new ranks: it must divide); per_rank keeps the per-rank batch, so the
-// global batch changes by P'/P, and the learning rate follows the global batch (the linear
+// global one over the new ranks; when it does not divide, the first G mod P' ranks take one row
+// more and each step weighs the ranks' gradients by rows); per_rank keeps the per-rank batch, so
+// the global batch changes by P'/P, and the learning rate follows the global batch (the linear
 // scaling rule; logged). With train.lr_scaling = linear the base rate already has the rank
 // count in it, so the factor makes up the difference: the rate stays as it was when the global
 // batch stays, and follows it otherwise. The factor is kept in later checkpoints.
@@ -71,9 +73,12 @@ std::string EncodeSavedInput(const SavedInput& saved);
 SavedInput DecodeSavedInput(const std::string& bytes);
 
 // Datasets the loop reads: the training pipeline as rank `rank` of `world` with a per-rank
-// batch (one pass), and one reading exactly `ids` in order with a per-rank batch.
+// batch (one pass; the ranks' shares of the records by `shard_weights` when not empty,
+// DataOptions::shard_weights), and one reading exactly `ids` in order with a per-rank batch.
 struct InputFactories {
-  std::function<pipeline::Dataset(int rank, int world, int64_t per_rank_batch)> regular;
+  std::function<pipeline::Dataset(int rank, int world, int64_t per_rank_batch,
+                                  const std::vector<int64_t>& shard_weights)>
+      regular;
   std::function<pipeline::Dataset(std::shared_ptr<const std::vector<int64_t>> ids,
                                   int64_t per_rank_batch)>
       records;
@@ -120,16 +125,21 @@ struct ElasticStart {
   int64_t left_out = 0;  // records of the interrupted epoch no rank trains on
   std::string summary;   // one line for the log
 };
-// `old_states`: every old rank's saved input (rank order), at step `step`; `steps_per_epoch`
-// the new regular plan's. With `comm` (the new ranks; collective), new rank j replays old ranks
-// j, j + world, ... and the lists are shared; without, this rank replays them all. The result
-// is the same either way. Throws Error(kInvalidArgument) when the checkpoint cannot be resumed
-// on this rank count (older checkpoint; global batch not divisible).
+// `old_states`: every old rank's saved input (rank order), at step `step`; `batches` every new
+// rank's batch (world = its size; uneven when a global batch does not divide: new rank j's rows
+// of a full step follow the batches of ranks 0..j-1); `steps_per_epoch` the new regular plan's.
+// With `comm` (the new ranks; collective), new rank j replays old ranks j, j + world, ... and
+// the lists are shared; without, this rank replays them all. The result is the same either way.
+// Throws Error(kInvalidArgument) when the checkpoint cannot be resumed on this rank count
+// (a checkpoint from before elastic resume).
 ElasticStart PlanElasticResume(const InputFactories& factories,
                                const std::vector<std::string>& old_states, int64_t step, int rank,
-                               int world, int64_t per_rank_batch, bool global_batch,
+                               const std::vector<int64_t>& batches, bool global_batch,
                                bool lr_scaled_by_ranks, int64_t steps_per_epoch,
                                comm::Communicator* comm = nullptr);
+
+// "6", or "5..6" for uneven per-rank batches (the log's and the elastic resume's word for them).
+std::string BatchText(const std::vector<int64_t>& batches);
 
 // Test hook: with SHARDFLOW_TEST_ROW_IDS=PREFIX set, appends "EPOCH STEP id,id,..." for every
 // batch this rank trains to PREFIX.rankR (the elastic tests count records with it).

@@ -78,8 +78,13 @@ StartPoint ReplicaStrategy::Setup() {
 }
 
 double ReplicaStrategy::BatchWeight(int64_t rows, bool epoch_end) {
-  // Only the last step of an epoch can be partial, so only then do ranks exchange sizes.
-  if (!epoch_end || replicas().size() == 1) return 1.0;
+  // Only the last step of an epoch can be partial, so only then do ranks exchange sizes; with
+  // uneven batches (a global batch that does not divide) every step does. Asynchronous workers
+  // (parameter server) push each its own batch's mean: they never wait for each other here
+  // but at an epoch's end.
+  const bool uneven =
+      !options().replica_batches.empty() && options().strategy != "parameter_server";
+  if ((!epoch_end && !uneven) || replicas().size() == 1) return 1.0;
   const int64_t global = comm::AllreduceInt64(replicas(), rows, comm::ReduceOp::kSum);
   return global > 0 ? static_cast<double>(rows) * replicas().size() / static_cast<double>(global)
                     : 0;

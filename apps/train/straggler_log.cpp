@@ -68,15 +68,16 @@ ShardSize ShardSizeOf(const pipeline::InputSpec& spec, int rank, int world) {
       compressed = compressed || (spec.compression == "auto" && (ends(".gz") || ends(".zlib")));
     }
     // Compressed TFRecord files cannot be cut into byte ranges (tfrecord_source.hpp).
-    const pipeline::ShardPlan plan =
-        pipeline::PlanShards(files, !compressed, spec.data.shard_policy, world, rank);
+    const pipeline::ShardPlan plan = pipeline::PlanShards(
+        files, !compressed, spec.data.shard_policy, world, rank, spec.data.shard_weights);
     uint64_t bytes = 0;
     for (const pipeline::ShardUnit& unit : plan.units) {
       const uint64_t file_size = files[unit.file_index].size_bytes;
       const uint64_t end = std::min(unit.range.end, file_size);
       bytes += end > unit.range.begin ? end - unit.range.begin : 0;
     }
-    size.bytes = static_cast<int64_t>(bytes / static_cast<uint64_t>(plan.record_stride));
+    size.bytes = static_cast<int64_t>(bytes * static_cast<uint64_t>(plan.record_width) /
+                                      static_cast<uint64_t>(plan.record_stride));
     size.records = pipeline::CountLocalRecords(spec, rank, world);
   } catch (const std::exception& e) {
     SF_LOG(Debug) << "straggler: the size of rank " << rank << "'s shard is unknown: " << e.what();

@@ -65,7 +65,11 @@ struct TrainerOptions : apps::ModelSetup {
   double clip_norm = 0;        // 0: no clipping
   NonfiniteOptions nonfinite;  // a NaN/Inf loss or gradient: fail or skip the step
   int64_t epochs = 1;
-  int64_t per_rank_batch = 32;
+  int64_t per_rank_batch = 32;  // this rank's (replica's)
+  // Every replica's batch when a global batch does not divide over the replicas (the first
+  // G mod R take one more: SplitGlobalBatch); empty: every replica takes per_rank_batch. Each
+  // step then weighs the replicas' gradients by their rows, so a step is the global batch's mean.
+  std::vector<int64_t> replica_batches;
   bool global_batch = false;        // train.batch_semantics = global (elastic resume keeps it)
   bool lr_scaled_by_ranks = false;  // train.lr_scaling = linear (the base LR has the rank count) //
                                     // for the report; batches come from the pipeline

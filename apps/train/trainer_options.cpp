@@ -65,13 +65,13 @@ std::string IdentityHash(const std::map<std::string, std::string>& values) {
 int64_t SetBatchSizes(apps::ExperimentConfig* c, int ranks) {
   int64_t per_rank = c->batch_size;
   if (c->batch_semantics == "global") {
-    if (c->batch_size % ranks != 0) {
+    if (c->batch_size < ranks) {
       throw Error(ErrorCode::kInvalidArgument,
-                  "global batch " + std::to_string(c->batch_size) + " is not divisible by " +
-                      std::to_string(ranks) + " ranks",
-                  {.key = "train.batch_size"});
+                  "global batch " + std::to_string(c->batch_size) + " is smaller than " +
+                      std::to_string(ranks) + " replicas: some would have no row",
+                  {.key = "train.batch_size", .hint = "at least one sample per replica"});
     }
-    per_rank = c->batch_size / ranks;
+    per_rank = c->batch_size / ranks;  // SetReplicaBatch: one more for some when uneven
   }
   c->data.data.batch_size = per_rank;
   c->data.data.epochs = 1;  // one pass; the trainer repeats after agreeing on steps
@@ -221,6 +221,19 @@ TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* c, int ranks,
   o.lr_scaled_by_ranks = c->lr_scaling == "linear";
   SetModelAndOptimizer(*c, replicas, &o);
   SetDistribution(*c, &o);
+  if (o.global_batch && c->batch_size % replicas != 0) {
+    const char* why = o.model_parallel.grid.model_parallel()
+                          ? "model-parallel replicas take equal batches (micro-batches)"
+                      : o.dynamic_sharding ? "dynamically sharded workers claim equal batches"
+                                           : nullptr;
+    if (why != nullptr) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "global batch " + std::to_string(c->batch_size) + " is not divisible by " +
+                      std::to_string(replicas) + " replicas: " + why,
+                  {.key = "train.batch_size"});
+    }
+    o.replica_batches = SplitGlobalBatch(c->batch_size, replicas);
+  }
   SetOutputs(*c, config_text, &o);
   o.tuning = {.parallel_calls = static_cast<int>(c->data.data.parallel_calls),
               .parallel_reads = static_cast<int>(c->data.data.parallel_reads),
@@ -233,6 +246,19 @@ TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* c, int ranks,
               // BuildInputPipeline reads with one thread when parallel_reads is auto.
               .parallel_reads_used = c->data.data.parallel_reads == pipeline::kAutotune ? 1 : 0};
   return o;
+}
+
+std::vector<int64_t> SplitGlobalBatch(int64_t global, int replicas) {
+  std::vector<int64_t> batches(static_cast<size_t>(replicas), global / replicas);
+  for (int64_t r = 0; r < global % replicas; ++r) ++batches[static_cast<size_t>(r)];
+  return batches;
+}
+
+void SetReplicaBatch(int index, apps::ExperimentConfig* c, TrainerOptions* o) {
+  if (o->replica_batches.empty()) return;
+  o->per_rank_batch = o->replica_batches.at(static_cast<size_t>(index));
+  c->data.data.batch_size = o->per_rank_batch;
+  c->data.data.shard_weights = o->replica_batches;
 }
 
 void DisownTrainerSetKeys(ConfigSchema& schema) {

@@ -2,7 +2,9 @@
 // Thread-safety: none; called once from the main thread.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "apps/common/experiment_config.hpp"
 #include "apps/train/trainer.hpp"
@@ -11,9 +13,21 @@ namespace shardflow::train {
 
 // The trainer's options for `ranks` ranks; fills the data specs' batch sizes (per rank) and
 // epochs. Throws Error(kInvalidArgument) naming the key for combinations that cannot work
-// (e.g. a global batch not divisible by the rank count).
+// (e.g. a global batch smaller than the replica count, or one that does not divide over
+// model-parallel replicas or dynamically sharded workers). A global batch that does not divide
+// otherwise is split unevenly (replica_batches; SetReplicaBatch picks this rank's).
 TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* config, int ranks,
                                   const std::string& config_text);
+
+// The batch of each of `replicas` replicas for a global batch `global` (>= replicas): the
+// quotient, and one more for the first `global % replicas`.
+std::vector<int64_t> SplitGlobalBatch(int64_t global, int replicas);
+
+// This rank's part of an uneven global batch (o->replica_batches not empty), as replica `index`
+// of the data: its batch in o->per_rank_batch and the training spec, and the ranks' shares of
+// the records in proportion to their batches (data.shard_weights), so that their shards last
+// the same number of steps. Nothing for equal batches.
+void SetReplicaBatch(int index, apps::ExperimentConfig* config, TrainerOptions* o);
 
 // Keys of [data] and [eval] that shardflow-train sets itself (the batch per rank from
 // train.batch_size, one pass per epoch, evaluation in order, whole and unaugmented): they are

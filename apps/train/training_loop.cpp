@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "apps/train/run_trace.hpp"
 #include "apps/train/training_loop.hpp"
@@ -125,12 +126,17 @@ void TrainingLoop::OpenInput(const StartPoint& start) {
       throw Error(ErrorCode::kInvalidArgument,
                   "the checkpoint was written by " + std::to_string(start.elastic_states.size()) +
                       " ranks; resuming on " + std::to_string(steps_->size()) +
-                      " reads records by their offsets, which needs data.format = tfrecord",
+                      " reads records by their offsets, which needs data.format = tfrecord, "
+                      "hdf5, csv, jsonl or text (uncompressed)",
                   {.key = "data.format", .hint = "resume on the checkpoint's rank count"});
     }
-    ElasticStart e = PlanElasticResume(
-        inputs_.factories, start.elastic_states, start.step, steps_->rank(), steps_->size(),
-        o_.per_rank_batch, o_.global_batch, o_.lr_scaled_by_ranks, plan_.steps_per_epoch, steps_);
+    const std::vector<int64_t> batches =
+        o_.replica_batches.empty()
+            ? std::vector<int64_t>(static_cast<size_t>(steps_->size()), o_.per_rank_batch)
+            : o_.replica_batches;
+    ElasticStart e = PlanElasticResume(inputs_.factories, start.elastic_states, start.step,
+                                       steps_->rank(), batches, o_.global_batch,
+                                       o_.lr_scaled_by_ranks, plan_.steps_per_epoch, steps_);
     if (chief()) SF_LOG(Warn) << e.summary;
     map_ = e.map;
     ids = std::move(e.ids);
@@ -393,7 +399,10 @@ void TrainingLoop::Summarize(int64_t steps) {
              .comm_s = parts[2] / size};
   s.ranks = job_.size();
   s.per_rank_batch = o_.per_rank_batch;
-  s.global_batch = o_.per_rank_batch * strategy_.data_parallel_size();
+  s.global_batch =
+      o_.replica_batches.empty()
+          ? o_.per_rank_batch * strategy_.data_parallel_size()
+          : std::accumulate(o_.replica_batches.begin(), o_.replica_batches.end(), int64_t{0});
   s.steps = steps;
   s.skipped_steps = skipped_steps_;
   s.batches_per_epoch = plan_.batches_per_epoch;

@@ -106,7 +106,7 @@ BuiltPipeline BuildPipeline(const DataOptions& o, const SourceFactory& factory, 
                          : o.only_records
                              ? RecordListPlan(*source, *o.only_records)
                              : PlanShards(source->Files(), source->SupportsByteRanges(),
-                                          o.shard_policy, num_ranks, rank);
+                                          o.shard_policy, num_ranks, rank, o.shard_weights);
 
   const int reads =
       o.parallel_reads == kAutotune ? std::min(4, DefaultCpuBudget()) : o.parallel_reads;

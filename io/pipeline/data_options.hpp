@@ -70,6 +70,9 @@ struct DataOptions {
   // row_ids: every decoded example gets feature kRowIdFeature (int64 scalar, its element id
   // MakeElementId(file, offset)), so batches name the records they hold.
   bool row_ids = false;
+  // Ranks' shares of the records (PlanShards' weights): the per-rank batches when a global batch
+  // does not divide over the ranks; empty: equal shares.
+  std::vector<int64_t> shard_weights;
   // When set, this rank reads exactly these records (element ids of a format with byte ranges),
   // in this order: no sharding, interleave, cache or shuffle (the order is the caller's).
   std::shared_ptr<const std::vector<int64_t>> only_records;

@@ -20,9 +20,9 @@ Dataset Dataset::FromRecordSource(std::shared_ptr<const RecordSource> source, co
                                   const InterleaveOptions& reads) {
   if (!source) throw Error(ErrorCode::kInvalidArgument, "FromRecordSource: null source");
   NodePtr units = MakeShardUnitsNode(source, plan);
-  const int stride = plan.record_stride, offset = plan.record_offset;
-  DatasetFn read = [source, stride, offset](const Element& unit) {
-    return MakeReadUnitNode(source, UnitFromElement(unit), stride, offset);
+  const int stride = plan.record_stride, offset = plan.record_offset, width = plan.record_width;
+  DatasetFn read = [source, stride, offset, width](const Element& unit) {
+    return MakeReadUnitNode(source, UnitFromElement(unit), stride, offset, width);
   };
   return Dataset(MakeInterleaveNode(units, std::move(read), reads));
 }

@@ -254,7 +254,7 @@ int64_t CountLocalRecords(const InputSpec& spec, int rank, int world) {
   CheckSpec(spec);
   const auto source = OpenSpecSource(spec);
   const ShardPlan plan = PlanShards(source->Files(), source->SupportsByteRanges(),
-                                    spec.data.shard_policy, world, rank);
+                                    spec.data.shard_policy, world, rank, spec.data.shard_weights);
   return CountPlannedRecords(*source, plan);
 }
 
@@ -324,7 +324,7 @@ int64_t CountLocalTrainingBatches(const InputSpec& spec, int rank, int world) {
   if (batches > 0) return batches;
   const auto source = OpenSpecSource(spec);
   const ShardPlan plan = PlanShards(source->Files(), source->SupportsByteRanges(),
-                                    spec.data.shard_policy, world, rank);
+                                    spec.data.shard_policy, world, rank, spec.data.shard_weights);
   // This rank's files and the records it reads from each.
   std::string parts;
   int64_t records = 0;

@@ -7,6 +7,17 @@
 namespace shardflow::pipeline {
 namespace {
 
+// A record filter's width in a node's description ("" for 1: descriptions of unweighted plans
+// are as they were).
+std::string WidthSuffix(int width) {
+  std::string out;
+  if (width != 1) {
+    out.push_back('x');
+    out.append(std::to_string(width));
+  }
+  return out;
+}
+
 Tensor Scalar(int64_t v) {
   Tensor t(DType::kInt64, {});
   *t.data<int64_t>() = v;
@@ -35,7 +46,7 @@ class ShardUnitsNode : public DatasetNode {
     }
     if (plan_.next_unit) d += "provided;";
     return d + "stride=" + std::to_string(plan_.record_stride) + "/" +
-           std::to_string(plan_.record_offset) + ")";
+           std::to_string(plan_.record_offset) + WidthSuffix(plan_.record_width) + ")";
   }
   int64_t Cardinality() const override {
     return plan_.next_unit ? kUnknownCardinality : static_cast<int64_t>(plan_.units.size());
@@ -91,8 +102,9 @@ std::unique_ptr<Iterator> ShardUnitsNode::MakeIterator(const IteratorContext& ct
 
 class ReadUnitNode : public DatasetNode {
  public:
-  ReadUnitNode(std::shared_ptr<const RecordSource> source, ShardUnit unit, int stride, int offset)
-      : source_(std::move(source)), unit_(unit), stride_(stride), offset_(offset) {
+  ReadUnitNode(std::shared_ptr<const RecordSource> source, ShardUnit unit, int stride, int offset,
+               int width)
+      : source_(std::move(source)), unit_(unit), stride_(stride), offset_(offset), width_(width) {
     const auto& files = source_->Files();
     if (unit_.file_index >= files.size()) {
       throw Error(ErrorCode::kInternal, "shard unit names file " +
@@ -105,12 +117,12 @@ class ReadUnitNode : public DatasetNode {
   std::string Describe() const override {
     return "read(" + *file_ + "@" + std::to_string(unit_.range.begin) + "-" +
            std::to_string(unit_.range.end) + ",stride=" + std::to_string(stride_) + "/" +
-           std::to_string(offset_) + ")";
+           std::to_string(offset_) + WidthSuffix(width_) + ")";
   }
 
   std::shared_ptr<const RecordSource> source_;
   ShardUnit unit_;
-  int stride_, offset_;
+  int stride_, offset_, width_;  // keep (record + file) % stride in [offset, offset + width)
   std::shared_ptr<const std::string> file_;
 };
 
@@ -136,7 +148,8 @@ class ReadUnitIterator : public SequentialIterator {
                         "record shard policy needs record indices from the reader");
           }
           const int64_t k = e.where.record + static_cast<int64_t>(node_->unit_.file_index);
-          if (k % node_->stride_ != node_->offset_) continue;
+          const int64_t slot = k % node_->stride_ - node_->offset_;
+          if (slot < 0 || slot >= node_->width_) continue;
         }
         e.where.file = node_->file_;
         e.where.file_index = where.file_index;
@@ -182,8 +195,9 @@ NodePtr MakeShardUnitsNode(std::shared_ptr<const RecordSource> source, const Sha
 }
 
 NodePtr MakeReadUnitNode(std::shared_ptr<const RecordSource> source, const ShardUnit& unit,
-                         int record_stride, int record_offset) {
-  return std::make_shared<ReadUnitNode>(std::move(source), unit, record_stride, record_offset);
+                         int record_stride, int record_offset, int record_width) {
+  return std::make_shared<ReadUnitNode>(std::move(source), unit, record_stride, record_offset,
+                                        record_width);
 }
 
 ShardUnit UnitFromElement(const Element& e) {

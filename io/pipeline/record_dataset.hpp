@@ -20,7 +20,7 @@ namespace shardflow::pipeline {
 
 NodePtr MakeShardUnitsNode(std::shared_ptr<const RecordSource> source, const ShardPlan& plan);
 NodePtr MakeReadUnitNode(std::shared_ptr<const RecordSource> source, const ShardUnit& unit,
-                         int record_stride, int record_offset);
+                         int record_stride, int record_offset, int record_width = 1);
 // The unit an element of MakeShardUnitsNode describes.
 ShardUnit UnitFromElement(const Element& unit_element);
 

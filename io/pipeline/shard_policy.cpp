@@ -31,25 +31,51 @@ const char* ShardPolicyName(ShardPolicy policy) {
 
 namespace {
 
-// Bytes per rank under round-robin file assignment: max and min.
-std::pair<uint64_t, uint64_t> FileBalance(const std::vector<FileInfo>& files, int num_ranks) {
+// Bytes per rank under round-robin file assignment, per unit of weight: max and min.
+std::pair<uint64_t, uint64_t> FileBalance(const std::vector<FileInfo>& files, int num_ranks,
+                                          const std::vector<int64_t>& weights) {
   std::vector<uint64_t> per_rank(num_ranks, 0);
   for (size_t i = 0; i < files.size(); ++i) per_rank[i % num_ranks] += files[i].size_bytes;
+  if (!weights.empty()) {
+    for (int r = 0; r < num_ranks; ++r) per_rank[r] /= static_cast<uint64_t>(weights[r]);
+  }
   auto [lo, hi] = std::minmax_element(per_rank.begin(), per_rank.end());
   return {*hi, *lo};
+}
+
+// Checks `weights` (empty, or one >= 1 per rank) and returns their sum and rank's running sum
+// before it ({P, rank} without weights).
+std::pair<uint64_t, uint64_t> WeightSpan(const std::vector<int64_t>& weights, int num_ranks,
+                                         int rank) {
+  if (weights.empty()) return {static_cast<uint64_t>(num_ranks), static_cast<uint64_t>(rank)};
+  if (weights.size() != static_cast<size_t>(num_ranks) ||
+      *std::min_element(weights.begin(), weights.end()) < 1) {
+    throw Error(ErrorCode::kInvalidArgument, "shard weights need one weight >= 1 for each of " +
+                                                 std::to_string(num_ranks) + " ranks (got " +
+                                                 std::to_string(weights.size()) + ")");
+  }
+  uint64_t total = 0, before = 0;
+  for (int r = 0; r < num_ranks; ++r) {
+    if (r == rank) before = total;
+    total += static_cast<uint64_t>(weights[r]);
+  }
+  return {total, before};
 }
 
 }  // namespace
 
 ShardPlan PlanShards(const std::vector<FileInfo>& files, bool supports_byte_ranges,
-                     ShardPolicy policy, int num_ranks, int rank) {
+                     ShardPolicy policy, int num_ranks, int rank,
+                     const std::vector<int64_t>& weights) {
   if (num_ranks < 1 || rank < 0 || rank >= num_ranks) {
     throw Error(ErrorCode::kInvalidArgument, "invalid rank " + std::to_string(rank) + " of " +
                                                  std::to_string(num_ranks) + " for sharding");
   }
+  const auto [total_weight, weight_before] = WeightSpan(weights, num_ranks, rank);
+  const uint64_t weight = weights.empty() ? 1 : static_cast<uint64_t>(weights[rank]);
   ShardPlan plan;
   if (policy == ShardPolicy::kAuto) {
-    auto [hi, lo] = FileBalance(files, num_ranks);
+    auto [hi, lo] = FileBalance(files, num_ranks, weights);
     if (num_ranks == 1) {
       plan.policy = ShardPolicy::kFile;
       plan.reason = "one rank: reads every file";
@@ -77,8 +103,9 @@ ShardPlan PlanShards(const std::vector<FileInfo>& files, bool supports_byte_rang
       break;
     case ShardPolicy::kRecord:
       for (size_t i = 0; i < files.size(); ++i) plan.units.push_back({i, {}});
-      plan.record_stride = num_ranks;
-      plan.record_offset = rank;
+      plan.record_stride = static_cast<int>(total_weight);
+      plan.record_offset = static_cast<int>(weight_before);
+      plan.record_width = static_cast<int>(weight);
       break;
     case ShardPolicy::kByteRange:
       if (!supports_byte_ranges) {
@@ -87,15 +114,16 @@ ShardPlan PlanShards(const std::vector<FileInfo>& files, bool supports_byte_rang
                     {.key = "shard_policy", .hint = "use record or file"});
       }
       for (size_t i = 0; i < files.size(); ++i) {
-        // Range r = [size*r/P, size*(r+1)/P); the last range is open-ended so records past
-        // a stale size are still read by someone.
+        // Range r = [size*W_r/W, size*W_{r+1}/W) (W_r: the weights before rank r, r without
+        // weights; W their sum); the last range is open-ended so records past a stale size are
+        // still read by someone.
         const uint64_t size = files[i].size_bytes;
-        const uint64_t p = static_cast<uint64_t>(num_ranks);
-        // floor(size * r / p) without overflowing 64 bits.
-        auto cut = [&](uint64_t r) { return size / p * r + size % p * r / p; };
+        const uint64_t p = total_weight;
+        // floor(size * w / p) without overflowing 64 bits.
+        auto cut = [&](uint64_t w) { return size / p * w + size % p * w / p; };
         ByteRange range;
-        range.begin = cut(rank);
-        if (rank + 1 < num_ranks) range.end = cut(rank + 1);
+        range.begin = cut(weight_before);
+        if (rank + 1 < num_ranks) range.end = cut(weight_before + weight);
         plan.units.push_back({i, range});
       }
       break;
@@ -110,7 +138,8 @@ namespace {
 void NeedByteRanges(const RecordSource& source) {
   if (!source.SupportsByteRanges()) {
     throw Error(ErrorCode::kInvalidArgument,
-                "reading a list of records needs a format with byte ranges (tfrecord), not " +
+                "reading a list of records needs a format with byte ranges (uncompressed "
+                "tfrecord, csv, jsonl or text files; hdf5), not " +
                     source.FormatDescription());
   }
 }

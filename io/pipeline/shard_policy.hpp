@@ -12,9 +12,16 @@
 //  auto        file when every rank gets at least one file and the heaviest rank's bytes are
 //              within 25% of the lightest's; otherwise byte_range when the format supports it,
 //              otherwise record. The chosen policy and the reason are returned for logging.
+// Weights (uneven per-rank batches: a global batch that does not divide over the ranks): rank r
+// of weight w_r takes a share w_r / sum(w) — record keeps (k + f) mod sum(w) in
+// [w_0 + .. + w_{r-1}, + w_r), byte_range cuts each file at the weights' running sums, auto
+// compares bytes per weight; file deals whole files round-robin as without weights. Without
+// weights the plan is the unweighted one above (equal weights give another record order: pass
+// none for equal batches).
 // Ranks come in as plain ints: io never includes comm.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -42,15 +49,24 @@ struct ShardPlan {
   // When set, the units come from this function instead, one at a time until it returns
   // nullopt (dynamic sharding: RecordProviderPlan). Called on the pipeline's thread.
   std::function<std::optional<ShardUnit>()> next_unit;
-  int record_stride = 1;  // record policy: keep (k + f) % stride == offset
+  int record_stride = 1;  // record policy: keep (k + f) % stride in [offset, offset + width)
   int record_offset = 0;
+  int record_width = 1;
+  // Whether the record policy keeps record k of file `file` (always true for the others).
+  bool KeepsRecord(int64_t k, size_t file) const {
+    if (policy != ShardPolicy::kRecord || record_stride <= 1) return true;
+    const int64_t slot = (k + static_cast<int64_t>(file)) % record_stride - record_offset;
+    return slot >= 0 && slot < record_width;
+  }
   std::string reason;  // why this policy (auto) — for the log
 };
 
-// REQUIRES: 0 <= rank < num_ranks. Throws Error(kInvalidArgument) for bad ranks or for
-// byte_range on a source without byte-range support.
+// REQUIRES: 0 <= rank < num_ranks; `weights` empty or one >= 1 per rank. Throws
+// Error(kInvalidArgument) for bad ranks or weights, or for byte_range on a source without
+// byte-range support.
 ShardPlan PlanShards(const std::vector<FileInfo>& files, bool supports_byte_ranges,
-                     ShardPolicy policy, int num_ranks, int rank);
+                     ShardPolicy policy, int num_ranks, int rank,
+                     const std::vector<int64_t>& weights = {});
 
 // A plan that reads exactly the records `ids` names (element ids, MakeElementId(file, offset)),
 // in that order: one unit per record, the byte range [offset, offset + 1) of its file (the

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "core/error.hpp"
@@ -22,12 +24,19 @@ Tensor Ids(const std::vector<int64_t>& ids) {
   return t;
 }
 
-// `n` records 0..n-1; rank r of `world` reads i % world == r, in order (one pass).
+// `n` records 0..n-1; rank r of `world` reads i % world == r, in order (one pass); with
+// weights w, i % sum(w) in [w_0 + .. + w_{r-1}, + w_r) (as the record shard policy).
 InputFactories Factories(int64_t n) {
   InputFactories f;
-  f.regular = [n](int rank, int world, int64_t batch) {
+  f.regular = [n](int rank, int world, int64_t batch, const std::vector<int64_t>& weights) {
+    std::vector<int64_t> w = weights;
+    if (w.empty()) w.assign(static_cast<size_t>(world), 1);
+    const int64_t total = std::accumulate(w.begin(), w.end(), int64_t{0});
+    const int64_t from = std::accumulate(w.begin(), w.begin() + rank, int64_t{0});
     std::vector<int64_t> mine;
-    for (int64_t i = rank; i < n; i += world) mine.push_back(i);
+    for (int64_t i = 0; i < n; ++i) {
+      if (i % total >= from && i % total < from + w[static_cast<size_t>(rank)]) mine.push_back(i);
+    }
     return Dataset::FromTensors({{pipeline::kRowIdFeature, Ids(mine)}}).Batch(batch, false);
   };
   f.records = [](std::shared_ptr<const std::vector<int64_t>> ids, int64_t batch) {
@@ -106,15 +115,22 @@ struct Elastic {
   std::vector<ElasticStart> starts;
 };
 
-Elastic Simulate(int64_t n, int old_world, int64_t old_batch, int64_t steps, int world,
-                 int64_t batch) {
+// Uneven batches (a global batch that does not divide): the old ranks' shards follow them.
+Elastic Simulate(int64_t n, const std::vector<int64_t>& old_batches, int64_t steps,
+                 const std::vector<int64_t>& batches) {
   const InputFactories f = Factories(n);
+  const int old_world = static_cast<int>(old_batches.size());
+  const bool uneven = *std::min_element(old_batches.begin(), old_batches.end()) !=
+                      *std::max_element(old_batches.begin(), old_batches.end());
+  const std::vector<int64_t> weights = uneven ? old_batches : std::vector<int64_t>{};
+  const int64_t old_global = std::accumulate(old_batches.begin(), old_batches.end(), int64_t{0});
   EpochMap map;
-  map.steps_per_epoch = (n / old_world + old_batch - 1) / old_batch;  // n divides in the tests
+  map.steps_per_epoch = n / old_global;  // n divides in the tests
   Elastic out;
   std::vector<std::string> states;
   for (int r = 0; r < old_world; ++r) {
-    RankInput in(f, f.regular(r, old_world, old_batch), map, 0, {}, old_batch, nullptr);
+    const int64_t old_batch = old_batches[static_cast<size_t>(r)];
+    RankInput in(f, f.regular(r, old_world, old_batch, weights), map, 0, {}, old_batch, nullptr);
     pipeline::Element batch;
     for (int64_t s = 0; s < steps; ++s) {
       EXPECT_TRUE(in.Next(s, &batch));
@@ -124,13 +140,20 @@ Elastic Simulate(int64_t n, int old_world, int64_t old_batch, int64_t steps, int
     }
     states.push_back(EncodeSavedInput(in.Save(steps, old_world, 1.0)));
   }
-  const int64_t spe = (n / world + batch - 1) / batch;
+  const int world = static_cast<int>(batches.size());
+  const int64_t spe = n / std::accumulate(batches.begin(), batches.end(), int64_t{0});
   for (int j = 0; j < world; ++j) {
-    out.starts.push_back(PlanElasticResume(f, states, steps, j, world, batch, /*global_batch=*/true,
+    out.starts.push_back(PlanElasticResume(f, states, steps, j, batches, /*global_batch=*/true,
                                            /*lr_scaled_by_ranks=*/false, spe));
     for (int64_t id : out.starts.back().ids) ++out.trained[id];
   }
   return out;
+}
+
+Elastic Simulate(int64_t n, int old_world, int64_t old_batch, int64_t steps, int world,
+                 int64_t batch) {
+  return Simulate(n, std::vector<int64_t>(static_cast<size_t>(old_world), old_batch), steps,
+                  std::vector<int64_t>(static_cast<size_t>(world), batch));
 }
 
 TEST(ElasticResume, ShrinkContinuesTheEpochWithEveryRecordOnce) {
@@ -176,9 +199,45 @@ TEST(ElasticResume, AtAnEpochEndStartsTheNextEpochFresh) {
   }
 }
 
+TEST(ElasticResume, UnevenBatchesKeepTheGlobalBatchAndEveryRecordOnce) {
+  // 4 ranks x 6 stopped 1 step into epoch 1 (216 left); on 5 ranks the global batch 24 is
+  // 5+5+5+5+4: 9 full steps, each rank its own batch a step.
+  const Elastic grow = Simulate(240, {6, 6, 6, 6}, 11, {5, 5, 5, 5, 4});
+  ASSERT_EQ(grow.trained.size(), 240u);
+  for (const auto& [id, times] : grow.trained) EXPECT_EQ(times, 1) << "record " << id;
+  for (size_t j = 0; j < grow.starts.size(); ++j) {
+    EXPECT_EQ(grow.starts[j].map.rem_end - grow.starts[j].map.rem_begin, 9);
+    EXPECT_EQ(grow.starts[j].ids.size(), j < 4 ? 45u : 36u);
+    EXPECT_EQ(grow.starts[j].left_out, 0);
+  }
+  EXPECT_NE(grow.starts[0].summary.find("per-rank batch 6 -> 4..5 (global 24 -> 24)"),
+            std::string::npos)
+      << grow.starts[0].summary;
+  // And from the uneven run (its shards by weight) back to 4 ranks, from inside epoch 1.
+  const Elastic shrink = Simulate(240, {5, 5, 5, 5, 4}, 12, {6, 6, 6, 6});
+  ASSERT_EQ(shrink.trained.size(), 240u);
+  for (const auto& [id, times] : shrink.trained) EXPECT_EQ(times, 1) << "record " << id;
+}
+
+TEST(ElasticResume, UnevenLastStepGivesEveryRankARowWithinItsBatch) {
+  // 2 ranks x 5 stopped 8 steps in: 170 left. On 7 ranks with global batch 9 (2,2,1,1,1,1,1):
+  // 18 full steps and a last one of 8 rows; split evenly that would give rank 6 two rows, more
+  // than its batch: the extra one goes to rank 0.
+  const std::vector<int64_t> batches = {2, 2, 1, 1, 1, 1, 1};
+  const Elastic e = Simulate(250, {5, 5}, 8, batches);
+  ASSERT_EQ(e.trained.size(), 250u);
+  for (const auto& [id, times] : e.trained) EXPECT_EQ(times, 1) << "record " << id;
+  const std::vector<size_t> want = {38, 37, 19, 19, 19, 19, 19};
+  for (size_t j = 0; j < batches.size(); ++j) {
+    EXPECT_EQ(e.starts[j].left_out, 0);
+    EXPECT_EQ(e.starts[j].map.rem_end - e.starts[j].map.rem_begin, 19);
+    EXPECT_EQ(e.starts[j].ids.size(), want[j]) << "rank " << j;
+  }
+}
+
 TEST(ElasticResume, RefusesStatesFromBeforeElasticResume) {
   EXPECT_THROW(
-      PlanElasticResume(Factories(8), {"old state", "old state"}, 3, 0, 1, 4, true, false, 2),
+      PlanElasticResume(Factories(8), {"old state", "old state"}, 3, 0, {4}, true, false, 2),
       Error);
 }
 

@@ -8,6 +8,7 @@
 
 #include "io/pipeline/list_files.hpp"
 #include "io/pipeline/shard_policy.hpp"
+#include "io/pipeline/sources/record_index.hpp"
 #include "io/pipeline/step_count.hpp"
 #include "pipeline_test_util.hpp"
 #include "tests/support/test_paths.hpp"
@@ -30,23 +31,55 @@ std::multiset<std::string> AllRecords(const InMemoryRecordSource& source) {
   return all;
 }
 
-void ExpectExactlyOnce(int64_t total, int files, ShardPolicy policy, int ranks,
-                       const InterleaveOptions& reads = {}) {
+// Returns each rank's record count.
+std::vector<int64_t> ExpectExactlyOnce(int64_t total, int files, ShardPolicy policy, int ranks,
+                                       const InterleaveOptions& reads = {},
+                                       const std::vector<int64_t>& weights = {}) {
   SCOPED_TRACE(std::string(ShardPolicyName(policy)) + " total=" + std::to_string(total) +
                " files=" + std::to_string(files) + " ranks=" + std::to_string(ranks));
   auto source = UnevenFiles(total, files);
   std::multiset<std::string> seen;
   std::set<int64_t> ids;
+  std::vector<int64_t> counts;
   for (int rank = 0; rank < ranks; ++rank) {
-    ShardPlan plan = PlanShards(source->Files(), true, policy, ranks, rank);
+    ShardPlan plan = PlanShards(source->Files(), true, policy, ranks, rank, weights);
+    counts.push_back(0);
     for (const auto& e : Drain(Dataset::FromRecordSource(source, plan, reads))) {
       seen.insert(RecordText(e));
       EXPECT_TRUE(ids.insert(e.id).second) << "duplicate id " << e.id;
       EXPECT_EQ(*e.where.file, source->Files()[e.where.file_index].name);
+      ++counts.back();
     }
+    EXPECT_EQ(counts.back(), CountPlannedRecords(*source, plan)) << "rank " << rank;
   }
   EXPECT_EQ(seen.size(), static_cast<size_t>(total));
   EXPECT_TRUE(seen == AllRecords(*source));
+  return counts;
+}
+
+// Uneven per-rank batches (a global batch that does not divide): shares follow the weights,
+// every record still read once.
+TEST(PipelineSharding, WeightedSharesFollowTheBatches) {
+  const std::vector<int64_t> weights = {3, 3, 2};  // a global batch of 8 on 3 ranks
+  for (ShardPolicy policy : {ShardPolicy::kRecord, ShardPolicy::kByteRange}) {
+    const std::vector<int64_t> counts =
+        ExpectExactlyOnce(8000, 5, policy, 3, /*reads=*/{}, weights);
+    for (size_t r = 0; r < weights.size(); ++r) {
+      // Record: exact to within one record a file; byte range: by bytes (records vary in size).
+      EXPECT_NEAR(static_cast<double>(counts[r]), 1000.0 * static_cast<double>(weights[r]),
+                  policy == ShardPolicy::kRecord ? 5 : 150)
+          << ShardPolicyName(policy) << " rank " << r;
+    }
+  }
+  ExpectExactlyOnce(8000, 5, ShardPolicy::kFile, 3, {}, weights);
+  ExpectExactlyOnce(8000, 5, ShardPolicy::kAuto, 3, {}, weights);
+  ExpectExactlyOnce(0, 2, ShardPolicy::kRecord, 3, {}, weights);
+  ExpectExactlyOnce(7, 1, ShardPolicy::kRecord, 3, {}, {1, 5, 1});
+  ExpectExactlyOnce(7, 3, ShardPolicy::kByteRange, 3, {}, {1, 5, 1});
+  // A weight per rank, each >= 1.
+  auto source = UnevenFiles(10, 2);
+  EXPECT_THROW(PlanShards(source->Files(), true, ShardPolicy::kRecord, 3, 0, {1, 2}), Error);
+  EXPECT_THROW(PlanShards(source->Files(), true, ShardPolicy::kRecord, 2, 0, {0, 2}), Error);
 }
 
 TEST(PipelineSharding, ExactlyOnceEveryPolicyOneToFourRanks) {

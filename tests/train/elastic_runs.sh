@@ -30,8 +30,14 @@
 #            servers' slices change too); the workers' saved inputs are dealt as above.
 #   hdf5     shrink (4 -> 2) on the same records converted to one HDF5 file: rows are found
 #            again by their index.
-#   refuse   global batch 24 on 5 ranks: exit 2 naming train.batch_size; a checkpoint of 4
-#            ranks resumed with data from another format is not tested here (tfrecord only).
+#   uneven   one file of 240 records; 4 ranks stopped at 13, resumed on 5: the global batch 24
+#            does not divide, so ranks 0-3 take 5 rows and rank 4 takes 4 (each step weighs the
+#            gradients by rows); the remainder is dealt by those batches and epoch 2 is a fresh
+#            5-rank epoch whose record shares follow the batches (10 steps, every record once).
+#   csv      shrink (4 -> 2) on the same records as one CSV file (pixels as 784 columns): lines
+#            are found again by their byte offsets.
+#   refuse   global batch 3 on 4 ranks: exit 2 naming train.batch_size (no row for one rank);
+#            5 over 2 model-parallel replicas (equal batches needed): the same.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -161,15 +167,63 @@ assert before and after, "no lr lines"
 assert abs(after[0] / before[-1] - 2 / 3) < 0.02, (before[-1], after[0])
 PY
   ;;
+uneven)
+  convert 1 $records data/el
+  SHARDFLOW_TEST_ROW_IDS=ids_a stop_run 4 11 a.log
+  SHARDFLOW_TEST_ROW_IDS=ids_b finish_run 5 b.log
+  grep -q "batch: 4..5 per rank x 5 ranks = 24 global (global semantics; it does not divide" b.log ||
+    { cat b.log; fail "no uneven batch line"; }
+  grep -q "elastic resume: 4 -> 5 ranks at step 13, per-rank batch 6 -> 4..5 (global 24 -> 24); epoch 1 continues with the 168 records its ranks had left, in 7 steps" b.log ||
+    { cat b.log; fail "no elastic resume line"; }
+  check $records 30 "$(left_out b.log)" ids_a ids_b
+  grep -q '"global_batch": 24' run/summary.json || fail "summary.json global batch"
+  ;;
+csv | jsonl)
+  # Lines are found again by their byte offsets (CSV: quoted fields with a line break on the way
+  # make a wrong offset show).
+  mkdir -p data
+  $py - "$records" <<'PY'
+import json, random, sys
+n = int(sys.argv[1])
+rng = random.Random(3)
+with open("data/el.csv", "w") as csv, open("data/el.jsonl", "w") as js:
+    csv.write('x1,x2,note,label\n')
+    for i in range(n):
+        x1, x2 = rng.gauss(0, 1), rng.gauss(0, 1)
+        label = int(x1 + x2 > 0)
+        note = '"two\nlines"' if i % 50 == 7 else "n%d" % i
+        csv.write("%.5f,%.5f,%s,%d\n" % (x1, x2, note, label))
+        js.write(json.dumps({"x": [x1, x2], "label": label}) + "\n")
+PY
+  if [ "$mode" = csv ]; then
+    common[0]=--data.files=data/el.csv
+    common+=(--data.format=csv --data.features= --data.csv_columns=x1:float32,x2:float32,label:int64
+             --data.assemble=x1,x2 --model.input_feature=input)
+  else
+    common[0]=--data.files=data/el.jsonl
+    common+=(--data.format=jsonl --data.features= --data.json_schema='x:float32[2],label:int64'
+             --model.input_feature=x)
+  fi
+  common+=(--model.input_shape=2 --model.spec='dense:8, relu, dense:2' --model.label_feature=label)
+  SHARDFLOW_TEST_ROW_IDS=ids_a stop_run 4 11 a.log
+  SHARDFLOW_TEST_ROW_IDS=ids_b finish_run 2 b.log
+  grep -q "elastic resume: 4 -> 2 ranks at step 13, per-rank batch 6 -> 12 (global 24 -> 24); epoch 1 continues with the 168 records its ranks had left, in 7 steps" b.log ||
+    { cat b.log; fail "no elastic resume line"; }
+  check $records 30 "$(left_out b.log)" ids_a ids_b
+  ;;
 refuse)
   convert 3 $records data/el
   rc=0
-  run_train 1 a.log "${common[@]}" --train.epochs=1 || rc=$?
-  [ $rc -eq 0 ] || { cat a.log; fail "1-rank run failed"; }
-  run_train 5 b.log "${common[@]}" --resume || rc=$?
+  run_train 4 b.log "${common[@]}" --train.batch_size=3 || rc=$?
   [ $rc -eq 2 ] || { cat b.log; fail "exit status $rc, wanted 2"; }
-  grep -q "global batch 24 is not divisible by 5 ranks.*train.batch_size" b.log ||
+  grep -q "global batch 3 is smaller than 4 replicas.*train.batch_size" b.log ||
     { cat b.log; fail "no batch error"; }
+  # Model-parallel replicas need equal batches: 5 over 2 replicas of 2 stages is refused.
+  rc=0
+  run_train 4 c.log "${common[@]}" --train.batch_size=5 --dist.pipeline_stages=2 || rc=$?
+  [ $rc -eq 2 ] || { cat c.log; fail "model-parallel: exit status $rc, wanted 2"; }
+  grep -q "global batch 5 is not divisible by 2 replicas: model-parallel replicas take equal batches.*train.batch_size" c.log ||
+    { cat c.log; fail "no model-parallel batch error"; }
   ;;
 *) fail "unknown mode" ;;
 esac

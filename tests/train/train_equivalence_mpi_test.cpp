@@ -7,6 +7,7 @@
 #include <random>
 
 #include "apps/train/trainer.hpp"
+#include "apps/train/trainer_options.hpp"
 #include "core/error.hpp"
 
 namespace shardflow::train {
@@ -16,14 +17,14 @@ constexpr int64_t kRows = 6 * 8 * 4;  // divisible by every tested global batch
 constexpr int64_t kFeatures = 12;
 
 // A learnable toy problem: 3 classes from a random linear map of the features.
-std::pair<Tensor, Tensor> MakeData() {
-  Tensor x(DType::kFloat32, {kRows, kFeatures});
-  Tensor y(DType::kInt64, {kRows});
+std::pair<Tensor, Tensor> MakeData(int64_t rows = kRows) {
+  Tensor x(DType::kFloat32, {rows, kFeatures});
+  Tensor y(DType::kInt64, {rows});
   std::mt19937 gen(7);
   std::normal_distribution<float> normal;
   float* xs = x.data<float>();
-  for (int64_t i = 0; i < kRows * kFeatures; ++i) xs[i] = normal(gen);
-  for (int64_t r = 0; r < kRows; ++r) {
+  for (int64_t i = 0; i < rows * kFeatures; ++i) xs[i] = normal(gen);
+  for (int64_t r = 0; r < rows; ++r) {
     const float s = xs[r * kFeatures] + 0.5f * xs[r * kFeatures + 1] - xs[r * kFeatures + 2];
     y.data<int64_t>()[r] = s < -0.5f ? 0 : (s < 0.5f ? 1 : 2);
   }
@@ -120,6 +121,57 @@ INSTANTIATE_TEST_SUITE_P(Modes, EquivalenceTest,
                            name += comm::AlgorithmName(info.param.algorithm);
                            return name;
                          });
+
+// A global batch that does not divide over the ranks (train.batch_semantics = global, e.g. 24
+// on 5 ranks after an elastic resume): the first G mod P ranks take one row more, and every
+// step weighs the ranks' gradients by their rows, so the step is the global batch's mean:
+// the same parameters as one rank with batch G.
+TEST(UnevenBatchesTest, RanksWithUnevenBatchesMatchOneRankWithTheGlobalBatch) {
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  const int64_t global = 4 * ranks + 1;  // never divisible by ranks > 1
+  const int64_t rows = 12 * global;
+  auto [x, y] = MakeData(rows);
+  const TrainResult single =
+      Train(comm::Group::kSelf, x, y, Options(global, true, comm::AllreduceAlgorithm::kAuto));
+  const std::vector<int64_t> batches = SplitGlobalBatch(global, ranks);
+  // This rank's rows of every global batch: after the batches of the ranks before it.
+  int64_t before = 0;
+  for (int r = 0; r < rank; ++r) before += batches[r];
+  const int64_t b = batches[rank];
+  Tensor rx(DType::kFloat32, {rows / global * b, kFeatures});
+  Tensor ry(DType::kInt64, {rows / global * b});
+  int64_t out = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (r % global < before || r % global >= before + b) continue;
+    std::copy_n(x.data<float>() + r * kFeatures, kFeatures, rx.data<float>() + out * kFeatures);
+    ry.data<int64_t>()[out++] = y.data<int64_t>()[r];
+  }
+  TrainerOptions o = Options(b, true, comm::AllreduceAlgorithm::kAuto);
+  if (ranks > 1) o.replica_batches = batches;
+  const TrainResult multi = Train(comm::Group::kWorld, rx, ry, o);
+  ASSERT_EQ(single.params.size(), multi.params.size());
+  double max_diff = 0;
+  for (size_t i = 0; i < single.params.size(); ++i) {
+    max_diff = std::max(max_diff, std::fabs(double(single.params[i]) - multi.params[i]));
+  }
+  EXPECT_LT(max_diff, 2e-5) << "parameters differ after " << multi.summary.steps << " steps";
+  EXPECT_EQ(multi.summary.steps, 2 * 12);
+  EXPECT_EQ(multi.summary.global_batch, global);
+  EXPECT_NEAR(*multi.summary.test_accuracy, *single.summary.test_accuracy, 1e-9);
+  // Weighting by rows matters: the unweighted mean of the ranks' means is another step.
+  if (ranks > 1) {
+    TrainerOptions unweighted = o;
+    unweighted.replica_batches.clear();
+    const TrainResult plain = Train(comm::Group::kWorld, rx, ry, unweighted);
+    double plain_diff = 0;
+    for (size_t i = 0; i < single.params.size(); ++i) {
+      plain_diff = std::max(plain_diff, std::fabs(double(single.params[i]) - plain.params[i]));
+    }
+    EXPECT_GT(plain_diff, 1e-4) << "the test cannot tell weighted from unweighted steps";
+  }
+}
 
 TEST(UnevenShardsTest, RanksAgreeOnStepsAndNothingHangs) {
   int rank = 0, ranks = 1;

@@ -13,13 +13,8 @@ int64_t CountPlannedRecords(const RecordSource& source, const ShardPlan& plan) {
       const auto lo = std::lower_bound(offsets.begin(), offsets.end(), unit.range.begin);
       const auto hi = std::lower_bound(offsets.begin(), offsets.end(), unit.range.end);
       if (plan.policy == ShardPolicy::kRecord) {
-        // Keep record k when (k + file) % stride == offset (shard_policy.hpp).
         for (auto it = lo; it != hi; ++it) {
-          const int64_t k = it - offsets.begin();
-          if ((k + static_cast<int64_t>(unit.file_index)) % plan.record_stride ==
-              plan.record_offset) {
-            ++total;
-          }
+          if (plan.KeepsRecord(it - offsets.begin(), unit.file_index)) ++total;
         }
       } else {
         total += hi - lo;
@@ -31,11 +26,7 @@ int64_t CountPlannedRecords(const RecordSource& source, const ShardPlan& plan) {
     int64_t k = 0;
     while (reader->Next(&e)) {
       const int64_t rec = e.where.record >= 0 ? e.where.record : k;
-      if (plan.policy != ShardPolicy::kRecord ||
-          (rec + static_cast<int64_t>(unit.file_index)) % plan.record_stride ==
-              plan.record_offset) {
-        ++total;
-      }
+      if (plan.KeepsRecord(rec, unit.file_index)) ++total;
       ++k;
     }
   }
