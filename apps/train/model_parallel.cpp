@@ -65,6 +65,7 @@ class ModelParallelStrategy final : public Strategy {
                       const std::string& iterator_state) override;
   int data_parallel_size() const override { return grid_.replicas; }
   bool counts_samples() const override { return place_.stage == 0 && place_.way == 0; }
+  int data_replica() const override { return place_.replica; }
   void FinishReport(RunSummary* summary) override;
   std::vector<float> FinalParams() override;
 
@@ -155,8 +156,17 @@ StartPoint ModelParallelStrategy::Restore() {
   if (!chief) state = LoadCheckpoint(path, *model_, optimizer_.get());
   if (chief) SF_LOG(Info) << "resuming from " << path << " at step " << state.step;
   start.step = state.step;
-  // One input position per data replica (every rank of a replica reads alike).
-  start.iterator_state = RankStateFromBlob(state.iterator_state, place_.replica, grid_.replicas);
+  // One input position per data replica (every rank of a replica reads alike). Written by
+  // another number of replicas (another grid, or data parallel): an elastic resume
+  // (rank_input.hpp) deals what they had left of the epoch to this grid's replicas.
+  const int saved_by = RankStatesCount(state.iterator_state);
+  if (saved_by > 0 && saved_by != grid_.replicas) {
+    for (int r = 0; r < saved_by; ++r) {
+      start.elastic_states.push_back(RankStateFromBlob(state.iterator_state, r, saved_by));
+    }
+  } else {
+    start.iterator_state = RankStateFromBlob(state.iterator_state, place_.replica, grid_.replicas);
+  }
   return start;
 }
 
@@ -226,8 +236,8 @@ void ModelParallelStrategy::Loss(const ModelBatch& mb, double scale, const Tenso
 
 StepOutput ModelParallelStrategy::TrainStep(const StepInput& in) {
   const ModelBatch& mb = *in.batch;
-  double weight = 1.0;  // a partial last batch weighs by its size over the replicas
-  if (in.epoch_end && grid_.replicas > 1) {
+  double weight = 1.0;  // a partial last batch (or uneven batches) weighs by rows
+  if ((in.epoch_end || !o_.replica_batches.empty()) && grid_.replicas > 1) {
     const int64_t global = comm::AllreduceInt64(*replicas_, mb.rows, comm::ReduceOp::kSum);
     weight = global > 0 ? static_cast<double>(mb.rows) * grid_.replicas / global : 0;
   }

@@ -108,6 +108,10 @@ class Strategy {
   // Whether this rank's batches count in the samples trained (true for a replica on every
   // rank; a model-parallel replica counts its samples on one rank).
   virtual bool counts_samples() const { return true; }
+  // This rank's data replica, 0..data_parallel_size()-1, when the replicas are not one per rank
+  // of the loop's step communicator (model parallel: every rank of a replica reads alike); -1:
+  // they are (the step communicator's rank).
+  virtual int data_replica() const { return -1; }
 
   // Ranks that take no batches (a parameter server): the loop calls Serve() instead of the
   // steps, which returns once the training ranks are done (after their Finish()); then

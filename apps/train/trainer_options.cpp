@@ -222,14 +222,11 @@ TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* c, int ranks,
   SetModelAndOptimizer(*c, replicas, &o);
   SetDistribution(*c, &o);
   if (o.global_batch && c->batch_size % replicas != 0) {
-    const char* why = o.model_parallel.grid.model_parallel()
-                          ? "model-parallel replicas take equal batches (micro-batches)"
-                      : o.dynamic_sharding ? "dynamically sharded workers claim equal batches"
-                                           : nullptr;
-    if (why != nullptr) {
+    if (o.dynamic_sharding) {
       throw Error(ErrorCode::kInvalidArgument,
                   "global batch " + std::to_string(c->batch_size) + " is not divisible by " +
-                      std::to_string(replicas) + " replicas: " + why,
+                      std::to_string(replicas) +
+                      " replicas: dynamically sharded workers claim equal batches",
                   {.key = "train.batch_size"});
     }
     o.replica_batches = SplitGlobalBatch(c->batch_size, replicas);

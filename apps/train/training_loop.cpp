@@ -130,13 +130,22 @@ void TrainingLoop::OpenInput(const StartPoint& start) {
                       "hdf5, csv, jsonl or text (uncompressed)",
                   {.key = "data.format", .hint = "resume on the checkpoint's rank count"});
     }
+    // Model parallel: the replicas are groups of ranks that read alike; each rank replays every
+    // old replica's rest itself (no communicator of one rank per replica to share it over).
+    const int replica = strategy_.data_replica();
+    const int world = strategy_.data_parallel_size();
     const std::vector<int64_t> batches =
         o_.replica_batches.empty()
-            ? std::vector<int64_t>(static_cast<size_t>(steps_->size()), o_.per_rank_batch)
+            ? std::vector<int64_t>(static_cast<size_t>(world), o_.per_rank_batch)
             : o_.replica_batches;
     ElasticStart e = PlanElasticResume(inputs_.factories, start.elastic_states, start.step,
-                                       steps_->rank(), batches, o_.global_batch,
-                                       o_.lr_scaled_by_ranks, plan_.steps_per_epoch, steps_);
+                                       replica < 0 ? steps_->rank() : replica, batches,
+                                       o_.global_batch, o_.lr_scaled_by_ranks,
+                                       plan_.steps_per_epoch, replica < 0 ? steps_ : nullptr);
+    if (replica >= 0) {  // "2 -> 1 ranks" reads "2 -> 1 data replicas"
+      const size_t at = e.summary.find(" ranks at step");
+      if (at != std::string::npos) e.summary.replace(at, 6, " data replicas");
+    }
     if (chief()) SF_LOG(Warn) << e.summary;
     map_ = e.map;
     ids = std::move(e.ids);
@@ -229,7 +238,7 @@ void TrainingLoop::RunStep(int64_t step) {
 
 void TrainingLoop::TrainBatch(int64_t step, Clock::time_point t0, bool epoch_end) {
   const double wait = Since(t0);
-  MaybeLogRowIds(steps_->rank(), map_.EpochOf(step), step, batch_);
+  if (strategy_.counts_samples()) MaybeLogRowIds(steps_->rank(), map_.EpochOf(step), step, batch_);
   const ModelBatch mb = ToModelBatch(batch_, spec_, &scratch_);
   const StepOutput out = strategy_.TrainStep({.batch = &mb,
                                               .step = step,

@@ -37,7 +37,11 @@
 #   csv      shrink (4 -> 2) on the same records as one CSV file (pixels as 784 columns): lines
 #            are found again by their byte offsets.
 #   refuse   global batch 3 on 4 ranks: exit 2 naming train.batch_size (no row for one rank);
-#            5 over 2 model-parallel replicas (equal batches needed): the same.
+#            5 over 3 dynamically sharded workers (equal batches needed): the same.
+#   mp_shrink, dp_to_mp, mp_uneven  model parallel (2 pipeline stages a replica): 2 replicas
+#            (4 ranks) resumed as 1 (2 ranks); 3 data-parallel ranks resumed as 2 replicas of 2
+#            stages; uneven replica batches (25 over 2) resumed as 1 replica. The whole
+#            model's checkpoint loads on any grid; the replicas' inputs are dealt as above.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -218,12 +222,35 @@ refuse)
   [ $rc -eq 2 ] || { cat b.log; fail "exit status $rc, wanted 2"; }
   grep -q "global batch 3 is smaller than 4 replicas.*train.batch_size" b.log ||
     { cat b.log; fail "no batch error"; }
-  # Model-parallel replicas need equal batches: 5 over 2 replicas of 2 stages is refused.
+  # Dynamically sharded workers claim equal batches: 5 over 3 workers is refused.
   rc=0
-  run_train 4 c.log "${common[@]}" --train.batch_size=5 --dist.pipeline_stages=2 || rc=$?
-  [ $rc -eq 2 ] || { cat c.log; fail "model-parallel: exit status $rc, wanted 2"; }
-  grep -q "global batch 5 is not divisible by 2 replicas: model-parallel replicas take equal batches.*train.batch_size" c.log ||
-    { cat c.log; fail "no model-parallel batch error"; }
+  run_train 4 c.log "${common[@]}" --train.batch_size=5 --dist.strategy=parameter_server \
+    --dist.sharding=dynamic || rc=$?
+  [ $rc -eq 2 ] || { cat c.log; fail "dynamic sharding: exit status $rc, wanted 2"; }
+  grep -q "global batch 5 is not divisible by 3 replicas: dynamically sharded workers claim equal batches.*train.batch_size" c.log ||
+    { cat c.log; fail "no dynamic-sharding batch error"; }
+  ;;
+mp_shrink | dp_to_mp | mp_uneven)
+  # Model parallel: 2 pipeline stages per replica. mp_shrink: 4 ranks (2 replicas) stopped at
+  # 13, resumed on 2 (1 replica); dp_to_mp: 3 data-parallel ranks resumed as 2 replicas of 2
+  # stages; mp_uneven: a batch of 25 over 2 replicas (13 and 12) from the start, resumed on 1.
+  convert 3 $records data/el
+  mp=(--dist.pipeline_stages=2 --dist.micro_batches=2)
+  case $mode in
+  mp_shrink) from=4 to=2 a_args=("${mp[@]}") b_args=("${mp[@]}") line="2 -> 1 data replicas at step 13, per-rank batch 12 -> 24" ;;
+  dp_to_mp) from=3 to=4 a_args=() b_args=("${mp[@]}") line="3 -> 2 data replicas at step 13, per-rank batch 8 -> 12" ;;
+  mp_uneven) from=4 to=2 a_args=("${mp[@]}") b_args=("${mp[@]}") line="2 -> 1 data replicas at step 13, per-rank batch 12..13 -> 25"
+    common+=(--train.batch_size=25) ;;
+  esac
+  SHARDFLOW_TEST_ROW_IDS=ids_a stop_run $from 11 a.log "${a_args[@]}"
+  SHARDFLOW_TEST_ROW_IDS=ids_b finish_run $to b.log "${b_args[@]}"
+  grep -q "elastic resume: $line" b.log || { cat b.log; fail "no elastic resume line"; }
+  if [ "$mode" = mp_uneven ]; then
+    # 240 records in batches of 25 leave 15 out of every epoch: at most once is checked.
+    $py "$here/check_row_ids.py" $records 3 0 -1 ids_a ids_b || fail "a record trained twice"
+  else
+    check $records 30 "$(left_out b.log)" ids_a ids_b
+  fi
   ;;
 *) fail "unknown mode" ;;
 esac
