@@ -73,6 +73,7 @@ def main():
 
     script = ["set -euo pipefail"]
     ran = 0
+    assigned = set()  # shell variables README commands set (server_pid=$!)
     for line, command in commands(src / "README.md"):
         reason = next((why for pattern, why in SKIP if re.search(pattern, command)), None)
         shown = shlex.quote(f"README.md:{line}: {command}")
@@ -81,6 +82,17 @@ def main():
             continue
         ran += 1
         script.append(f"echo {shown}")
+        # A job started in the background, a variable it sets and the commands using it (kill,
+        # wait) run in this shell, as in the reader's: under `bash -c` the job would be nobody's
+        # and outlive the test.
+        assignment = re.fullmatch(r"([A-Za-z_]\w*)=\S*", command)
+        if (command.endswith("&") or assignment or
+                any(re.search(r"\$\{?" + name + r"\b", command) for name in assigned)):
+            if assignment:
+                assigned.add(assignment.group(1))
+            script.append(command if command.endswith("&") else
+                          f"{command} || {{ rc=$?; echo 'FAILED with status '$rc; exit 1; }}")
+            continue
         script.append(f"timeout -k 5 60 bash -c {shlex.quote(command)} >cmd{line}.log 2>&1 || "
                       f"{{ rc=$?; tail -20 cmd{line}.log; echo 'FAILED with status '$rc; exit 1; }}")
     script.append(f"echo 'ran {ran} README commands'")
