@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "core/error.hpp"
 #include "io/pipeline/ops/image_codec.hpp"
@@ -65,7 +66,7 @@ class InstanceReader {
     const int64_t count = sig_.row_elements();
     if (IsNumber(v.type())) {
       if (count != 1) Fail("expected " + ShapeToString(shape) + " values, found one number");
-      Put(v, "");
+      Put(v);
       return;
     }
     if (v.type() != element_type::ARRAY) {
@@ -76,11 +77,14 @@ class InstanceReader {
     // differs from that count, or its first element is a number).
     if (shape.size() > 1 && static_cast<int64_t>(a.size()) == count &&
         (shape[0] != count || IsNumber(a.at(0).value_unsafe().type()))) {
-      int64_t i = 0;
-      for (element e : a) Put(e, Index(i++));
+      path_.assign(1, 0);
+      for (element e : a) {
+        Put(e);
+        ++path_[0];
+      }
       return;
     }
-    Fill(v, 0, "");
+    Fill(v, 0);
   }
 
  private:
@@ -88,35 +92,47 @@ class InstanceReader {
     throw RequestError(where_ + ": field \"" + sig_.input_name + "\": " + what);
   }
 
-  void Fill(element v, size_t dim, const std::string& at) {
+  // Where in the instance's nested lists the reader is, "[3][7]" ("" at the top): spelled out
+  // only for an error (building it for every value cost more than reading the value).
+  std::string At() const {
+    std::string out;
+    for (const int64_t i : path_) out += Index(i);
+    return out;
+  }
+
+  void Fill(element v, size_t dim) {
     if (dim == sig_.shape.size()) {
-      Put(v, at);
+      Put(v);
       return;
     }
     const int64_t want = sig_.shape[dim];
     if (v.type() != element_type::ARRAY) {
-      Fail("expected a list of " + std::to_string(want) + " at " + (at.empty() ? "top" : at) +
+      Fail("expected a list of " + std::to_string(want) + " at " + (path_.empty() ? "top" : At()) +
            ", found " + TypeName(v.type()) + " (input shape " + ShapeToString(sig_.shape) + ")");
     }
     simdjson::dom::array a = v.get_array().value_unsafe();
     if (static_cast<int64_t>(a.size()) != want) {
-      Fail("expected " + std::to_string(want) + " values at " + (at.empty() ? "top" : at) +
+      Fail("expected " + std::to_string(want) + " values at " + (path_.empty() ? "top" : At()) +
            ", found " + std::to_string(a.size()) + " (input shape " + ShapeToString(sig_.shape) +
            ")");
     }
-    int64_t i = 0;
-    for (element e : a) Fill(e, dim + 1, at + Index(i++));
+    path_.push_back(0);
+    for (element e : a) {
+      Fill(e, dim + 1);
+      ++path_.back();
+    }
+    path_.pop_back();
   }
 
-  void Put(element v, const std::string& at) {
+  void Put(element v) {
     if (!IsNumber(v.type())) {
-      Fail(std::string("expected a number") + (at.empty() ? "" : " at " + at) + ", found " +
+      Fail(std::string("expected a number") + (path_.empty() ? "" : " at " + At()) + ", found " +
            TypeName(v.type()));
     }
     const double d = v.get_double().value_unsafe();
     if (sig_.dtype == DType::kUInt8) {
       if (!(d >= 0 && d <= 255) || d != std::floor(d)) {
-        Fail("expected uint8 (an integer in [0, 255])" + (at.empty() ? "" : " at " + at) +
+        Fail("expected uint8 (an integer in [0, 255])" + (path_.empty() ? "" : " at " + At()) +
              ", found " + NumberText(d));
       }
       dst_[pos_++] = static_cast<uint8_t>(d);
@@ -176,6 +192,7 @@ class InstanceReader {
   std::string where_;
   uint8_t* dst_;
   size_t pos_ = 0;
+  std::vector<int64_t> path_;  // indices into the nested lists (At())
 };
 
 // The instances of a request: `list` must be a non-empty list; `name` is "instances" or
