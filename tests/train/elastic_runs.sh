@@ -64,6 +64,15 @@ finish_run() {  # NP LOG [ARGS...]: a resumed run that finishes
   run_train "$np" "$log" "${common[@]}" --resume "$@" || { cat "$log"; fail "$log: resume failed"; }
 }
 
+stopped_then_resumed() {  # FROM STOP TO PATTERN: stopped after STOP+2 steps on FROM ranks
+  # (ids_a), resumed on TO (ids_b, b.log), whose log must match "elastic resume: PATTERN".
+  # ARGS for the two runs: the arrays from_args and to_args (may be empty).
+  SHARDFLOW_TEST_ROW_IDS=ids_a stop_run "$1" "$2" a.log "${from_args[@]}"
+  SHARDFLOW_TEST_ROW_IDS=ids_b finish_run "$3" b.log "${to_args[@]}"
+  grep -q "elastic resume: $4" b.log || { cat b.log; fail "no elastic resume line"; }
+}
+from_args=() to_args=()
+
 left_out() {  # LOG...: the records the elastic resumes left out
   local n=0 k
   for log in "$@"; do
@@ -80,10 +89,7 @@ check() {  # RECORDS STEPS LEFT_OUT PREFIX...
 
 elastic() {  # FROM TO: stopped at 13 on FROM ranks, finished on TO
   convert 3 $records data/el
-  SHARDFLOW_TEST_ROW_IDS=ids_a stop_run "$1" 11 a.log
-  SHARDFLOW_TEST_ROW_IDS=ids_b finish_run "$2" b.log
-  grep -q "elastic resume: $1 -> $2 ranks at step 13, per-rank batch $((24 / $1)) -> $((24 / $2)) (global 24 -> 24); epoch 1 continues with the 168 records its ranks had left, in 7 steps" b.log ||
-    { cat b.log; fail "no elastic resume line"; }
+  stopped_then_resumed "$1" 11 "$2" "$1 -> $2 ranks at step 13, per-rank batch $((24 / $1)) -> $((24 / $2)) (global 24 -> 24); epoch 1 continues with the 168 records its ranks had left, in 7 steps"
   check $records 30 "$(left_out b.log)" ids_a ids_b
 }
 
@@ -108,10 +114,7 @@ hdf5)
   common[0]=--data.files=data/el.h5
   common+=(--data.format=hdf5 --data.features=images:uint8:28x28x1,labels:int64:scalar
            --model.input_feature=images --model.label_feature=labels)
-  SHARDFLOW_TEST_ROW_IDS=ids_a stop_run 4 11 a.log
-  SHARDFLOW_TEST_ROW_IDS=ids_b finish_run 2 b.log
-  grep -q "elastic resume: 4 -> 2 ranks at step 13, per-rank batch 6 -> 12 (global 24 -> 24); epoch 1 continues with the 168 records its ranks had left, in 7 steps" b.log ||
-    { cat b.log; fail "no elastic resume line"; }
+  stopped_then_resumed 4 11 2 "4 -> 2 ranks at step 13, per-rank batch 6 -> 12 (global 24 -> 24); epoch 1 continues with the 168 records its ranks had left, in 7 steps"
   check $records 30 "$(left_out b.log)" ids_a ids_b
   ;;
 ps_grow) ps_elastic 2 3 2 ;;
@@ -144,10 +147,7 @@ twice | remainder_same)
   ;;
 boundary)
   convert 3 $records data/el
-  SHARDFLOW_TEST_ROW_IDS=ids_a stop_run 4 18 a.log
-  SHARDFLOW_TEST_ROW_IDS=ids_b finish_run 2 b.log
-  grep -q "elastic resume: 4 -> 2 ranks at step 20, .*; at the start of epoch 2" b.log ||
-    { cat b.log; fail "no boundary resume line"; }
+  stopped_then_resumed 4 18 2 "4 -> 2 ranks at step 20, .*; at the start of epoch 2"
   check $records 30 0 ids_a ids_b
   ;;
 per_rank)
@@ -155,10 +155,7 @@ per_rank)
   convert 3 $records data/el
   common+=(--train.batch_semantics=per_rank --train.batch_size=8 --train.schedule=constant
            --train.warmup_steps=0)
-  SHARDFLOW_TEST_ROW_IDS=ids_a stop_run 3 11 a.log
-  SHARDFLOW_TEST_ROW_IDS=ids_b finish_run 2 b.log
-  grep -q "elastic resume: 3 -> 2 ranks at step 13, per-rank batch 8 -> 8 (global 24 -> 16).*learning rate x0.666667" b.log ||
-    { cat b.log; fail "no elastic resume line with the LR scale"; }
+  stopped_then_resumed 3 11 2 "3 -> 2 ranks at step 13, per-rank batch 8 -> 8 (global 24 -> 16).*learning rate x0.666667"
   # 250 records do not divide over 3 ranks: the equal step counts leave batches out, so only
   # "at most once" is checked here.
   $py "$here/check_row_ids.py" $records 3 0 -1 ids_a ids_b || fail "a record trained twice"
@@ -173,12 +170,9 @@ PY
   ;;
 uneven)
   convert 1 $records data/el
-  SHARDFLOW_TEST_ROW_IDS=ids_a stop_run 4 11 a.log
-  SHARDFLOW_TEST_ROW_IDS=ids_b finish_run 5 b.log
+  stopped_then_resumed 4 11 5 "4 -> 5 ranks at step 13, per-rank batch 6 -> 4..5 (global 24 -> 24); epoch 1 continues with the 168 records its ranks had left, in 7 steps"
   grep -q "batch: 4..5 per rank x 5 ranks = 24 global (global semantics; it does not divide" b.log ||
     { cat b.log; fail "no uneven batch line"; }
-  grep -q "elastic resume: 4 -> 5 ranks at step 13, per-rank batch 6 -> 4..5 (global 24 -> 24); epoch 1 continues with the 168 records its ranks had left, in 7 steps" b.log ||
-    { cat b.log; fail "no elastic resume line"; }
   check $records 30 "$(left_out b.log)" ids_a ids_b
   grep -q '"global_batch": 24' run/summary.json || fail "summary.json global batch"
   ;;
@@ -209,10 +203,7 @@ PY
              --model.input_feature=x)
   fi
   common+=(--model.input_shape=2 --model.spec='dense:8, relu, dense:2' --model.label_feature=label)
-  SHARDFLOW_TEST_ROW_IDS=ids_a stop_run 4 11 a.log
-  SHARDFLOW_TEST_ROW_IDS=ids_b finish_run 2 b.log
-  grep -q "elastic resume: 4 -> 2 ranks at step 13, per-rank batch 6 -> 12 (global 24 -> 24); epoch 1 continues with the 168 records its ranks had left, in 7 steps" b.log ||
-    { cat b.log; fail "no elastic resume line"; }
+  stopped_then_resumed 4 11 2 "4 -> 2 ranks at step 13, per-rank batch 6 -> 12 (global 24 -> 24); epoch 1 continues with the 168 records its ranks had left, in 7 steps"
   check $records 30 "$(left_out b.log)" ids_a ids_b
   ;;
 refuse)
@@ -236,15 +227,14 @@ mp_shrink | dp_to_mp | mp_uneven)
   # stages; mp_uneven: a batch of 25 over 2 replicas (13 and 12) from the start, resumed on 1.
   convert 3 $records data/el
   mp=(--dist.pipeline_stages=2 --dist.micro_batches=2)
+  to_args=("${mp[@]}")
   case $mode in
-  mp_shrink) from=4 to=2 a_args=("${mp[@]}") b_args=("${mp[@]}") line="2 -> 1 data replicas at step 13, per-rank batch 12 -> 24" ;;
-  dp_to_mp) from=3 to=4 a_args=() b_args=("${mp[@]}") line="3 -> 2 data replicas at step 13, per-rank batch 8 -> 12" ;;
-  mp_uneven) from=4 to=2 a_args=("${mp[@]}") b_args=("${mp[@]}") line="2 -> 1 data replicas at step 13, per-rank batch 12..13 -> 25"
-    common+=(--train.batch_size=25) ;;
+  mp_shrink) from_args=("${mp[@]}")
+    stopped_then_resumed 4 11 2 "2 -> 1 data replicas at step 13, per-rank batch 12 -> 24" ;;
+  dp_to_mp) stopped_then_resumed 3 11 4 "3 -> 2 data replicas at step 13, per-rank batch 8 -> 12" ;;
+  mp_uneven) from_args=("${mp[@]}") common+=(--train.batch_size=25)
+    stopped_then_resumed 4 11 2 "2 -> 1 data replicas at step 13, per-rank batch 12..13 -> 25" ;;
   esac
-  SHARDFLOW_TEST_ROW_IDS=ids_a stop_run $from 11 a.log "${a_args[@]}"
-  SHARDFLOW_TEST_ROW_IDS=ids_b finish_run $to b.log "${b_args[@]}"
-  grep -q "elastic resume: $line" b.log || { cat b.log; fail "no elastic resume line"; }
   if [ "$mode" = mp_uneven ]; then
     # 240 records in batches of 25 leave 15 out of every epoch: at most once is checked.
     $py "$here/check_row_ids.py" $records 3 0 -1 ids_a ids_b || fail "a record trained twice"
