@@ -20,6 +20,7 @@ import csv
 import io
 import math
 import os
+import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -209,7 +210,51 @@ def rd_alpha_beta(platform, ranks, nbytes):
     return total
 
 
-def run_driver(platform, ranks, args, driver=DEFAULT_DRIVER, timeout=600):
+def rabenseifner_alpha_beta(platform, ranks, nbytes):
+    """MPI's large-message all-reduce (OpenMPI's selection in SMPI; Rabenseifner's algorithm),
+    for a power of two p: a reduce-scatter by recursive halving (log2 p steps, partners 2^k
+    apart, n / 2^(k+1) bytes each) and an all-gather by recursive doubling, the same steps in
+    reverse: 2 sum(alpha_k) + 2 (p - 1) / p n / B. Reductions are not charged (the simulation
+    does not charge them either)."""
+    hosts = hosts_for(platform, ranks)
+    bw = min(platform["bw"], platform["bb_bw"] / ranks)
+    total = 0.0
+    for k in range(int(math.log2(ranks))):
+        alpha = max(route_latency(platform, hosts[r], hosts[r ^ (1 << k)]) for r in range(ranks))
+        total += 2 * (alpha + nbytes / 2 ** (k + 1) / bw)
+    return total
+
+
+# comm/allreduce.cpp's ChooseAlgorithm for one rank per host (its thresholds in bytes).
+MPI_UP_TO, RD_UP_TO, TWO_RANK_MPI_BELOW, RING_FROM_PER_RANK = 8 << 10, 64 << 10, 8 << 20, 128 << 10
+
+
+def auto_pick(ranks, nbytes):
+    """What `auto` runs across hosts with one rank each (comm/allreduce.cpp ChooseAlgorithm)."""
+    if nbytes <= MPI_UP_TO:
+        return "mpi"
+    if nbytes <= RD_UP_TO:
+        return "rd"
+    if ranks == 2 and nbytes < TWO_RANK_MPI_BELOW:
+        return "mpi"
+    return "mpi" if nbytes < ranks * RING_FROM_PER_RANK else "ring"
+
+
+def auto_alpha_beta(platform, ranks, nbytes):
+    """Alpha-beta time of what `auto` picks (MPI's large-message path as Rabenseifner; its
+    small-message path, below 8 KiB, as recursive doubling), for a power of two p."""
+    pick = auto_pick(ranks, nbytes)
+    if pick == "ring":
+        return ring_alpha_beta(platform, ranks, nbytes)
+    if pick == "rd" or nbytes <= MPI_UP_TO:
+        return rd_alpha_beta(platform, ranks, nbytes)
+    return rabenseifner_alpha_beta(platform, ranks, nbytes)
+
+
+DRIVER_TIMEOUT = [600.0]  # seconds one simulation may run (--timeout)
+
+
+def run_driver(platform, ranks, args, driver=DEFAULT_DRIVER, timeout=None):
     """Runs shardflow-sim under smpirun; returns its CSV rows (dicts)."""
     if not os.access(driver, os.X_OK):
         raise SimError(f"no simulated build at {driver}: configure with SimGrid installed "
@@ -225,15 +270,26 @@ def run_driver(platform, ranks, args, driver=DEFAULT_DRIVER, timeout=600):
     fold = [] if "--check" in args else ["--cfg=smpi/auto-shared-malloc-thresh:1048576"]
     cmd = ["smpirun", "-np", str(ranks), "-platform", platform["path"], "-hostfile", hostfile,
            *smpi_cfg(platform), *fold, driver, *args]
+    limit = timeout if timeout is not None else DRIVER_TIMEOUT[0]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        # A session of its own: on a timeout the whole group goes (smpirun is a script; the
+        # simulation, its child, would outlive it).
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True) as proc:
+            try:
+                stdout, stderr = proc.communicate(timeout=limit)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+                raise SimError(f"simulation of {ranks} ranks on {platform['name']} took more "
+                               f"than {limit:.0f} s (--timeout): {' '.join(cmd)}") from None
     finally:
         os.remove(hostfile)
     if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
+        tail = "\n".join((stdout + stderr).strip().splitlines()[-5:])
         raise SimError(f"simulation of {ranks} ranks on {platform['name']} failed "
                        f"(exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
-    lines = [ln for ln in proc.stdout.splitlines() if "," in ln and not ln.startswith("[")]
+    lines = [ln for ln in stdout.splitlines() if "," in ln and not ln.startswith("[")]
     return list(csv.DictReader(io.StringIO("\n".join(lines))))
 
 
@@ -355,9 +411,11 @@ def allreduce_table(platform, ranks_list, args):
                            str(args.step_factor), "--iters", str(args.iters)], args.driver)
         for r in rows:
             nbytes, p = int(r["bytes"]), int(r["ranks"])
+            pow2 = p & (p - 1) == 0
             model = {"ring": lambda: ring_alpha_beta(platform, p, nbytes),
-                     "rd": lambda: rd_alpha_beta(platform, p, nbytes)
-                     if p & (p - 1) == 0 else float("nan")}.get(r["ran"])
+                     "rd": lambda: rd_alpha_beta(platform, p, nbytes) if pow2 else float("nan"),
+                     "mpi": lambda: rabenseifner_alpha_beta(platform, p, nbytes)
+                     if pow2 and nbytes > MPI_UP_TO else float("nan")}.get(r["ran"])
             r["alpha_beta"] = model() if model and platform["cores"] == 1 else float("nan")
             out.append(r)
     for r in out:  # the fastest algorithm (auto aside) at the same ranks and size
@@ -416,7 +474,8 @@ def validate(platform, measured_path, driver=DEFAULT_DRIVER):
 
 def print_step_table(platform, ranks_list, args, summary):
     """Weak scaling of one model: the simulated step (up to --max-simulated-ranks) next to the
-    alpha-beta bound: compute + every bucket's ring all-reduce, none of it overlapped."""
+    alpha-beta bound: compute + every bucket's all-reduce by the algorithm --algorithm names
+    (auto: what auto picks for the bucket's size, auto_pick), none of it overlapped."""
     layout = model_buckets(args.model, args.bucket_mb)
     times = step_times(summary)
     compute = sum(times)
@@ -424,12 +483,14 @@ def print_step_table(platform, ranks_list, args, summary):
           f"{layout['buckets']} bytes) on {platform['name']}; per step input {times[0] * 1e3:.3f} "
           f"ms, forward {times[1] * 1e3:.3f} ms, backward {times[2] * 1e3:.3f} ms "
           f"({args.summary})")
-    print("| ranks | simulated step ms | all-reduce ms | exposed ms | efficiency "
-          "| alpha-beta all-reduce ms | alpha-beta efficiency bound |")
+    print(f"| ranks | simulated step ms | all-reduce ms | exposed ms | efficiency "
+          f"| alpha-beta all-reduce ms ({args.algorithm}) | alpha-beta efficiency bound |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for ranks in ranks_list:
-        ab = sum(ring_alpha_beta(platform, ranks, b) for b in layout["buckets"])
-        cells = ["not simulated (ring: p^2 messages)"] + [""] * 3
+        model = {"ring": ring_alpha_beta, "rd": rd_alpha_beta,
+                 "mpi": rabenseifner_alpha_beta}.get(args.algorithm, auto_alpha_beta)
+        ab = sum(model(platform, ranks, b) for b in layout["buckets"])
+        cells = ["not simulated"] + [""] * 3
         if ranks <= args.max_simulated_ranks:
             r = simulate_step(platform, ranks, layout["buckets"], times, args.algorithm,
                               driver=args.driver)
@@ -455,6 +516,8 @@ def main(argv):
         p.add_argument("--platform", required=True, help="sim/platforms/NAME.xml, or a path")
         p.add_argument("--ranks", required=True, help="rank counts, e.g. 16,64,256")
         p.add_argument("--driver", default=DEFAULT_DRIVER)
+        p.add_argument("--timeout", type=float, default=600,
+                       help="seconds one simulation may take (default 600; 4096 ranks need more)")
     a = sub.choices["allreduce"]
     a.add_argument("--algorithms", default=",".join(ALGORITHMS))
     a.add_argument("--min-bytes", default="1K")
@@ -469,6 +532,7 @@ def main(argv):
     s.add_argument("--max-simulated-ranks", type=int, default=256,
                    help="larger rank counts get the alpha-beta bound only (default 256)")
     args = ap.parse_args(argv)
+    DRIVER_TIMEOUT[0] = getattr(args, "timeout", DRIVER_TIMEOUT[0])
     try:
         platform = load_platform(args.platform)
         if args.command == "validate":
