@@ -22,7 +22,9 @@ class DataParallelStrategy final : public ReplicaStrategy {
  protected:
   void AttachToModel() override;
   void BeforeForward(const StepInput& in) override { step_ = in.step; }
-  void BeginBackward() override { tracker_->Reset(); }
+  void BeginBackward() override {
+    if (tracker_) tracker_->Reset();
+  }
   double FinishGradients() override;
 
  private:
@@ -37,7 +39,7 @@ class DataParallelStrategy final : public ReplicaStrategy {
   std::unique_ptr<GradReadyTracker> tracker_;
   // A model on a device reduces its gradients in host memory (no NCCL yet): each bucket is
   // copied to `host_grads_` (or the shared window) as backprop finishes it, and the reduced
-  // whole is copied back before the update. Not needed on one rank.
+  // whole is copied back before the update. On one rank there is no reducer at all.
   bool stage_ = false;
   std::vector<float> host_grads_;
   const TestFault fault_ = TestFault::FromEnvironment();
@@ -55,7 +57,10 @@ void DataParallelStrategy::AttachToModel() {
   std::vector<comm::GradientSlice> slices;
   for (const GradBucket& b : buckets) slices.push_back({b.offset, b.size});
   const bool on_device = arena.device() != Device::kCpu;
-  stage_ = on_device && grad_comm_->size() > 1;
+  // One rank with its model on a device: nothing to reduce, and the gradients stay where
+  // backprop wrote them (no reducer, no host copy of the arena).
+  if (on_device && grad_comm_->size() == 1) return;
+  stage_ = on_device;
   PlaceGradients();
   float* reduced = nullptr;
   if (!on_device) {
@@ -89,6 +94,7 @@ void DataParallelStrategy::AttachToModel() {
 }
 
 double DataParallelStrategy::FinishGradients() {
+  if (!reducer_) return 0.0;  // one rank on a device
   const double blocked = reducer_->Finish();
   Arena<float>& arena = model().arena();
   if (stage_ && arena.size() > 0) {

@@ -118,6 +118,16 @@ PY
   SHARDFLOW_SIMULATE_CUDA=1 run_train 2 resume.log "${tiny[@]}" "${bn[@]}" --train.device=cuda \
     --train.epochs=4 --output sim --resume || { cat resume.log; fail "resume on the device"; }
   grep -q "resuming from .* at step" resume.log || { cat resume.log; fail "did not resume"; }
+  # One rank: no gradient reducer at all (the gradients stay on the device); the same run.
+  run_train 1 cpu1.log "${tiny[@]}" "${bn[@]}" --output cpu1 || { cat cpu1.log; fail "cpu run"; }
+  SHARDFLOW_SIMULATE_CUDA=1 run_train 1 sim1.log "${tiny[@]}" "${bn[@]}" --train.device=cuda \
+    --output sim1 || { cat sim1.log; fail "one rank on the simulated device failed"; }
+  $py - cpu1/summary.json sim1/summary.json <<'PY' || fail "one rank on the device does not track the CPU"
+import json, sys
+cpu, sim = (json.load(open(p)) for p in sys.argv[1:3])
+assert sim["device"] == "cuda", sim["device"]
+assert abs(sim["test_loss"] - cpu["test_loss"]) / abs(cpu["test_loss"]) < 1e-4
+PY
   ;;
 *) fail "unknown mode" ;;
 esac
