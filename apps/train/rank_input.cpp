@@ -202,7 +202,7 @@ std::vector<int64_t> UnevenOnly(std::vector<int64_t> batches) {
 ElasticStart PlanElasticResume(const InputFactories& f, const std::vector<std::string>& states,
                                int64_t step, int rank, const std::vector<int64_t>& batches,
                                bool global_batch, bool lr_scaled_by_ranks, int64_t steps_per_epoch,
-                               comm::Communicator* comm) {
+                               comm::Communicator* comm, const char* unit) {
   const int world = static_cast<int>(batches.size());
   std::vector<SavedInput> old;
   for (const std::string& s : states) old.push_back(DecodeSavedInput(s));
@@ -231,7 +231,7 @@ ElasticStart PlanElasticResume(const InputFactories& f, const std::vector<std::s
   out.map.steps_per_epoch = steps_per_epoch;
   const EpochMap& m = first.map;
   std::ostringstream line;
-  line << "elastic resume: " << old_world << " -> " << world << " ranks at step " << step
+  line << "elastic resume: " << old_world << " -> " << world << " " << unit << " at step " << step
        << ", per-rank batch " << BatchText(old_batches) << " -> " << BatchText(batches)
        << " (global " << old_global << " -> " << new_global << ")";
   if (step == 0 || m.EpochEnd(step - 1)) {  // at an epoch boundary: a fresh plan from here

@@ -130,13 +130,14 @@ struct ElasticStart {
 // of a full step follow the batches of ranks 0..j-1); `steps_per_epoch` the new regular plan's.
 // With `comm` (the new ranks; collective), new rank j replays old ranks j, j + world, ... and
 // the lists are shared; without, this rank replays them all. The result is the same either way.
-// Throws Error(kInvalidArgument) when the checkpoint cannot be resumed on this rank count
-// (a checkpoint from before elastic resume).
+// `unit` names what `world` counts in the log line ("ranks"; "data replicas" for model
+// parallelism). Throws Error(kInvalidArgument) when the checkpoint cannot be resumed on this
+// rank count (a checkpoint from before elastic resume).
 ElasticStart PlanElasticResume(const InputFactories& factories,
                                const std::vector<std::string>& old_states, int64_t step, int rank,
                                const std::vector<int64_t>& batches, bool global_batch,
                                bool lr_scaled_by_ranks, int64_t steps_per_epoch,
-                               comm::Communicator* comm = nullptr);
+                               comm::Communicator* comm = nullptr, const char* unit = "ranks");
 
 // "6", or "5..6" for uneven per-rank batches (the log's and the elastic resume's word for them).
 std::string BatchText(const std::vector<int64_t>& batches);

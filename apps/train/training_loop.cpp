@@ -138,14 +138,10 @@ void TrainingLoop::OpenInput(const StartPoint& start) {
         o_.replica_batches.empty()
             ? std::vector<int64_t>(static_cast<size_t>(world), o_.per_rank_batch)
             : o_.replica_batches;
-    ElasticStart e = PlanElasticResume(inputs_.factories, start.elastic_states, start.step,
-                                       replica < 0 ? steps_->rank() : replica, batches,
-                                       o_.global_batch, o_.lr_scaled_by_ranks,
-                                       plan_.steps_per_epoch, replica < 0 ? steps_ : nullptr);
-    if (replica >= 0) {  // "2 -> 1 ranks" reads "2 -> 1 data replicas"
-      const size_t at = e.summary.find(" ranks at step");
-      if (at != std::string::npos) e.summary.replace(at, 6, " data replicas");
-    }
+    ElasticStart e = PlanElasticResume(
+        inputs_.factories, start.elastic_states, start.step, replica < 0 ? steps_->rank() : replica,
+        batches, o_.global_batch, o_.lr_scaled_by_ranks, plan_.steps_per_epoch,
+        replica < 0 ? steps_ : nullptr, replica < 0 ? "ranks" : "data replicas");
     if (chief()) SF_LOG(Warn) << e.summary;
     map_ = e.map;
     ids = std::move(e.ids);
