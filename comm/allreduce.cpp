@@ -47,6 +47,11 @@ namespace {
 // "Simulated scaling"): MPI 1.43x the ring at 16 ranks and 3.06x at 64 for 256 KiB, 8.19x at
 // 256 ranks; 1.03x / 1.17x / 1.88x at 4 MiB; within 1% at 64 MiB. So below p x 128 KiB the
 // ring gives way to MPI (2 MiB at 16 ranks, 8 MiB at 64, 32 MiB at 256).
+// Several ranks per node (SimGrid, 8 nodes x 8 ranks on the IB tree, ib_fattree_8ppn.xml;
+// BENCHMARKS.md "Simulated scaling"): hierarchical was fastest at 16 and 64 KiB (23.0 and
+// 38.9 us; recursive doubling 37.9 and 139.6), MPI at 256 KiB (67.5 us; hierarchical 95.9), the
+// flat ring from 1 MiB (193 us vs hierarchical 324; 4 MiB 664 vs 1236; 16 MiB 2649 vs 4885).
+// So hierarchical serves 8-64 KiB there, and above it the flat rules with the node count.
 constexpr size_t kMpiUpToBytes = 8 * 1024;
 constexpr size_t kRecursiveDoublingUpToBytes = 64 * 1024;
 constexpr size_t kTwoRankMpiBelowBytes = size_t{8} << 20;
@@ -103,15 +108,23 @@ AllreduceAlgorithm ChooseAlgorithm(const Communicator& comm, size_t bytes) {
     return AllreduceAlgorithm::kShm;
   }
   if (bytes <= kMpiUpToBytes) return AllreduceAlgorithm::kMpi;
-  if (bytes <= kRecursiveDoublingUpToBytes) return AllreduceAlgorithm::kRecursiveDoubling;
-  // Several nodes with several ranks each: keep the node-crossing traffic to the leaders.
-  if (comm.num_nodes() > 1 && comm.max_local_size() > 1 && comm.node() != nullptr) {
-    return AllreduceAlgorithm::kHierarchical;
+  const bool shared_nodes =
+      comm.num_nodes() > 1 && comm.max_local_size() > 1 && comm.node() != nullptr;
+  // Several nodes with several ranks each: up to 64 KiB the leaders' ring of few hops beats
+  // recursive doubling, whose whole-message exchanges share each node's link among its ranks.
+  if (bytes <= kRecursiveDoublingUpToBytes) {
+    return shared_nodes ? AllreduceAlgorithm::kHierarchical
+                        : AllreduceAlgorithm::kRecursiveDoubling;
   }
+  // Above, hierarchical moves the whole message through each node's reduce and broadcast
+  // trees, while a ring in rank order over block-placed ranks crosses every node boundary once
+  // at the link's full rate: the flat rules below apply, with nodes for hosts in the ring's
+  // latency term (its intra-node hops are short). Ranks dealt round-robin over the nodes would
+  // cross nodes at every hop: hierarchical keeps them.
+  if (shared_nodes && !comm.nodes_contiguous()) return AllreduceAlgorithm::kHierarchical;
   if (comm.size() == 2 && bytes < kTwoRankMpiBelowBytes) return AllreduceAlgorithm::kMpi;
-  if (bytes < static_cast<size_t>(comm.size()) * kRingFromBytesPerRank) {
-    return AllreduceAlgorithm::kMpi;
-  }
+  const size_t hosts = static_cast<size_t>(shared_nodes ? comm.num_nodes() : comm.size());
+  if (bytes < hosts * kRingFromBytesPerRank) return AllreduceAlgorithm::kMpi;
   return AllreduceAlgorithm::kRing;
 }
 

@@ -65,6 +65,12 @@ void Communicator::Init(const CommunicatorOptions& options) {
     int leader = local_rank_ == 0 ? 1 : 0;
     SF_CHECK_MPI(MPI_Allreduce(&leader, &num_nodes_, 1, MPI_INT, MPI_SUM, comm_));
     SF_CHECK_MPI(MPI_Allreduce(&local_size_, &max_local_size_, 1, MPI_INT, MPI_MAX, comm_));
+    // Block placement: this node's ranks span exactly local_size consecutive ranks.
+    int span[2] = {-rank_, rank_};  // -min, max
+    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, span, 2, MPI_INT, MPI_MAX, node_->raw()));
+    int contiguous = span[1] + span[0] + 1 == local_size_ ? 1 : 0;
+    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &contiguous, 1, MPI_INT, MPI_MIN, comm_));
+    nodes_contiguous_ = contiguous == 1;
   }
   if (options.watchdog) watchdog_ = std::make_unique<Watchdog>(comm_, *options.watchdog);
 }

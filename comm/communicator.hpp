@@ -93,6 +93,9 @@ class Communicator {
   bool is_node_leader() const { return local_rank_ == 0; }
   // Largest number of ranks on any node.
   int max_local_size() const { return max_local_size_; }
+  // Every node's ranks are consecutive (block placement: Slurm's and mpirun's default), so a
+  // ring in rank order crosses each node boundary once. True without discover_topology.
+  bool nodes_contiguous() const { return nodes_contiguous_; }
 
   MPI_Comm raw() const { return comm_; }
   // Without discover_topology every rank counts as a node of its own (local_size 1).
@@ -168,6 +171,7 @@ class Communicator {
   int local_size_ = 1;
   int num_nodes_ = 1;
   int max_local_size_ = 1;
+  bool nodes_contiguous_ = true;
   size_t max_message_count_ = kMpiMaxCount;
   std::unique_ptr<Communicator> node_;
   std::unique_ptr<Communicator> leaders_;

@@ -318,6 +318,25 @@ TEST(AllreduceTest, AutoChoosesTheSameAlgorithmOnEveryRank) {
   }
 }
 
+// Several nodes of several block-placed ranks (2 emulated nodes of 2 at 4 ranks): MPI up to
+// 8 KiB, hierarchical to 64 KiB, then MPI below nodes x 128 KiB and the flat ring above
+// (comm/allreduce.cpp, from the simulation of 8 nodes x 8 ranks).
+TEST(AllreduceTest, AutoOnSeveralRanksPerNode) {
+  Communicator comm(MPI_COMM_WORLD, {.emulated_ranks_per_node = 2});
+  EXPECT_TRUE(comm.nodes_contiguous());
+  if (comm.num_nodes() < 2 || comm.max_local_size() < 2) GTEST_SKIP() << "needs 2 nodes of 2";
+  const std::pair<size_t, AllreduceAlgorithm> want[] = {
+      {size_t{4} << 10, AllreduceAlgorithm::kMpi},
+      {size_t{16} << 10, AllreduceAlgorithm::kHierarchical},
+      {size_t{64} << 10, AllreduceAlgorithm::kHierarchical},
+      {size_t{128} << 10, AllreduceAlgorithm::kMpi},
+      {size_t{512} << 10, AllreduceAlgorithm::kRing}};
+  for (const auto& [bytes, algorithm] : want) {
+    EXPECT_EQ(static_cast<int>(ChooseAlgorithm(comm, bytes)), static_cast<int>(algorithm))
+        << "bytes=" << bytes;
+  }
+}
+
 TEST(AllreduceTest, NullBufferWithCountIsRejected) {
   Communicator comm(MPI_COMM_WORLD);
   EXPECT_THROW(Allreduce(comm, nullptr, 3), Error);
