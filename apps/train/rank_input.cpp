@@ -190,6 +190,37 @@ std::vector<int64_t> LastStepRows(int64_t rows, const std::vector<int64_t>& batc
   return out;
 }
 
+// Deals `left` (the records of the interrupted epoch, in order) to the new ranks a step at a
+// time: rank j's rows of a full step follow the batches of the ranks before it; the last step
+// takes what is left (LastStepRows), unless that is less than a row per rank (left out).
+// Fills out->ids (rank `rank`'s) and out->left_out; returns the steps.
+int64_t DealRemainder(const std::vector<int64_t>& left, const std::vector<int64_t>& batches,
+                      int rank, ElasticStart* out) {
+  const auto n = static_cast<int64_t>(left.size());
+  const auto world = static_cast<int64_t>(batches.size());
+  const int64_t g = std::accumulate(batches.begin(), batches.end(), int64_t{0});
+  int64_t steps = (n + g - 1) / g;
+  const int64_t last = n - (steps - 1) * g;  // rows of the last step, 1..g
+  if (steps > 0 && last < world) {           // not a row for every rank: left out
+    out->left_out = last;
+    --steps;
+  }
+  const int64_t full = std::max<int64_t>(0, steps - 1);
+  const int64_t before = std::accumulate(batches.begin(), batches.begin() + rank, int64_t{0});
+  const int64_t b = batches[static_cast<size_t>(rank)];
+  for (int64_t t = 0; t < full; ++t) {
+    const auto* at = left.data() + t * g + before;
+    out->ids.insert(out->ids.end(), at, at + b);
+  }
+  if (steps > 0) {
+    const std::vector<int64_t> rows = LastStepRows(n - out->left_out - full * g, batches);
+    const int64_t begin = full * g + std::accumulate(rows.begin(), rows.begin() + rank, int64_t{0});
+    out->ids.insert(out->ids.end(), left.begin() + begin,
+                    left.begin() + begin + rows[static_cast<size_t>(rank)]);
+  }
+  return steps;
+}
+
 std::vector<int64_t> UnevenOnly(std::vector<int64_t> batches) {
   if (std::adjacent_find(batches.begin(), batches.end(), std::not_equal_to<>()) == batches.end()) {
     batches.clear();
@@ -222,8 +253,8 @@ ElasticStart PlanElasticResume(const InputFactories& f, const std::vector<std::s
   const std::vector<int64_t> old_weights = UnevenOnly(old_batches);
   const auto old_global =
       static_cast<double>(std::accumulate(old_batches.begin(), old_batches.end(), int64_t{0}));
-  const int64_t g = std::accumulate(batches.begin(), batches.end(), int64_t{0});
-  const auto new_global = static_cast<double>(g);
+  const auto new_global =
+      static_cast<double>(std::accumulate(batches.begin(), batches.end(), int64_t{0}));
   // The effective rate follows the global batch; a base rate that has the rank count in it
   // (lr_scaling = linear) changed by world / old_world already.
   out.lr_scale = first.lr_scale * (global_batch ? 1.0 : new_global / old_global) *
@@ -255,27 +286,7 @@ ElasticStart PlanElasticResume(const InputFactories& f, const std::vector<std::s
       comm::BroadcastBytes(*comm, left.data(), left.size() * sizeof(int64_t));
     }
     const auto n = static_cast<int64_t>(left.size());
-    int64_t steps = (n + g - 1) / g;
-    const int64_t last = n - (steps - 1) * g;  // rows of the last step, 1..g
-    if (steps > 0 && last < world) {           // not a row for every rank: left out
-      out.left_out = last;
-      --steps;
-    }
-    const int64_t full = std::max<int64_t>(0, steps - 1);
-    // Rank j's rows of a full step start after the batches of the ranks before it.
-    const int64_t before = std::accumulate(batches.begin(), batches.begin() + rank, int64_t{0});
-    const int64_t b = batches[static_cast<size_t>(rank)];
-    for (int64_t t = 0; t < full; ++t) {
-      const auto* at = left.data() + t * g + before;
-      out.ids.insert(out.ids.end(), at, at + b);
-    }
-    if (steps > 0) {  // the last step: what is left, split evenly (within each rank's batch)
-      const std::vector<int64_t> rows = LastStepRows(n - out.left_out - full * g, batches);
-      const int64_t begin =
-          full * g + std::accumulate(rows.begin(), rows.begin() + rank, int64_t{0});
-      out.ids.insert(out.ids.end(), left.begin() + begin,
-                     left.begin() + begin + rows[static_cast<size_t>(rank)]);
-    }
+    const int64_t steps = DealRemainder(left, batches, rank, &out);
     out.map.rem_begin = step;
     out.map.rem_end = step + steps;
     out.map.rem_epoch = m.EpochOf(step);
