@@ -148,14 +148,19 @@ TEST(ResponseJson, FloatsRoundTripAndStringsAreEscaped) {
   r.classes = {2};
   r.values = {0.1f, 1.0f / 3.0f, 0.56666666f};
   const std::string body = PredictResponse(sig, r, 1, false);
-  EXPECT_EQ(
-      body,
-      R"({"predictions":[{"classes":2,"probabilities":[0.100000001,0.333333343,0.566666663]}]})")
+  // The shortest text that reads back as the same float (std::to_chars).
+  EXPECT_EQ(body, R"({"predictions":[{"classes":2,"probabilities":[0.1,0.33333334,0.56666666]}]})")
       << body;
-  EXPECT_EQ(std::stof("0.333333343"), 1.0f / 3.0f);
-  EXPECT_EQ(
-      PredictResponse(sig, r, 1, true),
-      R"({"outputs":{"classes":[2],"probabilities":[[0.100000001,0.333333343,0.566666663]]}})");
+  EXPECT_EQ(std::stof("0.1"), 0.1f);
+  EXPECT_EQ(std::stof("0.33333334"), 1.0f / 3.0f);
+  EXPECT_EQ(std::stof("0.56666666"), 0.56666666f);
+  EXPECT_EQ(PredictResponse(sig, r, 1, true),
+            R"({"outputs":{"classes":[2],"probabilities":[[0.1,0.33333334,0.56666666]]}})");
+  // Extremes stay valid JSON numbers and read back exactly.
+  r.values = {1e-45f, 3.4028235e38f, 0.0f};
+  const std::string extremes = PredictResponse(sig, r, 1, false);
+  EXPECT_EQ(extremes, R"({"predictions":[{"classes":2,"probabilities":[1e-45,3.4028235e+38,0]}]})");
+  EXPECT_EQ(std::stof("3.4028235e+38"), 3.4028235e38f);
   EXPECT_EQ(ErrorResponse("a \"b\"\n"), R"({"error":"a \"b\"\u000a"})");
 }
 
