@@ -156,10 +156,13 @@ TEST(ResponseJson, FloatsRoundTripAndStringsAreEscaped) {
   EXPECT_EQ(std::stof("0.56666666"), 0.56666666f);
   EXPECT_EQ(PredictResponse(sig, r, 1, true),
             R"({"outputs":{"classes":[2],"probabilities":[[0.1,0.33333334,0.56666666]]}})");
-  // Extremes stay valid JSON numbers and read back exactly.
-  r.values = {1e-45f, 3.4028235e38f, 0.0f};
+  // Extremes stay valid JSON numbers and read back exactly (normal floats: the engine may
+  // run with denormals flushed to zero).
+  r.values = {1.17549435e-38f, 3.4028235e38f, 0.0f};
   const std::string extremes = PredictResponse(sig, r, 1, false);
-  EXPECT_EQ(extremes, R"({"predictions":[{"classes":2,"probabilities":[1e-45,3.4028235e+38,0]}]})");
+  EXPECT_EQ(extremes,
+            R"({"predictions":[{"classes":2,"probabilities":[1.1754944e-38,3.4028235e+38,0]}]})");
+  EXPECT_EQ(std::stof("1.1754944e-38"), 1.17549435e-38f);
   EXPECT_EQ(std::stof("3.4028235e+38"), 3.4028235e38f);
   EXPECT_EQ(ErrorResponse("a \"b\"\n"), R"({"error":"a \"b\"\u000a"})");
 }
