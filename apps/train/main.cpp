@@ -46,9 +46,8 @@ namespace shardflow::train {
 namespace {
 
 // Formats whose records can be found again by id (a file and a byte or row offset), which
-// elastic resume needs: uncompressed TFRecord (the header index) and HDF5 (rows).
-// Formats whose records can be read again one by one (by byte offset or row): elastic resume.
-// A compressed file has no byte ranges: the resume then stops with an error naming the format.
+// elastic resume needs: TFRecord, CSV, JSON lines and text by byte offset, HDF5 by row. A
+// compressed file has no byte ranges: the resume then stops with an error naming the format.
 bool ReadsRecordsById(const std::string& format) {
   return format == "tfrecord" || format == "hdf5" || format == "csv" || format == "jsonl" ||
          format == "text";
@@ -272,10 +271,7 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
   if (chief) {
     std::filesystem::create_directories(config.output);
     const bool replicas = options.model_parallel.grid.model_parallel();
-    const std::vector<int64_t> batches =
-        options.replica_batches.empty()
-            ? std::vector<int64_t>(static_cast<size_t>(shard.count), options.per_rank_batch)
-            : options.replica_batches;
+    const std::vector<int64_t> batches = ReplicaBatches(options, shard.count);
     SF_LOG(Info) << "batch: " << BatchText(batches)
                  << (replicas ? " per replica x " : " per rank x ") << shard.count
                  << (replicas ? " replicas = " : " ranks = ")

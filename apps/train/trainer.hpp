@@ -111,6 +111,13 @@ struct TrainerOptions : apps::ModelSetup {
   TuningContext tuning;
 };
 
+// Every data replica's batch: o.replica_batches when uneven, else `replicas` x per_rank_batch.
+inline std::vector<int64_t> ReplicaBatches(const TrainerOptions& o, int replicas) {
+  return o.replica_batches.empty()
+             ? std::vector<int64_t>(static_cast<size_t>(replicas), o.per_rank_batch)
+             : o.replica_batches;
+}
+
 // The input: the training pipeline (one pass, this rank's shard, batched) and an optional
 // evaluation pipeline (one pass, this rank's shard, batched, every record exactly once).
 struct TrainerInputs {

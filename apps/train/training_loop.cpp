@@ -134,10 +134,7 @@ void TrainingLoop::OpenInput(const StartPoint& start) {
     // old replica's rest itself (no communicator of one rank per replica to share it over).
     const int replica = strategy_.data_replica();
     const int world = strategy_.data_parallel_size();
-    const std::vector<int64_t> batches =
-        o_.replica_batches.empty()
-            ? std::vector<int64_t>(static_cast<size_t>(world), o_.per_rank_batch)
-            : o_.replica_batches;
+    const std::vector<int64_t> batches = ReplicaBatches(o_, world);
     ElasticStart e = PlanElasticResume(
         inputs_.factories, start.elastic_states, start.step, replica < 0 ? steps_->rank() : replica,
         batches, o_.global_batch, o_.lr_scaled_by_ranks, plan_.steps_per_epoch,
@@ -404,10 +401,8 @@ void TrainingLoop::Summarize(int64_t steps) {
              .comm_s = parts[2] / size};
   s.ranks = job_.size();
   s.per_rank_batch = o_.per_rank_batch;
-  s.global_batch =
-      o_.replica_batches.empty()
-          ? o_.per_rank_batch * strategy_.data_parallel_size()
-          : std::accumulate(o_.replica_batches.begin(), o_.replica_batches.end(), int64_t{0});
+  const std::vector<int64_t> batches = ReplicaBatches(o_, strategy_.data_parallel_size());
+  s.global_batch = std::accumulate(batches.begin(), batches.end(), int64_t{0});
   s.steps = steps;
   s.skipped_steps = skipped_steps_;
   s.batches_per_epoch = plan_.batches_per_epoch;

@@ -147,9 +147,10 @@ class ReadUnitIterator : public SequentialIterator {
             throw Error(ErrorCode::kInternal,
                         "record shard policy needs record indices from the reader");
           }
-          const int64_t k = e.where.record + static_cast<int64_t>(node_->unit_.file_index);
-          const int64_t slot = k % node_->stride_ - node_->offset_;
-          if (slot < 0 || slot >= node_->width_) continue;
+          if (!InRecordWindow(e.where.record, node_->unit_.file_index, node_->stride_,
+                              node_->offset_, node_->width_)) {
+            continue;
+          }
         }
         e.where.file = node_->file_;
         e.where.file_index = where.file_index;

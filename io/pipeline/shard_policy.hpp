@@ -43,6 +43,13 @@ struct ShardUnit {
   ByteRange range;
 };
 
+// The record policy's rule: record k of file f belongs to the rank whose window
+// [offset, offset + width) holds (k + f) mod stride.
+inline bool InRecordWindow(int64_t k, size_t file, int stride, int offset, int width) {
+  const int64_t slot = (k + static_cast<int64_t>(file)) % stride - offset;
+  return slot >= 0 && slot < width;
+}
+
 struct ShardPlan {
   ShardPolicy policy = ShardPolicy::kFile;  // resolved (never kAuto)
   std::vector<ShardUnit> units;             // this rank's units, in file order
@@ -55,8 +62,7 @@ struct ShardPlan {
   // Whether the record policy keeps record k of file `file` (always true for the others).
   bool KeepsRecord(int64_t k, size_t file) const {
     if (policy != ShardPolicy::kRecord || record_stride <= 1) return true;
-    const int64_t slot = (k + static_cast<int64_t>(file)) % record_stride - record_offset;
-    return slot >= 0 && slot < record_width;
+    return InRecordWindow(k, file, record_stride, record_offset, record_width);
   }
   std::string reason;  // why this policy (auto) — for the log
 };
