@@ -25,7 +25,20 @@ namespace shardflow {
 enum class DType : uint8_t { kFloat32, kFloat64, kUInt8, kInt32, kInt64 };
 enum class Device : uint8_t { kCpu, kCuda };
 
-size_t DTypeSize(DType dtype);
+// Inline: called per feature per element on pipeline paths.
+inline size_t DTypeSize(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+    case DType::kInt32:
+      return 4;
+    case DType::kFloat64:
+    case DType::kInt64:
+      return 8;
+    case DType::kUInt8:
+      return 1;
+  }
+  return 0;
+}
 const char* DTypeName(DType dtype);     // "float32", "uint8", ...
 const char* DeviceName(Device device);  // "cpu", "cuda"
 // "float32" | "float64" | "uint8" | "int32" | "int64"; throws Error(kInvalidArgument).

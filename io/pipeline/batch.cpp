@@ -91,6 +91,7 @@ class BatchIterator : public SequentialIterator {
         node_(node),
         input_(node->input_->MakeIterator(ctx)) {}
   bool NextImpl(Element* out) override {
+    if (!node_->padded_) return NextStacked(out);
     std::vector<Element> elements;
     Element e;
     while (static_cast<int64_t>(elements.size()) < node_->size_ && Pull(input_.get(), &e)) {
@@ -98,7 +99,7 @@ class BatchIterator : public SequentialIterator {
     }
     if (elements.empty()) return false;
     if (node_->drop_ && static_cast<int64_t>(elements.size()) < node_->size_) return false;
-    *out = node_->padded_ ? Padded(elements) : Stacked(elements);
+    *out = Padded(elements);
     return true;
   }
   void Save(StateWriter* w) override {
@@ -111,16 +112,27 @@ class BatchIterator : public SequentialIterator {
   }
 
  private:
-  Element Stacked(const std::vector<Element>& elements) {
+  // Copies each element into the batch as it arrives and lets it go: a row's tensors are
+  // freed before the next row's are allocated, so the allocator hands the same chunks back
+  // (holding a whole batch of per-row scalars first overflowed its per-thread cache: a third
+  // of a CSV pipeline's time was malloc and free).
+  bool NextStacked(Element* out) {
+    Element e;
+    if (!Pull(input_.get(), &e)) return false;
     BatchBuffer buffer;
-    buffer.Allocate(elements[0], static_cast<int64_t>(elements.size()));
-    try {
-      for (size_t i = 0; i < elements.size(); ++i)
-        buffer.Place(static_cast<int64_t>(i), elements[i]);
-    } catch (...) {
-      RethrowInStage("batch", nullptr);
-    }
-    return buffer.Finish(static_cast<int64_t>(elements.size()));
+    buffer.Allocate(e, node_->size_);
+    int64_t rows = 0;
+    do {
+      try {
+        buffer.Place(rows++, e);
+      } catch (...) {
+        RethrowInStage("batch", nullptr);
+      }
+      e = Element();
+    } while (rows < node_->size_ && Pull(input_.get(), &e));
+    if (node_->drop_ && rows < node_->size_) return false;
+    *out = buffer.Finish(rows);
+    return true;
   }
   Element Padded(const std::vector<Element>& elements) {
     Element out;

@@ -67,12 +67,19 @@ class DatasetNode {
 using NodePtr = std::shared_ptr<const DatasetNode>;
 
 // Base for stages that run on the consumer's thread: Next() times NextImpl() and charges the
-// part spent inside Pull() to input-wait, the rest to busy.
+// part spent inside Pull() to input-wait, the rest to busy. Cheap calls (a row of a CSV file
+// takes well under a microsecond per stage) are timed one in kSamplePeriod, each timed call
+// standing for kSamplePeriod: reading the clock four times per stage per element was 16% of a
+// CSV pipeline's time. Calls of 10 us or more (a batch) are all timed, their pulls sampled the
+// same way. Element and byte counts are exact; they reach the shared counters at most
+// kSamplePeriod calls late, and at the end.
 class SequentialIterator : public Iterator {
  public:
   SequentialIterator(const IteratorContext& ctx, const std::string& stage_name)
       : stats_(ctx.stats->Add(stage_name)) {}
+  ~SequentialIterator() override { Flush(); }
   bool Next(Element* out) final;
+  static constexpr int64_t kSamplePeriod = 16;
 
  protected:
   virtual bool NextImpl(Element* out) = 0;
@@ -81,8 +88,15 @@ class SequentialIterator : public Iterator {
   StageStats& stats() { return *stats_; }
 
  private:
+  void Flush();
+
   std::shared_ptr<StageStats> stats_;
-  int64_t wait_ns_ = 0;
+  int64_t wait_ns_ = 0;  // input wait of the call being timed (estimated: pulls are sampled)
+  int64_t pulls_ = 0;    // pulls in the call being timed
+  int64_t weight_ = 0;   // what the call being timed stands for (0: not timed)
+  int64_t calls_ = 0;
+  int64_t last_call_ns_ = 0;  // the last timed call's duration
+  int64_t pending_elements_ = 0, pending_bytes_ = 0;
   std::exception_ptr error_;
 };
 

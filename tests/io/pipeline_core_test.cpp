@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <stdexcept>
 
@@ -271,6 +272,40 @@ TEST(PipelineCore, StatsCountElementsPerStage) {
   const std::string line = it.StatsSummary();
   EXPECT_NE(line.find("square: 40 el"), std::string::npos) << line;
   EXPECT_EQ(line.find('\n'), std::string::npos);
+}
+
+// Cheap calls of a consumer-thread stage are timed one in SequentialIterator::kSamplePeriod,
+// each standing for the calls it skips, and so are the pulls of a long call (a batch): the
+// element counts stay exact, and busy and input-wait times are still at least what the stage
+// demonstrably spent (every map call spins `us` microseconds).
+TEST(PipelineCore, SampledStageTimingCountsEveryCall) {
+  const int64_t n = 64 * SequentialIterator::kSamplePeriod;  // whole sampling periods
+  for (const int us : {2, 20}) {  // 2: sampled calls; 20: over 10 us, every call timed
+    auto spin = [us](Element&, const MapContext&) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    };
+    PipelineIterator it = Range(n).Map(spin, {.name = "spin"}).Batch(64).MakeIterator();
+    Element e;
+    int64_t batches = 0;
+    while (it.Next(&e)) ++batches;
+    ASSERT_EQ(batches, n / 64);
+    const double spent = us * 1e-6 * static_cast<double>(n) * 0.99;
+    int seen = 0;
+    for (const auto& s : it.stats().Snapshot()) {
+      if (s.name == "spin") {
+        ++seen;
+        EXPECT_EQ(s.elements, n);
+        EXPECT_GE(s.busy_s, spent) << us << " us per call";
+      } else if (s.name == "batch") {
+        ++seen;
+        EXPECT_EQ(s.elements, n / 64);
+        EXPECT_GE(s.input_wait_s, spent) << us << " us per call";  // its pulls are sampled
+      }
+    }
+    EXPECT_EQ(seen, 2);
+  }
 }
 
 TEST(PipelineCore, CardinalityPropagates) {

@@ -22,36 +22,38 @@ bool ParseNumber(std::string_view text, T* out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
-// `text` as a scalar tensor of `type` (strings: uint8[n]); false when it does not parse.
-bool ToTensor(CsvColumnType type, std::string_view text, Tensor* out) {
+template <typename T>
+Tensor Scalar(DType dtype, T v) {
+  Tensor t(dtype, {});
+  *static_cast<T*>(t.raw_data()) = v;
+  return t;
+}
+
+// `text` as a scalar tensor of `type` (strings: uint8[n]); nullopt when it does not parse.
+std::optional<Tensor> ToTensor(CsvColumnType type, std::string_view text) {
   switch (type) {
-    case CsvColumnType::kString:
-      *out = Tensor(DType::kUInt8, {static_cast<int64_t>(text.size())});
-      if (!text.empty()) std::memcpy(out->raw_data(), text.data(), text.size());
-      return true;
+    case CsvColumnType::kString: {
+      Tensor t(DType::kUInt8, {static_cast<int64_t>(text.size())});
+      if (!text.empty()) std::memcpy(t.raw_data(), text.data(), text.size());
+      return t;
+    }
     case CsvColumnType::kInt64: {
       int64_t v = 0;
-      if (!ParseNumber(text, &v)) return false;
-      *out = Tensor(DType::kInt64, {});
-      out->data<int64_t>()[0] = v;
-      return true;
+      if (!ParseNumber(text, &v)) return std::nullopt;
+      return Scalar(DType::kInt64, v);
     }
     case CsvColumnType::kFloat32: {
       float v = 0;
-      if (!ParseNumber(text, &v)) return false;
-      *out = Tensor(DType::kFloat32, {});
-      out->data<float>()[0] = v;
-      return true;
+      if (!ParseNumber(text, &v)) return std::nullopt;
+      return Scalar(DType::kFloat32, v);
     }
     case CsvColumnType::kFloat64: {
       double v = 0;
-      if (!ParseNumber(text, &v)) return false;
-      *out = Tensor(DType::kFloat64, {});
-      out->data<double>()[0] = v;
-      return true;
+      if (!ParseNumber(text, &v)) return std::nullopt;
+      return Scalar(DType::kFloat64, v);
     }
   }
-  return false;
+  return std::nullopt;
 }
 
 class CsvStreamReader : public RecordReader {
@@ -89,16 +91,16 @@ class CsvStreamReader : public RecordReader {
       // Numbers ignore surrounding spaces; strings keep every byte.
       const std::string_view text =
           spec.type == CsvColumnType::kString ? record_.fields[field] : Trim(record_.fields[field]);
-      Tensor value;
       if (IsMissing(text)) {
         if (!spec.default_value) Fail(field, spec, "missing value and the column has no default");
-        value = defaults_[c].Clone();
-      } else if (!ToTensor(spec.type, text, &value)) {
+        out->features.emplace_back(spec.name, defaults_[c].Clone());
+      } else if (std::optional<Tensor> value = ToTensor(spec.type, text)) {
+        out->features.emplace_back(spec.name, std::move(*value));
+      } else {
         Fail(field, spec,
              std::string("bad ") + CsvColumnTypeName(spec.type) + " value '" + std::string(text) +
                  "'");
       }
-      out->features.emplace_back(spec.name, std::move(value));
     }
     out->where.offset = record_.offset;
     out->where.record = record_.line >= 1 ? record_.line - 1 : -1;
@@ -182,8 +184,7 @@ std::vector<CsvColumnSpec> ParseCsvColumns(const std::vector<std::string>& entri
     } else {
       throw bad("unknown type '" + std::string(type) + "'");
     }
-    Tensor probe;
-    if (spec.default_value && !ToTensor(spec.type, *spec.default_value, &probe)) {
+    if (spec.default_value && !ToTensor(spec.type, *spec.default_value)) {
       throw bad("the default is not a " + std::string(CsvColumnTypeName(spec.type)));
     }
     if (!names.insert(spec.name).second) throw bad("column named twice");
@@ -203,9 +204,8 @@ CsvStreamSource::CsvStreamSource(std::vector<std::string> files, CsvSourceOption
                 {.key = "csv_column_names"});
   }
   for (const auto& column : options_.columns) {
-    Tensor value;
-    if (column.default_value) ToTensor(column.type, *column.default_value, &value);
-    defaults_.push_back(std::move(value));
+    defaults_.push_back(column.default_value ? *ToTensor(column.type, *column.default_value)
+                                             : Tensor());
   }
   for (const auto& path : files) {
     infos_.push_back(StatFile(path));
