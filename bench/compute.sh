@@ -52,7 +52,11 @@ shardflow() {  # shardflow MODEL RANKS THREADS REP EPOCHS
   out=runs/$model-np$np-t$threads-rep$rep
   load=$(cut -d' ' -f1 /proc/loadavg)
   rm -rf "$out"
-  "${mpi[@]}" -np "$np" "$bin/shardflow-train" --config "$src/configs/fmnist_$model.ini" \
+  # mpirun binds each of 2 or fewer ranks to one core: a rank with 2 threads needs them unbound
+  # (before 2026-11-25 the 1 x 2 runs time-sliced 2 threads on one core).
+  local bind=()
+  [ "$threads" -gt 1 ] && bind=(--bind-to none)
+  "${mpi[@]}" "${bind[@]}" -np "$np" "$bin/shardflow-train" --config "$src/configs/fmnist_$model.ini" \
     --data.files='data/fmnist-train-*.tfrecord' --eval.files='data/fmnist-test-*.tfrecord' \
     --no-progress --train.threads="$threads" --train.batch_size=$((128 / np)) \
     --train.epochs="$epochs" --output "$out" >"$out.log" 2>&1 || { cat "$out.log"; exit 1; }

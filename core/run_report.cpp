@@ -24,7 +24,12 @@ std::string Knob(int value, int used) {
 std::string ComputeAdvice(const TuningContext& ctx) {
   const int busy = ctx.threads * std::max(1, ctx.local_ranks);
   std::ostringstream advice;
-  if (ctx.cores > 0 && busy >= ctx.cores) {
+  if (ctx.bound_cores > 0 && ctx.threads > ctx.bound_cores) {
+    advice << "the " << ctx.threads << " threads of each rank share the " << ctx.bound_cores
+           << " core" << (ctx.bound_cores == 1 ? "" : "s") << " the launcher bound it to: to use "
+           << ctx.threads << ", give mpirun --map-by slot:PE=" << ctx.threads
+           << " or --bind-to none (srun: --cpus-per-task=" << ctx.threads << ")";
+  } else if (ctx.cores > 0 && busy >= ctx.cores) {
     advice << "input and communication keep up and every core is busy (" << ctx.local_ranks
            << " ranks x " << ctx.threads << " threads on " << ctx.cores
            << " cores): to go faster, run on more nodes or faster cores";

@@ -50,6 +50,9 @@ struct TuningContext {
   // cores, the advice is to add nodes, not threads. 0 cores: not known.
   int cores = 0;
   int local_ranks = 1;
+  // The CPUs this rank is bound to (0: not known). Fewer than `threads` makes the threads
+  // time-slice, and the advice says how to unbind.
+  int bound_cores = 0;
 };
 
 struct Verdict {

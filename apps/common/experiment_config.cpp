@@ -234,4 +234,15 @@ int ResolveThreads(const ExperimentConfig& c, int local_ranks) {
   return cpu::DefaultThreadsPerRank(local_ranks);
 }
 
+std::string ThreadsOverBindingWarning(int threads, int bound_cores, const std::string& key) {
+  if (bound_cores <= 0 || threads <= bound_cores) return {};
+  const std::string t = std::to_string(threads), b = std::to_string(bound_cores);
+  return key + " = " + t + " but this process is bound to " + b +
+         (bound_cores == 1 ? " core" : " cores") + ", so its threads share " +
+         (bound_cores == 1 ? "it" : "them") +
+         " (mpirun binds each rank to one core when it starts 2 or fewer): give mpirun "
+         "--map-by slot:PE=" +
+         t + " or --bind-to none, or srun --cpus-per-task=" + t;
+}
+
 }  // namespace shardflow::apps

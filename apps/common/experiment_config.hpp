@@ -118,5 +118,10 @@ ModelSetup MakeModelSetup(const ExperimentConfig& config);
 // Intra-op threads per rank: train.threads when set, else SHARDFLOW_THREADS, else the cores
 // the launcher bound this rank to (cpu::DefaultThreadsPerRank over the node's `local_ranks`).
 int ResolveThreads(const ExperimentConfig& config, int local_ranks);
+// One line warning that `threads` intra-op threads will time-slice on the `bound_cores` CPUs
+// the launcher bound this process to (mpirun binds each of 2 or fewer ranks to one core), with
+// the flags that give it more; empty when they fit or the binding is unknown (0). `key`: the
+// config key that set the threads ("train.threads").
+std::string ThreadsOverBindingWarning(int threads, int bound_cores, const std::string& key);
 
 }  // namespace shardflow::apps

@@ -181,7 +181,13 @@ int main(int argc, char** argv) {
                             .rank = env.rank(),
                             .local_rank = env.local_rank()});
         prepared.options = apps::MakeModelSetup(config.train);
-        cpu::SetIntraOpThreads(apps::ResolveThreads(config.train, env.local_size()));
+        const int threads = apps::ResolveThreads(config.train, env.local_size());
+        cpu::SetIntraOpThreads(threads);
+        if (env.local_rank() == 0) {  // once per node
+          const std::string w =
+              apps::ThreadsOverBindingWarning(threads, cpu::BoundCores(), "train.threads");
+          if (!w.empty()) SF_LOG(Warn) << w;
+        }
         // A model split over ranks predicts on the grid it is given ([dist] pipeline_stages,
         // tensor_parallel), whatever grid trained it: a usage error when the ranks do not factor.
         predict::Prepared& p = prepared;

@@ -558,6 +558,12 @@ int main(int argc, char** argv) {
         options.tuning.local_ranks = env.local_size();
         options.tuning.cores = static_cast<int>(std::thread::hardware_concurrency());
         cpu::SetIntraOpThreads(options.tuning.threads);
+        options.tuning.bound_cores = cpu::BoundCores();
+        if (env.local_rank() == 0) {  // once per node
+          const std::string w = apps::ThreadsOverBindingWarning(
+              options.tuning.threads, options.tuning.bound_cores, "train.threads");
+          if (!w.empty()) SF_LOG(Warn) << w;
+        }
         PrintResolvedTable(schema);
       },
       [&](MpiEnvironment& env) {

@@ -121,6 +121,12 @@ int DefaultThreadsPerRank(int local_ranks) {
   return std::max(1, machine / std::max(1, local_ranks));
 }
 
+int BoundCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
 void FlushDenormalsOnThisThread() {
   // MXCSR bit 15 (FTZ: results that would be denormal become 0) and bit 6 (DAZ: denormal
   // inputs read as 0).

@@ -42,5 +42,9 @@ int DefaultIntraOpThreads();
 // ranks. At least 1. (Dividing the machine's count alone gave a rank bound to one core two
 // threads, which time-slice on that core: 7.7x slower prediction at 1 rank.)
 int DefaultThreadsPerRank(int local_ranks);
+// The CPUs this process may run on (sched_getaffinity); 0 when that cannot be read. A launcher
+// that binds a rank to one core (mpirun does for 2 ranks or fewer) makes this 1, whatever
+// train.threads asks for.
+int BoundCores();
 
 }  // namespace shardflow::cpu

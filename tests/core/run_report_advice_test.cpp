@@ -29,6 +29,26 @@ TEST(RunReportAdviceTest, IdleCoresSuggestThreadsWithTheCount) {
       << v.advice;
 }
 
+// mpirun binds each of 2 or fewer ranks to one core: train.threads = 2 then time-slices on it
+// (1 rank x 2 threads trained at half the speed of 2 ranks x 1 thread), and the advice says so.
+TEST(RunReportAdviceTest, ThreadsOverTheBoundCoresSayHowToUnbind) {
+  const Verdict v = Diagnose(
+      kComputeBound, {.threads = 2, .ranks = 1, .cores = 2, .local_ranks = 1, .bound_cores = 1});
+  EXPECT_EQ(v.bound, "compute-bound");
+  EXPECT_NE(v.advice.find("the 2 threads of each rank share the 1 core the launcher bound it "
+                          "to: to use 2, give mpirun --map-by slot:PE=2 or --bind-to none"),
+            std::string::npos)
+      << v.advice;
+  EXPECT_EQ(v.advice.find("every core is busy"), std::string::npos) << v.advice;
+  // Bound to enough cores, or the binding unknown: the advice is as before.
+  for (const int bound : {2, 0}) {
+    const Verdict fits =
+        Diagnose(kComputeBound,
+                 {.threads = 2, .ranks = 1, .cores = 2, .local_ranks = 1, .bound_cores = bound});
+    EXPECT_NE(fits.advice.find("every core is busy"), std::string::npos) << fits.advice;
+  }
+}
+
 TEST(RunReportAdviceTest, AutoShowsTheResolvedValue) {
   const StepTimeTotals t{.wall_s = 10, .input_wait_s = 5, .compute_s = 5, .comm_s = 0};
   const Verdict v = Diagnose(
