@@ -24,6 +24,7 @@
 
 #include "apps/bench/bench_registry.hpp"
 #include "core/cpu/gemm.hpp"
+#include "core/cpu/gemm_isa.hpp"
 #include "core/loss.hpp"
 #include "core/model.hpp"
 #include "core/mpi_env.hpp"
@@ -239,9 +240,10 @@ int RunStep(const std::vector<std::string>& argv) {
     const double train_flops = gemm_flops / static_cast<double>(args.batch);
     const double limit = gemm_rate / train_flops;
 
-    std::printf("model %s, batch %lld, threads %d, %d steps: %.0f samples/s (%.2f ms/step)\n",
-                name.c_str(), static_cast<long long>(args.batch), cpu::IntraOpThreads(), args.steps,
-                samples_per_s, 1e3 * step_time);
+    std::printf(
+        "model %s, batch %lld, threads %d, kernels %s, %d steps: %.0f samples/s (%.2f ms/step)\n",
+        name.c_str(), static_cast<long long>(args.batch), cpu::IntraOpThreads(), cpu::GemmTarget(),
+        args.steps, samples_per_s, 1e3 * step_time);
     std::printf(
         "  training FLOPs/sample %.3g; sgemm on the step's shapes %.1f GFLOP/s -> limit "
         "%.0f samples/s; ratio %.2f (target >= 0.5); achieved %.1f GFLOP/s\n",

@@ -26,6 +26,7 @@
 #include "comm/collectives.hpp"
 #include "core/backend/host_twin.hpp"
 #include "core/cpu/gemm.hpp"
+#include "core/cpu/gemm_isa.hpp"
 #include "core/logging.hpp"
 #include "core/mpi_env.hpp"
 #include "core/stop_signal.hpp"
@@ -280,7 +281,8 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
                  << (options.replica_batches.empty()
                          ? ""
                          : "; it does not divide: each step weighs the gradients by rows")
-                 << "); intra-op threads " << options.tuning.threads << " per rank";
+                 << "); intra-op threads " << options.tuning.threads << " per rank, kernels "
+                 << cpu::GemmTarget();
   }
   options.final_params = false;
   TrainerInputs inputs;
@@ -558,6 +560,7 @@ int main(int argc, char** argv) {
         options.tuning.local_ranks = env.local_size();
         options.tuning.cores = static_cast<int>(std::thread::hardware_concurrency());
         cpu::SetIntraOpThreads(options.tuning.threads);
+        cpu::GemmTarget();  // a bad SHARDFLOW_CPU_TARGET is an error of the parse phase
         options.tuning.bound_cores = cpu::BoundCores();
         if (env.local_rank() == 0) {  // once per node
           const std::string w = apps::ThreadsOverBindingWarning(

@@ -9,48 +9,65 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <string>
 #include <thread>
+
+#include "core/cpu/gemm_isa.hpp"
+#include "core/error.hpp"
+
+#define SHARDFLOW_GEMM_ISA v3
+#include "core/cpu/gemm_block.hpp"
 
 namespace shardflow::cpu {
 namespace {
 
-template <typename T>
-using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <typename T>
-using ConstMap = Eigen::Map<const RowMat<T>, 0, Eigen::OuterStride<>>;
-template <typename T>
-using MutMap = Eigen::Map<RowMat<T>, 0, Eigen::OuterStride<>>;
+bool CpuHasAvx512() {
+#if defined(SHARDFLOW_HAVE_GEMM_AVX512)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl");
+#else
+  return false;
+#endif
+}
 
-std::atomic<int> g_threads{0};  // 0: not set yet
+// Chosen once: SHARDFLOW_CPU_TARGET, else the best the CPU has.
+bool UseAvx512() {
+  static const bool use = [] {
+    const char* env = std::getenv("SHARDFLOW_CPU_TARGET");
+    const std::string want = env != nullptr ? env : "";
+    const bool has = CpuHasAvx512();
+    if (want.empty()) return has;
+    if (want == "x86-64-v3") return false;
+    if (want == "x86-64-v4") {
+      if (!has) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "SHARDFLOW_CPU_TARGET=x86-64-v4 but this CPU has no AVX-512 (F/BW/CD/DQ/VL)",
+                    {.hint = "unset it, or set x86-64-v3"});
+      }
+      return true;
+    }
+    throw Error(ErrorCode::kInvalidArgument, "unknown SHARDFLOW_CPU_TARGET '" + want + "'",
+                {.hint = "x86-64-v3 or x86-64-v4, or unset for the best this CPU has"});
+  }();
+  return use;
+}
 
-// One block of C: rows [r0, r1) and columns [c0, c1) of the whole product, on this thread.
 template <typename T>
 void GemmBlock(bool trans_a, bool trans_b, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
                int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c,
                int64_t ldc) {
-  const int64_t m = r1 - r0, n = c1 - c0;
-  MutMap<T> cm(c + r0 * ldc + c0, m, n, Eigen::OuterStride<>(ldc));
-  if (beta == T(0)) {
-    cm.setZero();
-  } else if (beta != T(1)) {
-    cm *= beta;
+#if defined(SHARDFLOW_HAVE_GEMM_AVX512)
+  if (UseAvx512()) {
+    GemmBlockAvx512(trans_a, trans_b, r0, r1, c0, c1, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
   }
-  if (k == 0) return;
-  const T* ab = trans_a ? a + r0 : a + r0 * lda;
-  const T* bb = trans_b ? b + c0 * ldb : b + c0;
-  ConstMap<T> am(ab, trans_a ? k : m, trans_a ? m : k, Eigen::OuterStride<>(lda));
-  ConstMap<T> bm(bb, trans_b ? n : k, trans_b ? k : n, Eigen::OuterStride<>(ldb));
-  // Four branches so Eigen sees each transpose statically and calls its packed GEMM directly.
-  if (!trans_a && !trans_b) {
-    cm.noalias() += alpha * am * bm;
-  } else if (trans_a && !trans_b) {
-    cm.noalias() += alpha * am.transpose() * bm;
-  } else if (!trans_a && trans_b) {
-    cm.noalias() += alpha * am * bm.transpose();
-  } else {
-    cm.noalias() += alpha * am.transpose() * bm.transpose();
-  }
+#endif
+  v3::GemmBlock(trans_a, trans_b, r0, r1, c0, c1, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
+
+std::atomic<int> g_threads{0};  // 0: not set yet
 
 // Blocks of C from the shape alone (never the thread count, so results do not depend on it):
 // products under ~2 MFLOP are one block; otherwise the longer side of C is cut into up to 8
@@ -78,6 +95,7 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
           int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (g_threads.load(std::memory_order_relaxed) == 0) SetIntraOpThreads(0);
+  UseAvx512();  // chosen (or refused) here, on the caller's thread, not in a pool worker
   const Blocking bl = BlocksOf(m, n, k);
   const auto block = [&](int64_t i) {
     const int64_t lo = i * bl.size, hi = std::min((i + 1) * bl.size, bl.rows ? m : n);
@@ -98,6 +116,8 @@ template void Gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const fl
                           const float*, int64_t, float, float*, int64_t);
 template void Gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
                            const double*, int64_t, double, double*, int64_t);
+
+const char* GemmTarget() { return UseAvx512() ? "x86-64-v4 (AVX-512)" : "x86-64-v3 (AVX2)"; }
 
 int DefaultIntraOpThreads() {
   // slurm/launch.sh sets SHARDFLOW_THREADS to the rank's share of the node's cores.

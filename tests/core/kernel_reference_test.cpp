@@ -7,9 +7,12 @@
 #include <thread>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/cpu/gemm.hpp"
+#include "core/cpu/gemm_isa.hpp"
 #include "core/cpu/im2col.hpp"
 #include "core/layers/conv2d.hpp"
 #include "core/layers/dense.hpp"
@@ -48,6 +51,41 @@ TEST(KernelReference, GemmAllTransposesAndStrides) {
         for (int64_t j = n; j < ldc; ++j) {
           EXPECT_EQ(c[i * ldc + j], ref[i * ldc + j]);  // padding untouched
         }
+    }
+}
+
+// Shapes large enough for the packed kernels of every target (the tiny case above stays in
+// their edge paths), against a double-precision reference; run once on the CPU's best target
+// and once with SHARDFLOW_CPU_TARGET=x86-64-v3 (CTest core.unit_tests.x86_64_v3).
+TEST(KernelReference, GemmPackedShapesOnThisTarget) {
+  const char* env = std::getenv("SHARDFLOW_CPU_TARGET");
+  const std::string target = cpu::GemmTarget();
+  if (env != nullptr && std::string(env) == "x86-64-v3") {
+    EXPECT_EQ(target, "x86-64-v3 (AVX2)");
+  }
+  EXPECT_TRUE(target == "x86-64-v3 (AVX2)" || target == "x86-64-v4 (AVX-512)") << target;
+  const int64_t m = 67, n = 131, k = 259;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 5, ldc = n + 1;
+      std::vector<float> a((ta ? k : m) * lda), b((tb ? n : k) * ldb), c(m * ldc), ref(m * ldc);
+      Fill(a.data(), a.size(), 4);
+      Fill(b.data(), b.size(), 5);
+      Fill(c.data(), c.size(), 6);
+      ref = c;
+      cpu::Gemm<float>(ta, tb, m, n, k, 1.5f, a.data(), lda, b.data(), ldb, -1.0f, c.data(), ldc);
+      double worst = 0;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double s = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            const float av = ta ? a[p * lda + i] : a[i * lda + p];
+            const float bv = tb ? b[j * ldb + p] : b[p * ldb + j];
+            s += static_cast<double>(av) * bv;
+          }
+          worst = std::max(worst, std::abs(c[i * ldc + j] - (1.5 * s - ref[i * ldc + j])));
+        }
+      EXPECT_LT(worst, 2e-4) << target << " ta " << ta << " tb " << tb;
     }
 }
 
