@@ -2,7 +2,6 @@
 // core/cpu/gemm.cpp includes it for x86-64-v3 (namespace v3) and core/cpu/gemm_avx512.cpp for
 // x86-64-v4 (namespace v4, with Eigen renamed; see there). The includer defines
 // SHARDFLOW_GEMM_ISA (the namespace) and includes <Eigen/Core> first. Not a public header.
-// NOLINT(build/header_guard): included once per target namespace on purpose.
 #pragma once
 
 #include <cstdint>
