@@ -25,38 +25,54 @@ void Fill(float* p, int64_t n, uint64_t seed) {
   for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(RandomNormal(seed, 0, i));
 }
 
-TEST(KernelReference, GemmAllTransposesAndStrides) {
-  const int64_t m = 5, n = 7, k = 3;
-  for (bool ta : {false, true})
-    for (bool tb : {false, true}) {
-      // Leading dimensions larger than the matrices to exercise strides.
-      const int64_t lda = (ta ? m : k) + 2, ldb = (tb ? k : n) + 1, ldc = n + 3;
-      std::vector<float> a((ta ? k : m) * lda), b((tb ? n : k) * ldb), c(m * ldc), ref(m * ldc);
-      Fill(a.data(), a.size(), 1);
-      Fill(b.data(), b.size(), 2);
-      Fill(c.data(), c.size(), 3);
-      ref = c;
-      cpu::Gemm<float>(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 2.0f, c.data(), ldc);
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          double s = 0;
-          for (int64_t p = 0; p < k; ++p) {
-            const float av = ta ? a[p * lda + i] : a[i * lda + p];
-            const float bv = tb ? b[j * ldb + p] : b[p * ldb + j];
-            s += static_cast<double>(av) * bv;
-          }
-          EXPECT_NEAR(c[i * ldc + j], 0.5 * s + 2.0 * ref[i * ldc + j], 1e-4);
-        }
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = n; j < ldc; ++j) {
-          EXPECT_EQ(c[i * ldc + j], ref[i * ldc + j]);  // padding untouched
-        }
+// Every transpose of C = alpha op(A) op(B) + beta C with leading dimensions padded by `pad`,
+// against a double-precision reference: the largest error, and whether the padding of C was
+// left untouched.
+struct GemmCheck {
+  double worst = 0;
+  bool padding_untouched = true;
+};
+GemmCheck CheckGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, float beta,
+                    int64_t pad, uint64_t seed) {
+  const int64_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad + 1, ldc = n + pad;
+  std::vector<float> a((ta ? k : m) * lda), b((tb ? n : k) * ldb), c(m * ldc), ref(m * ldc);
+  Fill(a.data(), a.size(), seed);
+  Fill(b.data(), b.size(), seed + 1);
+  Fill(c.data(), c.size(), seed + 2);
+  ref = c;
+  cpu::Gemm<float>(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+  GemmCheck out;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const float av = ta ? a[p * lda + i] : a[i * lda + p];
+        const float bv = tb ? b[j * ldb + p] : b[p * ldb + j];
+        s += static_cast<double>(av) * bv;
+      }
+      const double want = alpha * s + beta * static_cast<double>(ref[i * ldc + j]);
+      out.worst = std::max(out.worst, std::abs(c[i * ldc + j] - want));
     }
+    for (int64_t j = n; j < ldc; ++j) {
+      out.padding_untouched = out.padding_untouched && c[i * ldc + j] == ref[i * ldc + j];
+    }
+  }
+  return out;
+}
+
+TEST(KernelReference, GemmAllTransposesAndStrides) {
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const GemmCheck r = CheckGemm(ta, tb, 5, 7, 3, 0.5f, 2.0f, 2, 1);
+      EXPECT_LT(r.worst, 1e-4) << "ta " << ta << " tb " << tb;
+      EXPECT_TRUE(r.padding_untouched) << "ta " << ta << " tb " << tb;
+    }
+  }
 }
 
 // Shapes large enough for the packed kernels of every target (the tiny case above stays in
-// their edge paths), against a double-precision reference; run once on the CPU's best target
-// and once with SHARDFLOW_CPU_TARGET=x86-64-v3 (CTest core.unit_tests.x86_64_v3).
+// their edge paths); run once on the CPU's best target and once with
+// SHARDFLOW_CPU_TARGET=x86-64-v3 (CTest core.unit_tests.x86_64_v3).
 TEST(KernelReference, GemmPackedShapesOnThisTarget) {
   const char* env = std::getenv("SHARDFLOW_CPU_TARGET");
   const std::string target = cpu::GemmTarget();
@@ -64,29 +80,13 @@ TEST(KernelReference, GemmPackedShapesOnThisTarget) {
     EXPECT_EQ(target, "x86-64-v3 (AVX2)");
   }
   EXPECT_TRUE(target == "x86-64-v3 (AVX2)" || target == "x86-64-v4 (AVX-512)") << target;
-  const int64_t m = 67, n = 131, k = 259;
-  for (bool ta : {false, true})
+  for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
-      const int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 5, ldc = n + 1;
-      std::vector<float> a((ta ? k : m) * lda), b((tb ? n : k) * ldb), c(m * ldc), ref(m * ldc);
-      Fill(a.data(), a.size(), 4);
-      Fill(b.data(), b.size(), 5);
-      Fill(c.data(), c.size(), 6);
-      ref = c;
-      cpu::Gemm<float>(ta, tb, m, n, k, 1.5f, a.data(), lda, b.data(), ldb, -1.0f, c.data(), ldc);
-      double worst = 0;
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          double s = 0;
-          for (int64_t p = 0; p < k; ++p) {
-            const float av = ta ? a[p * lda + i] : a[i * lda + p];
-            const float bv = tb ? b[j * ldb + p] : b[p * ldb + j];
-            s += static_cast<double>(av) * bv;
-          }
-          worst = std::max(worst, std::abs(c[i * ldc + j] - (1.5 * s - ref[i * ldc + j])));
-        }
-      EXPECT_LT(worst, 2e-4) << target << " ta " << ta << " tb " << tb;
+      const GemmCheck r = CheckGemm(ta, tb, 67, 131, 259, 1.5f, -1.0f, 3, 4);
+      EXPECT_LT(r.worst, 2e-4) << target << " ta " << ta << " tb " << tb;
+      EXPECT_TRUE(r.padding_untouched) << target << " ta " << ta << " tb " << tb;
     }
+  }
 }
 
 TEST(KernelReference, GemmBetaZeroIgnoresNaN) {
