@@ -125,18 +125,12 @@ int DefaultIntraOpThreads() {
     const int n = std::atoi(env);
     if (n > 0) return n;
   }
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  const int n = CPU_COUNT(&set);
-  return n > 0 ? n : 1;
+  return std::max(1, BoundCores());
 }
 
 int DefaultThreadsPerRank(int local_ranks) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
   const int machine = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int bound = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : machine;
+  const int bound = BoundCores();  // 0 when unknown: the node's share below
   if (bound > 0 && bound < machine) return bound;
   return std::max(1, machine / std::max(1, local_ranks));
 }
