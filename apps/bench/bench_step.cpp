@@ -6,9 +6,9 @@
 //   1. training samples/s: forward + softmax cross-entropy + backward + SGD update on random
 //      28x28x1 inputs, timed over --steps steps after 3 warm-up steps, with a per-layer
 //      breakdown of forward and backward time;
-//   2. the compute limit: Eigen sgemm (cpu::Gemm, the same call the layers make) timed on
-//      exactly the GEMM shapes of one training step (forward, weight gradient and input
-//      gradient of every dense and conv layer), giving a FLOP rate;
+//   2. the compute limit: sgemm (cpu::Gemm, the same call the layers make) timed on exactly
+//      the GEMM shapes of one training step (forward, weight gradient and input gradient of
+//      every dense and conv layer, convolutions per im2col chunk), giving a FLOP rate;
 // and reports the model's training FLOPs per sample (the FLOPs of those GEMMs / batch; the
 // elementwise layers add under 1%), the limit in samples/s (rate / FLOPs per sample) and the
 // ratio measured / limit (design target >= 0.5). Both sides are medians over repetitions, since
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "apps/bench/bench_registry.hpp"
+#include "apps/bench/step_gemms.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/cpu/gemm_isa.hpp"
 #include "core/loss.hpp"
@@ -100,47 +101,6 @@ StepArgs ParseArgs(const std::vector<std::string>& args) {
   return a;
 }
 
-struct GemmShape {
-  bool ta, tb;
-  int64_t m, n, k;
-};
-
-// The GEMMs of one training step, from the kernels in the arena: a rank-4 kernel
-// (KH, KW, C, F) is a convolution with M = B*OH*OW, K = KH*KW*C, N = F; a rank-2 kernel (F, U)
-// a dense layer with M = B * rows, K = F, N = U.
-// The first layer with parameters; layers up to it need no input gradient (as in Sequential).
-int FirstTrainable(const Sequential<float>& m) {
-  int first = m.num_layers();
-  for (const ParamSpec& s : m.arena().specs()) first = std::min(first, s.layer);
-  return first;
-}
-
-std::vector<GemmShape> StepGemms(Sequential<float>& m, int64_t batch) {
-  std::vector<GemmShape> out;
-  const int first = FirstTrainable(m);
-  for (const ParamSpec& s : m.arena().specs()) {
-    if (s.name != "kernel") continue;
-    const Shape& out_shape = m.layer_output_shape(s.layer);
-    int64_t rows = 0, k = 0, n = 0;
-    if (s.shape.size() == 4) {
-      k = s.shape[0] * s.shape[1] * s.shape[2];
-      n = s.shape[3];
-    } else if (s.shape.size() == 2) {
-      k = s.shape[0];
-      n = s.shape[1];
-    } else {
-      continue;
-    }
-    rows = batch * NumElements(out_shape) / n;
-    out.push_back({false, false, rows, n, k});  // forward: y = x W
-    out.push_back({true, false, k, n, rows});   // weight gradient: x^T dy
-    if (s.layer > first) {
-      out.push_back({false, true, rows, k, n});  // input gradient: dy W^T
-    }
-  }
-  return out;
-}
-
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -149,33 +109,17 @@ double Median(std::vector<double> v) {
 // Seconds for one pass over all the shapes (median of 7 passes; the machine may be shared, so
 // both sides of the ratio use medians) and the pass's FLOPs.
 double TimeGemms(const std::vector<GemmShape>& shapes, double* flops) {
-  struct Buffers {
-    std::vector<float> a, b, c;
-  };
-  std::vector<Buffers> bufs;
+  std::vector<GemmBuffers> bufs;
   *flops = 0;
   for (const GemmShape& g : shapes) {
-    const int64_t ar = g.ta ? g.k : g.m, ac = g.ta ? g.m : g.k;
-    const int64_t br = g.tb ? g.n : g.k, bc = g.tb ? g.k : g.n;
-    bufs.push_back({std::vector<float>(ar * ac, 0.5f), std::vector<float>(br * bc, 0.25f),
-                    std::vector<float>(g.m * g.n)});
-    *flops += 2.0 * static_cast<double>(g.m) * g.n * g.k;
+    bufs.push_back(BuffersFor(g));
+    *flops += 2.0 * static_cast<double>(g.m) * g.n * g.k * g.count;
   }
   std::vector<double> passes;
   for (int rep = 0; rep < 7; ++rep) {
-    const auto t0 = Clock::now();
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      const GemmShape& g = shapes[i];
-      cpu::Gemm<float>(g.ta, g.tb, g.m, g.n, g.k, 1.0f, bufs[i].a.data(), g.ta ? g.m : g.k,
-                       bufs[i].b.data(), g.tb ? g.k : g.n, 0.0f, bufs[i].c.data(), g.n);
-    }
-    passes.push_back(Seconds(t0, Clock::now()));
-  }
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    const float want = 0.125f * static_cast<float>(shapes[i].k);
-    if (std::abs(bufs[i].c[0] - want) > 1e-3f * want) {
-      throw Error(ErrorCode::kInternal, "GEMM result check failed in the benchmark");
-    }
+    double pass = 0;
+    for (size_t i = 0; i < shapes.size(); ++i) pass += TimeShape(shapes[i], bufs[i]);
+    passes.push_back(pass);
   }
   return Median(passes);
 }

@@ -8,9 +8,12 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <vector>
 
 #include "core/cpu/gemm_isa.hpp"
 #include "core/error.hpp"
@@ -67,6 +70,127 @@ void GemmBlock(bool trans_a, bool trans_b, int64_t r0, int64_t r1, int64_t c0, i
   v3::GemmBlock(trans_a, trans_b, r0, r1, c0, c1, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+GemmKernel KernelFromEnv() {
+  const char* env = std::getenv("SHARDFLOW_GEMM");
+  const std::string want = env != nullptr ? env : "";
+  if (want.empty() || want == "auto") return GemmKernel::kAuto;
+  if (want == "eigen") return GemmKernel::kEigen;
+  if (want == "own") return GemmKernel::kOwn;
+  throw Error(ErrorCode::kInvalidArgument, "unknown SHARDFLOW_GEMM '" + want + "'",
+              {.hint = "auto, eigen or own, or unset for auto"});
+}
+std::atomic<int> g_kernel{-1};  // -1: not chosen yet (SHARDFLOW_GEMM on the first call)
+
+#if defined(SHARDFLOW_HAVE_GEMM_AVX512)
+// The float shapes shardflow's kernel takes on an AVX-512 CPU: every shape with at least 16
+// rows, measured against Eigen's AVX-512 GEMM on the presets' layers (BENCHMARKS.md, "Own
+// AVX-512 GEMM kernel"); a transposed B is packed first, which only pays back over enough rows.
+bool UseOwnSgemm(int64_t m, int64_t k) {
+  if (!UseAvx512() || k == 0) return false;
+  switch (CurrentGemmKernel()) {
+    case GemmKernel::kEigen:
+      return false;
+    case GemmKernel::kOwn:
+      return true;
+    case GemmKernel::kAuto:
+      break;
+  }
+  return m >= 16;
+}
+
+// op(B) = B^T, B (N, K) with row stride ldb, into SgemmAvx512's panels: panel p holds K rows of
+// its width rounded up to whole vectors of 16 (zeros past column n), after p full panels.
+void PackTransposedB(int64_t n, int64_t k, const float* b, int64_t ldb, float* out) {
+  for (int64_t j0 = 0; j0 < n; j0 += kSgemmPanel) {
+    const int64_t width = std::min(kSgemmPanel, n - j0), padded = (width + 15) / 16 * 16;
+    float* panel = out + j0 * k;
+    for (int64_t kk = 0; kk < k; ++kk) {
+      float* row = panel + kk * padded;
+      for (int64_t j = 0; j < width; ++j) row[j] = b[(j0 + j) * ldb + kk];
+      for (int64_t j = width; j < padded; ++j) row[j] = 0.0f;
+    }
+  }
+}
+
+// Runs SgemmAvx512 over the intra-op threads: pieces of whole 24-row groups when there are
+// enough rows, otherwise of panels (the result is the same for any partition).
+void RunSgemm(const SgemmAvx512Args& g, int64_t m) {
+  const int64_t panels = (g.n + kSgemmPanel - 1) / kSgemmPanel;
+  const int64_t threads = IntraOpThreads(), groups = (m + 23) / 24;
+  if (threads == 1 || 2 * m * g.n * g.k < (int64_t{1} << 21)) {
+    SgemmAvx512(g, 0, m, 0, panels);
+  } else if (groups >= 2 * threads) {
+    const int64_t pieces = std::min(groups, 4 * threads);
+    RunPieces(pieces, [&](int64_t p) {
+      SgemmAvx512(g, std::min(m, groups * p / pieces * 24),
+                  std::min(m, groups * (p + 1) / pieces * 24), 0, panels);
+    });
+  } else {
+    const int64_t pieces = std::min(panels, 4 * threads);
+    RunPieces(pieces, [&](int64_t p) {
+      SgemmAvx512(g, 0, m, panels * p / pieces, panels * (p + 1) / pieces);
+    });
+  }
+}
+
+// C = alpha op(A) op(B) + beta C with shardflow's kernel. A transposed B must be packed
+// (K * N floats moved) unless the product is computed transposed, D = B op(A)^T (N x M; only
+// op(A), M * K floats, is packed when A is not transposed), and D written into C transposed
+// (M * N): chosen when that moves fewer floats, as for a dense layer's input gradient (M = the
+// batch, N * K = its weights). Either way each element is the same chain of fused
+// multiply-adds, and alpha and beta are applied as the kernel applies them.
+void OwnSgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+              const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+              int64_t ldc) {
+  thread_local std::vector<float> packed, transposed;
+  const auto pack = [&](int64_t cols, const float* src, int64_t ld) {
+    const int64_t panels = (cols + kSgemmPanel - 1) / kSgemmPanel;
+    packed.resize(static_cast<size_t>(panels * kSgemmPanel * k));
+    PackTransposedB(cols, k, src, ld, packed.data());
+    return packed.data();
+  };
+  if (!trans_b || n * k <= (trans_a ? 0 : m * k) + m * n) {
+    SgemmAvx512Args g{.trans_a = trans_a,
+                      .n = n,
+                      .k = k,
+                      .alpha = alpha,
+                      .beta = beta,
+                      .a = a,
+                      .lda = lda,
+                      .b = b,
+                      .ldb = ldb,
+                      .c = c,
+                      .ldc = ldc};
+    if (trans_b) g.packed_b = pack(n, b, ldb);
+    RunSgemm(g, m);
+    return;
+  }
+  // D (N x M) = B (N x K, as stored) times op(A)^T (K x M): A (K x M) as stored when trans_a.
+  transposed.resize(static_cast<size_t>(n * m));
+  SgemmAvx512Args g{.trans_a = false,
+                    .n = m,
+                    .k = k,
+                    .alpha = 1.0f,
+                    .beta = 0.0f,
+                    .a = b,
+                    .lda = ldb,
+                    .b = a,
+                    .ldb = lda,
+                    .c = transposed.data(),
+                    .ldc = m};
+  if (!trans_a) g.packed_b = pack(m, a, lda);
+  RunSgemm(g, n);
+  const float* d = transposed.data();
+  for (int64_t i = 0; i < m; ++i) {
+    float* row = c + i * ldc;
+    for (int64_t j = 0; j < n; ++j) {
+      const float out = alpha * d[j * m + i];
+      row[j] = beta != 0.0f ? std::fma(beta, row[j], out) : out;
+    }
+  }
+}
+#endif
+
 std::atomic<int> g_threads{0};  // 0: not set yet
 
 // Blocks of C from the shape alone (never the thread count, so results do not depend on it):
@@ -96,6 +220,14 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
   if (m == 0 || n == 0) return;
   if (g_threads.load(std::memory_order_relaxed) == 0) SetIntraOpThreads(0);
   UseAvx512();  // chosen (or refused) here, on the caller's thread, not in a pool worker
+#if defined(SHARDFLOW_HAVE_GEMM_AVX512)
+  if constexpr (std::is_same_v<T, float>) {
+    if (UseOwnSgemm(m, k)) {
+      OwnSgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return;
+    }
+  }
+#endif
   const Blocking bl = BlocksOf(m, n, k);
   const auto block = [&](int64_t i) {
     const int64_t lo = i * bl.size, hi = std::min((i + 1) * bl.size, bl.rows ? m : n);
@@ -116,6 +248,18 @@ template void Gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const fl
                           const float*, int64_t, float, float*, int64_t);
 template void Gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
                            const double*, int64_t, double, double*, int64_t);
+
+void SetGemmKernel(GemmKernel kernel) { g_kernel = static_cast<int>(kernel); }
+
+GemmKernel CurrentGemmKernel() {
+  int k = g_kernel.load(std::memory_order_relaxed);
+  if (k < 0) {
+    k = static_cast<int>(KernelFromEnv());
+    int unset = -1;
+    if (!g_kernel.compare_exchange_strong(unset, k)) k = unset;
+  }
+  return static_cast<GemmKernel>(k);
+}
 
 const char* GemmTarget() { return UseAvx512() ? "x86-64-v4 (AVX-512)" : "x86-64-v3 (AVX2)"; }
 

@@ -1,0 +1,121 @@
+// shardflow-bench gemm: the float GEMM kernels side by side on a model's training-step shapes.
+//
+//   shardflow-bench gemm [--model mlp|cnn|all] [--batch 64] [--threads 1] [--reps 5] [--json]
+//
+// For every GEMM of one training step (step_gemms.hpp: forward, weight gradient and input
+// gradient of each dense and conv layer, convolutions per im2col chunk) it times Eigen's
+// kernel, shardflow's own AVX-512 kernel and the automatic choice (cpu::SetGemmKernel), the
+// three interleaved in each of --reps rounds (the machine may be shared), and prints the median
+// GFLOP/s of each, own / Eigen, and the whole step's GEMM time per kernel. On a CPU without
+// AVX-512 all three are Eigen's x86-64-v3 kernel. Results are checked.
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "apps/bench/bench_flags.hpp"
+#include "apps/bench/bench_registry.hpp"
+#include "apps/bench/step_gemms.hpp"
+#include "core/cpu/gemm.hpp"
+#include "core/cpu/gemm_isa.hpp"
+#include "core/error.hpp"
+
+namespace shardflow::bench {
+namespace {
+
+struct GemmArgs {
+  std::vector<std::string> models = {"mlp", "cnn"};
+  int64_t batch = 64;
+  int threads = 1, reps = 5;
+  bool json = false;
+};
+
+double MedianOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int RunGemm(const std::vector<std::string>& argv) {
+  GemmArgs a;
+  for (FlagCursor f(argv, "gemm"); f.Next();) {
+    if (f.IsHelp()) {
+      std::printf(
+          "shardflow-bench gemm [--model mlp|cnn|resnet|all] [--batch 64] [--threads 1] "
+          "[--reps 5] [--json]\n");
+      return 0;
+    }
+    if (f.Is("--model")) {
+      const std::string v = f.Value();
+      if (v != "all" && v != "mlp" && v != "cnn" && v != "resnet") {
+        throw Error(ErrorCode::kInvalidArgument, "--model must be mlp, cnn, resnet or all");
+      }
+      a.models = v == "all" ? std::vector<std::string>{"mlp", "cnn"} : std::vector{v};
+    } else if (f.Is("--batch")) {
+      a.batch = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--threads")) {
+      a.threads = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--reps")) {
+      a.reps = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--json")) {
+      a.json = true;
+    } else {
+      f.Unknown();
+    }
+  }
+  cpu::SetIntraOpThreads(a.threads);
+  const cpu::GemmKernel kernels[] = {cpu::GemmKernel::kEigen, cpu::GemmKernel::kOwn,
+                                     cpu::GemmKernel::kAuto};
+  const char* names[] = {"eigen", "own", "auto"};
+  const cpu::GemmKernel before = cpu::CurrentGemmKernel();
+  for (const std::string& name : a.models) {
+    Sequential<float> m(name, {28, 28, 1});
+    const std::vector<GemmShape> shapes = StepGemms(m, a.batch);
+    std::printf("model %s, batch %lld, threads %d, target %s: GFLOP/s per shape (median of %d)\n",
+                name.c_str(), static_cast<long long>(a.batch), cpu::IntraOpThreads(),
+                cpu::GemmTarget(), a.reps);
+    std::printf("  %-12s %-4s %2s %2s %7s %6s %6s %5s %8s %8s %8s %7s\n", "layer", "what", "ta",
+                "tb", "M", "N", "K", "calls", "eigen", "own", "auto", "own/eig");
+    double total[3] = {0, 0, 0};
+    for (const GemmShape& g : shapes) {
+      GemmBuffers buf = BuffersFor(g);
+      std::vector<double> t[3];
+      for (int rep = 0; rep < a.reps + 1; ++rep) {
+        for (int i = 0; i < 3; ++i) {
+          cpu::SetGemmKernel(kernels[i]);
+          const double s = TimeShape(g, buf);
+          if (rep > 0) t[i].push_back(s);  // round 0 warms up
+        }
+      }
+      const double flops = 2.0 * static_cast<double>(g.m) * g.n * g.k * g.count;
+      double med[3];
+      for (int i = 0; i < 3; ++i) {
+        med[i] = MedianOf(t[i]);
+        total[i] += med[i];
+      }
+      std::printf("  %-12s %-4s %2d %2d %7lld %6lld %6lld %5lld %8.1f %8.1f %8.1f %6.2fx\n",
+                  m.layer_name(g.layer).c_str(), g.what, g.ta, g.tb, static_cast<long long>(g.m),
+                  static_cast<long long>(g.n), static_cast<long long>(g.k),
+                  static_cast<long long>(g.count), flops / med[0] / 1e9, flops / med[1] / 1e9,
+                  flops / med[2] / 1e9, med[0] / med[1]);
+      if (a.json) {
+        nlohmann::json j = {{"bench", "gemm"}, {"model", name},   {"layer", m.layer_name(g.layer)},
+                            {"what", g.what},  {"m", g.m},        {"n", g.n},
+                            {"k", g.k},        {"calls", g.count}};
+        for (int i = 0; i < 3; ++i) j[std::string(names[i]) + "_gflops"] = flops / med[i] / 1e9;
+        std::printf("%s\n", j.dump().c_str());
+      }
+    }
+    std::printf("  step's GEMMs: eigen %.2f ms, own %.2f ms, auto %.2f ms (auto %.2fx eigen)\n",
+                1e3 * total[0], 1e3 * total[1], 1e3 * total[2], total[0] / total[2]);
+  }
+  cpu::SetGemmKernel(before);
+  return 0;
+}
+
+}  // namespace
+
+SHARDFLOW_BENCH("gemm", "float GEMM kernels (Eigen vs shardflow's AVX-512) on a step's shapes",
+                RunGemm);
+
+}  // namespace shardflow::bench

@@ -1,0 +1,75 @@
+#include "apps/bench/step_gemms.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/cpu/gemm.hpp"
+#include "core/error.hpp"
+#include "core/layers/conv2d.hpp"
+
+namespace shardflow::bench {
+
+int FirstTrainable(const Sequential<float>& m) {
+  int first = m.num_layers();
+  for (const ParamSpec& s : m.arena().specs()) first = std::min(first, s.layer);
+  return first;
+}
+
+std::vector<GemmShape> StepGemms(Sequential<float>& m, int64_t batch) {
+  std::vector<GemmShape> out;
+  const int first = FirstTrainable(m);
+  for (const ParamSpec& s : m.arena().specs()) {
+    if (s.name != "kernel") continue;
+    const Shape& out_shape = m.layer_output_shape(s.layer);
+    int64_t k = 0, n = 0;
+    if (s.shape.size() == 4) {
+      k = s.shape[0] * s.shape[1] * s.shape[2];
+      n = s.shape[3];
+    } else if (s.shape.size() == 2) {
+      k = s.shape[0];
+      n = s.shape[1];
+    } else {
+      continue;
+    }
+    const int64_t rows_per_sample = NumElements(out_shape) / n;
+    // Convolutions: whole chunks of images, then the rest.
+    int64_t chunk = batch;
+    if (s.shape.size() == 4) {
+      chunk = std::clamp<int64_t>(kDefaultIm2ColBudget / std::max<int64_t>(rows_per_sample * k, 1),
+                                  1, batch);
+    }
+    const int64_t full = batch / chunk, rest = batch % chunk;
+    for (const auto& [images, count] : {std::pair{chunk, full}, std::pair{rest, int64_t{1}}}) {
+      if (images == 0 || count == 0) continue;
+      const int64_t rows = images * rows_per_sample;
+      out.push_back({false, false, rows, n, k, count, "fwd", s.layer});  // y = x W
+      out.push_back({true, false, k, n, rows, count, "dW", s.layer});    // x^T dy
+      if (s.layer > first) out.push_back({false, true, rows, k, n, count, "dx", s.layer});
+    }
+  }
+  return out;
+}
+
+GemmBuffers BuffersFor(const GemmShape& g) {
+  const int64_t ar = g.ta ? g.k : g.m, ac = g.ta ? g.m : g.k;
+  const int64_t br = g.tb ? g.n : g.k, bc = g.tb ? g.k : g.n;
+  return {std::vector<float>(ar * ac, 0.5f), std::vector<float>(br * bc, 0.25f),
+          std::vector<float>(g.m * g.n)};
+}
+
+double TimeShape(const GemmShape& g, GemmBuffers& buf) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < g.count; ++i) {
+    cpu::Gemm<float>(g.ta, g.tb, g.m, g.n, g.k, 1.0f, buf.a.data(), g.ta ? g.m : g.k, buf.b.data(),
+                     g.tb ? g.k : g.n, 0.0f, buf.c.data(), g.n);
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const float want = 0.125f * static_cast<float>(g.k);
+  if (std::abs(buf.c[0] - want) > 1e-3f * want || std::abs(buf.c.back() - want) > 1e-3f * want) {
+    throw Error(ErrorCode::kInternal, "GEMM result check failed in the benchmark");
+  }
+  return s;
+}
+
+}  // namespace shardflow::bench

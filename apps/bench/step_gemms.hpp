@@ -1,0 +1,38 @@
+// The GEMMs of one training step of a model, as the layers call cpu::Gemm: shared by
+// `shardflow-bench step` (the compute limit) and `shardflow-bench gemm` (kernel per shape).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/model.hpp"
+
+namespace shardflow::bench {
+
+struct GemmShape {
+  bool ta, tb;
+  int64_t m, n, k;
+  int64_t count = 1;  // calls of this shape per step (a convolution runs per im2col chunk)
+  const char* what;   // "fwd", "dW" or "dx"
+  int layer;
+};
+
+// The first layer with parameters; layers up to it need no input gradient (as in Sequential).
+int FirstTrainable(const Sequential<float>& m);
+
+// From the kernels in the arena: a rank-4 kernel (KH, KW, C, F) is a convolution, run per chunk
+// of images whose im2col rows fit the default budget (core/layers/conv2d.hpp), each chunk a GEMM
+// with M = chunk*OH*OW, K = KH*KW*C, N = F; a rank-2 kernel (F, U) a dense layer with
+// M = B * rows, K = F, N = U. Forward, weight gradient and (past the first trainable layer)
+// input gradient of each.
+std::vector<GemmShape> StepGemms(Sequential<float>& m, int64_t batch);
+
+// Seconds for one call of each shape, count times, with operands of 0.5 and 0.25 (the results
+// checked): one pass over all the shapes.
+struct GemmBuffers {
+  std::vector<float> a, b, c;
+};
+GemmBuffers BuffersFor(const GemmShape& g);
+double TimeShape(const GemmShape& g, GemmBuffers& buf);
+
+}  // namespace shardflow::bench
