@@ -1,30 +1,35 @@
 #!/usr/bin/env bash
-# Compute vs PyTorch (issue 25), not CI: shardflow-train at 2 ranks x 1 thread and 1 rank x 2
-# threads against PyTorch with 2 threads (bench/peers/run_torch_peer.sh), training the configs/
-# MLP and CNN on Fashion-MNIST with global batch 128, SGD momentum 0.9, the same epochs.
+# Compute vs PyTorch and Keras (issue 25), not CI: shardflow-train at 2 ranks x 1 thread and
+# 1 rank x 2 threads against PyTorch with 2 threads (bench/peers/run_torch_peer.sh) and Keras
+# (tensorflow-cpu) with 2 intra-op threads (bench/peers/run_keras_peer.sh; its venv is
+# SHARDFLOW_PEER_VENV), training the configs/ MLP and CNN on Fashion-MNIST with global batch 128,
+# SGD momentum 0.9, the same epochs.
 #   bench/compute.sh [--reps 3] [--models mlp,cnn] [--mlp-epochs 3] [--cnn-epochs 1]
-#                    [--bin DIR] [--work DIR]
+#                    [--peers torch,keras] [--bin DIR] [--work DIR]
 # The contenders of a repetition run one after another, the order rotating between repetitions,
 # so load drifts hit them alike; the 1-minute load average before each run is recorded.
 # Counted: whole-epoch wall time. shardflow: the summary's samples/s (samples over the slowest
 # rank's training-loop wall time: every epoch's input pipeline, steps and all-reduces, and the
 # evaluation between epochs; start-up and the final evaluation excluded). PyTorch: samples over
 # the sum of its epochs' wall times (shuffle, batching and steps on data already decoded in
-# memory; start-up and the final evaluation excluded). Test accuracy: the final evaluation of
-# each. Prints every run, then per model the medians and the ratios shardflow / PyTorch.
+# memory; start-up and the final evaluation excluded). Keras: samples over the sum of the epoch
+# wall times of model.fit on the arrays in memory (its first epoch includes tracing the step).
+# Test accuracy: the final evaluation of each. Prints every run, then per model the medians
+# and the ratios shardflow / PyTorch and shardflow / Keras.
 # Data: the Fashion-MNIST TFRecords made once in WORK/data from the Debian package (PyTorch
 # reads the package's files directly).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
 bin=$src/build/bin work=/tmp/shardflow-compute-bench reps=3 models=mlp,cnn
-mlp_epochs=3 cnn_epochs=1
+mlp_epochs=3 cnn_epochs=1 peers=torch,keras
 while [ $# -gt 0 ]; do
   case "$1" in
     --reps) reps=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --mlp-epochs) mlp_epochs=$2; shift 2 ;;
     --cnn-epochs) cnn_epochs=$2; shift 2 ;;
+    --peers) peers=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     *) echo "compute.sh: unknown option $1" >&2; exit 2 ;;
@@ -70,33 +75,35 @@ PY
     tee -a "$results"
 }
 
-torch_peer() {  # torch_peer MODEL REP EPOCHS
-  local model=$1 rep=$2 epochs=$3 load line
+peer() {  # peer torch|keras MODEL REP EPOCHS
+  local who=$1 model=$2 rep=$3 epochs=$4 load line
   load=$(cut -d' ' -f1 /proc/loadavg)
-  line=$("$here/peers/run_torch_peer.sh" --model "$model" --epochs "$epochs" --threads 2 \
-    2>"runs/torch-$model-rep$rep.err") || { cat "runs/torch-$model-rep$rep.err"; exit 1; }
-  $py - "$line" "$model" "$rep" "$load" <<'PY' | tee -a "$results"
+  line=$("$here/peers/run_${who}_peer.sh" --model "$model" --epochs "$epochs" --threads 2 \
+    2>"runs/$who-$model-rep$rep.err") || { cat "runs/$who-$model-rep$rep.err"; exit 1; }
+  $py - "$line" "$model" "$rep" "$load" "$who" <<'PY' | tee -a "$results"
 import json, sys
 t = json.loads(sys.argv[1])
-print(json.dumps({"model": sys.argv[2], "who": "pytorch 1x2", "rep": int(sys.argv[3]),
+name = {"torch": "pytorch", "keras": "keras"}[sys.argv[5]]
+print(json.dumps({"model": sys.argv[2], "who": f"{name} 1x2", "rep": int(sys.argv[3]),
                   "load1": float(sys.argv[4]), "samples_per_s": t["samples_per_s"],
                   "wall_s": round(sum(t["epoch_seconds"]), 2),
                   "test_accuracy": t["test_accuracy"], "version": t["version"]}))
 PY
 }
 
+contenders=("np2 1" "np1 2")
+for p in ${peers//,/ }; do contenders+=("$p"); done
+n=${#contenders[@]}
 for rep in $(seq "$reps"); do
   for model in ${models//,/ }; do
     epochs=$mlp_epochs
     [ "$model" = cnn ] && epochs=$cnn_epochs
-    contenders=("np2 1" "np1 2" "torch")
-    shift_by=$(((rep - 1) % 3))
-    for i in 0 1 2; do
-      c=${contenders[$(((i + shift_by) % 3))]}
+    for i in $(seq 0 $((n - 1))); do
+      c=${contenders[$(((i + rep - 1) % n))]}
       case $c in
         "np2 1") shardflow "$model" 2 1 "$rep" "$epochs" ;;
         "np1 2") shardflow "$model" 1 2 "$rep" "$epochs" ;;
-        torch) torch_peer "$model" "$rep" "$epochs" ;;
+        *) peer "$c" "$model" "$rep" "$epochs" ;;
       esac
     done
   done
@@ -113,8 +120,9 @@ for model in dict.fromkeys(r["model"] for r in rows):
         accs = [r["test_accuracy"] for r in rs if r["test_accuracy"] is not None]
         acc = f", test accuracy median {statistics.median(accs):.4f}" if accs else ""
         print(f"{model} {who}: median {med[who]:.1f} samples/s over {len(rs)} runs{acc}")
-    base = med.get("pytorch 1x2")
-    for who, v in med.items():
-        if base and who != "pytorch 1x2":
-            print(f"{model} {who} / pytorch 1x2: {v / base:.2f}x")
+    for peer in ("pytorch 1x2", "keras 1x2"):
+        base = med.get(peer)
+        for who, v in med.items():
+            if base and who.startswith("shardflow"):
+                print(f"{model} {who} / {peer}: {v / base:.2f}x")
 PY

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/cpu/parallel.hpp"
 #include "core/error.hpp"
@@ -53,25 +54,66 @@ void CopyRun(const T* src, int64_t n, T* dst) {
   for (int64_t t = 0; t < n; ++t) dst[t] = src[t];
 }
 
-// Rows [r0, r1) of cols, row r = (b * OH + oh) * OW + ow.
+// One receptive field: KH runs of KWC values, `pitch` apart in the source image. The short
+// runs of first layers (KW * C = 3, 5, 7 for one channel) get loops of a known length.
+template <typename T, int64_t kRun>
+void CopyWindowFixed(const T* src, int64_t pitch, int64_t kh, T* out) {
+  for (int64_t i = 0; i < kh; ++i, src += pitch, out += kRun) {
+    for (int64_t t = 0; t < kRun; ++t) out[t] = src[t];
+  }
+}
+template <typename T>
+void CopyWindow(const T* src, int64_t pitch, int64_t kh, int64_t kwc, T* out) {
+  switch (kwc) {
+    case 3: CopyWindowFixed<T, 3>(src, pitch, kh, out); return;
+    case 5: CopyWindowFixed<T, 5>(src, pitch, kh, out); return;
+    case 7: CopyWindowFixed<T, 7>(src, pitch, kh, out); return;
+    default:
+      for (int64_t i = 0; i < kh; ++i, src += pitch, out += kwc) CopyRun(src, kwc, out);
+  }
+}
+
+// The image every window of which lies inside: x itself when no window hangs over the edge,
+// otherwise a copy with the padding written as zeros, (OH-1)*S+KH rows of (OW-1)*S+KW pixels.
+template <typename T>
+struct PaddedImage {
+  const T* data;
+  int64_t pitch;  // values between image rows
+};
+template <typename T>
+PaddedImage<T> Padded(const ConvGeometry& g, const T* img, std::vector<T>& buffer) {
+  const int64_t ph = (g.oh - 1) * g.stride + g.kh, pw = (g.ow - 1) * g.stride + g.kw;
+  if (g.pad_top == 0 && g.pad_left == 0 && ph <= g.h && pw <= g.w) return {img, g.w * g.c};
+  buffer.resize(static_cast<size_t>(ph * pw * g.c));
+  const int64_t inside0 = std::min(g.pad_left, pw), inside1 = std::min(g.pad_left + g.w, pw);
+  for (int64_t r = 0; r < ph; ++r) {
+    T* row = buffer.data() + r * pw * g.c;
+    const int64_t ih = r - g.pad_top;
+    if (ih < 0 || ih >= g.h) {
+      std::fill(row, row + pw * g.c, T(0));
+      continue;
+    }
+    std::fill(row, row + inside0 * g.c, T(0));
+    std::copy(img + ih * g.w * g.c, img + (ih * g.w + inside1 - inside0) * g.c,
+              row + inside0 * g.c);
+    std::fill(row + inside1 * g.c, row + pw * g.c, T(0));
+  }
+  return {buffer.data(), pw * g.c};
+}
+
+// Rows [r0, r1) of cols, row r = (b * OH + oh) * OW + ow: each image's rows from its padded
+// copy, one branch-free receptive field at a time.
 template <typename T>
 void Im2ColRows(const ConvGeometry& g, int64_t r0, int64_t r1, const T* x, T* cols) {
-  const int64_t row = g.kh * g.kw * g.c, kwc = g.kw * g.c;
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t ow = r % g.ow, oh = (r / g.ow) % g.oh, b = r / (g.ow * g.oh);
-    const T* img = x + b * g.h * g.w * g.c;
-    const InsideRun run = Inside(g, ow);
-    const int64_t iw0 = ow * g.stride - g.pad_left;
-    T* out = cols + r * row;
-    for (int64_t i = 0; i < g.kh; ++i, out += kwc) {
-      const int64_t ih = oh * g.stride - g.pad_top + i;
-      if (ih < 0 || ih >= g.h || run.j0 == run.j1) {
-        std::fill(out, out + kwc, T(0));
-        continue;
-      }
-      std::fill(out, out + run.j0 * g.c, T(0));
-      CopyRun(img + (ih * g.w + iw0 + run.j0) * g.c, (run.j1 - run.j0) * g.c, out + run.j0 * g.c);
-      std::fill(out + run.j1 * g.c, out + kwc, T(0));
+  const int64_t row = g.kh * g.kw * g.c, kwc = g.kw * g.c, per_image = g.oh * g.ow;
+  thread_local std::vector<T> buffer;
+  for (int64_t r = r0; r < r1;) {
+    const int64_t b = r / per_image, end = std::min(r1, (b + 1) * per_image);
+    const PaddedImage<T> img = Padded(g, x + b * g.h * g.w * g.c, buffer);
+    for (; r < end; ++r) {
+      const int64_t ow = r % g.ow, oh = (r / g.ow) % g.oh;
+      CopyWindow(img.data + oh * g.stride * img.pitch + ow * g.stride * g.c, img.pitch, g.kh,
+                 kwc, cols + r * row);
     }
   }
 }

@@ -85,15 +85,56 @@ void Pool2D(const PoolGeometry& g, bool max, int64_t b, const T* xp, T* yp) {
 // dx (B, H, W, C) is overwritten. Max: each output's gradient goes to the first window element
 // equal to the maximum. Average: spread evenly over the window. The product hit * dy adds an
 // exact 0 where the element was not taken, so the sums are those of the scatter loop.
+// Max pooling with windows that tile the image (k == stride, the common 2x2/2): each input
+// element is in one window at most, so its gradient is written once (the first maximum's
+// dy, else 0) with no zeroing pass and no read-back; the rows and columns no window covers
+// (odd sizes) are zeroed. The same values as PoolGradImage.
+template <typename T>
+void MaxPoolGradTiledImage(const PoolGeometry& g, const T* xp, const T* yp, const T* d, T* o,
+                           T* taken) {
+  const int64_t w = g.w, c = g.c, k = g.k;
+  for (int64_t i = 0; i < g.oh; ++i) {
+    for (int64_t j = 0; j < g.ow; ++j) {
+      const int64_t out = (i * g.ow + j) * c;
+      const T* m = yp + out;
+      const T* dy = d + out;
+      std::fill(taken, taken + c, T(0));
+      for (int64_t di = 0; di < k; ++di) {
+        for (int64_t dj = 0; dj < k; ++dj) {
+          const int64_t idx = ((i * k + di) * w + j * k + dj) * c;
+          const T* xi = xp + idx;
+          T* oi = o + idx;
+          for (int64_t ch = 0; ch < c; ++ch) {
+            const T hit = (xi[ch] == m[ch] && taken[ch] == T(0)) ? T(1) : T(0);
+            oi[ch] = hit * dy[ch];
+            taken[ch] += hit;
+          }
+        }
+      }
+    }
+    for (int64_t di = 0; di < k; ++di) {  // columns past the last window
+      T* row = o + ((i * k + di) * w + g.ow * k) * c;
+      std::fill(row, row + (w - g.ow * k) * c, T(0));
+    }
+  }
+  std::fill(o + g.oh * k * w * c, o + g.h * w * c, T(0));  // rows past the last window
+}
+
 template <typename T>
 void Pool2DGrad(const PoolGeometry& g, bool max, int64_t b, const T* xp, const T* yp, const T* d,
                 T* o) {
   const int64_t in = g.h * g.w * g.c, out = g.oh * g.ow * g.c;
+  const bool tiled = max && g.k == g.stride;
   ParallelFor(b, 1, [&](int64_t n0, int64_t n1) {
     std::vector<T> taken(static_cast<size_t>(g.c));
-    std::fill(o + n0 * in, o + n1 * in, T(0));
+    if (!tiled) std::fill(o + n0 * in, o + n1 * in, T(0));
     for (int64_t n = n0; n < n1; ++n) {
-      PoolGradImage(g, max, xp + n * in, yp + n * out, d + n * out, o + n * in, taken.data());
+      if (tiled) {
+        MaxPoolGradTiledImage(g, xp + n * in, yp + n * out, d + n * out, o + n * in,
+                              taken.data());
+      } else {
+        PoolGradImage(g, max, xp + n * in, yp + n * out, d + n * out, o + n * in, taken.data());
+      }
     }
   });
 }

@@ -210,10 +210,13 @@ TEST_F(HostTwin, PoolingWithOverlappingWindowsAndTies) {
   struct Case {
     int64_t h, w, c, k, stride;
   };
-  // Overlapping windows, stride past the window (gaps), rows left uncovered at the end.
+  // Overlapping windows, stride past the window (gaps), rows left uncovered at the end; windows
+  // that tile the image (k == stride: the CPU's write-once path), with a row and a column left
+  // uncovered in the 7 x 5 case.
   for (const Case c :
        {Case{4, 4, 3, 2, 2}, Case{7, 7, 2, 3, 2}, Case{5, 6, 1, 3, 1}, Case{1, 1, 4, 1, 1},
-        Case{6, 6, 1, 2, 3}, Case{8, 8, 1, 3, 2}, Case{7, 5, 2, 2, 3}}) {
+        Case{6, 6, 1, 2, 3}, Case{8, 8, 1, 3, 2}, Case{7, 5, 2, 2, 3}, Case{7, 5, 3, 2, 2},
+        Case{9, 9, 2, 3, 3}}) {
     PoolGeometry g{.h = c.h, .w = c.w, .c = c.c, .k = c.k, .stride = c.stride};
     g.oh = (c.h - c.k) / c.stride + 1;
     g.ow = (c.w - c.k) / c.stride + 1;
