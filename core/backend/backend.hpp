@@ -83,6 +83,8 @@ class Backend {
   virtual void BroadcastRows(int64_t rows, int64_t cols, const T* row, T* y) = 0;
   // y (rows, cols) += x (rows, cols) with x's row stride ldx.
   virtual void AddRows(int64_t rows, int64_t cols, const T* x, int64_t ldx, T* y) = 0;
+  // y (cols, rows) = x (rows, cols) transposed.
+  virtual void Transpose(int64_t rows, int64_t cols, const T* x, T* y) = 0;
   virtual void Add(int64_t n, const T* a, const T* b, T* y) = 0;  // y = a + b
   virtual void Mul(int64_t n, const T* a, const T* b, T* y) = 0;  // y = a * b
   virtual void Scale(int64_t n, T s, T* y) = 0;                   // y *= s

@@ -82,6 +82,9 @@ class KernelBackend final : public Backend<T> {
   void AddRows(int64_t rows, int64_t cols, const T* x, int64_t ldx, T* y) override {
     exec_.Run(rows * cols, kernels::AddRowsK<T>{cols, ldx, x, y});
   }
+  void Transpose(int64_t rows, int64_t cols, const T* x, T* y) override {
+    exec_.Run(rows * cols, kernels::TransposeK<T>{rows, cols, x, y});
+  }
   void Add(int64_t n, const T* a, const T* b, T* y) override {
     exec_.Run(n, kernels::BinaryK<T>{false, a, b, y});
   }

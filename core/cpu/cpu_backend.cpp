@@ -27,6 +27,9 @@ class Cpu final : public Backend<T> {
   void AddRows(int64_t rows, int64_t cols, const T* x, int64_t ldx, T* y) override {
     cpu::AddRows(rows, cols, x, ldx, y);
   }
+  void Transpose(int64_t rows, int64_t cols, const T* x, T* y) override {
+    cpu::Transpose(rows, cols, x, y);
+  }
   void Add(int64_t n, const T* a, const T* b, T* y) override { cpu::Add(n, a, b, y); }
   void Mul(int64_t n, const T* a, const T* b, T* y) override { cpu::Mul(n, a, b, y); }
   void Scale(int64_t n, T s, T* y) override { cpu::Scale(n, s, y); }

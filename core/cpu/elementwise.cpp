@@ -1,5 +1,6 @@
 // Element-wise CPU kernels: fills, broadcasts, sums, activations, repeat. Flat loops over
 // contiguous arrays that the compiler vectorises; one switch per call, outside the loop.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -19,6 +20,18 @@ template <typename T>
 void BroadcastRows(int64_t rows, int64_t cols, const T* row, T* y) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < cols; ++j) y[r * cols + j] = row[j];
+}
+
+// y (cols, rows) = x (rows, cols) transposed, in 32 x 32 blocks (both sides' cache lines used
+// whole).
+template <typename T>
+void Transpose(int64_t rows, int64_t cols, const T* x, T* y) {
+  constexpr int64_t kBlock = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
+    for (int64_t c0 = 0; c0 < cols; c0 += kBlock)
+      for (int64_t c = c0; c < std::min(c0 + kBlock, cols); ++c)
+        for (int64_t r = r0; r < std::min(r0 + kBlock, rows); ++r)
+          y[c * rows + r] = x[r * cols + c];
 }
 
 // y (rows, cols) += x (rows, cols; row stride ldx).
@@ -125,6 +138,7 @@ void RepeatGrad(int64_t b, int64_t times, int64_t h, const T* dy, T* dx) {
   template void Fill<T>(int64_t, T, T*);                                                      \
   template void BroadcastRows<T>(int64_t, int64_t, const T*, T*);                             \
   template void AddRows<T>(int64_t, int64_t, const T*, int64_t, T*);                          \
+  template void Transpose<T>(int64_t, int64_t, const T*, T*);                                 \
   template void Add<T>(int64_t, const T*, const T*, T*);                                      \
   template void Mul<T>(int64_t, const T*, const T*, T*);                                      \
   template void Scale<T>(int64_t, T, T*);                                                     \

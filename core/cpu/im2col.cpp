@@ -65,9 +65,15 @@ void CopyWindowFixed(const T* src, int64_t pitch, int64_t kh, T* out) {
 template <typename T>
 void CopyWindow(const T* src, int64_t pitch, int64_t kh, int64_t kwc, T* out) {
   switch (kwc) {
-    case 3: CopyWindowFixed<T, 3>(src, pitch, kh, out); return;
-    case 5: CopyWindowFixed<T, 5>(src, pitch, kh, out); return;
-    case 7: CopyWindowFixed<T, 7>(src, pitch, kh, out); return;
+    case 3:
+      CopyWindowFixed<T, 3>(src, pitch, kh, out);
+      return;
+    case 5:
+      CopyWindowFixed<T, 5>(src, pitch, kh, out);
+      return;
+    case 7:
+      CopyWindowFixed<T, 7>(src, pitch, kh, out);
+      return;
     default:
       for (int64_t i = 0; i < kh; ++i, src += pitch, out += kwc) CopyRun(src, kwc, out);
   }
@@ -112,8 +118,8 @@ void Im2ColRows(const ConvGeometry& g, int64_t r0, int64_t r1, const T* x, T* co
     const PaddedImage<T> img = Padded(g, x + b * g.h * g.w * g.c, buffer);
     for (; r < end; ++r) {
       const int64_t ow = r % g.ow, oh = (r / g.ow) % g.oh;
-      CopyWindow(img.data + oh * g.stride * img.pitch + ow * g.stride * g.c, img.pitch, g.kh,
-                 kwc, cols + r * row);
+      CopyWindow(img.data + oh * g.stride * img.pitch + ow * g.stride * g.c, img.pitch, g.kh, kwc,
+                 cols + r * row);
     }
   }
 }

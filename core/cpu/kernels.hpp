@@ -22,6 +22,8 @@ void BroadcastRows(int64_t rows, int64_t cols, const T* row, T* y);
 template <typename T>
 void AddRows(int64_t rows, int64_t cols, const T* x, int64_t ldx, T* y);
 template <typename T>
+void Transpose(int64_t rows, int64_t cols, const T* x, T* y);
+template <typename T>
 void Add(int64_t n, const T* a, const T* b, T* y);
 template <typename T>
 void Mul(int64_t n, const T* a, const T* b, T* y);

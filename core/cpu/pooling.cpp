@@ -130,8 +130,7 @@ void Pool2DGrad(const PoolGeometry& g, bool max, int64_t b, const T* xp, const T
     if (!tiled) std::fill(o + n0 * in, o + n1 * in, T(0));
     for (int64_t n = n0; n < n1; ++n) {
       if (tiled) {
-        MaxPoolGradTiledImage(g, xp + n * in, yp + n * out, d + n * out, o + n * in,
-                              taken.data());
+        MaxPoolGradTiledImage(g, xp + n * in, yp + n * out, d + n * out, o + n * in, taken.data());
       } else {
         PoolGradImage(g, max, xp + n * in, yp + n * out, d + n * out, o + n * in, taken.data());
       }

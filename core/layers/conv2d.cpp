@@ -115,9 +115,9 @@ class Conv2D final : public Layer<T> {
     return y;
   }
 
-  // dy is (B, OH, OW, F). Per chunk: dW (KKC, F) += cols^T dy; dcols (R, KKC) = dy W^T,
-  // dx += col2im(dcols). db += sum of dy over all pixels. A column layer with T > 1 sums dx over
-  // the ways.
+  // dy is (B, OH, OW, F). Per chunk: dW (KKC, F) += cols^T dy; dcols (R, KKC) = dy W^T (W^T made
+  // once), dx += col2im(dcols). db += sum of dy over all pixels. A column layer with T > 1 sums dx
+  // over the ways.
   Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
     State& s = StateAs<State>(st, "conv");
     const int64_t b = s.x.dim(0), f = filters_, kkc = KKC(), pix = g_.oh * g_.ow;
@@ -136,6 +136,13 @@ class Conv2D final : public Layer<T> {
     T* dcols =
         need_dx ? ReuseBuffer(s.dcols, DTypeOf<T>(), {chunk * pix, kkc}).template device_data<T>()
                 : nullptr;
+    // W^T once per pass: each chunk's dcols = dy W^T then reads it in place (a GEMM with a
+    // transposed operand would rearrange W for every chunk).
+    T* wt = nullptr;
+    if (need_dx) {
+      wt = ReuseBuffer(s.wt, DTypeOf<T>(), {f, kkc}).template device_data<T>();
+      be.Transpose(kkc, f, arena_->param(kernel_), wt);
+    }
     for (int64_t i = 0; i < b; i += chunk) {
       const int64_t n = std::min(chunk, b - i);
       const T* dchunk = d + i * pix * f;
@@ -143,8 +150,7 @@ class Conv2D final : public Layer<T> {
       be.Gemm(true, false, kkc, f, n * pix, T(1), cols, kkc, dchunk, f, T(1), arena_->grad(kernel_),
               f);
       if (need_dx) {
-        be.Gemm(false, true, n * pix, kkc, f, T(1), dchunk, f, arena_->param(kernel_), f, T(0),
-                dcols, kkc);
+        be.Gemm(false, false, n * pix, kkc, f, T(1), dchunk, f, wt, kkc, T(0), dcols, kkc);
         be.Col2ImAdd(g_, n, dcols, dxp + i * g_.h * g_.w * g_.c);
       }
     }
@@ -159,7 +165,7 @@ class Conv2D final : public Layer<T> {
   // cols and dcols are scratch, per state only so that two micro-batches never share a buffer
   // across threads later; they are rebuilt by every pass.
   struct State final : LayerState {
-    Tensor x, y, dx, cols, dcols;
+    Tensor x, y, dx, cols, dcols, wt;
   };
   int64_t KKC() const { return o_.kernel_h * o_.kernel_w * g_.c; }
   int64_t Chunk(int64_t b) const {

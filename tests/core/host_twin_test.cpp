@@ -132,6 +132,15 @@ TEST_F(HostTwin, RowOpsRepeatAndColumnSums) {
   b.cpu.BroadcastRows(rows, cols, row.data(), y1.data());
   b.twin.BroadcastRows(rows, cols, row.data(), y2.data());
   EXPECT_TWIN(y2, y1, kExact);
+  // Transpose over more than one 32 x 32 block each way, and its definition.
+  const int64_t tr = 37, tc = 70;
+  const auto t = Random<float>(tr * tc, 9);
+  std::vector<float> t1(tr * tc), t2(tr * tc);
+  b.cpu.Transpose(tr, tc, t.data(), t1.data());
+  b.twin.Transpose(tr, tc, t.data(), t2.data());
+  EXPECT_TWIN(t2, t1, kExact);
+  EXPECT_EQ(t1[5 * tr + 36], t[36 * tc + 5]);
+  EXPECT_EQ(t1[69 * tr + 0], t[69]);
   std::vector<float> s1 = Random<float>(cols, 7), s2 = s1;
   const auto big = Random<float>(rows * cols, 8);
   b.cpu.AddColumnSums(rows, cols, big.data(), s1.data());
@@ -213,10 +222,9 @@ TEST_F(HostTwin, PoolingWithOverlappingWindowsAndTies) {
   // Overlapping windows, stride past the window (gaps), rows left uncovered at the end; windows
   // that tile the image (k == stride: the CPU's write-once path), with a row and a column left
   // uncovered in the 7 x 5 case.
-  for (const Case c :
-       {Case{4, 4, 3, 2, 2}, Case{7, 7, 2, 3, 2}, Case{5, 6, 1, 3, 1}, Case{1, 1, 4, 1, 1},
-        Case{6, 6, 1, 2, 3}, Case{8, 8, 1, 3, 2}, Case{7, 5, 2, 2, 3}, Case{7, 5, 3, 2, 2},
-        Case{9, 9, 2, 3, 3}}) {
+  for (const Case c : {Case{4, 4, 3, 2, 2}, Case{7, 7, 2, 3, 2}, Case{5, 6, 1, 3, 1},
+                       Case{1, 1, 4, 1, 1}, Case{6, 6, 1, 2, 3}, Case{8, 8, 1, 3, 2},
+                       Case{7, 5, 2, 2, 3}, Case{7, 5, 3, 2, 2}, Case{9, 9, 2, 3, 3}}) {
     PoolGeometry g{.h = c.h, .w = c.w, .c = c.c, .k = c.k, .stride = c.stride};
     g.oh = (c.h - c.k) / c.stride + 1;
     g.ow = (c.w - c.k) / c.stride + 1;

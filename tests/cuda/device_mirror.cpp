@@ -77,6 +77,11 @@ class Mirror final : public Backend<T> {
     Gpu().BroadcastRows(rows, cols, dr.get(), dy.get());
     dy.Back();
   }
+  void Transpose(int64_t rows, int64_t cols, const T* x, T* y) override {
+    Mirrored<T> dx(x, rows * cols), dy(y, rows * cols);
+    Gpu().Transpose(rows, cols, dx.get(), dy.get());
+    dy.Back();
+  }
   void AddRows(int64_t rows, int64_t cols, const T* x, int64_t ldx, T* y) override {
     Mirrored<T> dx(x, Span(rows, cols, ldx)), dy(y, rows * cols);
     Gpu().AddRows(rows, cols, dx.get(), ldx, dy.get());
