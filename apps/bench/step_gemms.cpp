@@ -45,7 +45,9 @@ std::vector<GemmShape> StepGemms(Sequential<float>& m, int64_t batch) {
       const int64_t rows = images * rows_per_sample;
       out.push_back({false, false, rows, n, k, count, "fwd", s.layer});  // y = x W
       out.push_back({true, false, k, n, rows, count, "dW", s.layer});    // x^T dy
-      if (s.layer > first) out.push_back({false, true, rows, k, n, count, "dx", s.layer});
+      // dy W^T: a convolution transposes W once per pass and reads it in place.
+      const bool tb = s.shape.size() != 4;
+      if (s.layer > first) out.push_back({false, tb, rows, k, n, count, "dx", s.layer});
     }
   }
   return out;

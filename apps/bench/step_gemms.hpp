@@ -22,9 +22,9 @@ int FirstTrainable(const Sequential<float>& m);
 
 // From the kernels in the arena: a rank-4 kernel (KH, KW, C, F) is a convolution, run per chunk
 // of images whose im2col rows fit the default budget (core/layers/conv2d.hpp), each chunk a GEMM
-// with M = chunk*OH*OW, K = KH*KW*C, N = F; a rank-2 kernel (F, U) a dense layer with
-// M = B * rows, K = F, N = U. Forward, weight gradient and (past the first trainable layer)
-// input gradient of each.
+// with M = chunk*OH*OW, K = KH*KW*C, N = F (its input gradient reads W^T in place); a rank-2 kernel
+// (F, U) a dense layer with M = B * rows, K = F, N = U. Forward, weight gradient and (past the
+// first trainable layer) input gradient of each.
 std::vector<GemmShape> StepGemms(Sequential<float>& m, int64_t batch);
 
 // Seconds for one call of each shape, count times, with operands of 0.5 and 0.25 (the results
