@@ -9,8 +9,6 @@ model.fit over the arrays with shuffling; each epoch's wall time counts everythi
 it, the first epoch included (it traces, and compiles when Keras decides to). Prints one JSON
 line like torch_train.py's. Run by bench/peers/run_keras_peer.sh (tensorflow-cpu in a venv).
 """
-import argparse
-import gzip
 import json
 import math
 import os
@@ -18,24 +16,10 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import keras  # noqa: E402
 
-DATA = "/usr/share/datasets/fashion-mnist"
-SETTINGS = {
-    "mlp": dict(lr=0.05, min_lr=0.0005, weight_decay=0.0),
-    "cnn": dict(lr=0.02, min_lr=0.0002, weight_decay=0.0001),
-}
-
-
-def load(split):
-    prefix = "train" if split == "train" else "t10k"
-    with gzip.open(f"{DATA}/{prefix}-images-idx3-ubyte.gz") as f:
-        images = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 28, 28, 1)
-    with gzip.open(f"{DATA}/{prefix}-labels-idx1-ubyte.gz") as f:
-        labels = np.frombuffer(f.read(), np.uint8, offset=8)
-    return images.astype(np.float32) / 255.0, labels.astype(np.int64)
+from fmnist_peer import SETTINGS, load, parse_args  # noqa: E402
 
 
 def model_for(name):
@@ -77,14 +61,7 @@ class EpochTimer(keras.callbacks.Callback):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--model", choices=["mlp", "cnn"], required=True)
-    p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--batch", type=int, default=128)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--warmup-steps", type=int, default=200)
-    p.add_argument("--seed", type=int, default=42)
-    a = p.parse_args()
+    a = parse_args()
     tf.config.threading.set_intra_op_parallelism_threads(a.threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     keras.utils.set_random_seed(a.seed)

@@ -8,27 +8,20 @@ into memory first (not timed); each epoch's wall time counts the shuffle, the ba
 every training step. Prints one JSON line: per-epoch seconds, samples/s of the whole epochs,
 and test accuracy. Run by bench/peers/run_torch_peer.sh (a venv with torch from the index).
 """
-import argparse
-import gzip
 import json
 import math
 import time
 
-import numpy as np
 import torch
 from torch import nn
 
-DATA = "/usr/share/datasets/fashion-mnist"
+from fmnist_peer import SETTINGS, load as load_arrays, parse_args
 
 
 def load(split):
-    prefix = "train" if split == "train" else "t10k"
-    with gzip.open(f"{DATA}/{prefix}-images-idx3-ubyte.gz") as f:
-        images = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)
-    with gzip.open(f"{DATA}/{prefix}-labels-idx1-ubyte.gz") as f:
-        labels = np.frombuffer(f.read(), np.uint8, offset=8)
-    x = torch.from_numpy(images.astype(np.float32) / 255.0)
-    return x, torch.from_numpy(labels.astype(np.int64))
+    images, labels = load_arrays(split)  # (N, 28, 28, 1): PyTorch wants (N, 1, 28, 28)
+    x = torch.from_numpy(images.transpose(0, 3, 1, 2).copy())
+    return x, torch.from_numpy(labels)
 
 
 def model_for(name):
@@ -47,22 +40,8 @@ def model_for(name):
     return m
 
 
-# The presets' [train] settings (configs/fmnist_*.ini).
-SETTINGS = {
-    "mlp": dict(lr=0.05, min_lr=0.0005, weight_decay=0.0),
-    "cnn": dict(lr=0.02, min_lr=0.0002, weight_decay=0.0001),
-}
-
-
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--model", choices=["mlp", "cnn"], required=True)
-    p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--batch", type=int, default=128)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--warmup-steps", type=int, default=200)
-    p.add_argument("--seed", type=int, default=42)
-    a = p.parse_args()
+    a = parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     x, y = load("train")

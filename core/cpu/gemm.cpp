@@ -82,11 +82,14 @@ GemmKernel KernelFromEnv() {
 std::atomic<int> g_kernel{-1};  // -1: not chosen yet (SHARDFLOW_GEMM on the first call)
 
 #if defined(SHARDFLOW_HAVE_GEMM_AVX512)
-// The float shapes shardflow's kernel takes on an AVX-512 CPU: every shape with at least 16
-// rows, measured against Eigen's AVX-512 GEMM on the presets' layers (BENCHMARKS.md, "Own
-// AVX-512 GEMM kernel"); a transposed B is packed first, which only pays back over enough rows.
-bool UseOwnSgemm(int64_t m, int64_t k) {
-  if (!UseAvx512() || k == 0) return false;
+// The float shapes shardflow's kernel takes, from `shardflow-bench gemm` on the presets' layers
+// against Eigen's kernel of the same target (BENCHMARKS.md, "Own AVX-512 GEMM kernel" and "The
+// AVX2 twin"): on AVX-512 every shape with at least 16 rows (smaller ones, batch-1 serving,
+// stay with Eigen); on AVX2 only the narrow ones (N <= 32, B not transposed: first convolutions
+// and classifier heads, 1.2-2x), since on wide products Eigen's packed AVX2 kernel runs near
+// the core's peak and ours reads 24-column panels of B at 0.67-0.97x of it.
+bool UseOwnSgemm(int64_t m, int64_t n, int64_t k, bool trans_b) {
+  if (k == 0) return false;
   switch (CurrentGemmKernel()) {
     case GemmKernel::kEigen:
       return false;
@@ -95,14 +98,27 @@ bool UseOwnSgemm(int64_t m, int64_t k) {
     case GemmKernel::kAuto:
       break;
   }
-  return m >= 16;
+  return m >= 16 && (UseAvx512() || (n <= 32 && !trans_b));
 }
 
-// op(B) = B^T, B (N, K) with row stride ldb, into SgemmAvx512's panels: panel p holds K rows of
-// its width rounded up to whole vectors of 16 (zeros past column n), after p full panels.
-void PackTransposedB(int64_t n, int64_t k, const float* b, int64_t ldb, float* out) {
-  for (int64_t j0 = 0; j0 < n; j0 += kSgemmPanel) {
-    const int64_t width = std::min(kSgemmPanel, n - j0), padded = (width + 15) / 16 * 16;
+// The kernel of the chosen target and its panel shape.
+struct OwnTarget {
+  void (*rows)(const SgemmArgs&, int64_t, int64_t, int64_t, int64_t);
+  int64_t panel, lanes;
+  int64_t Panels(int64_t n) const { return (n + panel - 1) / panel; }
+};
+OwnTarget Own() {
+  if (UseAvx512()) return {SgemmAvx512, kSgemmPanelAvx512, 16};
+  return {SgemmAvx2, kSgemmPanelAvx2, 8};
+}
+
+// op(B) = B^T, B (N, K) with row stride ldb, into the kernel's panels: panel p holds K rows of
+// its width rounded up to whole vectors (zeros past column n), after p full panels.
+void PackTransposedB(const OwnTarget& t, int64_t n, int64_t k, const float* b, int64_t ldb,
+                     float* out) {
+  for (int64_t j0 = 0; j0 < n; j0 += t.panel) {
+    const int64_t width = std::min(t.panel, n - j0);
+    const int64_t padded = (width + t.lanes - 1) / t.lanes * t.lanes;
     float* panel = out + j0 * k;
     for (int64_t kk = 0; kk < k; ++kk) {
       float* row = panel + kk * padded;
@@ -112,24 +128,24 @@ void PackTransposedB(int64_t n, int64_t k, const float* b, int64_t ldb, float* o
   }
 }
 
-// Runs SgemmAvx512 over the intra-op threads: pieces of whole 24-row groups when there are
-// enough rows, otherwise of panels (the result is the same for any partition).
-void RunSgemm(const SgemmAvx512Args& g, int64_t m) {
-  const int64_t panels = (g.n + kSgemmPanel - 1) / kSgemmPanel;
+// Runs the kernel over the intra-op threads: pieces of whole 24-row groups (a multiple of every
+// tile's rows) when there are enough rows, otherwise of panels (the result is the same for any
+// partition).
+void RunSgemm(const OwnTarget& t, const SgemmArgs& g, int64_t m) {
+  const int64_t panels = t.Panels(g.n);
   const int64_t threads = IntraOpThreads(), groups = (m + 23) / 24;
   if (threads == 1 || 2 * m * g.n * g.k < (int64_t{1} << 21)) {
-    SgemmAvx512(g, 0, m, 0, panels);
+    t.rows(g, 0, m, 0, panels);
   } else if (groups >= 2 * threads) {
     const int64_t pieces = std::min(groups, 4 * threads);
     RunPieces(pieces, [&](int64_t p) {
-      SgemmAvx512(g, std::min(m, groups * p / pieces * 24),
-                  std::min(m, groups * (p + 1) / pieces * 24), 0, panels);
+      t.rows(g, std::min(m, groups * p / pieces * 24), std::min(m, groups * (p + 1) / pieces * 24),
+             0, panels);
     });
   } else {
     const int64_t pieces = std::min(panels, 4 * threads);
-    RunPieces(pieces, [&](int64_t p) {
-      SgemmAvx512(g, 0, m, panels * p / pieces, panels * (p + 1) / pieces);
-    });
+    RunPieces(pieces,
+              [&](int64_t p) { t.rows(g, 0, m, panels * p / pieces, panels * (p + 1) / pieces); });
   }
 }
 
@@ -142,44 +158,44 @@ void RunSgemm(const SgemmAvx512Args& g, int64_t m) {
 void OwnSgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
               const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
               int64_t ldc) {
+  const OwnTarget t = Own();
   thread_local std::vector<float> packed, transposed;
   const auto pack = [&](int64_t cols, const float* src, int64_t ld) {
-    const int64_t panels = (cols + kSgemmPanel - 1) / kSgemmPanel;
-    packed.resize(static_cast<size_t>(panels * kSgemmPanel * k));
-    PackTransposedB(cols, k, src, ld, packed.data());
+    packed.resize(static_cast<size_t>(t.Panels(cols) * t.panel * k));
+    PackTransposedB(t, cols, k, src, ld, packed.data());
     return packed.data();
   };
   if (!trans_b || n * k <= (trans_a ? 0 : m * k) + m * n) {
-    SgemmAvx512Args g{.trans_a = trans_a,
-                      .n = n,
-                      .k = k,
-                      .alpha = alpha,
-                      .beta = beta,
-                      .a = a,
-                      .lda = lda,
-                      .b = b,
-                      .ldb = ldb,
-                      .c = c,
-                      .ldc = ldc};
+    SgemmArgs g{.trans_a = trans_a,
+                .n = n,
+                .k = k,
+                .alpha = alpha,
+                .beta = beta,
+                .a = a,
+                .lda = lda,
+                .b = b,
+                .ldb = ldb,
+                .c = c,
+                .ldc = ldc};
     if (trans_b) g.packed_b = pack(n, b, ldb);
-    RunSgemm(g, m);
+    RunSgemm(t, g, m);
     return;
   }
   // D (N x M) = B (N x K, as stored) times op(A)^T (K x M): A (K x M) as stored when trans_a.
   transposed.resize(static_cast<size_t>(n * m));
-  SgemmAvx512Args g{.trans_a = false,
-                    .n = m,
-                    .k = k,
-                    .alpha = 1.0f,
-                    .beta = 0.0f,
-                    .a = b,
-                    .lda = ldb,
-                    .b = a,
-                    .ldb = lda,
-                    .c = transposed.data(),
-                    .ldc = m};
+  SgemmArgs g{.trans_a = false,
+              .n = m,
+              .k = k,
+              .alpha = 1.0f,
+              .beta = 0.0f,
+              .a = b,
+              .lda = ldb,
+              .b = a,
+              .ldb = lda,
+              .c = transposed.data(),
+              .ldc = m};
   if (!trans_a) g.packed_b = pack(m, a, lda);
-  RunSgemm(g, n);
+  RunSgemm(t, g, n);
   const float* d = transposed.data();
   for (int64_t i = 0; i < m; ++i) {
     float* row = c + i * ldc;
@@ -222,7 +238,7 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
   UseAvx512();  // chosen (or refused) here, on the caller's thread, not in a pool worker
 #if defined(SHARDFLOW_HAVE_GEMM_AVX512)
   if constexpr (std::is_same_v<T, float>) {
-    if (UseOwnSgemm(m, k)) {
+    if (UseOwnSgemm(m, n, k, trans_b)) {
       OwnSgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
       return;
     }

@@ -15,11 +15,11 @@ namespace shardflow::cpu {
 // (kInvalidArgument) naming the variable for an unknown value or an unsupported target.
 const char* GemmTarget();
 
-// Which float GEMM kernel runs on an AVX-512 CPU: by shape (kAuto, the default), Eigen's
-// everywhere, or shardflow's own (SgemmAvx512) for every shape with K > 0. The default comes
-// from SHARDFLOW_GEMM=auto|eigen|own (read on the first Gemm call; another value is an error
+// Which float GEMM kernel runs: by shape (kAuto, the default), Eigen's everywhere, or
+// shardflow's own (SgemmAvx512 or SgemmAvx2, by the target) for every shape with K > 0. The default
+// comes from SHARDFLOW_GEMM=auto|eigen|own (read on the first Gemm call; another value is an error
 // there); SetGemmKernel overrides it for the process (tests and `shardflow-bench gemm` compare
-// the kernels in one process). On x86-64-v3 and for double, Eigen's always.
+// the kernels in one process). For double, Eigen's always.
 enum class GemmKernel { kAuto, kEigen, kOwn };
 void SetGemmKernel(GemmKernel kernel);
 GemmKernel CurrentGemmKernel();
@@ -33,11 +33,11 @@ void GemmBlockAvx512(bool trans_a, bool trans_b, int64_t r0, int64_t r1, int64_t
                      int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta,
                      T* c, int64_t ldc);
 
-// shardflow's own float GEMM kernel for AVX-512 (core/cpu/sgemm_avx512.cpp): C in tiles of up
-// to 6 x 64, op(B) in panels of kSgemmPanel columns, A read in place. Each element of C is one
-// chain of fused multiply-adds over k from zero, so any partition gives the same bits.
-inline constexpr int64_t kSgemmPanel = 64;
-struct SgemmAvx512Args {
+// shardflow's own float GEMM kernel (core/cpu/sgemm_kernel.hpp): C in register tiles, op(B)
+// in panels of kSgemmPanel* columns, A read in place. Each element of C is one chain of fused
+// multiply-adds over k from zero, so any partition, thread count or target gives the same bits.
+inline constexpr int64_t kSgemmPanelAvx512 = 64, kSgemmPanelAvx2 = 24;
+struct SgemmArgs {
   bool trans_a = false;
   int64_t n = 0, k = 0;
   float alpha = 1, beta = 0;
@@ -45,13 +45,14 @@ struct SgemmAvx512Args {
   int64_t lda = 0;
   const float* b = nullptr;  // op(B) = B (not transposed), row stride ldb; or
   int64_t ldb = 0;
-  const float* packed_b = nullptr;  // op(B) packed by PackTransposedB (then b is unused)
+  const float* packed_b = nullptr;  // op(B) packed in the target's panels (then b is unused)
   float* c = nullptr;
   int64_t ldc = 0;
 };
-// Rows [r0, r1) of C, panels [p0, p1) (columns [p0 * kSgemmPanel, min(p1 * kSgemmPanel, n))).
-// REQUIRES: the CPU has AVX-512 F/BW/CD/DQ/VL.
-void SgemmAvx512(const SgemmAvx512Args& g, int64_t r0, int64_t r1, int64_t p0, int64_t p1);
+// Rows [r0, r1) of C, panels [p0, p1) (columns [p0 * panel, min(p1 * panel, n))).
+// SgemmAvx512 REQUIRES: the CPU has AVX-512 F/BW/CD/DQ/VL; SgemmAvx2: AVX2 and FMA.
+void SgemmAvx512(const SgemmArgs& g, int64_t r0, int64_t r1, int64_t p0, int64_t p1);
+void SgemmAvx2(const SgemmArgs& g, int64_t r0, int64_t r1, int64_t p0, int64_t p1);
 #endif
 
 }  // namespace shardflow::cpu

@@ -65,26 +65,6 @@ void PoolGradImage(const PoolGeometry& g, bool max, const T* xp, const T* yp, co
     }
 }
 
-}  // namespace
-
-// x is (B, H, W, C); y is (B, OH, OW, C). Channels innermost: each window position contributes
-// a contiguous run of C values, so the compare/accumulate loops vectorise. For max pooling the
-// first maximum wins (strict >). Max pooling keeps no argmax array: the backward pass finds the
-// first window element equal to the output again (cheaper than writing an index per output in
-// the forward pass, which the benchmark showed dominating the layer). Images are split over the
-// intra-op threads (each image's outputs computed by one thread, in the same order).
-template <typename T>
-void Pool2D(const PoolGeometry& g, bool max, int64_t b, const T* xp, T* yp) {
-  ParallelFor(b, 1, [&](int64_t n0, int64_t n1) {
-    for (int64_t n = n0; n < n1; ++n) {
-      PoolImage(g, max, xp + n * g.h * g.w * g.c, yp + n * g.oh * g.ow * g.c);
-    }
-  });
-}
-
-// dx (B, H, W, C) is overwritten. Max: each output's gradient goes to the first window element
-// equal to the maximum. Average: spread evenly over the window. The product hit * dy adds an
-// exact 0 where the element was not taken, so the sums are those of the scatter loop.
 // Max pooling with windows that tile the image (k == stride, the common 2x2/2): each input
 // element is in one window at most, so its gradient is written once (the first maximum's
 // dy, else 0) with no zeroing pass and no read-back; the rows and columns no window covers
@@ -120,6 +100,79 @@ void MaxPoolGradTiledImage(const PoolGeometry& g, const T* xp, const T* yp, cons
   std::fill(o + g.oh * k * w * c, o + g.h * w * c, T(0));  // rows past the last window
 }
 
+// Max pooling with 2 x 2 windows and stride 2, forward: the same comparisons in the same order
+// as PoolImage (std::max over x00, x01, x10, x11), with the four rows of C values named.
+template <typename T>
+void MaxPool2x2Image(const PoolGeometry& g, const T* xp, T* yp) {
+  const int64_t w = g.w, c = g.c;
+  for (int64_t i = 0; i < g.oh; ++i) {
+    for (int64_t j = 0; j < g.ow; ++j) {
+      const T* x00 = xp + (2 * i * w + 2 * j) * c;
+      const T *x01 = x00 + c, *x10 = x00 + w * c, *x11 = x10 + c;
+      T* y = yp + (i * g.ow + j) * c;
+      for (int64_t ch = 0; ch < c; ++ch) {
+        y[ch] = std::max(std::max(std::max(x00[ch], x01[ch]), x10[ch]), x11[ch]);
+      }
+    }
+  }
+}
+
+// Its gradient: the first of the four equal to the maximum takes dy, the others 0 (as
+// MaxPoolGradTiledImage, without the per-channel mask in memory).
+template <typename T>
+void MaxPool2x2GradImage(const PoolGeometry& g, const T* xp, const T* yp, const T* d, T* o) {
+  const int64_t w = g.w, c = g.c;
+  for (int64_t i = 0; i < g.oh; ++i) {
+    for (int64_t j = 0; j < g.ow; ++j) {
+      const int64_t at = (2 * i * w + 2 * j) * c, out = (i * g.ow + j) * c;
+      const T *x00 = xp + at, *x01 = x00 + c, *x10 = x00 + w * c, *x11 = x10 + c;
+      T *o00 = o + at, *o01 = o00 + c, *o10 = o00 + w * c, *o11 = o10 + c;
+      const T* m = yp + out;
+      const T* dy = d + out;
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const bool h00 = x00[ch] == m[ch];
+        const bool h01 = !h00 && x01[ch] == m[ch];
+        const bool h10 = !h00 && !h01 && x10[ch] == m[ch];
+        const bool h11 = !h00 && !h01 && !h10 && x11[ch] == m[ch];
+        o00[ch] = h00 ? dy[ch] : T(0);
+        o01[ch] = h01 ? dy[ch] : T(0);
+        o10[ch] = h10 ? dy[ch] : T(0);
+        o11[ch] = h11 ? dy[ch] : T(0);
+      }
+    }
+    T* right = o + ((2 * i) * w + 2 * g.ow) * c;  // a column no window covers (odd width)
+    std::fill(right, right + (w - 2 * g.ow) * c, T(0));
+    std::fill(right + w * c, right + w * c + (w - 2 * g.ow) * c, T(0));
+  }
+  std::fill(o + 2 * g.oh * w * c, o + g.h * w * c, T(0));  // a row no window covers
+}
+
+}  // namespace
+
+// x is (B, H, W, C); y is (B, OH, OW, C). Channels innermost: each window position contributes
+// a contiguous run of C values, so the compare/accumulate loops vectorise. For max pooling the
+// first maximum wins (strict >). Max pooling keeps no argmax array: the backward pass finds the
+// first window element equal to the output again (cheaper than writing an index per output in
+// the forward pass, which the benchmark showed dominating the layer). Images are split over the
+// intra-op threads (each image's outputs computed by one thread, in the same order).
+template <typename T>
+void Pool2D(const PoolGeometry& g, bool max, int64_t b, const T* xp, T* yp) {
+  ParallelFor(b, 1, [&](int64_t n0, int64_t n1) {
+    for (int64_t n = n0; n < n1; ++n) {
+      const T* x = xp + n * g.h * g.w * g.c;
+      T* y = yp + n * g.oh * g.ow * g.c;
+      if (max && g.k == 2 && g.stride == 2) {
+        MaxPool2x2Image(g, x, y);
+      } else {
+        PoolImage(g, max, x, y);
+      }
+    }
+  });
+}
+
+// dx (B, H, W, C) is overwritten. Max: each output's gradient goes to the first window element
+// equal to the maximum. Average: spread evenly over the window. The product hit * dy adds an
+// exact 0 where the element was not taken, so the sums are those of the scatter loop.
 template <typename T>
 void Pool2DGrad(const PoolGeometry& g, bool max, int64_t b, const T* xp, const T* yp, const T* d,
                 T* o) {
@@ -129,7 +182,9 @@ void Pool2DGrad(const PoolGeometry& g, bool max, int64_t b, const T* xp, const T
     std::vector<T> taken(static_cast<size_t>(g.c));
     if (!tiled) std::fill(o + n0 * in, o + n1 * in, T(0));
     for (int64_t n = n0; n < n1; ++n) {
-      if (tiled) {
+      if (tiled && g.k == 2) {
+        MaxPool2x2GradImage(g, xp + n * in, yp + n * out, d + n * out, o + n * in);
+      } else if (tiled) {
         MaxPoolGradTiledImage(g, xp + n * in, yp + n * out, d + n * out, o + n * in, taken.data());
       } else {
         PoolGradImage(g, max, xp + n * in, yp + n * out, d + n * out, o + n * in, taken.data());
