@@ -118,26 +118,31 @@ void MaxPool2x2Image(const PoolGeometry& g, const T* xp, T* yp) {
 }
 
 // Its gradient: the first of the four equal to the maximum takes dy, the others 0 (as
-// MaxPoolGradTiledImage, without the per-channel mask in memory).
+// MaxPoolGradTiledImage). Two passes per output, each loop over the channels with one store
+// stream so that it vectorises: which of the four won (0-3, 4 for none: NaN), then the four
+// gradient rows. `win` holds C values.
 template <typename T>
-void MaxPool2x2GradImage(const PoolGeometry& g, const T* xp, const T* yp, const T* d, T* o) {
+void MaxPool2x2GradImage(const PoolGeometry& g, const T* xp, const T* yp, const T* d, T* o,
+                         T* win) {
   const int64_t w = g.w, c = g.c;
   for (int64_t i = 0; i < g.oh; ++i) {
     for (int64_t j = 0; j < g.ow; ++j) {
       const int64_t at = (2 * i * w + 2 * j) * c, out = (i * g.ow + j) * c;
-      const T *x00 = xp + at, *x01 = x00 + c, *x10 = x00 + w * c, *x11 = x10 + c;
-      T *o00 = o + at, *o01 = o00 + c, *o10 = o00 + w * c, *o11 = o10 + c;
+      const T* x[4] = {xp + at, xp + at + c, xp + at + w * c, xp + at + w * c + c};
       const T* m = yp + out;
       const T* dy = d + out;
       for (int64_t ch = 0; ch < c; ++ch) {
-        const bool h00 = x00[ch] == m[ch];
-        const bool h01 = !h00 && x01[ch] == m[ch];
-        const bool h10 = !h00 && !h01 && x10[ch] == m[ch];
-        const bool h11 = !h00 && !h01 && !h10 && x11[ch] == m[ch];
-        o00[ch] = h00 ? dy[ch] : T(0);
-        o01[ch] = h01 ? dy[ch] : T(0);
-        o10[ch] = h10 ? dy[ch] : T(0);
-        o11[ch] = h11 ? dy[ch] : T(0);
+        const T mv = m[ch];
+        T who = T(4);
+        who = x[3][ch] == mv ? T(3) : who;
+        who = x[2][ch] == mv ? T(2) : who;
+        who = x[1][ch] == mv ? T(1) : who;
+        who = x[0][ch] == mv ? T(0) : who;
+        win[ch] = who;
+      }
+      for (int q = 0; q < 4; ++q) {
+        T* oq = o + (x[q] - xp);
+        for (int64_t ch = 0; ch < c; ++ch) oq[ch] = win[ch] == T(q) ? dy[ch] : T(0);
       }
     }
     T* right = o + ((2 * i) * w + 2 * g.ow) * c;  // a column no window covers (odd width)
@@ -183,7 +188,7 @@ void Pool2DGrad(const PoolGeometry& g, bool max, int64_t b, const T* xp, const T
     if (!tiled) std::fill(o + n0 * in, o + n1 * in, T(0));
     for (int64_t n = n0; n < n1; ++n) {
       if (tiled && g.k == 2) {
-        MaxPool2x2GradImage(g, xp + n * in, yp + n * out, d + n * out, o + n * in);
+        MaxPool2x2GradImage(g, xp + n * in, yp + n * out, d + n * out, o + n * in, taken.data());
       } else if (tiled) {
         MaxPoolGradTiledImage(g, xp + n * in, yp + n * out, d + n * out, o + n * in, taken.data());
       } else {
