@@ -2,9 +2,12 @@
 //
 // Input (B, H, W, C); kernel (KH, KW, C, F); bias (F); output (B, OH, OW, F). Padding "same"
 // (output ceil(H / stride)) or "valid". The batch is processed in chunks so the im2col buffer
-// stays bounded (im2col_budget elements, 1 MiB of float by default: about one core's L2 cache
-// on the build machines; 8 MiB measured 9-16% slower on the CNN step) whatever the batch size;
-// the buffers are allocated once per layer state and reused.
+// stays bounded (im2col_budget elements, 4 MiB of float by default) whatever the batch size; the
+// buffers are allocated once per layer state and reused. 4 MiB since shardflow's own GEMM
+// kernel (docs/design.md decision 52), which reads the buffer once instead of packing it: on
+// the CNN step (shardflow-bench step, 2026-11-25) 1.05-1.09x the samples/s of 1 MiB at 2
+// threads, level at 1 thread; with Eigen's packing kernel 1 MiB (about one core's L2) had been
+// best (8 MiB measured 9-16% slower).
 //
 // Tensor parallelism (core/layers/tensor_parallel.hpp): split = kColumn holds filters (kernel
 // and bias) [way * F/T, (way + 1) * F/T) and outputs (B, OH, OW, F/T); kRow takes (B, H, W, C/T)
@@ -31,7 +34,7 @@ struct Conv2DOptions {
   // 0: kDefaultIm2ColBudget. Results do not depend on it beyond float rounding.
   int64_t im2col_budget = 0;
 };
-inline constexpr int64_t kDefaultIm2ColBudget = int64_t{1} << 18;
+inline constexpr int64_t kDefaultIm2ColBudget = int64_t{1} << 20;
 
 template <typename T>
 std::unique_ptr<Layer<T>> MakeConv2D(const Conv2DOptions& options);
