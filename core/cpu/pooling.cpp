@@ -68,7 +68,7 @@ void PoolGradImage(const PoolGeometry& g, bool max, const T* xp, const T* yp, co
 // Max pooling with windows that tile the image (k == stride, the common 2x2/2): each input
 // element is in one window at most, so its gradient is written once (the first maximum's
 // dy, else 0) with no zeroing pass and no read-back; the rows and columns no window covers
-// (odd sizes) are zeroed. The same values as PoolGradImage.
+// (odd sizes) are zeroed. The same bits as PoolGradImage (0 + hit * dy, non-finite dy too).
 template <typename T>
 void MaxPoolGradTiledImage(const PoolGeometry& g, const T* xp, const T* yp, const T* d, T* o,
                            T* taken) {
@@ -86,7 +86,7 @@ void MaxPoolGradTiledImage(const PoolGeometry& g, const T* xp, const T* yp, cons
           T* oi = o + idx;
           for (int64_t ch = 0; ch < c; ++ch) {
             const T hit = (xi[ch] == m[ch] && taken[ch] == T(0)) ? T(1) : T(0);
-            oi[ch] = hit * dy[ch];
+            oi[ch] = T(0) + hit * dy[ch];  // as 0 += hit * dy: NaN for a loser of an Inf dy
             taken[ch] += hit;
           }
         }
@@ -142,7 +142,9 @@ void MaxPool2x2GradImage(const PoolGeometry& g, const T* xp, const T* yp, const 
       }
       for (int q = 0; q < 4; ++q) {
         T* oq = o + (x[q] - xp);
-        for (int64_t ch = 0; ch < c; ++ch) oq[ch] = win[ch] == T(q) ? dy[ch] : T(0);
+        for (int64_t ch = 0; ch < c; ++ch) {
+          oq[ch] = T(0) + (win[ch] == T(q) ? T(1) : T(0)) * dy[ch];  // the same bits, Inf/-0 too
+        }
       }
     }
     T* right = o + ((2 * i) * w + 2 * g.ow) * c;  // a column no window covers (odd width)

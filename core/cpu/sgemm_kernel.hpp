@@ -64,9 +64,9 @@ void Tile(const TileArgs<I>& t) {
   const float* rows[R];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) rows[r] = kTransA ? t.a + r : t.a + r * t.a_stride;
-  const float* b = t.b;
   const int64_t k = t.k, b_step = t.b_step, a_stride = t.a_stride;
-  for (int64_t kk = 0; kk < k; ++kk, b += b_step) {
+  for (int64_t kk = 0; kk < k; ++kk) {
+    const float* b = t.b + kk * b_step;  // never a pointer past B's end
     Vec bv[V];
 #pragma GCC unroll 4
     for (int v = 0; v + 1 < V; ++v) bv[v] = I::Load(b + I::kLanes * v);

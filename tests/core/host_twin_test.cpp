@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -211,6 +212,31 @@ TEST_F(HostTwin, ConvolutionDataMovement) {
     b.twin.Col2ImAdd(g, batch, dcols.data(), dx2.data());
     EXPECT_TWIN(dx2, dx1, kExact) << c.h << "x" << c.w << " k" << c.kh << "x" << c.kw << " s"
                                   << c.stride;
+  }
+}
+
+// The CPU's max-pool gradient paths (2 x 2 / 2, windows that tile, the general one) give the
+// twin's bits when dy is not finite or is -0: losers of an Inf or NaN get NaN (0 + 0 * Inf),
+// a -0 or negative dy leaves +0 at the losers, as 0 += hit * dy does.
+TEST_F(HostTwin, MaxPoolGradientBitsWithNonFiniteAndSignedZeroGradients) {
+  Both b;
+  struct Case {
+    int64_t h, w, k, stride;
+  };
+  for (const Case c : {Case{4, 5, 2, 2}, Case{6, 7, 3, 3}, Case{5, 5, 3, 2}}) {
+    PoolGeometry g{.h = c.h, .w = c.w, .c = 3, .k = c.k, .stride = c.stride};
+    g.oh = (c.h - c.k) / c.stride + 1;
+    g.ow = (c.w - c.k) / c.stride + 1;
+    const int64_t in = c.h * c.w * g.c, out = g.oh * g.ow * g.c;
+    const auto x = Random<float>(in, 31);
+    std::vector<float> y(out), dy(out), dx1(in, 7.0f), dx2(in, -7.0f);
+    const float special[] = {INFINITY, -INFINITY, NAN, -0.0f, -2.0f, 3.0f};
+    for (int64_t i = 0; i < out; ++i) dy[i] = special[i % 6];
+    b.cpu.Pool2D(g, true, 1, x.data(), y.data());
+    b.cpu.Pool2DGrad(g, true, 1, x.data(), y.data(), dy.data(), dx1.data());
+    b.twin.Pool2DGrad(g, true, 1, x.data(), y.data(), dy.data(), dx2.data());
+    EXPECT_EQ(std::memcmp(dx1.data(), dx2.data(), dx1.size() * sizeof(float)), 0)
+        << "k " << c.k << " stride " << c.stride;
   }
 }
 
