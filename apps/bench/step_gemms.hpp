@@ -27,12 +27,13 @@ int FirstTrainable(const Sequential<float>& m);
 // first trainable layer) input gradient of each.
 std::vector<GemmShape> StepGemms(Sequential<float>& m, int64_t batch);
 
-// Seconds for one call of each shape, count times, with operands of 0.5 and 0.25 (the results
-// checked): one pass over all the shapes.
+// Operands of one shape: A of 0.5, B of 0.25, and C.
 struct GemmBuffers {
   std::vector<float> a, b, c;
 };
 GemmBuffers BuffersFor(const GemmShape& g);
+// Seconds for g.count calls of the shape, as the layers make them; C's first and last elements
+// are checked against 0.125 * K.
 double TimeShape(const GemmShape& g, GemmBuffers& buf);
 
 }  // namespace shardflow::bench

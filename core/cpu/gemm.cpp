@@ -86,8 +86,8 @@ std::atomic<int> g_kernel{-1};  // -1: not chosen yet (SHARDFLOW_GEMM on the fir
 // against Eigen's kernel of the same target (BENCHMARKS.md, "Own AVX-512 GEMM kernel" and "The
 // AVX2 twin"): on AVX-512 every shape with at least 16 rows (smaller ones, batch-1 serving,
 // stay with Eigen); on AVX2 only the narrow ones (N <= 32, B not transposed: first convolutions
-// and classifier heads, 1.2-2x), since on wide products Eigen's packed AVX2 kernel runs near
-// the core's peak and ours reads 24-column panels of B at 0.67-0.97x of it.
+// and classifier heads, 1.18-2.03x), since on wide products Eigen's packed AVX2 kernel runs
+// near the core's peak and ours, reading 24-column panels of B, ran 0.67-1.08x of it.
 bool UseOwnSgemm(int64_t m, int64_t n, int64_t k, bool trans_b) {
   if (k == 0) return false;
   switch (CurrentGemmKernel()) {
