@@ -7,9 +7,9 @@
 #                                       fastest. Memory: rd's scratch and SMPI's own MPI_Allreduce
 #                                       buffers are real per rank (ranks x MAX bytes), so 256
 #                                       ranks stop at 4M (docs/simulation.md, "Cost")
-#   bench/simulate.sh ib-large RANKS    rd, mpi and auto at 1K and 16K (the ring's p^2 messages,
-#                                       which auto takes above 64 KiB, cost minutes of
-#                                       simulation past 256 ranks)
+#   bench/simulate.sh ib-large RANKS    rd, mpi and auto at 1K and 16K (4096 ranks: under a
+#                                       minute; the ring's p^2 messages cost about a minute
+#                                       per size at 1024 ranks, so it is left out)
 #   bench/simulate.sh steps [RANKS]     MLP, CNN and ResNet step replay (weak scaling), compute
 #                                       and input times from bench/results/sim/*.summary.json
 #   bench/simulate.sh validate          measures all-reduce here at 2, 4, 8 ranks with
@@ -33,7 +33,7 @@ case $what in
     python3 "$study" allreduce --platform ib_fattree --ranks "$ranks" --algorithms rd,mpi,auto \
       --min-bytes 1K --max-bytes 16K --step-factor 16 ;;
   steps)
-    ranks=${2:-16,64,256}
+    ranks=${2:-16,64,256,1024,4096}  # counts that would not fit in memory get the bound only
     for model in mlp cnn resnet; do
       echo "# python3 slurm/simulate_study.py step --platform ib_fattree --ranks $ranks --model $model --summary bench/results/sim/$model.summary.json"
       python3 "$study" step --platform ib_fattree --ranks "$ranks" --model $model \

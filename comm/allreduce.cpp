@@ -52,10 +52,21 @@ namespace {
 // 38.9 us; recursive doubling 37.9 and 139.6), MPI at 256 KiB (67.5 us; hierarchical 95.9), the
 // flat ring from 1 MiB (193 us vs hierarchical 324; 4 MiB 664 vs 1236; 16 MiB 2649 vs 4885).
 // So hierarchical serves 8-64 KiB there, and above it the flat rules with the node count.
+// From 128 hosts OpenMPI's own rule (coll/tuned's fixed decisions, which SMPI's `ompi`
+// selector copies) reduces to one rank and broadcasts back for small messages: below 128 KiB
+// at 128-255 ranks, below 4 KiB at 256-511, below 2 KiB from 512; 2 log2 p latencies where
+// recursive doubling takes log2 p. Simulated on the IB tree with every rank starting at the
+// same instant (BENCHMARKS.md, "4096 ranks"): recursive doubling 10.6 vs MPI 21.9 us at 1 KiB
+// on 128 ranks, 46.7 vs 396.0 at 64 KiB; 12.7 vs 26.3 at 1 KiB on 256; 25.0 vs 54.6 on 4096;
+// the alpha-beta times agree. So from 128 hosts recursive doubling serves up to 8 KiB, and at
+// 128-255 hosts up to 128 KiB, where MPI turns to recursive doubling itself, then Rabenseifner.
 constexpr size_t kMpiUpToBytes = 8 * 1024;
 constexpr size_t kRecursiveDoublingUpToBytes = 64 * 1024;
 constexpr size_t kTwoRankMpiBelowBytes = size_t{8} << 20;
 constexpr size_t kRingFromBytesPerRank = 128 * 1024;
+constexpr int kMpiReducesAndBroadcastsFromHosts = 128;
+constexpr int kMpiReducesAndBroadcastsLongBelowHosts = 256;
+constexpr size_t kRecursiveDoublingUpToBytesThere = 128 * 1024;
 
 void AllreduceAuto(Communicator& comm, float* data, size_t count, const AllreduceOptions& options) {
   AllreduceFunctionFor(ChooseAlgorithm(comm, count * sizeof(float)))(comm, data, count, options);
@@ -101,31 +112,48 @@ AllreduceAlgorithm ParseAlgorithm(const std::string& text) {
               {.hint = "use auto, ring, rd, hierarchical, mpi or shm"});
 }
 
-AllreduceAlgorithm ChooseAlgorithm(const Communicator& comm, size_t bytes) {
+AllreduceTopology TopologyOf(const Communicator& comm) {
+  return {.ranks = comm.size(),
+          .num_nodes = comm.num_nodes(),
+          .max_local_size = comm.max_local_size(),
+          .known = comm.node() != nullptr,
+          .nodes_contiguous = comm.nodes_contiguous(),
+          .shm_unavailable = comm.shm_unavailable()};
+}
+
+AllreduceAlgorithm ChooseAlgorithm(const AllreduceTopology& t, size_t bytes) {
   // Every rank on one node (known only with topology): shared memory.
-  if (comm.size() > 1 && comm.node() != nullptr && comm.num_nodes() == 1 &&
-      !comm.shm_unavailable()) {
+  if (t.ranks > 1 && t.known && t.num_nodes == 1 && !t.shm_unavailable) {
     return AllreduceAlgorithm::kShm;
   }
-  if (bytes <= kMpiUpToBytes) return AllreduceAlgorithm::kMpi;
-  const bool shared_nodes =
-      comm.num_nodes() > 1 && comm.max_local_size() > 1 && comm.node() != nullptr;
+  const bool shared_nodes = t.num_nodes > 1 && t.max_local_size > 1 && t.known;
+  const int hosts = shared_nodes ? t.num_nodes : t.ranks;
+  // One rank per host from 128 hosts: MPI's small-message path reduces and broadcasts.
+  const bool mpi_reduces_first = !shared_nodes && t.num_nodes >= kMpiReducesAndBroadcastsFromHosts;
+  if (bytes <= kMpiUpToBytes && !mpi_reduces_first) return AllreduceAlgorithm::kMpi;
   // Several nodes with several ranks each: up to 64 KiB the leaders' ring of few hops beats
   // recursive doubling, whose whole-message exchanges share each node's link among its ranks.
   if (bytes <= kRecursiveDoublingUpToBytes) {
     return shared_nodes ? AllreduceAlgorithm::kHierarchical
                         : AllreduceAlgorithm::kRecursiveDoubling;
   }
+  if (mpi_reduces_first && hosts < kMpiReducesAndBroadcastsLongBelowHosts &&
+      bytes <= kRecursiveDoublingUpToBytesThere) {
+    return AllreduceAlgorithm::kRecursiveDoubling;
+  }
   // Above, hierarchical moves the whole message through each node's reduce and broadcast
   // trees, while a ring in rank order over block-placed ranks crosses every node boundary once
   // at the link's full rate: the flat rules below apply, with nodes for hosts in the ring's
   // latency term (its intra-node hops are short). Ranks dealt round-robin over the nodes would
   // cross nodes at every hop: hierarchical keeps them.
-  if (shared_nodes && !comm.nodes_contiguous()) return AllreduceAlgorithm::kHierarchical;
-  if (comm.size() == 2 && bytes < kTwoRankMpiBelowBytes) return AllreduceAlgorithm::kMpi;
-  const size_t hosts = static_cast<size_t>(shared_nodes ? comm.num_nodes() : comm.size());
-  if (bytes < hosts * kRingFromBytesPerRank) return AllreduceAlgorithm::kMpi;
+  if (shared_nodes && !t.nodes_contiguous) return AllreduceAlgorithm::kHierarchical;
+  if (t.ranks == 2 && bytes < kTwoRankMpiBelowBytes) return AllreduceAlgorithm::kMpi;
+  if (bytes < static_cast<size_t>(hosts) * kRingFromBytesPerRank) return AllreduceAlgorithm::kMpi;
   return AllreduceAlgorithm::kRing;
+}
+
+AllreduceAlgorithm ChooseAlgorithm(const Communicator& comm, size_t bytes) {
+  return ChooseAlgorithm(TopologyOf(comm), bytes);
 }
 
 AllreduceFunction AllreduceFunctionFor(AllreduceAlgorithm algorithm) {

@@ -54,9 +54,22 @@ const char* AlgorithmName(AllreduceAlgorithm algorithm);
 // Throws Error(kInvalidArgument) naming the text.
 AllreduceAlgorithm ParseAlgorithm(const std::string& text);
 
+// What kAuto's choice depends on: values every rank of a communicator agrees on.
+struct AllreduceTopology {
+  int ranks = 1;
+  int num_nodes = 1;
+  int max_local_size = 1;
+  bool known = false;  // the communicator discovered its nodes
+  bool nodes_contiguous = true;
+  bool shm_unavailable = false;
+};
+AllreduceTopology TopologyOf(const Communicator& comm);
+
 // The algorithm kAuto runs for a message of `bytes` on `comm` (never kAuto). The same on every
 // rank: it depends only on bytes and values every rank agrees on.
 AllreduceAlgorithm ChooseAlgorithm(const Communicator& comm, size_t bytes);
+// The same rule for any topology (tests and the simulation's mirror check it past 4 ranks).
+AllreduceAlgorithm ChooseAlgorithm(const AllreduceTopology& topology, size_t bytes);
 
 // The one call shape every algorithm has. Algorithms do not apply ReduceMode; Allreduce does,
 // except kShm, which divides while it sums (the same division, one pass less over the buffer).

@@ -36,7 +36,14 @@ DEFAULT_BUCKETS = os.path.join(BUILD, "bin", "shardflow-sim-buckets")
 # driver injects it, and OpenMPI's collective selection for MPI_Allreduce (`mpi`).
 SMPI_CFG = ["--cfg=network/model:CM02", "--cfg=network/crosstraffic:0",
             "--cfg=smpi/host-speed:1Gf", "--cfg=smpi/simulate-computation:no",
-            "--cfg=smpi/coll-selector:ompi", "--log=root.thres:warning"]
+            "--cfg=smpi/coll-selector:ompi", "--cfg=smpi/privatization:no",
+            "--log=root.thres:warning"]
+# SMPI's copy of OpenMPI's broadcast rule picks a mvapich2 "knomial intra-node" algorithm on
+# communicators of 128 ranks or more, which first runs SMPI's SMP set-up: a ring all-gather of
+# p^2 messages per new communicator (a 1024-rank job: 60 s of simulation for nothing but
+# MPI_Comm_split). There the broadcast is the binomial tree (docs/simulation.md, "Cost").
+LARGE_JOB_RANKS = 128
+LARGE_JOB_CFG = ["--cfg=smpi/bcast:binomial_tree"]
 ALGORITHMS = ["ring", "rd", "hierarchical", "mpi", "auto"]
 SIZE_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
@@ -95,12 +102,14 @@ def load_platform(name):
             "config": {p.get("id"): p.get("value") for p in root.findall("config/prop")}}
 
 
-def smpi_cfg(platform):
-    """SMPI_CFG less the options the platform file's own <config> sets (SimGrid applies those
-    when it loads the file, unless the command line sets them): a calibrated platform carries
-    its network model and size-dependent factors with it."""
+def smpi_cfg(platform, ranks=0):
+    """SMPI_CFG (and LARGE_JOB_CFG from LARGE_JOB_RANKS ranks) less the options the platform
+    file's own <config> sets (SimGrid applies those when it loads the file, unless the command
+    line sets them): a calibrated platform carries its network model and size-dependent factors
+    with it."""
     own = platform.get("config", {})
-    return [c for c in SMPI_CFG if not (c.startswith("--cfg=") and c[6:].split(":")[0] in own)]
+    cfg = SMPI_CFG + (LARGE_JOB_CFG if ranks >= LARGE_JOB_RANKS else [])
+    return [c for c in cfg if not (c.startswith("--cfg=") and c[6:].split(":")[0] in own)]
 
 
 def bw_factor(platform, nbytes):
@@ -227,13 +236,18 @@ def rabenseifner_alpha_beta(platform, ranks, nbytes):
 
 # comm/allreduce.cpp's ChooseAlgorithm for one rank per host (its thresholds in bytes).
 MPI_UP_TO, RD_UP_TO, TWO_RANK_MPI_BELOW, RING_FROM_PER_RANK = 8 << 10, 64 << 10, 8 << 20, 128 << 10
+# From 128 hosts MPI's small-message path reduces then broadcasts: recursive doubling instead.
+MPI_REDUCES_FIRST_FROM, MPI_REDUCES_FIRST_LONG_BELOW, RD_UP_TO_THERE = 128, 256, 128 << 10
 
 
 def auto_pick(ranks, nbytes):
     """What `auto` runs across hosts with one rank each (comm/allreduce.cpp ChooseAlgorithm)."""
-    if nbytes <= MPI_UP_TO:
+    reduces_first = ranks >= MPI_REDUCES_FIRST_FROM
+    if nbytes <= MPI_UP_TO and not reduces_first:
         return "mpi"
     if nbytes <= RD_UP_TO:
+        return "rd"
+    if reduces_first and ranks < MPI_REDUCES_FIRST_LONG_BELOW and nbytes <= RD_UP_TO_THERE:
         return "rd"
     if ranks == 2 and nbytes < TWO_RANK_MPI_BELOW:
         return "mpi"
@@ -252,6 +266,33 @@ def auto_alpha_beta(platform, ranks, nbytes):
 
 
 DRIVER_TIMEOUT = [600.0]  # seconds one simulation may run (--timeout)
+# Memory of a simulation (docs/simulation.md, "Cost"): about 1 MiB per simulated rank (4.0 GB
+# at 4096 ranks), plus SMPI's own MPI_Allreduce buffers, real per rank: 2 x ranks x bytes while
+# an `mpi` all-reduce (or auto's pick of it) runs (a CNN step at 512 ranks: 13.2 GB).
+SIM_BYTES_PER_RANK = 1 << 20
+
+
+def mem_available():
+    """MemAvailable of /proc/meminfo in bytes (None where there is none)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def memory_shortfall(ranks, mpi_bytes):
+    """None when a simulation of `ranks` whose largest MPI_Allreduce is `mpi_bytes` fits in 90%
+    of the available memory; else a phrase saying what it would need."""
+    need = 2 * ranks * mpi_bytes + ranks * SIM_BYTES_PER_RANK
+    available = mem_available()
+    if available is None or need <= 0.9 * available:
+        return None
+    return (f"needs about {need / 1e9:.1f} GB (SMPI's MPI_Allreduce buffers are real per rank: "
+            f"2 x {ranks} x {mpi_bytes} bytes), {available / 1e9:.1f} GB available")
 
 
 def run_driver(platform, ranks, args, driver=DEFAULT_DRIVER, timeout=None):
@@ -269,7 +310,7 @@ def run_driver(platform, ranks, args, driver=DEFAULT_DRIVER, timeout=None):
     # too, so 256 ranks x 64 MiB do not need 16 GB.
     fold = [] if "--check" in args else ["--cfg=smpi/auto-shared-malloc-thresh:1048576"]
     cmd = ["smpirun", "-np", str(ranks), "-platform", platform["path"], "-hostfile", hostfile,
-           *smpi_cfg(platform), *fold, driver, *args]
+           *smpi_cfg(platform, ranks), *fold, driver, *args]
     limit = timeout if timeout is not None else DRIVER_TIMEOUT[0]
     try:
         # A session of its own: on a timeout the whole group goes (smpirun is a script; the
@@ -404,7 +445,19 @@ def run_simulated_study(spec, args, report, out_dir):
 def allreduce_table(platform, ranks_list, args):
     """Rows: every (ranks, bytes, algorithm) with the alpha-beta prediction where we have one."""
     out = []
+    algorithms = args.algorithms.split(",")
+    sizes = []
+    size = parse_bytes(args.min_bytes)
+    while size <= parse_bytes(args.max_bytes):
+        sizes.append(size)
+        size *= args.step_factor
     for ranks in ranks_list:
+        mpi_bytes = max([b for b in sizes if "mpi" in algorithms or
+                         ("auto" in algorithms and auto_pick(ranks, b) == "mpi")], default=0)
+        short = memory_shortfall(ranks, mpi_bytes)
+        if short:
+            raise SimError(f"the all-reduce of {mpi_bytes} bytes by MPI on {ranks} simulated "
+                           f"ranks {short}: lower --max-bytes or leave out mpi and auto")
         rows = run_driver(platform, ranks,
                           ["allreduce", "--algorithms", args.algorithms, "--min-bytes",
                            args.min_bytes, "--max-bytes", args.max_bytes, "--step-factor",
@@ -426,7 +479,10 @@ def allreduce_table(platform, ranks_list, args):
 
 
 def print_allreduce(platform, rows):
-    print(f"SIMULATED all-reduce on {platform['name']} (SimGrid SMPI; {' '.join(smpi_cfg(platform))})")
+    large = [r for r in rows if int(r["ranks"]) >= LARGE_JOB_RANKS]
+    extra = f"; from {LARGE_JOB_RANKS} ranks {' '.join(LARGE_JOB_CFG)}" if large else ""
+    print(f"SIMULATED all-reduce on {platform['name']} (SimGrid SMPI; "
+          f"{' '.join(smpi_cfg(platform))}{extra})")
     print("| ranks | bytes | algorithm | ran | time us | busbw GB/s | alpha-beta us | fastest |")
     print("|---:|---:|---|---|---:|---:|---:|---|")
     for r in rows:
@@ -491,7 +547,12 @@ def print_step_table(platform, ranks_list, args, summary):
                  "mpi": rabenseifner_alpha_beta}.get(args.algorithm, auto_alpha_beta)
         ab = sum(model(platform, ranks, b) for b in layout["buckets"])
         cells = ["not simulated"] + [""] * 3
-        if ranks <= args.max_simulated_ranks:
+        uses_mpi = [b for b in layout["buckets"] if args.algorithm == "mpi" or
+                    (args.algorithm == "auto" and auto_pick(ranks, b) == "mpi")]
+        short = memory_shortfall(ranks, max(uses_mpi, default=0))
+        if ranks <= args.max_simulated_ranks and short:
+            cells[0] = f"not simulated: {short}"
+        elif ranks <= args.max_simulated_ranks:
             r = simulate_step(platform, ranks, layout["buckets"], times, args.algorithm,
                               driver=args.driver)
             cells = [f"{r['step_s'] * 1e3:.3f}", f"{r['comm_s'] * 1e3:.3f}",
@@ -529,8 +590,9 @@ def main(argv):
     s.add_argument("--summary", required=True, help="a real run's summary.json")
     s.add_argument("--bucket-mb", type=float, default=4)
     s.add_argument("--algorithm", default="auto")
-    s.add_argument("--max-simulated-ranks", type=int, default=256,
-                   help="larger rank counts get the alpha-beta bound only (default 256)")
+    s.add_argument("--max-simulated-ranks", type=int, default=4096,
+                   help="larger rank counts get the alpha-beta bound only (default 4096; so do "
+                   "counts whose simulation would not fit in memory)")
     args = ap.parse_args(argv)
     DRIVER_TIMEOUT[0] = getattr(args, "timeout", DRIVER_TIMEOUT[0])
     try:

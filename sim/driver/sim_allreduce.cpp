@@ -108,8 +108,7 @@ double TimeAllreduce(comm::Communicator& comm, float* data, size_t count,
   if (check) FillCheckPattern(data, count, comm.rank());
   comm::Allreduce(comm, data, count, options);  // warm-up (and the checked call)
   if (check) VerifySum(comm, data, count);
-  MaxOverRanks(comm, 0.0);  // start together
-  const double t0 = SimClock();
+  const double t0 = AlignedStart(comm);
   for (int i = 0; i < iters; ++i) comm::Allreduce(comm, data, count, options);
   return MaxOverRanks(comm, (SimClock() - t0) / iters);
 }

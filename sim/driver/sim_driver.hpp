@@ -3,8 +3,10 @@
 // simulated host, every message crosses the platform's simulated links, and SimClock() reads
 // the simulated time. The commands print CSV on rank 0 (docs/simulation.md has the columns).
 //
-// Thread-safety: SMPI runs each rank as a user-level thread with its own globals; every
-// function here is called by its rank's one thread.
+// Thread-safety: SMPI runs each rank as a user-level thread of one process, and
+// slurm/simulate_study.py runs it without privatization (smpi/privatization:no), so the ranks
+// share the globals of comm/ and core/: none holds per-rank state the driver relies on (the
+// log's rank prefix is the last rank's). Every function here is called by its rank's thread.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +25,9 @@ void SimCompute(double seconds);
 
 // The largest value of `x` over the ranks of `comm` (collective).
 double MaxOverRanks(comm::Communicator& comm, double x);
+// Collective: returns one simulated instant, the same on every rank, at which every rank
+// returns, so a timed call starts on all ranks at once (no start skew in one call's time).
+double AlignedStart(comm::Communicator& comm);
 
 // "4096", "64K", "4M", "1G" (powers of 1024) -> bytes. Throws Error(kInvalidArgument) naming
 // `flag` for anything else.

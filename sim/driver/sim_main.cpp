@@ -8,6 +8,8 @@
 //
 // Errors follow shardflow's policy (core/mpi_env.hpp: RunMain): one line, the job ends.
 #include <smpi/smpi.h>
+#include <smpi/smpi_helpers_internal.h>
+#include <time.h>
 
 #include <cstdio>
 #include <string>
@@ -28,6 +30,25 @@ void SimCompute(double seconds) {
 
 double MaxOverRanks(comm::Communicator& comm, double x) {
   return comm::AllreduceDouble(comm, x, comm::ReduceOp::kMax);
+}
+
+double AlignedStart(comm::Communicator& comm) {
+  // The ranks leave any collective at different simulated times (a few microseconds apart at
+  // 16 ranks, tens at 1024); SMPI's clock is one clock for all ranks, so each rank sleeps until
+  // the same instant, kStartMargin after the last one arrived: far more than the max takes.
+  constexpr double kStartMargin = 0.01;
+  const double at = MaxOverRanks(comm, SimClock()) + kStartMargin;
+  const double wait = at - SimClock();
+  if (wait <= 0) {
+    throw Error(ErrorCode::kInternal,
+                "aligned start missed: this rank left the clock max " +
+                    std::to_string(-wait + kStartMargin) + " s after the last rank entered it",
+                {.rank = comm.rank()});
+  }
+  const auto whole = static_cast<time_t>(wait);
+  timespec span{.tv_sec = whole, .tv_nsec = static_cast<long>((wait - whole) * 1e9)};
+  smpi_nanosleep(&span, nullptr);
+  return at;
 }
 
 size_t ParseBytes(const std::string& text, const std::string& flag) {

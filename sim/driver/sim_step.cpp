@@ -136,7 +136,7 @@ int RunStep(comm::Communicator& comm, const std::vector<std::string>& args) {
   std::vector<double> steps;
   std::vector<double> comms;
   for (int s = 0; s < a.steps; ++s) {
-    MaxOverRanks(comm, 0.0);  // steps start together (the previous step's update is local)
+    AlignedStart(comm);  // steps start together (the previous step's update is local)
     const StepTimes t = RunOneStep(comm, a, grads, options);
     steps.push_back(MaxOverRanks(comm, t.step_s));
     comms.push_back(MaxOverRanks(comm, t.comm_s));

@@ -1,0 +1,72 @@
+#!/usr/bin/python3
+"""`auto` on 128 simulated ranks of the InfiniBand fat tree, where OpenMPI's own rule (SMPI's
+`ompi` selector) turns small all-reduces into a reduce and a broadcast: auto must run what
+comm/allreduce.cpp's rule and its mirror (slurm/simulate_study.py: auto_pick) both say, be
+as fast as the fastest of recursive doubling and MPI there, and sum exactly (--check). With
+every rank starting at the same simulated instant (the driver's aligned start), recursive
+doubling's time is its alpha-beta time (docs/simulation.md).
+
+    tests/sim/auto_choice_test.py BUILD/sim/smpi/shardflow-sim
+
+Exit 77 (CTest SKIP) when SimGrid's smpirun or the simulated build is absent."""
+
+import os
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sim_test_util import sim, smpi_missing  # noqa: E402
+
+RANKS = 128
+SIZES = [1024, 65536, 262144, 1 << 20]
+ALPHA_BETA_TOLERANCE = 0.02
+FASTEST_TOLERANCE = 0.01
+
+
+def main(driver):
+    if smpi_missing(driver):
+        return 77
+    platform = sim.load_platform("ib_fattree")
+    try:
+        rows = sim.run_driver(platform, RANKS,
+                              ["allreduce", "--algorithms", "auto,rd,mpi", "--check", "--iters",
+                               "1", "--sizes", ",".join(str(s) for s in SIZES)], driver,
+                              timeout=100)
+    except (sim.SimError, sim.subprocess.TimeoutExpired) as e:
+        print(f"FAIL: {e}")
+        return 1
+    if len(rows) != 3 * len(SIZES):
+        print(f"FAIL: expected {3 * len(SIZES)} rows, got {rows}")
+        return 1
+    t = {(r["algorithm"], int(r["bytes"])): r for r in rows}
+    failed = False
+
+    def report(ok, text):
+        nonlocal failed
+        failed = failed or not ok
+        print(f"{'ok' if ok else 'FAIL'}: {text}")
+
+    for nbytes in SIZES:
+        auto = t[("auto", nbytes)]
+        seconds = {a: float(t[(a, nbytes)]["seconds"]) for a in ("auto", "rd", "mpi")}
+        fastest = min(seconds["rd"], seconds["mpi"])
+        want = sim.auto_pick(RANKS, nbytes)
+        report(auto["ran"] == want and auto["check"] == "exact",
+               f"{nbytes} bytes: auto ran {auto['ran']} (rule: {want}), result {auto['check']}")
+        report(seconds["auto"] <= fastest * (1 + FASTEST_TOLERANCE),
+               f"{nbytes} bytes: auto {seconds['auto'] * 1e6:.1f} us, rd "
+               f"{seconds['rd'] * 1e6:.1f}, mpi {seconds['mpi'] * 1e6:.1f}")
+    # The reason for the rule: MPI's reduce-and-broadcast takes twice the latencies.
+    report(float(t[("mpi", 1024)]["seconds"]) > 1.5 * float(t[("rd", 1024)]["seconds"]),
+           "1 KiB: MPI's reduce and broadcast over 1.5x recursive doubling")
+    model = sim.rd_alpha_beta(platform, RANKS, 1024)
+    simulated = float(t[("rd", 1024)]["seconds"])
+    error = abs(simulated - model) / model
+    report(error <= ALPHA_BETA_TOLERANCE,
+           f"recursive doubling of 1 KiB: {simulated * 1e6:.2f} us, alpha-beta {model * 1e6:.2f} "
+           f"us ({error * 100:.1f}% off, bound {ALPHA_BETA_TOLERANCE * 100:.0f}%)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
