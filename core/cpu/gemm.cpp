@@ -160,6 +160,41 @@ void RunSgemm(const OwnTarget& t, const SgemmArgs& g, int64_t m) {
   }
 }
 
+// A product with few outputs and a long K (a first convolution's weight gradient: 25 x 32 over
+// 41,552 im2col rows per chunk) has no rows or panels to share between threads: K is cut into
+// slices of kKSlice (by the shape, never the thread count), each slice's product formed from
+// zero, and the slices summed in order, then alpha and beta applied: one result on any thread
+// count (each element is a chain per slice, not one chain over K).
+constexpr int64_t kKSlice = 4096;
+bool SlicesK(int64_t m, int64_t n, int64_t k) { return m * n <= 64 * 64 && k >= 4 * kKSlice; }
+
+void SlicedKSgemm(const OwnTarget& t, const SgemmArgs& g, int64_t m) {
+  const int64_t slices = (g.k + kKSlice - 1) / kKSlice, mn = m * g.n;
+  std::vector<float> partial(static_cast<size_t>(slices * mn));
+  RunPieces(slices, [&](int64_t s) {
+    const int64_t k0 = s * kKSlice;
+    SgemmArgs p = g;
+    p.k = std::min(kKSlice, g.k - k0);
+    p.alpha = 1.0f;
+    p.beta = 0.0f;
+    p.a = g.trans_a ? g.a + k0 * g.lda : g.a + k0;
+    p.b = g.b + k0 * g.ldb;
+    p.c = partial.data() + s * mn;
+    p.ldc = g.n;
+    t.rows(p, 0, m, 0, t.Panels(g.n));
+  });
+  for (int64_t i = 0; i < m; ++i) {
+    float* row = g.c + i * g.ldc;
+    for (int64_t j = 0; j < g.n; ++j) {
+      float sum = partial[static_cast<size_t>(i * g.n + j)];
+      for (int64_t s = 1; s < slices; ++s)
+        sum += partial[static_cast<size_t>(s * mn + i * g.n + j)];
+      const float out = g.alpha * sum;
+      row[j] = g.beta != 0.0f ? std::fma(g.beta, row[j], out) : out;
+    }
+  }
+}
+
 // C = alpha op(A) op(B) + beta C with shardflow's kernel. A transposed B must be packed
 // (K * N floats moved) unless the product is computed transposed, D = B op(A)^T (N x M; only
 // op(A), M * K floats, is packed when A is not transposed), and D written into C transposed
@@ -188,7 +223,12 @@ void OwnSgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float
                 .ldb = ldb,
                 .c = c,
                 .ldc = ldc};
-    if (trans_b) g.packed_b = pack(n, b, ldb);
+    if (trans_b) {
+      g.packed_b = pack(n, b, ldb);
+    } else if (SlicesK(m, n, k)) {
+      SlicedKSgemm(t, g, m);
+      return;
+    }
     RunSgemm(t, g, m);
     return;
   }
