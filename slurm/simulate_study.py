@@ -284,6 +284,12 @@ def mem_available():
     return None
 
 
+def mpi_buckets(ranks, buckets, algorithm):
+    """The buckets a step replay all-reduces through MPI_Allreduce (`mpi`, or auto's pick)."""
+    return [b for b in buckets if algorithm == "mpi" or
+            (algorithm == "auto" and auto_pick(ranks, b) == "mpi")]
+
+
 def memory_shortfall(ranks, mpi_bytes):
     """None when a simulation of `ranks` whose largest MPI_Allreduce is `mpi_bytes` fits in 90%
     of the available memory; else a phrase saying what it would need."""
@@ -377,6 +383,11 @@ def simulate_points(platform_name, ranks_list, model, bucket_mb, summary, batch,
     times = step_times(summary)
     points = []
     for ranks in ranks_list:
+        short = memory_shortfall(ranks, max(mpi_buckets(ranks, layout["buckets"], algorithm),
+                                            default=0))
+        if short:
+            raise SimError(f"the step of {model} on {ranks} simulated ranks {short}: leave out "
+                           f"that rank count")
         row = simulate_step(platform, ranks, layout["buckets"], times, algorithm, driver=driver)
         step = row["step_s"]
         log(f"simulate_study: {ranks} ranks on {platform['name']}: step {step * 1e3:.3f} ms, "
@@ -547,9 +558,8 @@ def print_step_table(platform, ranks_list, args, summary):
                  "mpi": rabenseifner_alpha_beta}.get(args.algorithm, auto_alpha_beta)
         ab = sum(model(platform, ranks, b) for b in layout["buckets"])
         cells = ["not simulated"] + [""] * 3
-        uses_mpi = [b for b in layout["buckets"] if args.algorithm == "mpi" or
-                    (args.algorithm == "auto" and auto_pick(ranks, b) == "mpi")]
-        short = memory_shortfall(ranks, max(uses_mpi, default=0))
+        short = memory_shortfall(ranks, max(mpi_buckets(ranks, layout["buckets"],
+                                                        args.algorithm), default=0))
         if ranks <= args.max_simulated_ranks and short:
             cells[0] = f"not simulated: {short}"
         elif ranks <= args.max_simulated_ranks:
