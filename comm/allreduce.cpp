@@ -57,8 +57,9 @@ namespace {
 // at 128-255 ranks, below 4 KiB at 256-511, below 2 KiB from 512; 2 log2 p latencies where
 // recursive doubling takes log2 p. Simulated on the IB tree with every rank starting at the
 // same instant (BENCHMARKS.md, "4096 ranks"): recursive doubling 10.6 vs MPI 21.9 us at 1 KiB
-// on 128 ranks, 46.7 vs 396.0 at 64 KiB; 12.7 vs 26.3 at 1 KiB on 256; 25.0 vs 54.6 on 4096;
-// the alpha-beta times agree. So from 128 hosts recursive doubling serves up to 8 KiB, and at
+// on 128 ranks, 46.7 vs 396.0 at 64 KiB; 12.7 vs 26.3 at 1 KiB on 256; 25.0 vs 54.6 on 4096
+// (MPI's broadcast there SimGrid's binomial tree; with the knomial one OpenMPI names, 21.6 on
+// 128 and 20.2 on 256); the alpha-beta times agree. So from 128 hosts recursive doubling serves up to 8 KiB, and at
 // 128-255 hosts up to 128 KiB, where MPI turns to recursive doubling itself, then Rabenseifner.
 constexpr size_t kMpiUpToBytes = 8 * 1024;
 constexpr size_t kRecursiveDoublingUpToBytes = 64 * 1024;
@@ -137,7 +138,7 @@ AllreduceAlgorithm ChooseAlgorithm(const AllreduceTopology& t, size_t bytes) {
     return shared_nodes ? AllreduceAlgorithm::kHierarchical
                         : AllreduceAlgorithm::kRecursiveDoubling;
   }
-  if (mpi_reduces_first && hosts < kMpiReducesAndBroadcastsLongBelowHosts &&
+  if (mpi_reduces_first && t.num_nodes < kMpiReducesAndBroadcastsLongBelowHosts &&
       bytes <= kRecursiveDoublingUpToBytesThere) {
     return AllreduceAlgorithm::kRecursiveDoubling;
   }

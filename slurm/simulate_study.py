@@ -254,26 +254,73 @@ def auto_pick(ranks, nbytes):
     return "mpi" if nbytes < ranks * RING_FROM_PER_RANK else "ring"
 
 
+# OpenMPI's fixed rule for MPI_Allreduce with a commutative op (coll/tuned, as SimGrid's `ompi`
+# selector copies it): (below this many ranks, [(below this many bytes, algorithm), ...]),
+# the last algorithm for larger messages. rdb: recursive doubling; redbcast: reduce, then
+# broadcast; ring / segring: the ring, unsegmented or segmented; rab: Rabenseifner.
+OMPI_ALLREDUCE = [
+    (4, [(8, "ring"), (4096, "rdb"), (8192, "ring"), (16384, "rdb"), (65536, "ring"),
+         (262144, "segring")], "rab"),
+    (8, [(16, "ring"), (8192, "rdb")], "rab"),
+    (16, [(8192, "rdb")], "rab"),
+    (32, [(64, "segring"), (4096, "rdb")], "rab"),
+    (64, [(128, "segring")], "rab"),
+    (128, [(262144, "rdb")], "rab"),
+    (256, [(131072, "redbcast"), (262144, "rdb")], "rab"),
+    (512, [(4096, "redbcast")], "rab"),
+    (2048, [(2048, "redbcast"), (16384, "rdb")], "rab"),
+    (4096, [(2048, "redbcast"), (4096, "segring"), (16384, "rdb")], "rab"),
+    (None, [(2048, "redbcast"), (16384, "segring"), (32768, "rdb")], "rab"),
+]
+
+
+def ompi_allreduce(ranks, nbytes):
+    """The algorithm OpenMPI's rule (OMPI_ALLREDUCE) runs for nbytes on `ranks`."""
+    for below_ranks, sizes, larger in OMPI_ALLREDUCE:
+        if below_ranks is None or ranks < below_ranks:
+            return next((alg for below, alg in sizes if nbytes < below), larger)
+    raise AssertionError("unreachable")
+
+
+def mpi_alpha_beta(platform, ranks, nbytes):
+    """Alpha-beta time of MPI_Allreduce as OpenMPI's rule runs it (a power of two p) where it
+    runs recursive doubling or Rabenseifner; NaN for the reduce-and-broadcast (whose segmented
+    reduce we have not modelled: 128 ranks, 64 KiB took 396 us simulated where two binomial
+    trees would take 93) and the ring variants."""
+    algorithm = ompi_allreduce(ranks, nbytes)
+    if algorithm == "rab":
+        return rabenseifner_alpha_beta(platform, ranks, nbytes)
+    if algorithm == "rdb":
+        return rd_alpha_beta(platform, ranks, nbytes)
+    return float("nan")
+
+
 def auto_alpha_beta(platform, ranks, nbytes):
-    """Alpha-beta time of what `auto` picks (MPI's large-message path as Rabenseifner; its
-    small-message path, below 8 KiB, as recursive doubling), for a power of two p."""
+    """Alpha-beta time of what `auto` picks, for a power of two p (MPI as OpenMPI's rule runs
+    it; Rabenseifner where that rule takes a ring variant)."""
     pick = auto_pick(ranks, nbytes)
     if pick == "ring":
         return ring_alpha_beta(platform, ranks, nbytes)
-    if pick == "rd" or nbytes <= MPI_UP_TO:
+    if pick == "rd":
         return rd_alpha_beta(platform, ranks, nbytes)
-    return rabenseifner_alpha_beta(platform, ranks, nbytes)
+    t = mpi_alpha_beta(platform, ranks, nbytes)
+    return rabenseifner_alpha_beta(platform, ranks, nbytes) if math.isnan(t) else t
 
 
 DRIVER_TIMEOUT = [600.0]  # seconds one simulation may run (--timeout)
 # Memory of a simulation (docs/simulation.md, "Cost"): about 1 MiB per simulated rank (4.0 GB
-# at 4096 ranks), plus SMPI's own MPI_Allreduce buffers, real per rank: 2 x ranks x bytes while
-# an `mpi` all-reduce (or auto's pick of it) runs (a CNN step at 512 ranks: 13.2 GB).
+# at 4096 ranks), plus what each rank holds for real while one all-reduce runs: SMPI's own
+# MPI_Allreduce buffers (2 x the size; a CNN step at 512 ranks took 13.2 GB), recursive
+# doubling's scratch (the whole message, from aligned_alloc, which SMPI does not fold) and the
+# ring's two segment slots. Plain mallocs of 1 MiB or more are folded onto one copy.
 SIM_BYTES_PER_RANK = 1 << 20
 
 
 def mem_available():
-    """MemAvailable of /proc/meminfo in bytes (None where there is none)."""
+    """Bytes of memory a simulation may use: MemAvailable of /proc/meminfo, or
+    SHARDFLOW_SIM_MEM_AVAILABLE (bytes) when set (tests); None where neither exists."""
+    if os.environ.get("SHARDFLOW_SIM_MEM_AVAILABLE"):
+        return int(os.environ["SHARDFLOW_SIM_MEM_AVAILABLE"])
     try:
         with open("/proc/meminfo") as f:
             for line in f:
@@ -284,21 +331,31 @@ def mem_available():
     return None
 
 
-def mpi_buckets(ranks, buckets, algorithm):
-    """The buckets a step replay all-reduces through MPI_Allreduce (`mpi`, or auto's pick)."""
-    return [b for b in buckets if algorithm == "mpi" or
-            (algorithm == "auto" and auto_pick(ranks, b) == "mpi")]
+def real_bytes_per_rank(algorithm, ranks, nbytes):
+    """Bytes one simulated rank holds for real while `algorithm` (auto: its pick) all-reduces
+    nbytes (see SIM_BYTES_PER_RANK)."""
+    ran = auto_pick(ranks, nbytes) if algorithm == "auto" else algorithm
+    if ran == "mpi":
+        return 2 * nbytes
+    if ran == "rd":
+        return nbytes
+    if ran in ("ring", "hierarchical"):
+        return 2 * min(-(-nbytes // ranks), RING_SEGMENT_BYTES)
+    return 0
 
 
-def memory_shortfall(ranks, mpi_bytes):
-    """None when a simulation of `ranks` whose largest MPI_Allreduce is `mpi_bytes` fits in 90%
-    of the available memory; else a phrase saying what it would need."""
-    need = 2 * ranks * mpi_bytes + ranks * SIM_BYTES_PER_RANK
+def memory_shortfall(ranks, runs):
+    """None when simulating `runs`, (algorithm, bytes) pairs, on `ranks` fits in 90% of the
+    available memory; else a phrase saying what the largest of them would need."""
+    per_rank, algorithm, nbytes = max(((real_bytes_per_rank(a, ranks, n), a, n) for a, n in runs),
+                                      default=(0, "", 0))
+    need = ranks * (per_rank + SIM_BYTES_PER_RANK)
     available = mem_available()
     if available is None or need <= 0.9 * available:
         return None
-    return (f"needs about {need / 1e9:.1f} GB (SMPI's MPI_Allreduce buffers are real per rank: "
-            f"2 x {ranks} x {mpi_bytes} bytes), {available / 1e9:.1f} GB available")
+    return (f"needs about {need / 1e9:.1f} GB ({algorithm} of {nbytes} bytes holds {per_rank} "
+            f"bytes per simulated rank for real: SMPI's MPI_Allreduce buffers, recursive "
+            f"doubling's scratch), {available / 1e9:.1f} GB available")
 
 
 def run_driver(platform, ranks, args, driver=DEFAULT_DRIVER, timeout=None):
@@ -383,8 +440,7 @@ def simulate_points(platform_name, ranks_list, model, bucket_mb, summary, batch,
     times = step_times(summary)
     points = []
     for ranks in ranks_list:
-        short = memory_shortfall(ranks, max(mpi_buckets(ranks, layout["buckets"], algorithm),
-                                            default=0))
+        short = memory_shortfall(ranks, [(algorithm, b) for b in layout["buckets"]])
         if short:
             raise SimError(f"the step of {model} on {ranks} simulated ranks {short}: leave out "
                            f"that rank count")
@@ -456,19 +512,20 @@ def run_simulated_study(spec, args, report, out_dir):
 def allreduce_table(platform, ranks_list, args):
     """Rows: every (ranks, bytes, algorithm) with the alpha-beta prediction where we have one."""
     out = []
-    algorithms = args.algorithms.split(",")
+    low, high = parse_bytes(args.min_bytes), parse_bytes(args.max_bytes)
+    if args.step_factor < 2 or low < 4 or low > high:
+        raise SimError(f"bad size range {args.min_bytes}..{args.max_bytes} x{args.step_factor}: "
+                       "4 <= --min-bytes <= --max-bytes and --step-factor >= 2")
     sizes = []
-    size = parse_bytes(args.min_bytes)
-    while size <= parse_bytes(args.max_bytes):
-        sizes.append(size)
-        size *= args.step_factor
+    while low <= high:
+        sizes.append(low)
+        low *= args.step_factor
     for ranks in ranks_list:
-        mpi_bytes = max([b for b in sizes if "mpi" in algorithms or
-                         ("auto" in algorithms and auto_pick(ranks, b) == "mpi")], default=0)
-        short = memory_shortfall(ranks, mpi_bytes)
+        short = memory_shortfall(ranks, [(a, b) for a in args.algorithms.split(",")
+                                         for b in sizes])
         if short:
-            raise SimError(f"the all-reduce of {mpi_bytes} bytes by MPI on {ranks} simulated "
-                           f"ranks {short}: lower --max-bytes or leave out mpi and auto")
+            raise SimError(f"the all-reduce on {ranks} simulated ranks {short}: lower "
+                           f"--max-bytes or the rank count")
         rows = run_driver(platform, ranks,
                           ["allreduce", "--algorithms", args.algorithms, "--min-bytes",
                            args.min_bytes, "--max-bytes", args.max_bytes, "--step-factor",
@@ -478,8 +535,8 @@ def allreduce_table(platform, ranks_list, args):
             pow2 = p & (p - 1) == 0
             model = {"ring": lambda: ring_alpha_beta(platform, p, nbytes),
                      "rd": lambda: rd_alpha_beta(platform, p, nbytes) if pow2 else float("nan"),
-                     "mpi": lambda: rabenseifner_alpha_beta(platform, p, nbytes)
-                     if pow2 and nbytes > MPI_UP_TO else float("nan")}.get(r["ran"])
+                     "mpi": lambda: mpi_alpha_beta(platform, p, nbytes)
+                     if pow2 else float("nan")}.get(r["ran"])
             r["alpha_beta"] = model() if model and platform["cores"] == 1 else float("nan")
             out.append(r)
     for r in out:  # the fastest algorithm (auto aside) at the same ranks and size
@@ -558,8 +615,7 @@ def print_step_table(platform, ranks_list, args, summary):
                  "mpi": rabenseifner_alpha_beta}.get(args.algorithm, auto_alpha_beta)
         ab = sum(model(platform, ranks, b) for b in layout["buckets"])
         cells = ["not simulated"] + [""] * 3
-        short = memory_shortfall(ranks, max(mpi_buckets(ranks, layout["buckets"],
-                                                        args.algorithm), default=0))
+        short = memory_shortfall(ranks, [(args.algorithm, b) for b in layout["buckets"]])
         if ranks <= args.max_simulated_ranks and short:
             cells[0] = f"not simulated: {short}"
         elif ranks <= args.max_simulated_ranks:

@@ -172,6 +172,14 @@ TEST_F(OwnSgemm, LongKSlicesSameBitsForAnyThreadCount) {
     }
     EXPECT_EQ(std::memcmp(runs[0].data(), runs[1].data(), runs[0].size() * 4), 0) << "ta " << ta;
     EXPECT_LT(WorstError(ta, false, m, n, k, 0.5f, 0.25f, in, runs[1]), 1e-5) << "ta " << ta;
+    // The slices did run: the transposed-B path (one chain over K) gives other bits.
+    std::vector<float> bt(static_cast<size_t>(n * k)), chain = in.c;
+    for (int64_t p = 0; p < k; ++p) {
+      for (int64_t j = 0; j < n; ++j) bt[j * k + p] = in.b[p * in.ldb + j];
+    }
+    cpu::Gemm<float>(ta, true, m, n, k, 0.5f, in.a.data(), in.lda, bt.data(), k, 0.25f,
+                     chain.data(), in.ldc);
+    EXPECT_NE(std::memcmp(runs[0].data(), chain.data(), chain.size() * 4), 0) << "ta " << ta;
   }
 }
 
