@@ -59,8 +59,9 @@ namespace {
 // same instant (BENCHMARKS.md, "4096 ranks"): recursive doubling 10.6 vs MPI 21.9 us at 1 KiB
 // on 128 ranks, 46.7 vs 396.0 at 64 KiB; 12.7 vs 26.3 at 1 KiB on 256; 25.0 vs 54.6 on 4096
 // (MPI's broadcast there SimGrid's binomial tree; with the knomial one OpenMPI names, 21.6 on
-// 128 and 20.2 on 256); the alpha-beta times agree. So from 128 hosts recursive doubling serves up to 8 KiB, and at
-// 128-255 hosts up to 128 KiB, where MPI turns to recursive doubling itself, then Rabenseifner.
+// 128, 20.2 on 256 and 29.6 on 1024 against 18.8); the alpha-beta times agree. So from 128
+// hosts recursive doubling serves everything up to 64 KiB, and at 128-255 hosts up to 128 KiB,
+// where MPI turns to recursive doubling itself, then Rabenseifner.
 constexpr size_t kMpiUpToBytes = 8 * 1024;
 constexpr size_t kRecursiveDoublingUpToBytes = 64 * 1024;
 constexpr size_t kTwoRankMpiBelowBytes = size_t{8} << 20;
