@@ -66,6 +66,12 @@ constexpr size_t kMpiUpToBytes = 8 * 1024;
 constexpr size_t kRecursiveDoublingUpToBytes = 64 * 1024;
 constexpr size_t kTwoRankMpiBelowBytes = size_t{8} << 20;
 constexpr size_t kRingFromBytesPerRank = 128 * 1024;
+// Several ranks per node (SimGrid, 8 ranks per node on the IB tree, BENCHMARKS.md "Several
+// ranks per node at 128-512 ranks"): hierarchical at 16 / 64 KiB took 39.2 / 61.3 us on 16
+// nodes against MPI's 67.4 / 216.0 (OpenMPI reduces and broadcasts there), but 75.3 / 97.7 on
+// 32 nodes against MPI's 17.9 / 29.8 (Rabenseifner), and 143.5 / 166.0 on 64 nodes against
+// 22.0 / 34.0: the leaders' ring pays 2 (nodes - 1) latencies.
+constexpr int kHierarchicalBelowRanks = 256;
 constexpr int kMpiReducesAndBroadcastsFromHosts = 128;
 constexpr int kMpiReducesAndBroadcastsLongBelowHosts = 256;
 constexpr size_t kRecursiveDoublingUpToBytesThere = 128 * 1024;
@@ -134,10 +140,13 @@ AllreduceAlgorithm ChooseAlgorithm(const AllreduceTopology& t, size_t bytes) {
   const bool mpi_reduces_first = !shared_nodes && t.num_nodes >= kMpiReducesAndBroadcastsFromHosts;
   if (bytes <= kMpiUpToBytes && !mpi_reduces_first) return AllreduceAlgorithm::kMpi;
   // Several nodes with several ranks each: up to 64 KiB the leaders' ring of few hops beats
-  // recursive doubling, whose whole-message exchanges share each node's link among its ranks.
+  // recursive doubling, whose whole-message exchanges share each node's link among its ranks;
+  // but from 256 ranks MPI's Rabenseifner (OpenMPI's pick there from 4 KiB) beats the ring of
+  // 32 or more leaders.
   if (bytes <= kRecursiveDoublingUpToBytes) {
-    return shared_nodes ? AllreduceAlgorithm::kHierarchical
-                        : AllreduceAlgorithm::kRecursiveDoubling;
+    if (!shared_nodes) return AllreduceAlgorithm::kRecursiveDoubling;
+    return t.ranks < kHierarchicalBelowRanks ? AllreduceAlgorithm::kHierarchical
+                                             : AllreduceAlgorithm::kMpi;
   }
   if (mpi_reduces_first && t.num_nodes < kMpiReducesAndBroadcastsLongBelowHosts &&
       bytes <= kRecursiveDoublingUpToBytesThere) {

@@ -69,16 +69,18 @@ TEST(AllreduceChoice, OneNodeUsesSharedMemoryOrMpiWhateverItsSize) {
   Expect(t, {{1 * KiB, A::kMpi}, {8 * KiB, A::kMpi}});
 }
 
-TEST(AllreduceChoice, SeveralRanksPerNodeKeepTheirRulesAtAnyNodeCount) {
-  for (int nodes : {2, 8, 512}) {
+TEST(AllreduceChoice, SeveralRanksPerNodeHierarchicalBelow256Ranks) {
+  for (int nodes : {2, 8, 16, 31, 32, 64, 512}) {
     AllreduceTopology t{.ranks = nodes * 8, .num_nodes = nodes, .max_local_size = 8, .known = true};
+    // From 256 ranks MPI's Rabenseifner beats the ring of 32 or more node leaders.
+    const A small = t.ranks < 256 ? A::kHierarchical : A::kMpi;
     Expect(t, {{4 * KiB, A::kMpi},
-               {16 * KiB, A::kHierarchical},
-               {64 * KiB, A::kHierarchical},
+               {16 * KiB, small},
+               {64 * KiB, small},
                {nodes * 128 * KiB - 4, A::kMpi},
                {nodes * 128 * KiB, A::kRing}});
     t.nodes_contiguous = false;
-    Expect(t, {{4 * KiB, A::kMpi}, {1 * MiB, A::kHierarchical}});
+    Expect(t, {{4 * KiB, A::kMpi}, {16 * KiB, small}, {1 * MiB, A::kHierarchical}});
   }
 }
 

@@ -4,7 +4,9 @@
 comm/allreduce.cpp's rule and its mirror (slurm/simulate_study.py: auto_pick) both say, be
 as fast as the fastest of recursive doubling and MPI there, and sum exactly (--check). With
 every rank starting at the same simulated instant (the driver's aligned start), recursive
-doubling's time is its alpha-beta time (docs/simulation.md).
+doubling's time is its alpha-beta time (docs/simulation.md). And with 8 ranks per node
+(ib_fattree_8ppn), auto takes the hierarchical all-reduce for 16-64 KiB at 128 ranks and MPI at
+256, the faster of the two each time.
 
     tests/sim/auto_choice_test.py BUILD/sim/smpi/shardflow-sim
 
@@ -59,6 +61,25 @@ def main(driver):
     # The reason for the rule: MPI's reduce-and-broadcast takes twice the latencies.
     report(float(t[("mpi", 1024)]["seconds"]) > 1.5 * float(t[("rd", 1024)]["seconds"]),
            "1 KiB: MPI's reduce and broadcast over 1.5x recursive doubling")
+    # Several ranks per node (8 per node): the leaders' ring for 8-64 KiB below 256 ranks,
+    # MPI's Rabenseifner from 256 (32 node leaders and more).
+    per_node = sim.load_platform("ib_fattree_8ppn")
+    for ranks, want in ((128, "hierarchical"), (256, "mpi")):
+        try:
+            rows = sim.run_driver(per_node, ranks,
+                                  ["allreduce", "--algorithms", "auto,hierarchical,mpi", "--iters",
+                                   "1", "--sizes", "16384,65536"], driver, timeout=100)
+        except (sim.SimError, sim.subprocess.TimeoutExpired) as e:
+            print(f"FAIL: {e}")
+            return 1
+        u = {(r["algorithm"], int(r["bytes"])): r for r in rows}
+        for nbytes in (16384, 65536):
+            secs = {a: float(u[(a, nbytes)]["seconds"]) for a in ("auto", "hierarchical", "mpi")}
+            report(u[("auto", nbytes)]["ran"] == want and
+                   secs["auto"] <= min(secs["hierarchical"], secs["mpi"]) * (1 + FASTEST_TOLERANCE),
+                   f"{ranks} ranks, 8 per node, {nbytes} bytes: auto ran "
+                   f"{u[('auto', nbytes)]['ran']} (want {want}), {secs['auto'] * 1e6:.1f} us; "
+                   f"hierarchical {secs['hierarchical'] * 1e6:.1f}, mpi {secs['mpi'] * 1e6:.1f}")
     model = sim.rd_alpha_beta(platform, RANKS, 1024)
     simulated = float(t[("rd", 1024)]["seconds"])
     error = abs(simulated - model) / model
