@@ -295,16 +295,20 @@ def mpi_alpha_beta(platform, ranks, nbytes):
     return float("nan")
 
 
+def mpi_bound(platform, ranks, nbytes):
+    """mpi_alpha_beta, with Rabenseifner's time where it has none (a bound needs a number)."""
+    t = mpi_alpha_beta(platform, ranks, nbytes)
+    return rabenseifner_alpha_beta(platform, ranks, nbytes) if math.isnan(t) else t
+
+
 def auto_alpha_beta(platform, ranks, nbytes):
-    """Alpha-beta time of what `auto` picks, for a power of two p (MPI as OpenMPI's rule runs
-    it; Rabenseifner where that rule takes a ring variant)."""
+    """Alpha-beta time of what `auto` picks, for a power of two p (MPI: mpi_bound)."""
     pick = auto_pick(ranks, nbytes)
     if pick == "ring":
         return ring_alpha_beta(platform, ranks, nbytes)
     if pick == "rd":
         return rd_alpha_beta(platform, ranks, nbytes)
-    t = mpi_alpha_beta(platform, ranks, nbytes)
-    return rabenseifner_alpha_beta(platform, ranks, nbytes) if math.isnan(t) else t
+    return mpi_bound(platform, ranks, nbytes)
 
 
 DRIVER_TIMEOUT = [600.0]  # seconds one simulation may run (--timeout)
@@ -335,11 +339,11 @@ def real_bytes_per_rank(algorithm, ranks, nbytes):
     """Bytes one simulated rank holds for real while `algorithm` (auto: its pick) all-reduces
     nbytes (see SIM_BYTES_PER_RANK)."""
     ran = auto_pick(ranks, nbytes) if algorithm == "auto" else algorithm
-    if ran == "mpi":
+    if ran in ("mpi", "hierarchical"):  # hierarchical: MPI_Reduce and MPI_Bcast inside nodes
         return 2 * nbytes
     if ran == "rd":
         return nbytes
-    if ran in ("ring", "hierarchical"):
+    if ran == "ring":
         return 2 * min(-(-nbytes // ranks), RING_SEGMENT_BYTES)
     return 0
 
@@ -612,7 +616,7 @@ def print_step_table(platform, ranks_list, args, summary):
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for ranks in ranks_list:
         model = {"ring": ring_alpha_beta, "rd": rd_alpha_beta,
-                 "mpi": rabenseifner_alpha_beta}.get(args.algorithm, auto_alpha_beta)
+                 "mpi": mpi_bound}.get(args.algorithm, auto_alpha_beta)
         ab = sum(model(platform, ranks, b) for b in layout["buckets"])
         cells = ["not simulated"] + [""] * 3
         short = memory_shortfall(ranks, [(args.algorithm, b) for b in layout["buckets"]])
