@@ -2,9 +2,10 @@
 # Compute vs PyTorch and Keras (issue 25), not CI: shardflow-train at 2 ranks x 1 thread and
 # 1 rank x 2 threads against PyTorch with 2 threads (bench/peers/run_torch_peer.sh) and Keras
 # (tensorflow-cpu) with 2 intra-op threads (bench/peers/run_keras_peer.sh; its venv is
-# SHARDFLOW_PEER_VENV), training the configs/ MLP and CNN on Fashion-MNIST with global batch 128,
-# SGD momentum 0.9, the same epochs.
+# SHARDFLOW_PEER_VENV), training the configs/ MLP, CNN and ResNet on Fashion-MNIST with global
+# batch 128, SGD momentum 0.9, the same epochs.
 #   bench/compute.sh [--reps 3] [--models mlp,cnn] [--mlp-epochs 3] [--cnn-epochs 1]
+#                    [--resnet-epochs 1]
 #                    [--peers torch,keras] [--bin DIR] [--work DIR]
 # The contenders of a repetition run one after another, the order rotating between repetitions,
 # so load drifts hit them alike; the 1-minute load average before each run is recorded.
@@ -22,13 +23,14 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
 bin=$src/build/bin work=/tmp/shardflow-compute-bench reps=3 models=mlp,cnn
-mlp_epochs=3 cnn_epochs=1 peers=torch,keras
+mlp_epochs=3 cnn_epochs=1 resnet_epochs=1 peers=torch,keras
 while [ $# -gt 0 ]; do
   case "$1" in
     --reps) reps=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --mlp-epochs) mlp_epochs=$2; shift 2 ;;
     --cnn-epochs) cnn_epochs=$2; shift 2 ;;
+    --resnet-epochs) resnet_epochs=$2; shift 2 ;;
     --peers) peers=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
@@ -48,7 +50,7 @@ if ! ls data/fmnist-test-*.tfrecord >/dev/null 2>&1; then
   done
 fi
 echo "compute.sh: $(date -u '+%F %T') UTC, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)," \
-  "reps $reps, epochs mlp $mlp_epochs cnn $cnn_epochs"
+  "reps $reps, epochs mlp $mlp_epochs cnn $cnn_epochs resnet $resnet_epochs"
 results=$work/results.jsonl
 : >"$results"
 
@@ -98,6 +100,7 @@ for rep in $(seq "$reps"); do
   for model in ${models//,/ }; do
     epochs=$mlp_epochs
     [ "$model" = cnn ] && epochs=$cnn_epochs
+    [ "$model" = resnet ] && epochs=$resnet_epochs
     for i in $(seq 0 $((n - 1))); do
       c=${contenders[$(((i + rep - 1) % n))]}
       case $c in

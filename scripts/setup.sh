@@ -9,7 +9,7 @@ packages=(
   libboost-program-options-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libprotobuf-dev protobuf-compiler libjpeg62-turbo-dev libpng-dev libsimdjson-dev
   libcpp-httplib-dev
-  libsimgrid-dev
+  libsimgrid-dev libdnnl-dev
   slurm-wlm munge gnuplot-nox
   clang libclang-rt-14-dev clang-format
   dataset-fashion-mnist python3-h5py python3-numpy python3-venv

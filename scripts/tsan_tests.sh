@@ -31,7 +31,8 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-gline-tables-only -O1" \
   -DCMAKE_CXX_FLAGS_DEBUG="-gline-tables-only -O1" \
   -DSHARDFLOW_SANITIZE=thread -DSHARDFLOW_THREAD_SAFETY_ANALYSIS=ON \
-  -DSHARDFLOW_UNIT_TESTS_ONLY=ON -DSHARDFLOW_CUDA=OFF -DSHARDFLOW_TEST_CXX_FLAGS=-O0 \
+  -DSHARDFLOW_UNIT_TESTS_ONLY=ON -DSHARDFLOW_CUDA=OFF -DSHARDFLOW_ONEDNN=OFF \
+  -DSHARDFLOW_TEST_CXX_FLAGS=-O0 \
   >"$build.configure.log" 2>&1 ||
   { cat "$build.configure.log"; summary "FAILED: configure"; exit 1; }
 

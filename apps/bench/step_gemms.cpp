@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "core/cpu/gemm.hpp"
+#include "core/cpu/onednn_conv.hpp"
 #include "core/error.hpp"
 #include "core/layers/conv2d.hpp"
 
@@ -16,11 +18,38 @@ int FirstTrainable(const Sequential<float>& m) {
   return first;
 }
 
+namespace {
+bool IsKernel(const std::string& name) {
+  return name == "kernel" || (name.size() > 7 && name.compare(name.size() - 7, 7, "/kernel") == 0);
+}
+}  // namespace
+
+// A residual block's convolutions all end at the block's output size; conv2 starts there too.
+std::vector<ConvShape> StepConvs(Sequential<float>& m) {
+  std::vector<ConvShape> out;
+  const int first = FirstTrainable(m);
+  for (const ParamSpec& s : m.arena().specs()) {
+    if (!IsKernel(s.name) || s.shape.size() != 4) continue;
+    const Shape& o = m.layer_output_shape(s.layer);
+    const Shape& in = s.name == "conv2/kernel" ? o
+                      : s.layer == 0           ? m.input_shape()
+                                               : m.layer_output_shape(s.layer - 1);
+    const int64_t stride = (in[0] + o[0] - 1) / o[0];
+    out.push_back(
+        {s.layer, s.name,
+         cpu::MakeConvGeometry(in[0], in[1], s.shape[2], s.shape[0], s.shape[1], stride, true),
+         s.shape[3], s.layer > first});
+  }
+  return out;
+}
+
 std::vector<GemmShape> StepGemms(Sequential<float>& m, int64_t batch) {
   std::vector<GemmShape> out;
   const int first = FirstTrainable(m);
+  int conv = -1;
   for (const ParamSpec& s : m.arena().specs()) {
-    if (s.name != "kernel") continue;
+    if (!IsKernel(s.name)) continue;
+    if (s.shape.size() == 4) ++conv;
     const Shape& out_shape = m.layer_output_shape(s.layer);
     int64_t k = 0, n = 0;
     if (s.shape.size() == 4) {
@@ -43,11 +72,12 @@ std::vector<GemmShape> StepGemms(Sequential<float>& m, int64_t batch) {
     for (const auto& [images, count] : {std::pair{chunk, full}, std::pair{rest, int64_t{1}}}) {
       if (images == 0 || count == 0) continue;
       const int64_t rows = images * rows_per_sample;
-      out.push_back({false, false, rows, n, k, count, "fwd", s.layer});  // y = x W
-      out.push_back({true, false, k, n, rows, count, "dW", s.layer});    // x^T dy
+      const int c = s.shape.size() == 4 ? conv : -1;
+      out.push_back({false, false, rows, n, k, count, "fwd", s.layer, c});  // y = x W
+      out.push_back({true, false, k, n, rows, count, "dW", s.layer, c});    // x^T dy
       // dy W^T: a convolution transposes W once per pass and reads it in place.
       const bool tb = s.shape.size() != 4;
-      if (s.layer > first) out.push_back({false, tb, rows, k, n, count, "dx", s.layer});
+      if (s.layer > first) out.push_back({false, tb, rows, k, n, count, "dx", s.layer, c});
     }
   }
   return out;
@@ -72,6 +102,41 @@ double TimeShape(const GemmShape& g, GemmBuffers& buf) {
     throw Error(ErrorCode::kInternal, "GEMM result check failed in the benchmark");
   }
   return s;
+}
+
+ConvPassTimes TimeLibraryConv(const ConvShape& c, int64_t batch, int reps) {
+  const double inf = std::numeric_limits<double>::infinity();
+  ConvPassTimes t{inf, inf, inf};
+  if (!cpu::OneDnnBuilt()) return t;
+  const cpu::ConvGeometry& g = c.g;
+  std::vector<float> x(batch * g.h * g.w * g.c, 0.5f), w(g.kh * g.kw * g.c * c.filters, 0.25f),
+      bias(c.filters, 0.0f), y(batch * g.oh * g.ow * c.filters), dw(w.size());
+  const cpu::ConvKernel before = cpu::CurrentConvKernel();
+  cpu::SetConvKernel(cpu::ConvKernel::kOneDnn);
+  auto median = [&](auto&& fn) {
+    std::vector<double> v;
+    for (int r = 0; r <= reps; ++r) {  // the first run builds the primitive
+      const auto t0 = std::chrono::steady_clock::now();
+      if (!fn()) return inf;
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (r > 0) v.push_back(s);
+    }
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  t.fwd = median([&] {
+    return cpu::LibraryConvForward(g, c.filters, batch, x.data(), w.data(), bias.data(), y.data());
+  });
+  t.dw = median([&] {
+    return cpu::LibraryConvBackwardFilter(g, c.filters, batch, x.data(), y.data(), dw.data());
+  });
+  if (c.need_dx) {
+    t.dx = median([&] {
+      return cpu::LibraryConvBackwardData(g, c.filters, batch, y.data(), w.data(), x.data());
+    });
+  }
+  cpu::SetConvKernel(before);
+  return t;
 }
 
 }  // namespace shardflow::bench

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "core/cpu/im2col.hpp"
 #include "core/model.hpp"
 
 namespace shardflow::bench {
@@ -15,7 +17,26 @@ struct GemmShape {
   int64_t count = 1;  // calls of this shape per step (a convolution runs per im2col chunk)
   const char* what;   // "fwd", "dW" or "dx"
   int layer;
+  int conv = -1;  // index in StepConvs() of the convolution it belongs to; -1: a dense layer
 };
+
+// A convolution of the step (a conv layer, or one inside a residual block), "same" padding.
+struct ConvShape {
+  int layer;
+  std::string name;  // the kernel parameter's name, e.g. "conv1/kernel"
+  cpu::ConvGeometry g;
+  int64_t filters;
+  bool need_dx;  // past the first trainable layer
+};
+std::vector<ConvShape> StepConvs(Sequential<float>& m);
+
+// Seconds of each pass of one convolution on `batch` images through oneDNN (forced; core/cpu/
+// onednn_conv.hpp), medians of `reps`; a pass oneDNN cannot run, or need_dx false for dx, is
+// +infinity. All +infinity in a build without oneDNN.
+struct ConvPassTimes {
+  double fwd, dw, dx;
+};
+ConvPassTimes TimeLibraryConv(const ConvShape& c, int64_t batch, int reps);
 
 // The first layer with parameters; layers up to it need no input gradient (as in Sequential).
 int FirstTrainable(const Sequential<float>& m);

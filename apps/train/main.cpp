@@ -27,6 +27,7 @@
 #include "core/backend/host_twin.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/cpu/gemm_isa.hpp"
+#include "core/cpu/onednn_conv.hpp"
 #include "core/logging.hpp"
 #include "core/mpi_env.hpp"
 #include "core/stop_signal.hpp"
@@ -282,7 +283,10 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
                          ? ""
                          : "; it does not divide: each step weighs the gradients by rows")
                  << "); intra-op threads " << options.tuning.threads << " per rank, kernels "
-                 << cpu::GemmTarget();
+                 << cpu::GemmTarget() << ", convolutions "
+                 << (cpu::OneDnnBuilt() ? cpu::ConvKernelName(cpu::CurrentConvKernel())
+                                        : "own (built without oneDNN)")
+                 << " (SHARDFLOW_CONV: auto takes oneDNN's direct kernels)";
   }
   options.final_params = false;
   TrainerInputs inputs;
@@ -560,7 +564,8 @@ int main(int argc, char** argv) {
         options.tuning.local_ranks = env.local_size();
         options.tuning.cores = static_cast<int>(std::thread::hardware_concurrency());
         cpu::SetIntraOpThreads(options.tuning.threads);
-        cpu::GemmTarget();  // a bad SHARDFLOW_CPU_TARGET is an error of the parse phase
+        cpu::GemmTarget();         // a bad SHARDFLOW_CPU_TARGET is an error of the parse phase
+        cpu::CurrentConvKernel();  // and a bad SHARDFLOW_CONV
         options.tuning.bound_cores = cpu::BoundCores();
         if (env.local_rank() == 0) {  // once per node
           const std::string w = apps::ThreadsOverBindingWarning(

@@ -11,6 +11,7 @@ DATA = "/usr/share/datasets/fashion-mnist"
 SETTINGS = {
     "mlp": dict(lr=0.05, min_lr=0.0005, weight_decay=0.0),
     "cnn": dict(lr=0.02, min_lr=0.0002, weight_decay=0.0001),
+    "resnet": dict(lr=0.1, min_lr=0.001, weight_decay=0.0005),
 }
 
 
@@ -26,7 +27,7 @@ def load(split):
 
 def parse_args():
     p = argparse.ArgumentParser()
-    p.add_argument("--model", choices=["mlp", "cnn"], required=True)
+    p.add_argument("--model", choices=["mlp", "cnn", "resnet"], required=True)
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--threads", type=int, default=2)

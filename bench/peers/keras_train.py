@@ -1,6 +1,7 @@
-"""Keras peer of shardflow-train for issue 25: the configs/ MLP and CNN on Fashion-MNIST.
+"""Keras peer of shardflow-train for issue 25: the configs/ MLP, CNN and ResNet on Fashion-MNIST.
 
-The same models as bench/peers/torch_train.py and configs/fmnist_mlp.ini / fmnist_cnn.ini
+The same models as bench/peers/torch_train.py and configs/fmnist_mlp.ini / fmnist_cnn.ini /
+fmnist_resnet.ini
 (same layers, channels-last like shardflow, He normal init, zero biases), SGD with momentum 0.9,
 the presets' learning rate with warm-up and cosine decay, the CNN's weight decay (Keras's SGD
 applies it decoupled), global batch 128, on the Debian package's data decoded into memory first
@@ -22,9 +23,33 @@ import keras  # noqa: E402
 from fmnist_peer import SETTINGS, load, parse_args  # noqa: E402
 
 
+def residual(x, f, stride=1):
+    """shardflow's residual:F[:s] (core/layers/residual.hpp), "same" padding like shardflow's."""
+    L = keras.layers
+    y = L.Conv2D(f, 3, stride, padding="same", kernel_initializer="he_normal")(x)
+    y = L.ReLU()(L.BatchNormalization()(y))
+    y = L.BatchNormalization()(L.Conv2D(f, 3, padding="same", kernel_initializer="he_normal")(y))
+    if stride != 1 or x.shape[-1] != f:
+        x = L.Conv2D(f, 1, stride, padding="same", kernel_initializer="he_normal")(x)
+    return L.ReLU()(L.Add()([y, x]))
+
+
+def resnet():
+    """core/model.cpp's preset: 77,898 parameters (Keras's batch norm defaults are shardflow's)."""
+    L = keras.layers
+    x = inputs = keras.Input((28, 28, 1))
+    x = L.Conv2D(16, 3, padding="same", kernel_initializer="he_normal")(x)
+    x = L.ReLU()(L.BatchNormalization()(x))
+    x = residual(residual(residual(x, 16), 32, 2), 64, 2)
+    x = L.Dense(10, kernel_initializer="he_normal")(L.GlobalAveragePooling2D()(x))
+    return keras.Model(inputs, x)
+
+
 def model_for(name):
     he = "he_normal"
     L = keras.layers
+    if name == "resnet":
+        return resnet()
     if name == "mlp":
         layers = [L.Flatten(), L.Dense(512, kernel_initializer=he), L.ReLU(),
                   L.Dense(256, kernel_initializer=he), L.ReLU(), L.Dense(10, kernel_initializer=he)]

@@ -1,6 +1,6 @@
-"""PyTorch peer of shardflow-train for issue 25: the configs/ MLP and CNN on Fashion-MNIST.
+"""PyTorch peer of shardflow-train for issue 25: the configs/ MLP, CNN and ResNet on Fashion-MNIST.
 
-Trains the same model as configs/fmnist_mlp.ini or configs/fmnist_cnn.ini (same layers, He
+Trains the same model as configs/fmnist_mlp.ini, fmnist_cnn.ini or fmnist_resnet.ini (same layers, He
 normal init, SGD with momentum 0.9, the presets' learning rate, warm-up + cosine schedule and
 weight decay) on the same data (the Debian package dataset-fashion-mnist, the source of
 shardflow's TFRecords), global batch 128, on --threads intra-op threads. The data is decoded
@@ -24,8 +24,34 @@ def load(split):
     return x, torch.from_numpy(labels)
 
 
+class Residual(nn.Module):
+    """shardflow's residual:F[:s] (core/layers/residual.hpp): conv 3x3 (stride s) -> batch norm ->
+    relu -> conv 3x3 -> batch norm, plus the input or a 1x1 stride-s conv of it, then relu. Convs
+    keep their biases and batch norm takes Keras's momentum and epsilon, as shardflow's do; a
+    stride-2 conv pads 1 on every side where shardflow pads "same" (0 before, 1 after): the
+    same output shape and FLOPs."""
+
+    def __init__(self, cin, f, stride=1):
+        super().__init__()
+        self.main = nn.Sequential(nn.Conv2d(cin, f, 3, stride, 1), bn(f), nn.ReLU(),
+                                  nn.Conv2d(f, f, 3, 1, 1), bn(f))
+        self.shortcut = (nn.Conv2d(cin, f, 1, stride) if stride != 1 or cin != f
+                         else nn.Identity())
+
+    def forward(self, x):
+        return torch.relu(self.main(x) + self.shortcut(x))
+
+
+def bn(f):
+    return nn.BatchNorm2d(f, eps=1e-3, momentum=0.01)
+
+
 def model_for(name):
-    if name == "mlp":
+    if name == "resnet":  # core/model.cpp's preset: 77,898 parameters
+        layers = [nn.Conv2d(1, 16, 3, padding=1), bn(16), nn.ReLU(), Residual(16, 16),
+                  Residual(16, 32, 2), Residual(32, 64, 2), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                  nn.Linear(64, 10)]
+    elif name == "mlp":
         layers = [nn.Flatten(), nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(),
                   nn.Linear(256, 10)]
     else:
@@ -33,7 +59,7 @@ def model_for(name):
                   nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                   nn.Linear(7 * 7 * 64, 1024), nn.ReLU(), nn.Dropout(0.3), nn.Linear(1024, 10)]
     m = nn.Sequential(*layers)
-    for layer in m:
+    for layer in m.modules():
         if isinstance(layer, (nn.Linear, nn.Conv2d)):
             nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
             nn.init.zeros_(layer.bias)

@@ -76,6 +76,23 @@ class Backend {
   // --- convolution data movement, as cpu::Im2Col / cpu::Col2ImAdd.
   virtual void Im2Col(const cpu::ConvGeometry& g, int64_t batch, const T* x, T* cols) = 0;
   virtual void Col2ImAdd(const cpu::ConvGeometry& g, int64_t batch, const T* cols, T* dx) = 0;
+  // --- a whole convolution pass in one library call (the CPU's oneDNN, core/cpu/onednn_conv.hpp),
+  // for backends that have one. false: not taken for this shape, pass or type, nothing touched,
+  // and the layer runs im2col + GEMM. x (B, H, W, C), y and dy (B, OH, OW, F), w (KH, KW, C, F).
+  // Forward overwrites y with conv(x, w) + bias (bias may be null); BackwardData overwrites dx;
+  // BackwardFilter adds the kernel's gradient into dw.
+  virtual bool ConvForward(const cpu::ConvGeometry& /*g*/, int64_t /*f*/, int64_t /*batch*/,
+                           const T* /*x*/, const T* /*w*/, const T* /*bias*/, T* /*y*/) {
+    return false;
+  }
+  virtual bool ConvBackwardData(const cpu::ConvGeometry& /*g*/, int64_t /*f*/, int64_t /*batch*/,
+                                const T* /*dy*/, const T* /*w*/, T* /*dx*/) {
+    return false;
+  }
+  virtual bool ConvBackwardFilter(const cpu::ConvGeometry& /*g*/, int64_t /*f*/, int64_t /*batch*/,
+                                  const T* /*x*/, const T* /*dy*/, T* /*dw*/) {
+    return false;
+  }
 
   // --- element-wise
   virtual void Fill(int64_t n, T value, T* y) = 0;

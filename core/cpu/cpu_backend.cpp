@@ -1,7 +1,10 @@
 #include "core/cpu/cpu_backend.hpp"
 
+#include <type_traits>
+
 #include "core/cpu/gemm.hpp"
 #include "core/cpu/kernels.hpp"
+#include "core/cpu/onednn_conv.hpp"
 
 namespace shardflow::cpu {
 namespace {
@@ -19,6 +22,26 @@ class Cpu final : public Backend<T> {
   }
   void Col2ImAdd(const ConvGeometry& g, int64_t batch, const T* cols, T* dx) override {
     cpu::Col2ImAdd(g, batch, cols, dx);
+  }
+  // oneDNN where it is faster (float only): core/cpu/onednn_conv.hpp.
+  bool ConvForward(const ConvGeometry& g, int64_t f, int64_t batch, const T* x, const T* w,
+                   const T* bias, T* y) override {
+    if constexpr (std::is_same_v<T, float>) {
+      return LibraryConvForward(g, f, batch, x, w, bias, y);
+    }
+    return false;
+  }
+  bool ConvBackwardData(const ConvGeometry& g, int64_t f, int64_t batch, const T* dy, const T* w,
+                        T* dx) override {
+    if constexpr (std::is_same_v<T, float>) return LibraryConvBackwardData(g, f, batch, dy, w, dx);
+    return false;
+  }
+  bool ConvBackwardFilter(const ConvGeometry& g, int64_t f, int64_t batch, const T* x, const T* dy,
+                          T* dw) override {
+    if constexpr (std::is_same_v<T, float>) {
+      return LibraryConvBackwardFilter(g, f, batch, x, dy, dw);
+    }
+    return false;
   }
   void Fill(int64_t n, T value, T* y) override { cpu::Fill(n, value, y); }
   void BroadcastRows(int64_t rows, int64_t cols, const T* row, T* y) override {

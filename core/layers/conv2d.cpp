@@ -102,7 +102,12 @@ class Conv2D final : public Layer<T> {
     Backend<T>& be = BackendFor<T>(x.device());
     T* yp = y.device_data<T>();
     const T* xp = x.device_data<T>();
-    if (add_bias) be.BroadcastRows(b * pix, f, arena_->param(bias_), yp);
+    const T* bias = add_bias ? arena_->param(bias_) : nullptr;
+    if (be.ConvForward(g_, f, b, xp, arena_->param(kernel_), bias, yp)) {
+      if (row_sum) TpSum(tp_, yp, y.num_elements());
+      return y;
+    }
+    if (add_bias) be.BroadcastRows(b * pix, f, bias, yp);
     const int64_t chunk = Chunk(b);
     T* cols = ReuseBuffer(s.cols, DTypeOf<T>(), {chunk * pix, kkc}).template device_data<T>();
     for (int64_t i = 0; i < b; i += chunk) {
@@ -115,45 +120,23 @@ class Conv2D final : public Layer<T> {
     return y;
   }
 
-  // dy is (B, OH, OW, F). Per chunk: dW (KKC, F) += cols^T dy; dcols (R, KKC) = dy W^T (W^T made
-  // once), dx += col2im(dcols). db += sum of dy over all pixels. A column layer with T > 1 sums dx
-  // over the ways.
+  // dy is (B, OH, OW, F). db += sum of dy over all pixels; dW and dx in one library call each
+  // where the backend has one (Backend::ConvBackwardFilter / ConvBackwardData), otherwise per
+  // chunk: dW (KKC, F) += cols^T dy; dcols (R, KKC) = dy W^T (W^T made once), dx +=
+  // col2im(dcols). A column layer with T > 1 sums dx over the ways.
   Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
     State& s = StateAs<State>(st, "conv");
-    const int64_t b = s.x.dim(0), f = filters_, kkc = KKC(), pix = g_.oh * g_.ow;
+    const int64_t b = s.x.dim(0), f = filters_, pix = g_.oh * g_.ow;
     Backend<T>& be = BackendFor<T>(dy.device());
     const T* d = dy.device_data<T>();
     const T* xp = s.x.template device_data<T>();
     if (o_.use_bias) be.AddColumnSums(b * pix, f, d, arena_->grad(bias_));
     T* dxp = nullptr;
-    if (need_dx) {
-      Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), s.x.shape());
-      dxp = dx.device_data<T>();
-      be.Fill(dx.num_elements(), T(0), dxp);
-    }
-    const int64_t chunk = Chunk(b);
-    T* cols = ReuseBuffer(s.cols, DTypeOf<T>(), {chunk * pix, kkc}).template device_data<T>();
-    T* dcols =
-        need_dx ? ReuseBuffer(s.dcols, DTypeOf<T>(), {chunk * pix, kkc}).template device_data<T>()
-                : nullptr;
-    // W^T once per pass: each chunk's dcols = dy W^T then reads it in place (a GEMM with a
-    // transposed operand would rearrange W for every chunk).
-    T* wt = nullptr;
-    if (need_dx) {
-      wt = ReuseBuffer(s.wt, DTypeOf<T>(), {f, kkc}).template device_data<T>();
-      be.Transpose(kkc, f, arena_->param(kernel_), wt);
-    }
-    for (int64_t i = 0; i < b; i += chunk) {
-      const int64_t n = std::min(chunk, b - i);
-      const T* dchunk = d + i * pix * f;
-      be.Im2Col(g_, n, xp + i * g_.h * g_.w * g_.c, cols);
-      be.Gemm(true, false, kkc, f, n * pix, T(1), cols, kkc, dchunk, f, T(1), arena_->grad(kernel_),
-              f);
-      if (need_dx) {
-        be.Gemm(false, false, n * pix, kkc, f, T(1), dchunk, f, wt, kkc, T(0), dcols, kkc);
-        be.Col2ImAdd(g_, n, dcols, dxp + i * g_.h * g_.w * g_.c);
-      }
-    }
+    if (need_dx) dxp = ReuseBuffer(s.dx, DTypeOf<T>(), s.x.shape()).template device_data<T>();
+    const bool dw_done = be.ConvBackwardFilter(g_, f, b, xp, d, arena_->grad(kernel_));
+    const bool dx_done = !need_dx || be.ConvBackwardData(g_, f, b, d, arena_->param(kernel_), dxp);
+    if (!dw_done || !dx_done)
+      BackwardByGemm(be, s, d, dw_done ? nullptr : xp, dx_done ? nullptr : dxp);
     if (!need_dx) return Tensor();
     if (o_.split == TpSplit::kColumn && slice_.size != slice_.full) {
       TpSum(tp_, dxp, s.dx.num_elements());
@@ -162,6 +145,42 @@ class Conv2D final : public Layer<T> {
   }
 
  private:
+  // The im2col + GEMM backward: dW += cols^T dy when xp is set, dx (overwritten) from dy W^T
+  // when dxp is set.
+  void BackwardByGemm(Backend<T>& be, LayerState& st, const T* d, const T* xp, T* dxp) {
+    State& s = StateAs<State>(st, "conv");
+    const int64_t b = s.x.dim(0), f = filters_, kkc = KKC(), pix = g_.oh * g_.ow;
+    if (dxp != nullptr) be.Fill(s.dx.num_elements(), T(0), dxp);
+    const int64_t chunk = Chunk(b);
+    T* cols = xp != nullptr
+                  ? ReuseBuffer(s.cols, DTypeOf<T>(), {chunk * pix, kkc}).template device_data<T>()
+                  : nullptr;
+    T* dcols =
+        dxp != nullptr
+            ? ReuseBuffer(s.dcols, DTypeOf<T>(), {chunk * pix, kkc}).template device_data<T>()
+            : nullptr;
+    // W^T once per pass: each chunk's dcols = dy W^T then reads it in place (a GEMM with a
+    // transposed operand would rearrange W for every chunk).
+    T* wt = nullptr;
+    if (dxp != nullptr) {
+      wt = ReuseBuffer(s.wt, DTypeOf<T>(), {f, kkc}).template device_data<T>();
+      be.Transpose(kkc, f, arena_->param(kernel_), wt);
+    }
+    for (int64_t i = 0; i < b; i += chunk) {
+      const int64_t n = std::min(chunk, b - i);
+      const T* dchunk = d + i * pix * f;
+      if (xp != nullptr) {
+        be.Im2Col(g_, n, xp + i * g_.h * g_.w * g_.c, cols);
+        be.Gemm(true, false, kkc, f, n * pix, T(1), cols, kkc, dchunk, f, T(1),
+                arena_->grad(kernel_), f);
+      }
+      if (dxp != nullptr) {
+        be.Gemm(false, false, n * pix, kkc, f, T(1), dchunk, f, wt, kkc, T(0), dcols, kkc);
+        be.Col2ImAdd(g_, n, dcols, dxp + i * g_.h * g_.w * g_.c);
+      }
+    }
+  }
+
   // cols and dcols are scratch, per state only so that two micro-batches never share a buffer
   // across threads later; they are rebuilt by every pass.
   struct State final : LayerState {
