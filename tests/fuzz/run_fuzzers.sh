@@ -21,6 +21,7 @@ fi
 san="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSHARDFLOW_FUZZ=ON -DSHARDFLOW_CUDA=OFF \
+  -DSHARDFLOW_ONEDNN=OFF \
   -DSHARDFLOW_UNIT_TESTS_ONLY=ON "-DCMAKE_CXX_FLAGS=$san" >"$build.configure.log" 2>&1 ||
   { cat "$build.configure.log"; exit 1; }
 # shellcheck disable=SC2086
