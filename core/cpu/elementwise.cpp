@@ -41,9 +41,17 @@ void AddRows(int64_t rows, int64_t cols, const T* x, int64_t ldx, T* y) {
     for (int64_t j = 0; j < cols; ++j) y[r * cols + j] += x[r * ldx + j];
 }
 
+namespace {
+// Element-wise passes split over the intra-op threads above this many elements (each element
+// computed alone, so results do not depend on the split).
+constexpr int64_t kElementwiseGrain = int64_t{1} << 15;
+}  // namespace
+
 template <typename T>
 void Add(int64_t n, const T* a, const T* b, T* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+  ParallelFor(n, kElementwiseGrain, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) y[i] = a[i] + b[i];
+  });
 }
 
 template <typename T>
@@ -57,10 +65,6 @@ void Scale(int64_t n, T s, T* y) {
 }
 
 namespace {
-
-// Element-wise passes split over the intra-op threads above this many elements (each element
-// computed alone, so results do not depend on the split).
-constexpr int64_t kElementwiseGrain = int64_t{1} << 15;
 
 template <typename T>
 void ActivationRange(ActivationKind kind, int64_t n, const T* x, T* y) {

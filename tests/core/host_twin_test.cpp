@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/cpu/cpu_backend.hpp"
@@ -282,12 +283,20 @@ TEST_F(HostTwin, PoolingWithOverlappingWindowsAndTies) {
 
 TEST_F(HostTwin, BatchNormTrainingAndInference) {
   Both b;
-  for (int64_t n : {int64_t{1}, int64_t{2}, int64_t{37}}) {
+  // 2500 rows: three row blocks of the sums, the last one partial; 16 channels: the CPU's
+  // fixed-width loops.
+  for (auto [n, c] : {std::pair<int64_t, int64_t>{1, 6}, {2, 6}, {37, 6}, {2500, 6}, {2500, 16}}) {
     for (bool training : {true, false}) {
-      const int64_t c = 6;
       const BatchNormParams p{.n = n, .c = c, .training = training};
-      const auto x = Random<float>(n * c, 22, -2, 3), gamma = Random<float>(c, 23),
-                 beta = Random<float>(c, 24), dy = Random<float>(n * c, 25);
+      auto x = Random<float>(n * c, 22, -2, 3), dy = Random<float>(n * c, 25);
+      const auto gamma = Random<float>(c, 23), beta = Random<float>(c, 24);
+      if (n > 1030) {  // channel 0: ones, +2^60 at row 0, -2^60 at row 1030. In double the
+        // big terms swallow every 1 summed after them, so the sum is 452 in row blocks of 1024,
+        // 1469 in one sequential pass: the twin must take the CPU's order to give its bits.
+        for (int64_t r = 0; r < n; ++r) x[r * c] = dy[r * c] = 1.0f;
+        x[0] = dy[0] = std::ldexp(1.0f, 60);
+        x[1030 * c] = dy[1030 * c] = -std::ldexp(1.0f, 60);
+      }
       std::vector<float> mm1 = Random<float>(c, 26), mv1 = Random<float>(c, 27, 0.5, 2.0);
       std::vector<float> mm2 = mm1, mv2 = mv1;
       std::vector<double> is1(c), is2(c);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <vector>
 
 #include <cmath>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include "core/cpu/gemm.hpp"
 #include "core/cpu/gemm_isa.hpp"
 #include "core/cpu/im2col.hpp"
+#include "core/cpu/kernels.hpp"
 #include "core/layers/conv2d.hpp"
 #include "core/layers/dense.hpp"
 #include "core/random.hpp"
@@ -204,6 +206,55 @@ TEST(KernelReference, GemmResultDoesNotDependOnThreadCount) {
   cpu::SetIntraOpThreads(before);
   EXPECT_EQ(std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)), 0);
   EXPECT_GE(cpu::DefaultIntraOpThreads(), 1);
+}
+
+// Batch normalisation's row blocks run on the pool: forward and backward give the same bits on
+// one thread and two (5000 rows: five blocks; 16 channels: the fixed-width loops; 5: the rest).
+TEST(KernelReference, BatchNormDoesNotDependOnThreadCount) {
+  for (int64_t c : {int64_t{5}, int64_t{16}}) {
+    const int64_t n = 5000;
+    const BatchNormParams p{.n = n, .c = c, .training = true};
+    std::vector<float> x(n * c), dy(n * c), gamma(c), beta(c);
+    Fill(x.data(), x.size(), 21);
+    Fill(dy.data(), dy.size(), 22);
+    Fill(gamma.data(), gamma.size(), 23);
+    Fill(beta.data(), beta.size(), 24);
+    struct Out {
+      std::vector<float> mm, mv, xhat, y, dg, db, dx;
+      std::vector<double> inv_std;
+    };
+    auto run = [&](int threads) {
+      Out o{std::vector<float>(c, 0.0f), std::vector<float>(c, 1.0f), std::vector<float>(n * c),
+            std::vector<float>(n * c),   std::vector<float>(c, 0.0f), std::vector<float>(c, 0.0f),
+            std::vector<float>(n * c),   std::vector<double>(c)};
+      const int before = cpu::IntraOpThreads();
+      cpu::SetIntraOpThreads(threads);
+      cpu::BatchNorm<float>(p, x.data(), gamma.data(), beta.data(), o.mm.data(), o.mv.data(),
+                            o.inv_std.data(), o.xhat.data(), o.y.data());
+      cpu::BatchNormGrad<float>(p, dy.data(), o.xhat.data(), gamma.data(), o.inv_std.data(),
+                                o.dg.data(), o.db.data(), o.dx.data());
+      cpu::SetIntraOpThreads(before);
+      return o;
+    };
+    const Out one = run(1), two = run(2);
+    EXPECT_EQ(one.mm, two.mm);
+    EXPECT_EQ(one.mv, two.mv);
+    EXPECT_EQ(one.inv_std, two.inv_std);
+    EXPECT_EQ(one.xhat, two.xhat);
+    EXPECT_EQ(one.y, two.y);
+    EXPECT_EQ(one.dg, two.dg);
+    EXPECT_EQ(one.db, two.db);
+    EXPECT_EQ(one.dx, two.dx);
+    // The batch was normalised: every channel's xhat has mean ~0 and variance ~1.
+    for (int64_t ch = 0; ch < c; ++ch) {
+      double m = 0, v = 0;
+      for (int64_t r = 0; r < n; ++r) m += one.xhat[r * c + ch];
+      m /= n;
+      for (int64_t r = 0; r < n; ++r) v += (one.xhat[r * c + ch] - m) * (one.xhat[r * c + ch] - m);
+      EXPECT_NEAR(m, 0.0, 1e-5) << "channel " << ch;
+      EXPECT_NEAR(v / n, 1.0, 1e-2) << "channel " << ch;
+    }
+  }
 }
 
 TEST(KernelReference, DefaultThreadsFollowTheBindingThenTheNodeShare) {

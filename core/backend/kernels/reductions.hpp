@@ -18,6 +18,14 @@ namespace shardflow::kernels {
 // The flat sums are cut into chunks of this many elements: one index per chunk.
 inline constexpr int64_t kSumChunk = 4096;
 SF_HOST_DEVICE inline int64_t SumChunks(int64_t n) { return (n + kSumChunk - 1) / kSumChunk; }
+// Batch normalisation's per-channel sums over N rows run in blocks of this many rows: each
+// block's sum from zero, rows in order, the block sums added in block order (the CPU backend
+// computes the blocks in parallel, cpu/batch_norm.cpp).
+inline constexpr int64_t kBatchNormRowBlock = 1024;
+SF_HOST_DEVICE inline int64_t BatchNormRowBlocks(int64_t n) {
+  return (n + kBatchNormRowBlock - 1) / kBatchNormRowBlock;
+}
+
 // One past the last element of chunk q of n elements.
 SF_HOST_DEVICE inline int64_t ChunkEnd(int64_t q, int64_t n) {
   return (q + 1) * kSumChunk < n ? (q + 1) * kSumChunk : n;
@@ -73,7 +81,8 @@ struct SquaredErrorChunkK {
 
 // Batch normalisation statistics of channel ch over x (N, C): in training the batch mean and
 // biased variance (the moving variance takes the unbiased one, as the CPU); otherwise the moving
-// statistics. Writes mean[ch] (double) and inv_std[ch]. Index: channel.
+// statistics. Writes mean[ch] (double) and inv_std[ch]. The sums run in row blocks as the CPU's
+// (kBatchNormRowBlock). Index: channel.
 template <typename T>
 struct BatchNormStatsK {
   BatchNormParams p;
@@ -86,11 +95,21 @@ struct BatchNormStatsK {
     const int64_t n = p.n, c = p.c;
     double m = 0.0, var = 0.0;
     if (p.training && n > 0) {
-      for (int64_t r = 0; r < n; ++r) m += x[r * c + ch];
+      for (int64_t b0 = 0; b0 < n; b0 += kBatchNormRowBlock) {
+        const int64_t b1 = b0 + kBatchNormRowBlock < n ? b0 + kBatchNormRowBlock : n;
+        double s = 0.0;
+        for (int64_t r = b0; r < b1; ++r) s += x[r * c + ch];
+        m += s;
+      }
       m /= static_cast<double>(n);
-      for (int64_t r = 0; r < n; ++r) {
-        const double e = x[r * c + ch] - m;
-        var += e * e;
+      for (int64_t b0 = 0; b0 < n; b0 += kBatchNormRowBlock) {
+        const int64_t b1 = b0 + kBatchNormRowBlock < n ? b0 + kBatchNormRowBlock : n;
+        double s = 0.0;
+        for (int64_t r = b0; r < b1; ++r) {
+          const double e = x[r * c + ch] - m;
+          s += e * e;
+        }
+        var += s;
       }
       const double biased = var / static_cast<double>(n);
       const double unbiased = n > 1 ? var / static_cast<double>(n - 1) : biased;
@@ -124,8 +143,8 @@ struct BatchNormApplyK {
   }
 };
 
-// Per channel: sum_d = sum of dy, sum_dh = sum of dy xhat (double, rows in order); dgamma +=
-// sum_dh, dbeta += sum_d. Index: channel.
+// Per channel: sum_d = sum of dy, sum_dh = sum of dy xhat (double, in row blocks as above); dgamma
+// += sum_dh, dbeta += sum_d. Index: channel.
 template <typename T>
 struct BatchNormGradSumsK {
   int64_t n, c;
@@ -137,9 +156,15 @@ struct BatchNormGradSumsK {
   T* dbeta;
   SF_HOST_DEVICE void operator()(int64_t ch) const {
     double sd = 0.0, sdh = 0.0;
-    for (int64_t r = 0; r < n; ++r) {
-      sd += dy[r * c + ch];
-      sdh += dy[r * c + ch] * xhat[r * c + ch];
+    for (int64_t b0 = 0; b0 < n; b0 += kBatchNormRowBlock) {
+      const int64_t b1 = b0 + kBatchNormRowBlock < n ? b0 + kBatchNormRowBlock : n;
+      double bd = 0.0, bdh = 0.0;
+      for (int64_t r = b0; r < b1; ++r) {
+        bd += dy[r * c + ch];
+        bdh += dy[r * c + ch] * xhat[r * c + ch];
+      }
+      sd += bd;
+      sdh += bdh;
     }
     sum_d[ch] = sd;
     sum_dh[ch] = sdh;
