@@ -1,6 +1,7 @@
 #include "core/model.hpp"
 
 #include <cctype>
+#include <cstdlib>
 #include <iomanip>
 #include <sstream>
 
@@ -217,6 +218,16 @@ std::unique_ptr<Layer<T>> MakeLayerFromSpec(const std::string& token, const Shap
 
 namespace {
 
+// SHARDFLOW_FUSION: on (or unset) fuses as ModelOptions::fuse says, off never fuses.
+bool FusionFromEnv() {
+  const char* env = std::getenv("SHARDFLOW_FUSION");
+  const std::string v = env != nullptr ? env : "";
+  if (v.empty() || v == "on") return true;
+  if (v == "off") return false;
+  throw Error(ErrorCode::kInvalidArgument, "unknown SHARDFLOW_FUSION '" + v + "'",
+              {.hint = "on or off, or unset for on"});
+}
+
 // Throws Error(kInvalidArgument, key dist.tensor_parallel) for a way outside [0, ways) or
 // ways > 1 without the sum callback for T.
 template <typename T>
@@ -318,6 +329,14 @@ Sequential<T>::Sequential(const std::string& spec, const Shape& input_shape,
   if (split && end == n) {
     CheckTensorSplit(TpRole::kReplicated, split, "output", "the model's output",
                      ShapeToString(shape), tp.ways);
+  }
+  if (options.fuse && FusionFromEnv()) {
+    for (size_t i = 1; i < layers_.size(); ++i) {
+      if (layers_[i - 1]->kind() == "relu" && layers_[i]->AbsorbPrecedingRelu()) {
+        layers_[i - 1]->PassThrough();
+        ++fused_relus_;
+      }
+    }
   }
   arena_.Allocate(options.device);
   for (auto& layer : layers_) layer->Initialize(options.seed);

@@ -61,6 +61,10 @@ struct ModelOptions {
   // model then copies an input on another device to its own in Forward/Backward. Not with
   // tensor parallelism or embedding layers yet (they read host memory).
   Device device = Device::kCpu;
+  // Fuse a ReLU into the max pooling right after it (Layer::AbsorbPrecedingRelu): same outputs,
+  // same gradients for finite values, one pass over the larger tensor less each way. The
+  // environment's SHARDFLOW_FUSION=off turns it off for a whole program (A/B measurements).
+  bool fuse = true;
 };
 
 // A contiguous range [begin, end) of a spec's layers: the part of a model one pipeline stage
@@ -164,6 +168,8 @@ class Sequential {
   int first_layer() const { return first_layer_; }
   int spec_layers() const { return spec_layers_; }
   Layer<T>& layer(int i) { return *layers_.at(i); }
+  // How many ReLUs run inside the max pooling after them (ModelOptions::fuse).
+  int fused_relus() const { return fused_relus_; }
   const std::string& layer_name(int i) const { return names_.at(i); }
   // This model's input per sample (a stage's: the output of the layer before its range).
   const Shape& input_shape() const { return input_shape_; }
@@ -193,8 +199,9 @@ class Sequential {
   std::function<void(int)> hook_;
   MicroBatch own_mb_;        // the micro-batch of Forward(x, training) / Backward(dy)
   int first_trainable_ = 0;  // no layer before it needs an input gradient
-  int first_layer_ = 0;      // index in the whole spec of layers_[0]
-  int spec_layers_ = 0;      // layers in the whole spec
+  int fused_relus_ = 0;
+  int first_layer_ = 0;  // index in the whole spec of layers_[0]
+  int spec_layers_ = 0;  // layers in the whole spec
 };
 
 // What each layer of a spec is, without allocating or initialising any parameter (the

@@ -4,14 +4,18 @@
 //
 // For every GEMM of one training step (step_gemms.hpp: forward, weight gradient and input
 // gradient of each dense and conv layer, convolutions per im2col chunk) it times Eigen's
-// kernel, shardflow's own AVX-512 kernel and the automatic choice (cpu::SetGemmKernel), the
-// three interleaved in each of --reps rounds (the machine may be shared), and prints the median
-// GFLOP/s of each, own / Eigen, and the whole step's GEMM time per kernel. On a CPU without
+// kernel, shardflow's own AVX-512 kernel and the automatic choice (cpu::SetGemmKernel), and the
+// library GEMMs the build links (oneDNN's sgemm; OpenBLAS's when installed: library_gemm.hpp),
+// all interleaved in each of --reps rounds (the machine may be shared), and prints the median
+// GFLOP/s of each, own / Eigen, and the whole step's GEMM time per contender and at the fastest
+// per shape. On a CPU without
 // AVX-512 all three are Eigen's x86-64-v3 kernel. Results are checked.
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "apps/bench/bench_flags.hpp"
@@ -64,9 +68,29 @@ int RunGemm(const std::vector<std::string>& argv) {
     }
   }
   cpu::SetIntraOpThreads(a.threads);
-  const cpu::GemmKernel kernels[] = {cpu::GemmKernel::kEigen, cpu::GemmKernel::kOwn,
-                                     cpu::GemmKernel::kAuto};
-  const char* names[] = {"eigen", "own", "auto"};
+  // Contenders: Eigen's kernel, ours, the automatic choice, then each library GEMM this build
+  // links (library_gemm.hpp), all interleaved in every round.
+  struct Contender {
+    std::string name;
+    std::function<double(const GemmShape&, GemmBuffers&)> time;
+  };
+  std::vector<Contender> cs;
+  for (auto [kernel, name] :
+       {std::pair{cpu::GemmKernel::kEigen, "eigen"}, std::pair{cpu::GemmKernel::kOwn, "own"},
+        std::pair{cpu::GemmKernel::kAuto, "auto"}}) {
+    cs.push_back({name, [kernel](const GemmShape& g, GemmBuffers& buf) {
+                    cpu::SetGemmKernel(kernel);
+                    return TimeShape(g, buf);
+                  }});
+  }
+  for (GemmLibrary lib : kGemmLibraries) {
+    if (!GemmLibraryBuilt(lib)) continue;
+    std::printf("library %s: %s\n", GemmLibraryName(lib), GemmLibraryDescription(lib).c_str());
+    cs.push_back({GemmLibraryName(lib), [lib](const GemmShape& g, GemmBuffers& buf) {
+                    return TimeLibraryShape(lib, g, buf);
+                  }});
+  }
+  const size_t nc = cs.size();
   const cpu::GemmKernel before = cpu::CurrentGemmKernel();
   for (const std::string& name : a.models) {
     Sequential<float> m(name, {28, 28, 1});
@@ -74,40 +98,45 @@ int RunGemm(const std::vector<std::string>& argv) {
     std::printf("model %s, batch %lld, threads %d, target %s: GFLOP/s per shape (median of %d)\n",
                 name.c_str(), static_cast<long long>(a.batch), cpu::IntraOpThreads(),
                 cpu::GemmTarget(), a.reps);
-    std::printf("  %-12s %-4s %2s %2s %7s %6s %6s %5s %8s %8s %8s %7s\n", "layer", "what", "ta",
-                "tb", "M", "N", "K", "calls", "eigen", "own", "auto", "own/eig");
-    double total[3] = {0, 0, 0};
+    std::printf("  %-12s %-4s %2s %2s %7s %6s %6s %5s", "layer", "what", "ta", "tb", "M", "N", "K",
+                "calls");
+    for (const Contender& c : cs) std::printf(" %8s", c.name.c_str());
+    std::printf(" %7s\n", "own/eig");
+    std::vector<double> total(nc, 0.0);
+    double best_total = 0;
     for (const GemmShape& g : shapes) {
       GemmBuffers buf = BuffersFor(g);
-      std::vector<double> t[3];
+      std::vector<std::vector<double>> t(nc);
       for (int rep = 0; rep < a.reps + 1; ++rep) {
-        for (int i = 0; i < 3; ++i) {
-          cpu::SetGemmKernel(kernels[i]);
-          const double s = TimeShape(g, buf);
+        for (size_t i = 0; i < nc; ++i) {
+          const double s = cs[i].time(g, buf);
           if (rep > 0) t[i].push_back(s);  // round 0 warms up
         }
       }
       const double flops = 2.0 * static_cast<double>(g.m) * g.n * g.k * g.count;
-      double med[3];
-      for (int i = 0; i < 3; ++i) {
+      std::vector<double> med(nc);
+      for (size_t i = 0; i < nc; ++i) {
         med[i] = MedianOf(t[i]);
         total[i] += med[i];
       }
-      std::printf("  %-12s %-4s %2d %2d %7lld %6lld %6lld %5lld %8.1f %8.1f %8.1f %6.2fx\n",
-                  m.layer_name(g.layer).c_str(), g.what, g.ta, g.tb, static_cast<long long>(g.m),
-                  static_cast<long long>(g.n), static_cast<long long>(g.k),
-                  static_cast<long long>(g.count), flops / med[0] / 1e9, flops / med[1] / 1e9,
-                  flops / med[2] / 1e9, med[0] / med[1]);
+      best_total += *std::min_element(med.begin(), med.end());
+      std::printf("  %-12s %-4s %2d %2d %7lld %6lld %6lld %5lld", m.layer_name(g.layer).c_str(),
+                  g.what, g.ta, g.tb, static_cast<long long>(g.m), static_cast<long long>(g.n),
+                  static_cast<long long>(g.k), static_cast<long long>(g.count));
+      for (size_t i = 0; i < nc; ++i) std::printf(" %8.1f", flops / med[i] / 1e9);
+      std::printf(" %6.2fx\n", med[0] / med[1]);
       if (a.json) {
         nlohmann::json j = {{"bench", "gemm"}, {"model", name},   {"layer", m.layer_name(g.layer)},
                             {"what", g.what},  {"m", g.m},        {"n", g.n},
                             {"k", g.k},        {"calls", g.count}};
-        for (int i = 0; i < 3; ++i) j[std::string(names[i]) + "_gflops"] = flops / med[i] / 1e9;
+        for (size_t i = 0; i < nc; ++i) j[cs[i].name + "_gflops"] = flops / med[i] / 1e9;
         std::printf("%s\n", j.dump().c_str());
       }
     }
-    std::printf("  step's GEMMs: eigen %.2f ms, own %.2f ms, auto %.2f ms (auto %.2fx eigen)\n",
-                1e3 * total[0], 1e3 * total[1], 1e3 * total[2], total[0] / total[2]);
+    std::printf("  step's GEMMs, ms:");
+    for (size_t i = 0; i < nc; ++i) std::printf(" %s %.2f,", cs[i].name.c_str(), 1e3 * total[i]);
+    std::printf(" the fastest per shape %.2f (auto %.2fx eigen; auto / fastest %.2f)\n",
+                1e3 * best_total, total[0] / total[2], best_total / total[2]);
   }
   cpu::SetGemmKernel(before);
   return 0;

@@ -90,18 +90,34 @@ GemmBuffers BuffersFor(const GemmShape& g) {
           std::vector<float>(g.m * g.n)};
 }
 
-double TimeShape(const GemmShape& g, GemmBuffers& buf) {
+namespace {
+// Times g.count calls of call(), then checks C's first and last elements against 0.125 * K.
+template <typename Call>
+double TimeCalls(const GemmShape& g, GemmBuffers& buf, const Call& call) {
   const auto t0 = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < g.count; ++i) {
-    cpu::Gemm<float>(g.ta, g.tb, g.m, g.n, g.k, 1.0f, buf.a.data(), g.ta ? g.m : g.k, buf.b.data(),
-                     g.tb ? g.k : g.n, 0.0f, buf.c.data(), g.n);
-  }
+  for (int64_t i = 0; i < g.count; ++i) call();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const float want = 0.125f * static_cast<float>(g.k);
   if (std::abs(buf.c[0] - want) > 1e-3f * want || std::abs(buf.c.back() - want) > 1e-3f * want) {
     throw Error(ErrorCode::kInternal, "GEMM result check failed in the benchmark");
   }
   return s;
+}
+}  // namespace
+
+double TimeShape(const GemmShape& g, GemmBuffers& buf) {
+  return TimeCalls(g, buf, [&] {
+    cpu::Gemm<float>(g.ta, g.tb, g.m, g.n, g.k, 1.0f, buf.a.data(), g.ta ? g.m : g.k, buf.b.data(),
+                     g.tb ? g.k : g.n, 0.0f, buf.c.data(), g.n);
+  });
+}
+
+double TimeLibraryShape(GemmLibrary lib, const GemmShape& g, GemmBuffers& buf) {
+  if (!GemmLibraryBuilt(lib)) return std::numeric_limits<double>::infinity();
+  return TimeCalls(g, buf, [&] {
+    LibrarySgemm(lib, cpu::IntraOpThreads(), g.ta, g.tb, g.m, g.n, g.k, 1.0f, buf.a.data(),
+                 g.ta ? g.m : g.k, buf.b.data(), g.tb ? g.k : g.n, 0.0f, buf.c.data(), g.n);
+  });
 }
 
 ConvPassTimes TimeLibraryConv(const ConvShape& c, int64_t batch, int reps) {

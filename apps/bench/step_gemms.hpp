@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/bench/library_gemm.hpp"
 #include "core/cpu/im2col.hpp"
 #include "core/model.hpp"
 
@@ -56,5 +57,8 @@ GemmBuffers BuffersFor(const GemmShape& g);
 // Seconds for g.count calls of the shape, as the layers make them; C's first and last elements
 // are checked against 0.125 * K.
 double TimeShape(const GemmShape& g, GemmBuffers& buf);
+// The same through a library GEMM on cpu::IntraOpThreads() threads; +infinity when the build
+// lacks the library.
+double TimeLibraryShape(GemmLibrary lib, const GemmShape& g, GemmBuffers& buf);
 
 }  // namespace shardflow::bench

@@ -39,11 +39,18 @@ class Activation final : public Layer<T> {
     return in;
   }
   std::unique_ptr<LayerState> NewState() const override { return std::make_unique<State>(); }
+  // A ReLU whose next layer applies it (Layer::AbsorbPrecedingRelu).
+  bool PassThrough() override {
+    if (k_ != ActivationKind::kRelu) return false;
+    pass_through_ = true;
+    return true;
+  }
 
  protected:
   // x and y have the same shape (B, ...), treated as n flat elements.
   Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
     CheckInput(x, in_, kind());
+    if (pass_through_) return x;
     State& s = StateAs<State>(st, kind());
     s.x = x;
     Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), x.shape());
@@ -54,6 +61,7 @@ class Activation final : public Layer<T> {
 
   Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
     if (!need_dx) return Tensor();
+    if (pass_through_) return dy;
     State& s = StateAs<State>(st, kind());
     Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), s.x.shape());
     BackendFor<T>(dy.device())
@@ -68,6 +76,7 @@ class Activation final : public Layer<T> {
   };
   ActivationKind k_;
   Shape in_;
+  bool pass_through_ = false;
 };
 
 }  // namespace

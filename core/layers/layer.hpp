@@ -130,6 +130,12 @@ class Layer {
   virtual std::vector<NamedTensor> Buffers() { return {}; }
   // How the layer treats tensor-split activations (core/layers/tensor_parallel.hpp).
   virtual TpRole tp_role() const { return TpRole::kReplicated; }
+  // Fusion of a ReLU into the layer after it (Sequential, core/model.cpp): the next layer's
+  // AbsorbPrecedingRelu() applies the ReLU itself (max pooling: relu(max x) = max relu(x)) and
+  // returns true, and the ReLU's PassThrough() then makes it hand x on unchanged, forward and
+  // backward. Both return false where a layer cannot.
+  virtual bool AbsorbPrecedingRelu() { return false; }
+  virtual bool PassThrough() { return false; }
 
  protected:
   virtual Tensor DoForward(const Tensor& x, const ForwardContext& ctx, LayerState& state) = 0;

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "core/layers/activation.hpp"
+
 namespace shardflow {
 namespace {
 
@@ -53,37 +55,60 @@ class Pool2D final : public Layer<T> {
   }
 
   std::unique_ptr<LayerState> NewState() const override { return std::make_unique<State>(); }
+  // Max pooling takes the ReLU before it: relu(max x) = max relu(x), and its gradient reaches
+  // the same element (the window's first maximum, when that maximum is positive; none
+  // otherwise), so the ReLU runs on the pooled output, a quarter of the elements for 2x2.
+  bool AbsorbPrecedingRelu() override {
+    if (!o_.max) return false;
+    relu_ = true;
+    return true;
+  }
 
  protected:
-  // x is (B, H, W, C); y is (B, OH, OW, C); see cpu::Pool2D for the loop order.
+  // x is (B, H, W, C); y is (B, OH, OW, C); see cpu::Pool2D for the loop order. With the ReLU
+  // absorbed, m = pool(x) and y = relu(m).
   Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
     const int64_t b = CheckInput(x, in_, kind());
     State& s = StateAs<State>(st, kind());
-    Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), {b, g_.oh, g_.ow, g_.c});
+    Tensor& m = ReuseBuffer(relu_ ? s.m : s.y, DTypeOf<T>(), {b, g_.oh, g_.ow, g_.c});
     s.x = x;
-    BackendFor<T>(x.device()).Pool2D(g_, o_.max, b, x.device_data<T>(), y.device_data<T>());
+    Backend<T>& be = BackendFor<T>(x.device());
+    be.Pool2D(g_, o_.max, b, x.device_data<T>(), m.device_data<T>());
+    if (!relu_) return m;
+    Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), m.shape());
+    be.Activation(ActivationKind::kRelu, m.num_elements(), m.device_data<T>(), y.device_data<T>());
     return y;
   }
 
-  // Max pooling finds each window's maximum again in the saved x and y.
+  // Max pooling finds each window's maximum again in the saved x and the pooled m (y without
+  // the ReLU); with the ReLU absorbed, dm = relu'(m) dy first.
   Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
     if (!need_dx) return Tensor();
     State& s = StateAs<State>(st, kind());
     const int64_t b = dy.dim(0);
+    Backend<T>& be = BackendFor<T>(dy.device());
+    const T* d = dy.device_data<T>();
+    const Tensor& m = relu_ ? s.m : s.y;
+    if (relu_) {
+      Tensor& dm = ReuseBuffer(s.dm, DTypeOf<T>(), dy.shape());
+      be.ActivationGrad(ActivationKind::kRelu, dm.num_elements(), m.template device_data<T>(),
+                        s.y.template device_data<T>(), d, dm.device_data<T>());
+      d = dm.device_data<T>();
+    }
     Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), WithBatch(b, in_));
-    BackendFor<T>(dy.device())
-        .Pool2DGrad(g_, o_.max, b, s.x.template device_data<T>(), s.y.template device_data<T>(),
-                    dy.device_data<T>(), dx.device_data<T>());
+    be.Pool2DGrad(g_, o_.max, b, s.x.template device_data<T>(), m.template device_data<T>(), d,
+                  dx.device_data<T>());
     return dx;
   }
 
  private:
   struct State final : LayerState {
-    Tensor x, y, dx;
+    Tensor x, y, dx, m, dm;
   };
   Pool2DOptions o_;
   Shape in_;
   PoolGeometry g_;
+  bool relu_ = false;  // a ReLU absorbed (AbsorbPrecedingRelu)
 };
 
 template <typename T>

@@ -3,7 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/random.hpp"
 
 namespace shardflow {
 namespace {
@@ -107,6 +113,45 @@ TEST(Model, BatchOfZeroAndOne) {
     const Tensor y = m.Forward(x, true);
     EXPECT_EQ(y.shape(), (Shape{b, 3}));
     m.Backward(Tensor(DType::kFloat32, {b, 3}));
+  }
+}
+
+// A ReLU before max pooling runs inside the pooling (ModelOptions::fuse): outputs and every
+// parameter gradient are the bits of the unfused layers, at an odd batch, with windows that are
+// all negative (the first image's inputs of the second spec) and with a ReLU before average
+// pooling, which must stay a layer of its own.
+TEST(Model, ReluFusedIntoMaxPoolingGivesTheUnfusedBits) {
+  const std::vector<std::pair<std::string, int>> specs = {
+      {"conv:4:3x3:same, relu, maxpool:2, conv:3:3x3:same, relu, avgpool:2, flatten, dense:5", 1},
+      {"relu, maxpool:2, flatten, dense:5", 1},
+      {"conv:4:3x3:same, relu, maxpool:2:1, relu, maxpool:3, flatten, dense:5", 2}};
+  for (const auto& [spec, pairs] : specs) {
+    Sequential<float> fused(spec, {8, 8, 2}, {.seed = 7});
+    Sequential<float> plain(spec, {8, 8, 2}, {.seed = 7, .fuse = false});
+    EXPECT_EQ(fused.fused_relus(), pairs) << spec;
+    EXPECT_EQ(plain.fused_relus(), 0) << spec;
+    const int64_t b = 3;
+    Tensor x(DType::kFloat32, {b, 8, 8, 2});
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      const float v = static_cast<float>(RandomNormal(8, 0, static_cast<uint64_t>(i)));
+      x.data<float>()[i] = i < 8 * 8 * 2 ? -std::fabs(v) - 0.1f : v;
+    }
+    const Tensor y1 = fused.Forward(x, true), y2 = plain.Forward(x, true);
+    ASSERT_EQ(y1.num_elements(), y2.num_elements());
+    EXPECT_EQ(std::memcmp(y1.data<float>(), y2.data<float>(), y1.byte_size()), 0) << spec;
+    Tensor dy(DType::kFloat32, y1.shape());
+    for (int64_t i = 0; i < dy.num_elements(); ++i) {
+      dy.data<float>()[i] = static_cast<float>(RandomNormal(9, 0, static_cast<uint64_t>(i)));
+    }
+    fused.arena().ZeroGrads();
+    plain.arena().ZeroGrads();
+    fused.Backward(dy);
+    plain.Backward(dy);
+    const size_t bytes = static_cast<size_t>(fused.arena().size()) * sizeof(float);
+    EXPECT_EQ(std::memcmp(fused.arena().grads(), plain.arena().grads(), bytes), 0) << spec;
+    double norm = 0;
+    for (int64_t i = 0; i < fused.arena().size(); ++i) norm += std::fabs(fused.arena().grads()[i]);
+    EXPECT_GT(norm, 0.0) << spec;  // gradients flowed through the fused layers
   }
 }
 
