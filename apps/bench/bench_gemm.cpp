@@ -135,7 +135,7 @@ int RunGemm(const std::vector<std::string>& argv) {
     }
     std::printf("  step's GEMMs, ms:");
     for (size_t i = 0; i < nc; ++i) std::printf(" %s %.2f,", cs[i].name.c_str(), 1e3 * total[i]);
-    std::printf(" the fastest per shape %.2f (auto %.2fx eigen; auto / fastest %.2f)\n",
+    std::printf(" the fastest per shape %.2f (auto %.2fx eigen; fastest / auto %.2f)\n",
                 1e3 * best_total, total[0] / total[2], best_total / total[2]);
   }
   cpu::SetGemmKernel(before);

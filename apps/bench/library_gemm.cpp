@@ -2,9 +2,9 @@
 
 #include "core/error.hpp"
 
-#if defined(SHARDFLOW_HAVE_ONEDNN)
 #include <omp.h>
 
+#if defined(SHARDFLOW_HAVE_ONEDNN)
 #include <oneapi/dnnl/dnnl.h>
 #endif
 #if defined(SHARDFLOW_HAVE_OPENBLAS)
@@ -65,11 +65,16 @@ bool LibrarySgemm(GemmLibrary lib, int threads, bool ta, bool tb, int64_t m, int
 #endif
 #if defined(SHARDFLOW_HAVE_OPENBLAS)
   if (lib == GemmLibrary::kOpenBlas) {
+    // OpenBLAS's OpenMP build sets the caller's OpenMP thread count too: put it back after, so
+    // that oneDNN's convolutions timed next keep their one thread per piece.
+    const int before = omp_get_max_threads();
     openblas_set_num_threads(threads);
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
                 static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
                 static_cast<blasint>(ldc));
+    openblas_set_num_threads(before);
+    omp_set_num_threads(before);
     return true;
   }
 #endif

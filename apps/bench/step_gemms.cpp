@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <utility>
 
 #include "core/cpu/gemm.hpp"
 #include "core/cpu/onednn_conv.hpp"
@@ -86,21 +88,45 @@ std::vector<GemmShape> StepGemms(Sequential<float>& m, int64_t batch) {
 GemmBuffers BuffersFor(const GemmShape& g) {
   const int64_t ar = g.ta ? g.k : g.m, ac = g.ta ? g.m : g.k;
   const int64_t br = g.tb ? g.n : g.k, bc = g.tb ? g.k : g.n;
-  return {std::vector<float>(ar * ac, 0.5f), std::vector<float>(br * bc, 0.25f),
-          std::vector<float>(g.m * g.n)};
+  GemmBuffers buf{std::vector<float>(ar * ac), std::vector<float>(br * bc),
+                  std::vector<float>(g.m * g.n)};
+  // Patterns of periods 7 and 5 (exact in float): a transposed, swapped or mis-strided operand
+  // gives other sums than the reference's.
+  for (size_t i = 0; i < buf.a.size(); ++i) buf.a[i] = 0.125f * static_cast<float>(i % 7) - 0.375f;
+  for (size_t i = 0; i < buf.b.size(); ++i) buf.b[i] = 0.25f * static_cast<float>(i % 5) - 0.5f;
+  return buf;
 }
 
 namespace {
-// Times g.count calls of call(), then checks C's first and last elements against 0.125 * K.
+// C's elements at a few places against a double-precision dot product of op(A) and op(B).
+void CheckC(const GemmShape& g, const GemmBuffers& buf) {
+  const int64_t lda = g.ta ? g.m : g.k, ldb = g.tb ? g.k : g.n;
+  const std::pair<int64_t, int64_t> at[] = {
+      {0, 0}, {g.m - 1, g.n - 1}, {g.m / 2, g.n / 3}, {g.m / 3, g.n - 1}};
+  for (const auto& [i, j] : at) {
+    double ref = 0, scale = 1e-6;
+    for (int64_t kk = 0; kk < g.k; ++kk) {
+      const double a = g.ta ? buf.a[kk * lda + i] : buf.a[i * lda + kk];
+      const double b = g.tb ? buf.b[j * ldb + kk] : buf.b[kk * ldb + j];
+      ref += a * b;
+      scale += std::abs(a * b);
+    }
+    if (std::abs(buf.c[i * g.n + j] - ref) > 1e-5 * scale) {
+      throw Error(ErrorCode::kInternal, "GEMM result check failed in the benchmark at (" +
+                                            std::to_string(i) + ", " + std::to_string(j) + ")");
+    }
+  }
+}
+}  // namespace
+
+namespace {
+// Times g.count calls of call(), then checks C (CheckC).
 template <typename Call>
 double TimeCalls(const GemmShape& g, GemmBuffers& buf, const Call& call) {
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < g.count; ++i) call();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const float want = 0.125f * static_cast<float>(g.k);
-  if (std::abs(buf.c[0] - want) > 1e-3f * want || std::abs(buf.c.back() - want) > 1e-3f * want) {
-    throw Error(ErrorCode::kInternal, "GEMM result check failed in the benchmark");
-  }
+  CheckC(g, buf);
   return s;
 }
 }  // namespace

@@ -49,13 +49,13 @@ int FirstTrainable(const Sequential<float>& m);
 // first trainable layer) input gradient of each.
 std::vector<GemmShape> StepGemms(Sequential<float>& m, int64_t batch);
 
-// Operands of one shape: A of 0.5, B of 0.25, and C.
+// Operands of one shape: A and B filled with short-period patterns, and C.
 struct GemmBuffers {
   std::vector<float> a, b, c;
 };
 GemmBuffers BuffersFor(const GemmShape& g);
-// Seconds for g.count calls of the shape, as the layers make them; C's first and last elements
-// are checked against 0.125 * K.
+// Seconds for g.count calls of the shape, as the layers make them; a few elements of C are
+// checked against a double-precision reference (an error if they differ).
 double TimeShape(const GemmShape& g, GemmBuffers& buf);
 // The same through a library GEMM on cpu::IntraOpThreads() threads; +infinity when the build
 // lacks the library.

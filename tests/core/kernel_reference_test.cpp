@@ -209,10 +209,11 @@ TEST(KernelReference, GemmResultDoesNotDependOnThreadCount) {
 }
 
 // Batch normalisation's row blocks run on the pool: forward and backward give the same bits on
-// one thread and two (5000 rows: five blocks; 16 channels: the fixed-width loops; 5: the rest).
+// one thread and two (30,000 rows: 30 blocks, so even 5 channels make two parallel pieces of
+// the sums; 16 channels: the fixed-width loops; 5: the rest).
 TEST(KernelReference, BatchNormDoesNotDependOnThreadCount) {
   for (int64_t c : {int64_t{5}, int64_t{16}}) {
-    const int64_t n = 5000;
+    const int64_t n = 30000;
     const BatchNormParams p{.n = n, .c = c, .training = true};
     std::vector<float> x(n * c), dy(n * c), gamma(c), beta(c);
     Fill(x.data(), x.size(), 21);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -116,37 +117,59 @@ TEST(Model, BatchOfZeroAndOne) {
   }
 }
 
-// A ReLU before max pooling runs inside the pooling (ModelOptions::fuse): outputs and every
-// parameter gradient are the bits of the unfused layers, at an odd batch, with windows that are
-// all negative (the first image's inputs of the second spec) and with a ReLU before average
+// A ReLU before max pooling runs inside the pooling (ModelOptions::fuse): outputs, input
+// gradients and every parameter gradient are the bits of the unfused layers, at an odd batch,
+// over two micro-batches in flight, with windows that are all negative (the first image's
+// inputs: the second spec's ReLU and pooling see them directly) and with a ReLU before average
 // pooling, which must stay a layer of its own.
 TEST(Model, ReluFusedIntoMaxPoolingGivesTheUnfusedBits) {
+  unsetenv("SHARDFLOW_FUSION");  // the default, whatever the environment says
   const std::vector<std::pair<std::string, int>> specs = {
       {"conv:4:3x3:same, relu, maxpool:2, conv:3:3x3:same, relu, avgpool:2, flatten, dense:5", 1},
       {"relu, maxpool:2, flatten, dense:5", 1},
       {"conv:4:3x3:same, relu, maxpool:2:1, relu, maxpool:3, flatten, dense:5", 2}};
+  auto bits_equal = [](const Tensor& a, const Tensor& b) {
+    return a.num_elements() == b.num_elements() &&
+           std::memcmp(a.data<float>(), b.data<float>(), a.byte_size()) == 0;
+  };
   for (const auto& [spec, pairs] : specs) {
     Sequential<float> fused(spec, {8, 8, 2}, {.seed = 7});
     Sequential<float> plain(spec, {8, 8, 2}, {.seed = 7, .fuse = false});
     EXPECT_EQ(fused.fused_relus(), pairs) << spec;
     EXPECT_EQ(plain.fused_relus(), 0) << spec;
-    const int64_t b = 3;
-    Tensor x(DType::kFloat32, {b, 8, 8, 2});
-    for (int64_t i = 0; i < x.num_elements(); ++i) {
-      const float v = static_cast<float>(RandomNormal(8, 0, static_cast<uint64_t>(i)));
-      x.data<float>()[i] = i < 8 * 8 * 2 ? -std::fabs(v) - 0.1f : v;
-    }
-    const Tensor y1 = fused.Forward(x, true), y2 = plain.Forward(x, true);
-    ASSERT_EQ(y1.num_elements(), y2.num_elements());
-    EXPECT_EQ(std::memcmp(y1.data<float>(), y2.data<float>(), y1.byte_size()), 0) << spec;
-    Tensor dy(DType::kFloat32, y1.shape());
-    for (int64_t i = 0; i < dy.num_elements(); ++i) {
-      dy.data<float>()[i] = static_cast<float>(RandomNormal(9, 0, static_cast<uint64_t>(i)));
-    }
     fused.arena().ZeroGrads();
     plain.arena().ZeroGrads();
-    fused.Backward(dy);
-    plain.Backward(dy);
+    const int64_t b = 3;
+    MicroBatch f0(0), f1(1), p0(0), p1(1);
+    Tensor x[2], dy[2];
+    for (int mb = 0; mb < 2; ++mb) {
+      x[mb] = Tensor(DType::kFloat32, {b, 8, 8, 2});
+      for (int64_t i = 0; i < x[mb].num_elements(); ++i) {
+        const float v = static_cast<float>(RandomNormal(8, mb, static_cast<uint64_t>(i)));
+        x[mb].data<float>()[i] = i < 8 * 8 * 2 ? -std::fabs(v) - 0.1f : v;
+      }
+    }
+    // Both micro-batches forward, then both backward: each layer keeps a state per micro-batch.
+    const Tensor yf[2] = {fused.Forward(x[0], true, f0), fused.Forward(x[1], true, f1)};
+    const Tensor yp[2] = {plain.Forward(x[0], true, p0), plain.Forward(x[1], true, p1)};
+    for (int mb = 0; mb < 2; ++mb) {
+      EXPECT_TRUE(bits_equal(yf[mb], yp[mb])) << spec << ", micro-batch " << mb;
+      dy[mb] = Tensor(DType::kFloat32, yf[mb].shape());
+      for (int64_t i = 0; i < dy[mb].num_elements(); ++i) {
+        dy[mb].data<float>()[i] = static_cast<float>(RandomNormal(9, mb, static_cast<uint64_t>(i)));
+      }
+    }
+    const Tensor dxf[2] = {fused.BackwardWithInputGrad(dy[1], f1),
+                           fused.BackwardWithInputGrad(dy[0], f0)};
+    const Tensor dxp[2] = {plain.BackwardWithInputGrad(dy[1], p1),
+                           plain.BackwardWithInputGrad(dy[0], p0)};
+    for (int mb = 0; mb < 2; ++mb) {
+      EXPECT_TRUE(bits_equal(dxf[mb], dxp[mb])) << spec << ", input gradient " << mb;
+    }
+    // The all-negative first image gets no input gradient through a ReLU that is its first layer.
+    if (spec.rfind("relu", 0) == 0) {
+      for (int64_t i = 0; i < 8 * 8 * 2; ++i) ASSERT_EQ(dxf[1].data<float>()[i], 0.0f) << i;
+    }
     const size_t bytes = static_cast<size_t>(fused.arena().size()) * sizeof(float);
     EXPECT_EQ(std::memcmp(fused.arena().grads(), plain.arena().grads(), bytes), 0) << spec;
     double norm = 0;
