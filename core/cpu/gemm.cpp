@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/cpu/gemm_isa.hpp"
+#include "core/cpu/onednn_gemm.hpp"
 #include "core/error.hpp"
 
 #define SHARDFLOW_GEMM_ISA v3
@@ -289,6 +290,10 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
   UseAvx512();  // chosen (or refused) here, on the caller's thread, not in a pool worker
 #if defined(SHARDFLOW_HAVE_GEMM_AVX512)
   if constexpr (std::is_same_v<T, float>) {
+    if (CurrentGemmKernel() == GemmKernel::kAuto && LibrarySgemmTakes(trans_a, trans_b, m, n, k) &&
+        LibrarySgemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) {
+      return;
+    }
     if (UseOwnSgemm(m, n, k, trans_b)) {
       OwnSgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
       return;

@@ -1,6 +1,7 @@
 // Dense matrix multiply on the CPU: shardflow's own kernel (core/cpu/sgemm_kernel.hpp) for
 // float shapes of 16 rows or more on AVX-512 CPUs and for narrow ones on AVX2, Eigen's
-// otherwise (core/cpu/gemm.cpp, UseOwnSgemm); the one place the training kernels reach Eigen.
+// otherwise (core/cpu/gemm.cpp, UseOwnSgemm), and oneDNN's sgemm for the one kind of shape it
+// measured faster on (core/cpu/onednn_gemm.hpp); the one place the training kernels reach Eigen.
 // Keeping Eigen behind this small interface means only gemm.cpp pays Eigen's compile time; layers
 // include this header and stay fast to build.
 #pragma once
