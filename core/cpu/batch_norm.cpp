@@ -161,8 +161,8 @@ void BatchNormGradChannels(const BatchNormParams& p, C c, const T* d, const T* h
   const int64_t n = p.n;
   // partial rows hold (sum of dy, sum of dy xhat) per channel: 2c doubles.
   std::vector<double> partial, sums(static_cast<size_t>(2 * c));
-  // A width known only at run time: accumulating in the heap block measured faster here (0.37
-  // vs 0.46 ms for 50,176 x 16 on AVX2) than in a fixed-size local array.
+  // The width passed as a run-time value: accumulators in a heap vector per piece measured
+  // faster here (0.37 vs 0.46 ms for 50,176 x 16 on AVX2) than a fixed-size local array.
   BlockSums(
       n, static_cast<int64_t>(2 * c),
       [&](int64_t r, double* acc) {
