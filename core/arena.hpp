@@ -13,9 +13,19 @@
 // it holds has run its backward pass. GradReadyTracker turns per-layer "my gradients are done"
 // notifications into per-bucket "this slice can be reduced now" callbacks.
 //
+// Gradients are zeroed lazily (design decision 57): ZeroGrads() marks every gradient zero
+// without touching memory, and the first access writes the zeros: per parameter through
+// grad(id), grad_data() and GradView(), all of them through grads(), device_grads() and
+// grads_tensor(). GradForOverwrite(id) instead hands a marked gradient to a caller that writes
+// every element of it (a GEMM with beta = 0), so those zeros are neither written nor read back:
+// a dense layer's weight gradient, megabytes, otherwise memset and then read by a GEMM that
+// adds to it.
+//
 // Thread-safety: building and allocating are single-threaded. After Allocate(), distinct slices
 // may be read and written by distinct threads (e.g. a comm thread reducing a finished bucket
-// while backprop writes the next one).
+// while backprop writes the next one); the zero marks are per parameter, set by ZeroGrads and
+// cleared by the first access, on the thread running backprop. A pointer kept from an earlier
+// access (a reducer's) sees a marked gradient's old values: materialise it (grad(id)) first.
 #pragma once
 
 #include <algorithm>
@@ -117,6 +127,7 @@ class Arena {
     size_ = offset;
     params_ = Tensor(DTypeOf<T>(), {size_}, device);
     grads_ = Tensor(DTypeOf<T>(), {size_}, device);
+    zero_pending_.assign(specs_.size(), 0);
     allocated_ = true;
   }
 
@@ -126,7 +137,8 @@ class Arena {
   // REQUIRES: allocated(); storage outlives every later use of the gradients.
   void UseGradStorage(T* storage) {
     if (!allocated()) throw Error(ErrorCode::kInternal, "gradient storage set before Allocate");
-    std::copy(grads(), grads() + size_, storage);
+    const T* from = grads();
+    std::copy(from, from + size_, storage);
     grads_ = Tensor::View(storage, DTypeOf<T>(), {size_});
   }
 
@@ -149,20 +161,46 @@ class Arena {
   // read parameters here; a device arena is copied to the host first).
   T* params() { return params_.data<T>(); }
   const T* params() const { return params_.data<T>(); }
-  T* grads() { return grads_.data<T>(); }
-  const T* grads() const { return grads_.data<T>(); }
+  T* grads() {
+    MaterializeAll();
+    return grads_.data<T>();
+  }
+  const T* grads() const {
+    MaterializeAll();
+    return grads_.data<T>();
+  }
   Tensor& params_tensor() { return params_; }
-  Tensor& grads_tensor() { return grads_; }
+  Tensor& grads_tensor() {
+    MaterializeAll();
+    return grads_;
+  }
   Device device() const { return params_.device(); }
 
   // Device pointers (valid on device()), for kernels: layers and optimizers use these.
   T* device_params() { return params_.device_data<T>(); }
-  T* device_grads() { return grads_.device_data<T>(); }
+  T* device_grads() {
+    MaterializeAll();
+    return grads_.device_data<T>();
+  }
   T* param(int id) { return device_params() + specs_[id].offset; }
   const T* param(int id) const { return params_.device_data<T>() + specs_[id].offset; }
-  T* grad(int id) { return device_grads() + specs_[id].offset; }
+  T* grad(int id) {
+    Materialize(id);
+    return grads_.device_data<T>() + specs_[id].offset;
+  }
+  // Parameter id's gradient for a caller that overwrites every element when `overwrite` (the
+  // gradient is marked zero: write it, do not add to it) and adds to it otherwise.
+  struct GradWrite {
+    T* data;
+    bool overwrite;
+  };
+  GradWrite GradForOverwrite(int id) {
+    const bool overwrite = zero_pending_.at(static_cast<size_t>(id)) != 0;
+    zero_pending_[static_cast<size_t>(id)] = 0;
+    return {grads_.device_data<T>() + specs_[id].offset, overwrite};
+  }
   T* param_data(const ParamSpec& s) { return device_params() + s.offset; }
-  T* grad_data(const ParamSpec& s) { return device_grads() + s.offset; }
+  T* grad_data(const ParamSpec& s) { return grad(IdOf(s)); }
   // Views shaped like the parameter, on device().
   Tensor ParamView(int id) {
     return Tensor::View(param(id), DTypeOf<T>(), specs_[id].shape, device());
@@ -171,14 +209,8 @@ class Arena {
     return Tensor::View(grad(id), DTypeOf<T>(), specs_[id].shape, device());
   }
 
-  void ZeroGrads() {
-    if (size_ == 0) return;
-    if (device() == Device::kCpu) {
-      std::memset(grads(), 0, static_cast<size_t>(size_) * sizeof(T));
-    } else {
-      DeviceMemoryFor(device()).Zero(device_grads(), static_cast<size_t>(size_) * sizeof(T));
-    }
-  }
+  // Every gradient becomes zero (lazily: see the top of this file).
+  void ZeroGrads() { std::fill(zero_pending_.begin(), zero_pending_.end(), uint8_t{1}); }
 
   // Splits the arena into buckets of whole parameters: a bucket is closed as soon as it holds
   // at least bucket_bytes (a parameter larger than bucket_bytes gets a bucket of its own), and
@@ -212,6 +244,34 @@ class Arena {
   }
 
  private:
+  int IdOf(const ParamSpec& s) const {
+    const ptrdiff_t id = &s - specs_.data();
+    if (id < 0 || id >= static_cast<ptrdiff_t>(specs_.size())) {
+      throw Error(ErrorCode::kInternal, "parameter " + s.FullName() + " is not this arena's");
+    }
+    return static_cast<int>(id);
+  }
+  // Writes the zeros of a marked gradient. Const for the const accessors: the marks and the
+  // gradient memory change, not the gradient's value (zero either way).
+  void Materialize(int id) const {
+    uint8_t& pending = zero_pending_.at(static_cast<size_t>(id));
+    if (pending == 0) return;
+    pending = 0;
+    const ParamSpec& s = specs_[id];
+    if (s.size == 0) return;
+    T* g = const_cast<T*>(grads_.device_data<T>()) + s.offset;
+    if (device() == Device::kCpu) {
+      std::memset(g, 0, static_cast<size_t>(s.size) * sizeof(T));
+    } else {
+      DeviceMemoryFor(device()).Zero(g, static_cast<size_t>(s.size) * sizeof(T));
+    }
+  }
+  void MaterializeAll() const {
+    for (size_t id = 0; id < zero_pending_.size(); ++id) {
+      if (zero_pending_[id] != 0) Materialize(static_cast<int>(id));
+    }
+  }
+
   std::vector<ParamSpec> specs_;
   std::vector<int> order_;
   int64_t size_ = 0;
@@ -219,6 +279,7 @@ class Arena {
   int stream_base_ = 0;
   Tensor params_;
   Tensor grads_;
+  mutable std::vector<uint8_t> zero_pending_;  // per parameter id: 1 = zero, not yet written
 };
 
 // Turns per-layer completion notices into per-bucket ready callbacks.

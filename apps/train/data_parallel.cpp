@@ -80,8 +80,9 @@ void DataParallelStrategy::AttachToModel() {
   tracker_ = std::make_unique<GradReadyTracker>(
       buckets,
       [this, reduced](const GradBucket& b) {
+        Arena<float>& a = model().arena();
+        for (int id : b.params) a.grad(id);  // a gradient still marked zero gets its zeros
         if (stage_) {
-          Arena<float>& a = model().arena();
           DeviceMemoryFor(a.device())
               .CopyToHost(reduced + b.offset, a.device_grads() + b.offset,
                           static_cast<size_t>(b.size) * sizeof(float));

@@ -119,10 +119,11 @@ class Backend {
   virtual double SumSquares(int64_t n, const T* x) = 0;  // in double
 
   // --- pooling. x (B, H, W, C), y (B, OH, OW, C). Max: the first maximum of a window wins and
-  // gets the gradient. dx is overwritten.
+  // gets the gradient. dx is overwritten. relu (max only): dy is the gradient of relu(y), so a
+  // window passes on relu'(y) dy (a ReLU absorbed by the pooling, with no pass of its own).
   virtual void Pool2D(const PoolGeometry& g, bool max, int64_t batch, const T* x, T* y) = 0;
-  virtual void Pool2DGrad(const PoolGeometry& g, bool max, int64_t batch, const T* x, const T* y,
-                          const T* dy, T* dx) = 0;
+  virtual void Pool2DGrad(const PoolGeometry& g, bool max, bool relu, int64_t batch, const T* x,
+                          const T* y, const T* dy, T* dx) = 0;
   // x (B, P, C) -> y (B, C), the mean over P; and its adjoint.
   virtual void GlobalAvgPool(int64_t b, int64_t p, int64_t c, const T* x, T* y) = 0;
   virtual void GlobalAvgPoolGrad(int64_t b, int64_t p, int64_t c, const T* dy, T* dx) = 0;

@@ -120,9 +120,9 @@ class KernelBackend final : public Backend<T> {
   void Pool2D(const PoolGeometry& g, bool max, int64_t batch, const T* x, T* y) override {
     exec_.Run(batch * g.oh * g.ow * g.c, kernels::Pool2DK<T>{g, max, x, y});
   }
-  void Pool2DGrad(const PoolGeometry& g, bool max, int64_t batch, const T* x, const T* y,
+  void Pool2DGrad(const PoolGeometry& g, bool max, bool relu, int64_t batch, const T* x, const T* y,
                   const T* dy, T* dx) override {
-    exec_.Run(batch * g.h * g.w * g.c, kernels::Pool2DGradK<T>{g, max, x, y, dy, dx});
+    exec_.Run(batch * g.h * g.w * g.c, kernels::Pool2DGradK<T>{g, max, relu, x, y, dy, dx});
   }
   void GlobalAvgPool(int64_t b, int64_t p, int64_t c, const T* x, T* y) override {
     exec_.Run(b * c, kernels::GlobalAvgPoolK<T>{p, c, x, y});

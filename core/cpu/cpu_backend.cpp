@@ -76,9 +76,9 @@ class Cpu final : public Backend<T> {
   void Pool2D(const PoolGeometry& g, bool max, int64_t batch, const T* x, T* y) override {
     cpu::Pool2D(g, max, batch, x, y);
   }
-  void Pool2DGrad(const PoolGeometry& g, bool max, int64_t batch, const T* x, const T* y,
+  void Pool2DGrad(const PoolGeometry& g, bool max, bool relu, int64_t batch, const T* x, const T* y,
                   const T* dy, T* dx) override {
-    cpu::Pool2DGrad(g, max, batch, x, y, dy, dx);
+    cpu::Pool2DGrad(g, max, relu, batch, x, y, dy, dx);
   }
   void GlobalAvgPool(int64_t b, int64_t p, int64_t c, const T* x, T* y) override {
     cpu::GlobalAvgPool(b, p, c, x, y);

@@ -56,8 +56,8 @@ double MeanSquaredError(int64_t n, const T* y, const T* target, T* d);
 template <typename T>
 void Pool2D(const PoolGeometry& g, bool max, int64_t batch, const T* x, T* y);
 template <typename T>
-void Pool2DGrad(const PoolGeometry& g, bool max, int64_t batch, const T* x, const T* y, const T* dy,
-                T* dx);
+void Pool2DGrad(const PoolGeometry& g, bool max, bool relu, int64_t batch, const T* x, const T* y,
+                const T* dy, T* dx);
 template <typename T>
 void GlobalAvgPool(int64_t b, int64_t p, int64_t c, const T* x, T* y);
 template <typename T>

@@ -101,8 +101,11 @@ class Dense final : public Layer<T> {
     const int64_t n = s.x.num_elements() / f_, u = units_;
     Backend<T>& be = BackendFor<T>(dy.device());
     const T* d = dy.device_data<T>();
-    be.Gemm(true, false, f_, u, n, T(1), s.x.template device_data<T>(), f_, d, u, T(1),
-            arena_->grad(kernel_), u);
+    // dW = x^T dy written over a gradient still marked zero (the first micro-batch of a step),
+    // added to it otherwise: the zeros are never written nor read (see core/arena.hpp).
+    const auto dw = arena_->GradForOverwrite(kernel_);
+    be.Gemm(true, false, f_, u, n, T(1), s.x.template device_data<T>(), f_, d, u,
+            dw.overwrite ? T(0) : T(1), dw.data, u);
     if (o_.use_bias) be.AddColumnSums(n, u, d, arena_->grad(bias_));
     if (!need_dx) return Tensor();
     Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), s.x.shape());

@@ -81,29 +81,22 @@ class Pool2D final : public Layer<T> {
   }
 
   // Max pooling finds each window's maximum again in the saved x and the pooled m (y without
-  // the ReLU); with the ReLU absorbed, dm = relu'(m) dy first.
+  // the ReLU); with the ReLU absorbed, the pooling passes on relu'(m) dy (no pass of its own).
   Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
     if (!need_dx) return Tensor();
     State& s = StateAs<State>(st, kind());
     const int64_t b = dy.dim(0);
     Backend<T>& be = BackendFor<T>(dy.device());
-    const T* d = dy.device_data<T>();
     const Tensor& m = relu_ ? s.m : s.y;
-    if (relu_) {
-      Tensor& dm = ReuseBuffer(s.dm, DTypeOf<T>(), dy.shape());
-      be.ActivationGrad(ActivationKind::kRelu, dm.num_elements(), m.template device_data<T>(),
-                        s.y.template device_data<T>(), d, dm.device_data<T>());
-      d = dm.device_data<T>();
-    }
     Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), WithBatch(b, in_));
-    be.Pool2DGrad(g_, o_.max, b, s.x.template device_data<T>(), m.template device_data<T>(), d,
-                  dx.device_data<T>());
+    be.Pool2DGrad(g_, o_.max, relu_, b, s.x.template device_data<T>(), m.template device_data<T>(),
+                  dy.device_data<T>(), dx.device_data<T>());
     return dx;
   }
 
  private:
   struct State final : LayerState {
-    Tensor x, y, dx, m, dm;
+    Tensor x, y, dx, m;
   };
   Pool2DOptions o_;
   Shape in_;

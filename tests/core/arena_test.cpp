@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "core/loss.hpp"
 #include "core/model.hpp"
 
@@ -67,6 +70,74 @@ TEST(Arena, EmptyArenaHasNoBuckets) {
   EXPECT_EQ(a.size(), 0);
   EXPECT_TRUE(a.Buckets(1024).empty());
   a.ZeroGrads();
+}
+
+// ZeroGrads marks; every accessor but GradForOverwrite writes the zeros before handing memory
+// out; GradForOverwrite says "overwrite" once per ZeroGrads and leaves the memory alone.
+TEST(Arena, ZeroGradsIsLazyAndEveryAccessorSeesZeros) {
+  Arena<float> a;
+  const int p0 = a.Declare(0, "a", "w", {3}, true);
+  const int p1 = a.Declare(1, "b", "w", {2}, true);
+  const int p2 = a.Declare(2, "c", "w", {4}, true);
+  const int p3 = a.Declare(3, "d", "w", {2}, true);
+  a.Allocate();
+  const auto fill = [&](float v) {
+    float* g = a.grads();
+    std::fill(g, g + a.size(), v);
+  };
+  const auto all = [](const float* g, int64_t n, float v) {
+    return std::all_of(g, g + n, [v](float x) { return x == v; });
+  };
+  fill(7.0f);
+  a.ZeroGrads();
+  EXPECT_TRUE(all(a.grad(p0), 3, 0.0f));
+  EXPECT_TRUE(all(a.grad_data(a.spec(p3)), 2, 0.0f));
+  const Arena<float>::GradWrite w = a.GradForOverwrite(p1);
+  EXPECT_TRUE(w.overwrite);
+  EXPECT_EQ(w.data, a.grads() + a.spec(p1).offset);
+  EXPECT_TRUE(all(w.data, 2, 7.0f)) << "the overwriting caller's gradient was written";
+  EXPECT_FALSE(a.GradForOverwrite(p1).overwrite) << "a second writer must add";
+  EXPECT_TRUE(all(a.grads() + a.spec(p2).offset, 4, 0.0f));  // p2: only the whole arena asked
+  EXPECT_FALSE(a.GradForOverwrite(p2).overwrite);
+  // A gradient written since ZeroGrads is not zeroed again; the next ZeroGrads marks it again.
+  a.grad(p0)[1] = 5.0f;
+  EXPECT_EQ(a.grad(p0)[1], 5.0f);
+  fill(3.0f);
+  a.ZeroGrads();
+  EXPECT_TRUE(all(a.GradView(p2).data<float>(), 4, 0.0f));
+  EXPECT_TRUE(all(static_cast<const Arena<float>&>(a).grads(), a.size(), 0.0f));
+  EXPECT_FALSE(a.GradForOverwrite(p1).overwrite);
+}
+
+// A dense layer writes its weight gradient over the marked one (GEMM beta = 0, never reading
+// the old values: NaN here) and gets what it gets adding to written zeros; a second backward
+// pass (another micro-batch) adds.
+TEST(Arena, DenseWeightGradientOverwritesAMarkedGradient) {
+  const std::string spec = "flatten, dense:6, relu, dense:3";
+  Sequential<float> lazy(spec, {4}, {.seed = 3}), eager(spec, {4}, {.seed = 3});
+  Tensor x(DType::kFloat32, {5, 4});
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = 0.25f * float(i % 7) - 0.6f;
+  Tensor y(DType::kInt32, {5});
+  for (int64_t i = 0; i < 5; ++i) y.data<int32_t>()[i] = static_cast<int32_t>(i % 3);
+  for (Sequential<float>* m : {&lazy, &eager}) {
+    float* g = m->arena().grads();
+    std::fill(g, g + m->arena().size(), std::numeric_limits<float>::quiet_NaN());
+    m->arena().ZeroGrads();
+  }
+  eager.arena().grads();  // zeros written: the layers add to them
+  for (int pass = 0; pass < 2; ++pass) {
+    for (Sequential<float>* m : {&lazy, &eager}) {
+      Tensor d;
+      SoftmaxCrossEntropy<float>(m->Forward(x, true), y, &d);
+      m->Backward(d);
+    }
+    const float* gl = lazy.arena().grads();
+    const float* ge = eager.arena().grads();
+    for (int64_t i = 0; i < lazy.arena().size(); ++i) {
+      ASSERT_EQ(gl[i], ge[i]) << "pass " << pass << ", gradient element " << i;
+    }
+    EXPECT_NE(gl[0], 0.0f);
+  }
 }
 
 TEST(Arena, BucketsBecomeReadyInBackpropOrderDuringBackward) {

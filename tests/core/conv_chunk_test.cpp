@@ -106,7 +106,7 @@ TEST(ConvChunk, MaxPoolTiesGiveTheFirstMaximumTheGradient) {
   const std::vector<float> x{5, 0, 1, 5, 7, 1, 5, 0, 9, 5, 7, 1};
   const std::vector<float> y{5, 7, 9}, dy{1, 2, 3};
   std::vector<float> dx(12, -1.0f);
-  cpu::Pool2DGrad(g, true, 1, x.data(), y.data(), dy.data(), dx.data());
+  cpu::Pool2DGrad(g, true, false, 1, x.data(), y.data(), dy.data(), dx.data());
   EXPECT_EQ(dx, (std::vector<float>{1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0}));
 }
 

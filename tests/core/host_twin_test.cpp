@@ -218,26 +218,36 @@ TEST_F(HostTwin, ConvolutionDataMovement) {
 
 // The CPU's max-pool gradient paths (2 x 2 / 2, windows that tile, the general one) give the
 // twin's bits when dy is not finite or is -0: losers of an Inf or NaN get NaN (0 + 0 * Inf),
-// a -0 or negative dy leaves +0 at the losers, as 0 += hit * dy does.
+// a -0 or negative dy leaves +0 at the losers, as 0 += hit * dy does. With a ReLU absorbed
+// (relu), each path gives the bits of the ReLU's own gradient pass followed by the pooling's.
 TEST_F(HostTwin, MaxPoolGradientBitsWithNonFiniteAndSignedZeroGradients) {
   Both b;
   struct Case {
     int64_t h, w, k, stride;
   };
   for (const Case c : {Case{4, 5, 2, 2}, Case{6, 7, 3, 3}, Case{5, 5, 3, 2}}) {
-    PoolGeometry g{.h = c.h, .w = c.w, .c = 3, .k = c.k, .stride = c.stride};
+    PoolGeometry g{.h = c.h, .w = c.w, .c = 11, .k = c.k, .stride = c.stride};  // 8 + 3 lanes
     g.oh = (c.h - c.k) / c.stride + 1;
     g.ow = (c.w - c.k) / c.stride + 1;
     const int64_t in = c.h * c.w * g.c, out = g.oh * g.ow * g.c;
-    const auto x = Random<float>(in, 31);
-    std::vector<float> y(out), dy(out), dx1(in, 7.0f), dx2(in, -7.0f);
+    const auto x = Random<float>(in, 31, -2.0, 0.5);  // windows of either sign
+    std::vector<float> y(out), dy(out), dm(out), dx1(in, 7.0f), dx2(in, -7.0f), dx3(in, 1.0f);
     const float special[] = {INFINITY, -INFINITY, NAN, -0.0f, -2.0f, 3.0f};
     for (int64_t i = 0; i < out; ++i) dy[i] = special[i % 6];
     b.cpu.Pool2D(g, true, 1, x.data(), y.data());
-    b.cpu.Pool2DGrad(g, true, 1, x.data(), y.data(), dy.data(), dx1.data());
-    b.twin.Pool2DGrad(g, true, 1, x.data(), y.data(), dy.data(), dx2.data());
-    EXPECT_EQ(std::memcmp(dx1.data(), dx2.data(), dx1.size() * sizeof(float)), 0)
-        << "k " << c.k << " stride " << c.stride;
+    int negative = 0;
+    for (float v : y) negative += v < 0.0f;
+    EXPECT_GT(negative, 0) << "no window the ReLU stops";
+    for (bool relu : {false, true}) {
+      b.cpu.Pool2DGrad(g, true, relu, 1, x.data(), y.data(), dy.data(), dx1.data());
+      b.twin.Pool2DGrad(g, true, relu, 1, x.data(), y.data(), dy.data(), dx2.data());
+      EXPECT_EQ(std::memcmp(dx1.data(), dx2.data(), dx1.size() * sizeof(float)), 0)
+          << "k " << c.k << " stride " << c.stride << " relu " << relu;
+    }
+    b.cpu.ActivationGrad(ActivationKind::kRelu, out, y.data(), y.data(), dy.data(), dm.data());
+    b.cpu.Pool2DGrad(g, true, false, 1, x.data(), y.data(), dm.data(), dx3.data());
+    EXPECT_EQ(std::memcmp(dx1.data(), dx3.data(), dx1.size() * sizeof(float)), 0)
+        << "k " << c.k << " stride " << c.stride << ": fused and unfused ReLU gradients differ";
   }
 }
 
@@ -249,9 +259,10 @@ TEST_F(HostTwin, PoolingWithOverlappingWindowsAndTies) {
   // Overlapping windows, stride past the window (gaps), rows left uncovered at the end; windows
   // that tile the image (k == stride: the CPU's write-once path), with a row and a column left
   // uncovered in the 7 x 5 case.
-  for (const Case c : {Case{4, 4, 3, 2, 2}, Case{7, 7, 2, 3, 2}, Case{5, 6, 1, 3, 1},
-                       Case{1, 1, 4, 1, 1}, Case{6, 6, 1, 2, 3}, Case{8, 8, 1, 3, 2},
-                       Case{7, 5, 2, 2, 3}, Case{7, 5, 3, 2, 2}, Case{9, 9, 2, 3, 3}}) {
+  for (const Case c :
+       {Case{4, 4, 3, 2, 2}, Case{7, 7, 2, 3, 2}, Case{5, 6, 1, 3, 1}, Case{1, 1, 4, 1, 1},
+        Case{6, 6, 1, 2, 3}, Case{8, 8, 1, 3, 2}, Case{7, 5, 2, 2, 3}, Case{7, 5, 3, 2, 2},
+        Case{9, 9, 2, 3, 3}, Case{6, 5, 19, 2, 2}}) {  // 2 x 8 channels vectorised, 3 one by one
     PoolGeometry g{.h = c.h, .w = c.w, .c = c.c, .k = c.k, .stride = c.stride};
     g.oh = (c.h - c.k) / c.stride + 1;
     g.ow = (c.w - c.k) / c.stride + 1;
@@ -265,9 +276,12 @@ TEST_F(HostTwin, PoolingWithOverlappingWindowsAndTies) {
       b.cpu.Pool2D(g, max, batch, x.data(), y1.data());
       b.twin.Pool2D(g, max, batch, x.data(), y2.data());
       EXPECT_TWIN(y2, y1, kExact);
-      b.cpu.Pool2DGrad(g, max, batch, x.data(), y1.data(), dy.data(), dx1.data());
-      b.twin.Pool2DGrad(g, max, batch, x.data(), y1.data(), dy.data(), dx2.data());
-      EXPECT_TWIN(dx2, dx1, kFloatTol) << "max=" << max << " k=" << c.k << " s=" << c.stride;
+      for (bool relu : {false, max}) {
+        b.cpu.Pool2DGrad(g, max, relu, batch, x.data(), y1.data(), dy.data(), dx1.data());
+        b.twin.Pool2DGrad(g, max, relu, batch, x.data(), y1.data(), dy.data(), dx2.data());
+        EXPECT_TWIN(dx2, dx1, kFloatTol)
+            << "max=" << max << " relu=" << relu << " k=" << c.k << " s=" << c.stride;
+      }
     }
   }
   const int64_t bb = 2, p = 9, ch = 4;

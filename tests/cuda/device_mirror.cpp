@@ -137,11 +137,11 @@ class Mirror final : public Backend<T> {
     Gpu().Pool2D(g, max, batch, dx.get(), dy.get());
     dy.Back();
   }
-  void Pool2DGrad(const PoolGeometry& g, bool max, int64_t batch, const T* x, const T* y,
+  void Pool2DGrad(const PoolGeometry& g, bool max, bool relu, int64_t batch, const T* x, const T* y,
                   const T* dy, T* dx) override {
     const int64_t in = batch * g.h * g.w * g.c, out = batch * g.oh * g.ow * g.c;
     Mirrored<T> mx(x, in), my(y, out), mdy(dy, out), mdx(dx, in);
-    Gpu().Pool2DGrad(g, max, batch, mx.get(), my.get(), mdy.get(), mdx.get());
+    Gpu().Pool2DGrad(g, max, relu, batch, mx.get(), my.get(), mdy.get(), mdx.get());
     mdx.Back();
   }
   void GlobalAvgPool(int64_t b, int64_t p, int64_t c, const T* x, T* y) override {

@@ -11,6 +11,7 @@
 
 #include "core/backend/backend.hpp"
 #include "core/backend/host_device.hpp"
+#include "core/backend/pointwise.hpp"
 #include "core/cpu/im2col.hpp"
 
 namespace shardflow::kernels {
@@ -48,12 +49,12 @@ struct Pool2DK {
 
 // Pool2DGrad: dx (B, H, W, C) from x, y and dy (B, OH, OW, C). Max: a window's gradient goes to
 // its first element equal to its output; average: dy / K^2 to each element. Windows covering the
-// element are visited in (row, column) order and every one adds hit * dy, as the CPU loop does.
-// Index: element of dx.
+// element are visited in (row, column) order and every one adds hit * dy, as the CPU loop does;
+// with relu (max only) hit * relu'(y) dy. Index: element of dx.
 template <typename T>
 struct Pool2DGradK {
   PoolGeometry g;
-  bool max;
+  bool max, relu;
   const T* x;
   const T* y;
   const T* dy;
@@ -83,7 +84,8 @@ struct Pool2DGradK {
       for (int64_t j = FirstAtLeast(w - g.k + 1, g.stride); j <= j1; ++j) {
         const int64_t o = out0 + (i * g.ow + j) * g.c + ch;
         if (max) {
-          acc += (FirstMax(img, i, j, ch, y[o], h, w) ? T(1) : T(0)) * dy[o];
+          const T d = relu ? pointwise::ReluGrad(y[o], dy[o]) : dy[o];
+          acc += (FirstMax(img, i, j, ch, y[o], h, w) ? T(1) : T(0)) * d;
         } else {
           acc += dy[o] * inv;
         }
