@@ -5,6 +5,7 @@
 #include "core/cpu/gemm.hpp"
 #include "core/cpu/kernels.hpp"
 #include "core/cpu/onednn_conv.hpp"
+#include "core/cpu/winograd.hpp"
 
 namespace shardflow::cpu {
 namespace {
@@ -23,22 +24,37 @@ class Cpu final : public Backend<T> {
   void Col2ImAdd(const ConvGeometry& g, int64_t batch, const T* cols, T* dx) override {
     cpu::Col2ImAdd(g, batch, cols, dx);
   }
-  // oneDNN where it is faster (float only): core/cpu/onednn_conv.hpp.
+  // Winograd where it applies (core/cpu/winograd.hpp), else oneDNN where it is faster
+  // (core/cpu/onednn_conv.hpp); float only.
   bool ConvForward(const ConvGeometry& g, int64_t f, int64_t batch, const T* x, const T* w,
                    const T* bias, T* y) override {
     if constexpr (std::is_same_v<T, float>) {
+      if (WinogradTakes(g, f)) {
+        WinogradConvForward(g, f, batch, x, w, bias, y);
+        return true;
+      }
       return LibraryConvForward(g, f, batch, x, w, bias, y);
     }
     return false;
   }
   bool ConvBackwardData(const ConvGeometry& g, int64_t f, int64_t batch, const T* dy, const T* w,
                         T* dx) override {
-    if constexpr (std::is_same_v<T, float>) return LibraryConvBackwardData(g, f, batch, dy, w, dx);
+    if constexpr (std::is_same_v<T, float>) {
+      if (WinogradTakes(g, f)) {
+        WinogradConvBackwardData(g, f, batch, dy, w, dx);
+        return true;
+      }
+      return LibraryConvBackwardData(g, f, batch, dy, w, dx);
+    }
     return false;
   }
   bool ConvBackwardFilter(const ConvGeometry& g, int64_t f, int64_t batch, const T* x, const T* dy,
                           T* dw) override {
     if constexpr (std::is_same_v<T, float>) {
+      if (WinogradTakes(g, f)) {
+        WinogradConvBackwardFilter(g, f, batch, x, dy, dw);
+        return true;
+      }
       return LibraryConvBackwardFilter(g, f, batch, x, dy, dw);
     }
     return false;

@@ -29,8 +29,9 @@ ConvKernel KernelFromEnv() {
   if (want.empty() || want == "auto") return ConvKernel::kAuto;
   if (want == "own") return ConvKernel::kOwn;
   if (want == "onednn") return ConvKernel::kOneDnn;
+  if (want == "winograd") return ConvKernel::kWinograd;
   throw Error(ErrorCode::kInvalidArgument, "unknown SHARDFLOW_CONV '" + want + "'",
-              {.hint = "auto, own or onednn, or unset for auto"});
+              {.hint = "auto, own, onednn or winograd, or unset for auto"});
 }
 std::atomic<int> g_kernel{-1};  // -1: not chosen yet (SHARDFLOW_CONV on the first call)
 
@@ -56,6 +57,8 @@ const char* ConvKernelName(ConvKernel kernel) {
       return "own";
     case ConvKernel::kOneDnn:
       return "onednn";
+    case ConvKernel::kWinograd:
+      return "winograd";
   }
   return "?";
 }
@@ -268,7 +271,7 @@ bool Takes(const ConvGeometry& g, int64_t f, int64_t batch, ConvPass pass, bool 
            std::string* impl) {
   if (impl != nullptr) impl->clear();
   const ConvKernel kernel = CurrentConvKernel();
-  if (kernel == ConvKernel::kOwn || batch <= 0) return false;
+  if (kernel == ConvKernel::kOwn || kernel == ConvKernel::kWinograd || batch <= 0) return false;
   const Pieces pc(batch);
   std::shared_ptr<const Prim> p = Prims().Get(g, f, pc.per, pass, bias);
   if (p == nullptr || (pc.last != pc.per && Prims().Get(g, f, pc.last, pass, bias) == nullptr)) {

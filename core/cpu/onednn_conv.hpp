@@ -14,7 +14,8 @@
 // not depend on the thread count, and a run is repeatable, as with the GEMM path. They differ
 // from the GEMM path's in rounding (another summation order).
 //
-// Choice: SHARDFLOW_CONV = auto (default) | own | onednn, read on first use, or SetConvKernel.
+// Choice: SHARDFLOW_CONV = auto (default) | own | onednn | winograd, read on first use, or
+// SetConvKernel.
 // auto takes oneDNN for a pass when the primitive oneDNN builds for the shape is a direct kernel
 // (its implementation name has no "gemm") and, for backward data, the input has at least
 // kMinLibraryDataChannels channels: measured with `shardflow-bench conv` (BENCHMARKS.md "oneDNN
@@ -32,7 +33,9 @@
 
 namespace shardflow::cpu {
 
-enum class ConvKernel { kAuto, kOwn, kOneDnn };
+// kWinograd: core/cpu/winograd.hpp where it applies, im2col + GEMM elsewhere (auto takes
+// Winograd where it applies, then oneDNN's direct kernels).
+enum class ConvKernel { kAuto, kOwn, kOneDnn, kWinograd };
 void SetConvKernel(ConvKernel kernel);
 ConvKernel CurrentConvKernel();
 const char* ConvKernelName(ConvKernel kernel);
