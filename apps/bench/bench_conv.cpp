@@ -7,7 +7,8 @@
 // forward pass and the backward pass (kernel gradient, and the input gradient past the first
 // layer) timed with the convolution forced to shardflow's own path, to oneDNN, and left to the
 // automatic choice (cpu::SetConvKernel), the three interleaved in each of --reps rounds; medians
-// in GFLOP/s, own / oneDNN, and what auto takes per pass (core/cpu/onednn_conv.hpp's rule).
+// in GFLOP/s, own / oneDNN, and what auto takes per pass (Winograd where core/cpu/winograd.hpp
+// applies, then core/cpu/onednn_conv.hpp's rule).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include "core/cpu/gemm.hpp"
 #include "core/cpu/gemm_isa.hpp"
 #include "core/cpu/onednn_conv.hpp"
+#include "core/cpu/winograd.hpp"
 #include "core/error.hpp"
 #include "core/layers/conv2d.hpp"
 
@@ -113,6 +115,10 @@ std::string AutoTakes(const ConvShape& c, int64_t batch) {
        {cpu::ConvPass::kForward, cpu::ConvPass::kBackwardFilter, cpu::ConvPass::kBackwardData}) {
     if (pass == cpu::ConvPass::kBackwardData && !c.need_dx) continue;
     std::string impl;
+    if (cpu::WinogradTakes(c.g, c.filters, batch)) {
+      out += std::string(out.empty() ? "" : ", ") + "winograd";
+      continue;
+    }
     const bool lib = cpu::LibraryConvTakes(c.g, c.filters, batch, pass, &impl);
     out += std::string(out.empty() ? "" : ", ") + (lib ? "onednn" : "own");
     if (!impl.empty() && !lib) out += " (onednn: " + impl + ")";
@@ -136,7 +142,7 @@ int RunConv(const std::vector<std::string>& argv) {
     Sequential<float> m(name, {28, 28, 1});
     std::printf(
         "model %s, batch %lld, threads %d, GEMM target %s: GFLOP/s per convolution (median of "
-        "%d)\n",
+        "%d; a direct convolution's FLOPs over the time, Winograd's too)\n",
         name.c_str(), static_cast<long long>(a.batch), cpu::IntraOpThreads(), cpu::GemmTarget(),
         a.reps);
     std::printf("  %-26s %-18s %8s %8s %8s %8s %8s %8s  %s\n", "convolution", "in -> out",

@@ -284,9 +284,10 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
                          : "; it does not divide: each step weighs the gradients by rows")
                  << "); intra-op threads " << options.tuning.threads << " per rank, kernels "
                  << cpu::GemmTarget() << ", convolutions "
-                 << (cpu::OneDnnBuilt() ? cpu::ConvKernelName(cpu::CurrentConvKernel())
-                                        : "own (built without oneDNN)")
-                 << " (SHARDFLOW_CONV: auto takes oneDNN's direct kernels)";
+                 << cpu::ConvKernelName(cpu::CurrentConvKernel())
+                 << (cpu::OneDnnBuilt() ? "" : " (built without oneDNN)")
+                 << " (SHARDFLOW_CONV: auto takes Winograd for 5x5 stride-1 'same' convolutions, "
+                    "then oneDNN's direct kernels)";
   }
   options.final_params = false;
   TrainerInputs inputs;

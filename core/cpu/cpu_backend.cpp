@@ -29,7 +29,7 @@ class Cpu final : public Backend<T> {
   bool ConvForward(const ConvGeometry& g, int64_t f, int64_t batch, const T* x, const T* w,
                    const T* bias, T* y) override {
     if constexpr (std::is_same_v<T, float>) {
-      if (WinogradTakes(g, f)) {
+      if (WinogradTakes(g, f, batch)) {
         WinogradConvForward(g, f, batch, x, w, bias, y);
         return true;
       }
@@ -40,7 +40,7 @@ class Cpu final : public Backend<T> {
   bool ConvBackwardData(const ConvGeometry& g, int64_t f, int64_t batch, const T* dy, const T* w,
                         T* dx) override {
     if constexpr (std::is_same_v<T, float>) {
-      if (WinogradTakes(g, f)) {
+      if (WinogradTakes(g, f, batch)) {
         WinogradConvBackwardData(g, f, batch, dy, w, dx);
         return true;
       }
@@ -51,7 +51,7 @@ class Cpu final : public Backend<T> {
   bool ConvBackwardFilter(const ConvGeometry& g, int64_t f, int64_t batch, const T* x, const T* dy,
                           T* dw) override {
     if constexpr (std::is_same_v<T, float>) {
-      if (WinogradTakes(g, f)) {
+      if (WinogradTakes(g, f, batch)) {
         WinogradConvBackwardFilter(g, f, batch, x, dy, dw);
         return true;
       }

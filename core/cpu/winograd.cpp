@@ -254,9 +254,10 @@ bool WinogradApplies(const ConvGeometry& g, int64_t f) {
          g.c % kLanes == 0 && f % kLanes == 0;
 }
 
-bool WinogradTakes(const ConvGeometry& g, int64_t f) {
+bool WinogradTakes(const ConvGeometry& g, int64_t f, int64_t batch) {
   const ConvKernel kernel = CurrentConvKernel();
-  return (kernel == ConvKernel::kAuto || kernel == ConvKernel::kWinograd) && WinogradApplies(g, f);
+  return (kernel == ConvKernel::kAuto || kernel == ConvKernel::kWinograd) &&
+         batch >= kWinogradMinBatch && WinogradApplies(g, f);
 }
 
 void WinogradConvForward(const ConvGeometry& g, int64_t f, int64_t batch, const float* x,

@@ -26,9 +26,13 @@ namespace shardflow::cpu {
 // stride 1, "same" padding (2 rows and columns of zeros on every side), and C and F multiples
 // of 8 (the transforms run 8 channels at a time).
 bool WinogradApplies(const ConvGeometry& g, int64_t f);
-// WinogradApplies under the current choice (core/cpu/onednn_conv.hpp's ConvKernel: auto and
-// winograd take it; own and onednn do not).
-bool WinogradTakes(const ConvGeometry& g, int64_t f);
+// WinogradApplies to a call of `batch` images under the current choice (core/cpu/
+// onednn_conv.hpp's ConvKernel: auto and winograd take it, own and onednn do not), from
+// kWinogradMinBatch images: the kernel's transform is paid per call, and at 1-2 images it made
+// the CNN's convolution slower than oneDNN's direct kernel (`shardflow-bench conv --batch N`:
+// 157 / 233 / 294 / 298 GFLOP/s forward at 1 / 2 / 4 / 8 images, oneDNN 260 / 271 / 274 / 242).
+inline constexpr int64_t kWinogradMinBatch = 4;
+bool WinogradTakes(const ConvGeometry& g, int64_t f, int64_t batch);
 
 // y (B, H, W, F) = conv(x (B, H, W, C), w (5, 5, C, F)) + bias (F; may be null); overwrites y.
 // REQUIRES: WinogradApplies(g, f).
