@@ -24,8 +24,10 @@
 // Thread-safety: building and allocating are single-threaded. After Allocate(), distinct slices
 // may be read and written by distinct threads (e.g. a comm thread reducing a finished bucket
 // while backprop writes the next one); the zero marks are per parameter, set by ZeroGrads and
-// cleared by the first access, on the thread running backprop. A pointer kept from an earlier
-// access (a reducer's) sees a marked gradient's old values: materialise it (grad(id)) first.
+// cleared by the first access, on the thread running backprop; even the const accessors
+// (grads() const) write them, so two threads must not read gradients through one arena at once
+// while any is marked. A pointer kept from an earlier access (a reducer's) sees a marked
+// gradient's old values: materialise it (grad(id)) first.
 #pragma once
 
 #include <algorithm>
@@ -245,11 +247,11 @@ class Arena {
 
  private:
   int IdOf(const ParamSpec& s) const {
-    const ptrdiff_t id = &s - specs_.data();
-    if (id < 0 || id >= static_cast<ptrdiff_t>(specs_.size())) {
+    const std::less<const ParamSpec*> before;  // a total order, even for another array's spec
+    if (before(&s, specs_.data()) || !before(&s, specs_.data() + specs_.size())) {
       throw Error(ErrorCode::kInternal, "parameter " + s.FullName() + " is not this arena's");
     }
-    return static_cast<int>(id);
+    return static_cast<int>(&s - specs_.data());
   }
   // Writes the zeros of a marked gradient. Const for the const accessors: the marks and the
   // gradient memory change, not the gradient's value (zero either way).

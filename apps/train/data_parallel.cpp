@@ -82,9 +82,10 @@ void DataParallelStrategy::AttachToModel() {
       [this, reduced](const GradBucket& b) {
         Arena<float>& a = model().arena();
         for (int id : b.params) a.grad(id);  // a gradient still marked zero gets its zeros
-        if (stage_) {
+        if (stage_) {  // the bucket starts at its first parameter (not device_grads(): that
+                       // would write every other marked gradient's zeros now)
           DeviceMemoryFor(a.device())
-              .CopyToHost(reduced + b.offset, a.device_grads() + b.offset,
+              .CopyToHost(reduced + b.offset, a.grad(b.params.front()),
                           static_cast<size_t>(b.size) * sizeof(float));
         }
         reducer_->BucketReady(b.index);
@@ -96,8 +97,12 @@ void DataParallelStrategy::AttachToModel() {
 
 double DataParallelStrategy::FinishGradients() {
   if (!reducer_) return 0.0;  // one rank on a device
-  const double blocked = reducer_->Finish();
   Arena<float>& arena = model().arena();
+  // Buckets backprop did not mark ready are reduced by Finish from the arena as it is: their
+  // gradients still marked zero get their zeros first (the comm thread reads only buckets
+  // already ready, whose parameters hold no marks).
+  for (int id = 0; id < arena.num_params(); ++id) arena.grad(id);
+  const double blocked = reducer_->Finish();
   if (stage_ && arena.size() > 0) {
     const float* reduced = shared_grads_ ? shared_grads_->data() : host_grads_.data();
     DeviceMemoryFor(arena.device())

@@ -33,8 +33,9 @@
 
 namespace shardflow::cpu {
 
-// kWinograd: core/cpu/winograd.hpp where it applies, im2col + GEMM elsewhere (auto takes
-// Winograd where it applies, then oneDNN's direct kernels).
+// kWinograd: core/cpu/winograd.hpp where it applies (WinogradTakes: the shape, and 4 images or
+// more), im2col + GEMM everywhere else, oneDNN never; auto takes Winograd where it applies,
+// then oneDNN's direct kernels.
 enum class ConvKernel { kAuto, kOwn, kOneDnn, kWinograd };
 void SetConvKernel(ConvKernel kernel);
 ConvKernel CurrentConvKernel();

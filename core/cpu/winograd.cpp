@@ -12,20 +12,23 @@
 // Y = A^T [(G g G^T) * (B^T d B)] A. The 1-D transforms below are those matrices with their
 // common terms shared; the 2-D ones apply them to the columns, then to the rows.
 //
-// Data per image: the image copied into a zero border (rows and columns 2 .. H + 1), the
-// transformed patches V [36][tiles][C], the products M [36][tiles][F] = V[p] U[p] by 36 calls
-// of cpu::Gemm, then the outputs. Transforms run 8 channels at a time in GCC vector-extension
+// Data per image: the image copied into a zero border (rows and columns 2 .. H + 1); then per
+// block of up to 64 tiles the transformed patches V [36][tiles][C], the products
+// M [36][tiles][F] = V[p] U[p] by 36 calls of cpu::Gemm, and the outputs. Transforms run 8 channels at a time in GCC vector-extension
 // code (x86-64-v3's ymm registers), the build's baseline.
 #include "core/cpu/winograd.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
+#include <memory>
 #include <vector>
 
 #include "core/cpu/gemm.hpp"
 #include "core/cpu/gemm_isa.hpp"
 #include "core/cpu/onednn_conv.hpp"
 #include "core/cpu/parallel.hpp"
+#include "core/thread_annotations.hpp"
 
 namespace shardflow::cpu {
 namespace {
@@ -199,51 +202,104 @@ void FilterTransform(const float* w, int64_t cin, int64_t cout, float* u) {
   }
 }
 
-// V [36][tiles][c] of one image (H, W, c), through `padded`, the image inside a border of
-// zeros (2 rows and columns before, 2 or 3 after: zero-filled by the caller, its inside
-// overwritten here).
-void InputTiles(int64_t h, int64_t w, int64_t c, const float* image, float* padded, float* v) {
-  const int64_t th = (h + 1) / 2, tw = (w + 1) / 2, tiles = th * tw, pw = 2 * tw + 4;
-  for (int64_t r = 0; r < h; ++r) {
-    std::memcpy(padded + ((r + 2) * pw + 2) * c, image + r * w * c,
-                static_cast<size_t>(w * c) * sizeof(float));
+// Tiles of one image: th x tw tiles of 2 x 2 outputs, read from the image inside a border of
+// zeros (2 rows and columns before, 2 or 3 after), ph x pw pixels. Tiles are transformed and
+// multiplied kTileBlock at a time, so V and M of a block stay in the caches (a block's GEMMs
+// ran 240-250 GFLOP/s from 49 rows) and the scratch is bounded whatever the image size.
+constexpr int64_t kTileBlock = 64;
+struct Tiling {
+  int64_t h, w, th, tw, tiles, ph, pw;
+  Tiling(int64_t height, int64_t width)
+      : h(height),
+        w(width),
+        th((height + 1) / 2),
+        tw((width + 1) / 2),
+        tiles(th * tw),
+        ph(2 * th + 4),
+        pw(2 * tw + 4) {}
+  int64_t block() const { return std::min(kTileBlock, tiles); }
+};
+
+// The image (H, W, c) into the inside of `padded` (zero-filled by the caller, once).
+void PadImage(const Tiling& t, int64_t c, const float* image, float* padded) {
+  for (int64_t r = 0; r < t.h; ++r) {
+    std::memcpy(padded + ((r + 2) * t.pw + 2) * c, image + r * t.w * c,
+                static_cast<size_t>(t.w * c) * sizeof(float));
   }
-  for (int64_t i = 0; i < th; ++i) {
-    for (int64_t j = 0; j < tw; ++j) {
-      InputTile(padded + (2 * i * pw + 2 * j) * c, pw * c, c, v + (i * tw + j) * c, tiles * c);
+}
+
+// V [36][t1 - t0][c] of tiles [t0, t1) of a padded image.
+void InputTiles(const Tiling& t, int64_t c, const float* padded, int64_t t0, int64_t t1, float* v) {
+  for (int64_t k = t0; k < t1; ++k) {
+    const int64_t i = k / t.tw, j = k % t.tw;
+    InputTile(padded + (2 * i * t.pw + 2 * j) * c, t.pw * c, c, v + (k - t0) * c, (t1 - t0) * c);
+  }
+}
+
+// The first exception thrown by a piece on the pool, rethrown on the caller afterwards (a
+// throw on a worker would end the process): a scratch allocation, or a GEMM's first call.
+class PieceErrors {
+ public:
+  template <typename Fn>
+  void Run(const Fn& fn) {
+    try {
+      fn();
+    } catch (...) {
+      MutexLock lock(mu_);
+      if (error_ == nullptr) error_ = std::current_exception();
     }
   }
+  void Rethrow() {
+    MutexLock lock(mu_);
+    if (error_ != nullptr) std::rethrow_exception(error_);
+  }
+
+ private:
+  Mutex mu_;
+  std::exception_ptr error_ GUARDED_BY(mu_);
+};
+
+// Settings read on first use, read here on the caller: a bad one throws here, not on a worker.
+void ReadGemmSettings() {
+  GemmTarget();
+  CurrentGemmKernel();
 }
 
 // out (B, H, W, cout) = conv(in (B, H, W, cin), the kernel transformed into u) + bias, for a
 // "same" 5 x 5 convolution of stride 1; images split over the intra-op threads.
 void Convolve(int64_t h, int64_t w, int64_t cin, int64_t cout, int64_t batch, const float* in,
               const float* u, const float* bias, float* out) {
-  const int64_t th = (h + 1) / 2, tw = (w + 1) / 2, tiles = th * tw;
-  const int64_t ph = 2 * th + 4, pw = 2 * tw + 4;  // the padded image: 2 zeros each side, more
-  GemmTarget();  // chosen (or refused) on this thread: the images' GEMMs run on pool workers
+  const Tiling t(h, w);
+  ReadGemmSettings();
+  PieceErrors errors;
   ParallelFor(batch, 1, [&](int64_t n0, int64_t n1) {
-    thread_local std::vector<float> padded, v, m;
-    padded.assign(static_cast<size_t>(ph * pw * cin), 0.0f);
-    v.resize(static_cast<size_t>(kPoints * tiles * cin));
-    m.resize(static_cast<size_t>(kPoints * tiles * cout));
-    for (int64_t n = n0; n < n1; ++n) {
-      InputTiles(h, w, cin, in + n * h * w * cin, padded.data(), v.data());
-      for (int p = 0; p < kPoints; ++p) {
-        Gemm<float>(false, false, tiles, cout, cin, 1.0f, v.data() + p * tiles * cin, cin,
-                    u + p * cin * cout, cout, 0.0f, m.data() + p * tiles * cout, cout);
-      }
-      float* y = out + n * h * w * cout;
-      for (int64_t i = 0; i < th; ++i) {
-        for (int64_t j = 0; j < tw; ++j) {
-          OutputTile(m.data() + (i * tw + j) * cout, tiles * cout, cout, bias,
-                     y + (2 * i * w + 2 * j) * cout, w * cout,
-                     static_cast<int>(std::min<int64_t>(2, h - 2 * i)),
-                     static_cast<int>(std::min<int64_t>(2, w - 2 * j)));
+    errors.Run([&] {
+      thread_local std::vector<float> padded, v, m;
+      padded.assign(static_cast<size_t>(t.ph * t.pw * cin), 0.0f);
+      v.resize(static_cast<size_t>(kPoints * t.block() * cin));
+      m.resize(static_cast<size_t>(kPoints * t.block() * cout));
+      for (int64_t n = n0; n < n1; ++n) {
+        PadImage(t, cin, in + n * h * w * cin, padded.data());
+        float* y = out + n * h * w * cout;
+        for (int64_t t0 = 0; t0 < t.tiles; t0 += kTileBlock) {
+          const int64_t t1 = std::min(t.tiles, t0 + kTileBlock), nb = t1 - t0;
+          InputTiles(t, cin, padded.data(), t0, t1, v.data());
+          for (int p = 0; p < kPoints; ++p) {
+            Gemm<float>(false, false, nb, cout, cin, 1.0f, v.data() + p * nb * cin, cin,
+                        u + p * cin * cout, cout, 0.0f, m.data() + p * nb * cout, cout);
+          }
+          for (int64_t k = t0; k < t1; ++k) {
+            const int64_t i = k / t.tw, j = k % t.tw;
+            OutputTile(m.data() + (k - t0) * cout, nb * cout, cout, bias,
+                       y + (2 * i * w + 2 * j) * cout, w * cout,
+                       static_cast<int>(std::min<int64_t>(2, h - 2 * i)),
+                       static_cast<int>(std::min<int64_t>(2, w - 2 * j)));
+          }
         }
       }
-    }
+    });
   });
+  errors.Rethrow();
 }
 
 }  // namespace
@@ -287,44 +343,57 @@ void WinogradConvBackwardData(const ConvGeometry& g, int64_t f, int64_t batch, c
 
 void WinogradConvBackwardFilter(const ConvGeometry& g, int64_t f, int64_t batch, const float* x,
                                 const float* dy, float* dw) {
-  GemmTarget();  // chosen (or refused) on this thread: the pieces' GEMMs run on pool workers
+  if (batch <= 0) return;
   const int64_t h = g.h, w = g.w, c = g.c;
-  const int64_t th = (h + 1) / 2, tw = (w + 1) / 2, tiles = th * tw;
-  const int64_t ph = 2 * th + 4, pw = 2 * tw + 4;
+  const Tiling t(h, w);
   const int64_t pieces = (batch + kWinogradImagesPerPiece - 1) / kWinogradImagesPerPiece;
   const int64_t per_piece = kPoints * c * f;
-  std::vector<float> sums(static_cast<size_t>(pieces * per_piece));
+  // Each piece's S [36][c][f], written by its first GEMM (no zero fill).
+  const std::unique_ptr<float[]> sums(new float[static_cast<size_t>(pieces * per_piece)]);
+  ReadGemmSettings();
+  PieceErrors errors;
   RunPieces(pieces, [&](int64_t p) {
-    thread_local std::vector<float> padded, v, m;
-    padded.assign(static_cast<size_t>(ph * pw * c), 0.0f);
-    v.resize(static_cast<size_t>(kPoints * tiles * c));
-    m.resize(static_cast<size_t>(kPoints * tiles * f));
-    float* s = sums.data() + p * per_piece;
-    const int64_t n0 = p * kWinogradImagesPerPiece;
-    const int64_t n1 = std::min(batch, n0 + kWinogradImagesPerPiece);
-    for (int64_t n = n0; n < n1; ++n) {
-      InputTiles(h, w, c, x + n * h * w * c, padded.data(), v.data());
-      const float* grad = dy + n * h * w * f;
-      for (int64_t i = 0; i < th; ++i) {
-        for (int64_t j = 0; j < tw; ++j) {
-          GradTile(grad + (2 * i * w + 2 * j) * f, w * f, f,
-                   static_cast<int>(std::min<int64_t>(2, h - 2 * i)),
-                   static_cast<int>(std::min<int64_t>(2, w - 2 * j)), m.data() + (i * tw + j) * f,
-                   tiles * f);
+    errors.Run([&] {
+      thread_local std::vector<float> padded, v, m;
+      padded.assign(static_cast<size_t>(t.ph * t.pw * c), 0.0f);
+      v.resize(static_cast<size_t>(kPoints * t.block() * c));
+      m.resize(static_cast<size_t>(kPoints * t.block() * f));
+      float* s = sums.get() + p * per_piece;
+      const int64_t n0 = p * kWinogradImagesPerPiece;
+      const int64_t n1 = std::min(batch, n0 + kWinogradImagesPerPiece);
+      for (int64_t n = n0; n < n1; ++n) {
+        PadImage(t, c, x + n * h * w * c, padded.data());
+        const float* grad = dy + n * h * w * f;
+        for (int64_t t0 = 0; t0 < t.tiles; t0 += kTileBlock) {
+          const int64_t t1 = std::min(t.tiles, t0 + kTileBlock), nb = t1 - t0;
+          InputTiles(t, c, padded.data(), t0, t1, v.data());
+          for (int64_t k = t0; k < t1; ++k) {
+            const int64_t i = k / t.tw, j = k % t.tw;
+            GradTile(grad + (2 * i * w + 2 * j) * f, w * f, f,
+                     static_cast<int>(std::min<int64_t>(2, h - 2 * i)),
+                     static_cast<int>(std::min<int64_t>(2, w - 2 * j)), m.data() + (k - t0) * f,
+                     nb * f);
+          }
+          // S[point] (c x f) += V[point]^T dM[point] over the block's tiles.
+          const float beta = n == n0 && t0 == 0 ? 0.0f : 1.0f;
+          for (int q = 0; q < kPoints; ++q) {
+            Gemm<float>(true, false, c, f, nb, 1.0f, v.data() + q * nb * c, c,
+                        m.data() + q * nb * f, f, beta, s + q * c * f, f);
+          }
         }
       }
-      // S[point] (c x f) += V[point]^T dM[point], summed over the piece's tiles.
-      for (int q = 0; q < kPoints; ++q) {
-        Gemm<float>(true, false, c, f, tiles, 1.0f, v.data() + q * tiles * c, c,
-                    m.data() + q * tiles * f, f, n == n0 ? 0.0f : 1.0f, s + q * c * f, f);
-      }
+    });
+  });
+  errors.Rethrow();
+  // The pieces summed in piece order for every element (bits independent of the threads).
+  float* total = sums.get();
+  ParallelFor(per_piece, 4096, [&](int64_t i0, int64_t i1) {
+    for (int64_t p = 1; p < pieces; ++p) {
+      const float* from = total + p * per_piece;
+      for (int64_t i = i0; i < i1; ++i) total[i] += from[i];
     }
   });
-  for (int64_t p = 1; p < pieces; ++p) {  // in piece order: bits independent of the threads
-    const float* from = sums.data() + p * per_piece;
-    for (int64_t i = 0; i < per_piece; ++i) sums[static_cast<size_t>(i)] += from[i];
-  }
-  if (pieces > 0) AddFilterGradient(sums.data(), c, f, dw);
+  AddFilterGradient(total, c, f, dw);
 }
 
 }  // namespace shardflow::cpu

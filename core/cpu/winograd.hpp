@@ -13,7 +13,8 @@
 // Rounding differs from the direct convolution's (the transforms add and scale before the
 // products): the tests bound the difference against a double reference. Each image is computed
 // by one thread from the shape alone, so results do not depend on the thread count.
-// Thread-safety: every function may be called from any thread (scratch is per thread).
+// Thread-safety: every function may be called from any thread. Scratch is per thread and kept
+// (bounded: 64 tiles' transforms, one padded image).
 #pragma once
 
 #include <cstdint>
@@ -39,17 +40,16 @@ bool WinogradTakes(const ConvGeometry& g, int64_t f, int64_t batch);
 void WinogradConvForward(const ConvGeometry& g, int64_t f, int64_t batch, const float* x,
                          const float* w, const float* bias, float* y);
 
-// Images per piece of the kernel gradient: each piece's sums are formed on one thread and the
-// pieces added in order, fixed by the batch alone.
-inline constexpr int64_t kWinogradImagesPerPiece = 16;
-
 // dx (B, H, W, C) = the input gradient of that convolution from dy (B, H, W, F); overwrites dx.
 // REQUIRES: WinogradApplies(g, f).
 void WinogradConvBackwardData(const ConvGeometry& g, int64_t f, int64_t batch, const float* dy,
                               const float* w, float* dx);
 
 // dw (5, 5, C, F) += the kernel gradient from x and dy: dw = G^T [sum over the tiles of
-// (B^T d B) * (A dY A^T)] G. REQUIRES: WinogradApplies(g, f).
+// (B^T d B) * (A dY A^T)] G. The sum is formed per piece of kWinogradImagesPerPiece images on
+// one thread each (pieces fixed by the batch alone) and the pieces added in order.
+// REQUIRES: WinogradApplies(g, f).
+inline constexpr int64_t kWinogradImagesPerPiece = 4;
 void WinogradConvBackwardFilter(const ConvGeometry& g, int64_t f, int64_t batch, const float* x,
                                 const float* dy, float* dw);
 

@@ -111,11 +111,12 @@ TEST(Arena, ZeroGradsIsLazyAndEveryAccessorSeesZeros) {
 
 // A dense layer writes its weight gradient over the marked one (GEMM beta = 0, never reading
 // the old values: NaN here) and gets what it gets adding to written zeros; a second backward
-// pass (another micro-batch) adds.
+// pass (another micro-batch) adds. 40 and 32 features: the weight gradients' GEMMs have 40
+// and 32 rows, so they run shardflow's own kernels (16 rows or more), not Eigen's.
 TEST(Arena, DenseWeightGradientOverwritesAMarkedGradient) {
-  const std::string spec = "flatten, dense:6, relu, dense:3";
-  Sequential<float> lazy(spec, {4}, {.seed = 3}), eager(spec, {4}, {.seed = 3});
-  Tensor x(DType::kFloat32, {5, 4});
+  const std::string spec = "flatten, dense:32, relu, dense:3";
+  Sequential<float> lazy(spec, {40}, {.seed = 3}), eager(spec, {40}, {.seed = 3});
+  Tensor x(DType::kFloat32, {5, 40});
   for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = 0.25f * float(i % 7) - 0.6f;
   Tensor y(DType::kInt32, {5});
   for (int64_t i = 0; i < 5; ++i) y.data<int32_t>()[i] = static_cast<int32_t>(i % 3);

@@ -212,14 +212,14 @@ TEST(Winograd, ShapeRuleAndKernelChoice) {
   cpu::SetConvKernel(before);
 }
 
-// Through the conv layer and the CPU backend: SHARDFLOW_CONV=winograd against the GEMM twin
-// (the bias gradient, column sums either way, to the bit).
+// Through the conv layer and the CPU backend: SHARDFLOW_CONV=winograd against the GEMM twin,
+// and below kWinogradMinBatch images the twin itself.
 TEST(Winograd, ConvLayerMatchesTheGemmTwin) {
   const cpu::ConvKernel before = cpu::CurrentConvKernel();
   struct Out {
     std::vector<float> y, dx, grads;
   };
-  const auto run = [](cpu::ConvKernel kernel) {
+  const auto run = [](cpu::ConvKernel kernel, int64_t batch) {
     cpu::SetConvKernel(kernel);
     std::unique_ptr<Layer<float>> layer =
         MakeConv2D<float>({.filters = 16, .kernel_h = 5, .kernel_w = 5});
@@ -231,12 +231,12 @@ TEST(Winograd, ConvLayerMatchesTheGemmTwin) {
       arena.params()[i] = static_cast<float>(RandomNormal(3, 0, i));
     }
     arena.ZeroGrads();
-    Tensor x(DType::kFloat32, WithBatch(5, {9, 6, 8}));
+    Tensor x(DType::kFloat32, WithBatch(batch, {9, 6, 8}));
     for (int64_t i = 0; i < x.num_elements(); ++i) {
       x.data<float>()[i] = static_cast<float>(RandomNormal(4, 0, i));
     }
     const Tensor y = layer->Forward(x, {.training = true});
-    Tensor dy(DType::kFloat32, WithBatch(5, out));
+    Tensor dy(DType::kFloat32, WithBatch(batch, out));
     for (int64_t i = 0; i < dy.num_elements(); ++i) {
       dy.data<float>()[i] = static_cast<float>(RandomNormal(5, 0, i));
     }
@@ -247,9 +247,15 @@ TEST(Winograd, ConvLayerMatchesTheGemmTwin) {
     o.grads.assign(arena.grads(), arena.grads() + arena.size());
     return o;
   };
-  const Out own = run(cpu::ConvKernel::kOwn);
-  const Out wino = run(cpu::ConvKernel::kWinograd);
+  const Out own = run(cpu::ConvKernel::kOwn, 5);
+  const Out wino = run(cpu::ConvKernel::kWinograd, 5);
+  // Under kWinogradMinBatch images the backend keeps the GEMM path: the twin's bits.
+  const Out own3 = run(cpu::ConvKernel::kOwn, 3);
+  const Out wino3 = run(cpu::ConvKernel::kWinograd, 3);
   cpu::SetConvKernel(before);
+  EXPECT_EQ(own3.y, wino3.y);
+  EXPECT_EQ(own3.dx, wino3.dx);
+  EXPECT_EQ(own3.grads, wino3.grads);
   ASSERT_EQ(own.y.size(), wino.y.size());
   ASSERT_EQ(own.dx.size(), wino.dx.size());
   float scale = 1;
@@ -266,6 +272,7 @@ TEST(Winograd, ConvLayerMatchesTheGemmTwin) {
     ASSERT_NEAR(wino.grads[i], own.grads[i], 1e-5f * scale) << i;
   }
   EXPECT_NE(own.y, wino.y) << "the same bits: Winograd did not run";
+  EXPECT_NE(own.dx, wino.dx) << "the same bits: Winograd's input gradient did not run";
   EXPECT_NE(own.grads, wino.grads) << "the same bits: Winograd's kernel gradient did not run";
 }
 
