@@ -10,53 +10,18 @@
 #include <string>
 #include <vector>
 
-#include "core/arena.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/cpu/onednn_conv.hpp"
 #include "core/layers/conv2d.hpp"
 #include "core/random.hpp"
+#include "tests/core/conv_layer_pass.hpp"
 
 namespace shardflow {
 namespace {
 
-struct Pass {
-  std::vector<float> y, dx, grads;
-};
-
-struct Case {
-  Shape in;
-  Conv2DOptions o;
-};
-
-// Forward and backward of a float conv layer over `batch` seeded samples; `backwards` backward
-// passes into the same gradients (they add up).
-Pass RunPass(const Case& c, int64_t batch, int backwards = 1) {
-  std::unique_ptr<Layer<float>> layer = MakeConv2D<float>(c.o);
-  Arena<float> arena;
-  BuildContext<float> ctx{.arena = &arena, .layer_index = 0, .layer_name = "00_conv"};
-  const Shape out = layer->Build(c.in, ctx);
-  arena.Allocate();
-  for (int64_t i = 0; i < arena.size(); ++i) {
-    arena.params()[i] = static_cast<float>(RandomNormal(3, 0, i));
-  }
-  arena.ZeroGrads();
-  Tensor x(DType::kFloat32, WithBatch(batch, c.in));
-  for (int64_t i = 0; i < x.num_elements(); ++i) {
-    x.data<float>()[i] = static_cast<float>(RandomNormal(4, 0, i));
-  }
-  const Tensor y = layer->Forward(x, {.training = true});
-  Tensor dy(DType::kFloat32, WithBatch(batch, out));
-  for (int64_t i = 0; i < dy.num_elements(); ++i) {
-    dy.data<float>()[i] = static_cast<float>(RandomNormal(5, 0, i));
-  }
-  Tensor dx;
-  for (int i = 0; i < backwards; ++i) dx = layer->Backward(dy, true);
-  Pass p;
-  p.y.assign(y.data<float>(), y.data<float>() + y.num_elements());
-  p.dx.assign(dx.data<float>(), dx.data<float>() + dx.num_elements());
-  p.grads.assign(arena.grads(), arena.grads() + arena.size());
-  return p;
-}
+using Pass = testing::ConvPass;
+using Case = testing::ConvCase;
+using testing::RunConvPass;
 
 // |a - b| within 1e-4 of the larger magnitude of the two vectors' entries (sums of up to a few
 // thousand products of unit normals, in another order).
@@ -103,9 +68,9 @@ TEST_F(OneDnnConv, MatchesTheGemmTwinOnEveryPass) {
   for (const Case& c : Cases()) {
     for (int64_t batch : {1, 15, 16, 17, 37}) {
       cpu::SetConvKernel(cpu::ConvKernel::kOwn);
-      const Pass own = RunPass(c, batch);
+      const Pass own = RunConvPass(c, batch);
       cpu::SetConvKernel(cpu::ConvKernel::kOneDnn);
-      const Pass lib = RunPass(c, batch);
+      const Pass lib = RunConvPass(c, batch);
       const std::string name = Name(c, batch);
       ExpectClose(lib.y, own.y, "forward, " + name);
       ExpectClose(lib.dx, own.dx, "input gradient, " + name);
@@ -136,9 +101,9 @@ TEST_F(OneDnnConv, SameBitsForAnyThreadCount) {
   const int threads = cpu::IntraOpThreads();
   const Case c{{14, 14, 16}, {.filters = 32, .kernel_h = 3, .kernel_w = 3}};
   cpu::SetIntraOpThreads(1);
-  const Pass one = RunPass(c, 37);
+  const Pass one = RunConvPass(c, 37);
   cpu::SetIntraOpThreads(3);
-  const Pass three = RunPass(c, 37);
+  const Pass three = RunConvPass(c, 37);
   cpu::SetIntraOpThreads(threads);
   EXPECT_EQ(one.y, three.y);
   EXPECT_EQ(one.dx, three.dx);
@@ -148,8 +113,8 @@ TEST_F(OneDnnConv, SameBitsForAnyThreadCount) {
 TEST_F(OneDnnConv, KernelGradientIsAddedNotWritten) {
   cpu::SetConvKernel(cpu::ConvKernel::kOneDnn);
   const Case c{{9, 9, 6}, {.filters = 5, .kernel_h = 3, .kernel_w = 3, .stride = 2}};
-  const Pass once = RunPass(c, 17, 1);
-  const Pass twice = RunPass(c, 17, 2);
+  const Pass once = RunConvPass(c, 17, 1);
+  const Pass twice = RunConvPass(c, 17, 2);
   ASSERT_EQ(once.grads.size(), twice.grads.size());
   for (size_t i = 0; i < once.grads.size(); ++i) {
     ASSERT_NEAR(twice.grads[i], 2 * once.grads[i], 1e-5f * (1 + std::abs(once.grads[i]))) << i;

@@ -7,16 +7,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "core/arena.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/cpu/onednn_conv.hpp"
 #include "core/cpu/winograd.hpp"
 #include "core/layers/conv2d.hpp"
 #include "core/random.hpp"
+#include "tests/core/conv_layer_pass.hpp"
 
 namespace shardflow {
 namespace {
@@ -216,36 +215,10 @@ TEST(Winograd, ShapeRuleAndKernelChoice) {
 // and below kWinogradMinBatch images the twin itself.
 TEST(Winograd, ConvLayerMatchesTheGemmTwin) {
   const cpu::ConvKernel before = cpu::CurrentConvKernel();
-  struct Out {
-    std::vector<float> y, dx, grads;
-  };
+  using Out = testing::ConvPass;
   const auto run = [](cpu::ConvKernel kernel, int64_t batch) {
     cpu::SetConvKernel(kernel);
-    std::unique_ptr<Layer<float>> layer =
-        MakeConv2D<float>({.filters = 16, .kernel_h = 5, .kernel_w = 5});
-    Arena<float> arena;
-    BuildContext<float> ctx{.arena = &arena, .layer_index = 0, .layer_name = "00_conv"};
-    const Shape out = layer->Build({9, 6, 8}, ctx);
-    arena.Allocate();
-    for (int64_t i = 0; i < arena.size(); ++i) {
-      arena.params()[i] = static_cast<float>(RandomNormal(3, 0, i));
-    }
-    arena.ZeroGrads();
-    Tensor x(DType::kFloat32, WithBatch(batch, {9, 6, 8}));
-    for (int64_t i = 0; i < x.num_elements(); ++i) {
-      x.data<float>()[i] = static_cast<float>(RandomNormal(4, 0, i));
-    }
-    const Tensor y = layer->Forward(x, {.training = true});
-    Tensor dy(DType::kFloat32, WithBatch(batch, out));
-    for (int64_t i = 0; i < dy.num_elements(); ++i) {
-      dy.data<float>()[i] = static_cast<float>(RandomNormal(5, 0, i));
-    }
-    const Tensor dx = layer->Backward(dy, true);
-    Out o;
-    o.y.assign(y.data<float>(), y.data<float>() + y.num_elements());
-    o.dx.assign(dx.data<float>(), dx.data<float>() + dx.num_elements());
-    o.grads.assign(arena.grads(), arena.grads() + arena.size());
-    return o;
+    return testing::RunConvPass({{9, 6, 8}, {.filters = 16, .kernel_h = 5, .kernel_w = 5}}, batch);
   };
   const Out own = run(cpu::ConvKernel::kOwn, 5);
   const Out wino = run(cpu::ConvKernel::kWinograd, 5);
