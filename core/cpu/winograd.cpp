@@ -14,8 +14,8 @@
 //
 // Data per image: the image copied into a zero border (rows and columns 2 .. H + 1); then per
 // block of up to 64 tiles the transformed patches V [36][tiles][C], the products
-// M [36][tiles][F] = V[p] U[p] by 36 calls of cpu::Gemm, and the outputs. Transforms run 8 channels at a time in GCC vector-extension
-// code (x86-64-v3's ymm registers), the build's baseline.
+// M [36][tiles][F] = V[p] U[p] by 36 calls of cpu::Gemm, and the outputs. Transforms run 8 channels
+// at a time in GCC vector-extension code (x86-64-v3's ymm registers), the build's baseline.
 #include "core/cpu/winograd.hpp"
 
 #include <algorithm>
