@@ -226,7 +226,8 @@ void Pool2DGrad(const PoolGeometry& g, bool max, bool relu, int64_t b, const T* 
   const int64_t in = g.h * g.w * g.c, out = g.oh * g.ow * g.c;
   const bool tiled = max && g.k == g.stride;
   ParallelFor(b, 1, [&](int64_t n0, int64_t n1) {
-    std::vector<T> taken(static_cast<size_t>(g.c));
+    // The window-tracking scratch of the general and tiled paths (the 2x2 one needs none).
+    std::vector<T> taken(static_cast<size_t>(tiled && g.k == 2 ? 0 : g.c));
     if (!tiled) std::fill(o + n0 * in, o + n1 * in, T(0));
     for (int64_t n = n0; n < n1; ++n) {
       if (tiled && g.k == 2 && relu) {

@@ -30,68 +30,46 @@ std::vector<float> Normals(int64_t n, uint64_t stream) {
   return v;
 }
 
-// y (B, H, W, F) of a "same" 5 x 5 stride-1 convolution, in double.
+// fn(xi, yi, wi) for every product of a "same" 5 x 5 stride-1 convolution: input element xi
+// (B, H, W, C) times kernel element wi (5, 5, C, F) adds to output element yi (B, H, W, F).
+template <typename Fn>
+void ForEachProduct(const Shape5& s, const Fn& fn) {
+  for (int64_t n = 0; n < s.batch; ++n)
+    for (int64_t i = 0; i < s.h; ++i)
+      for (int64_t j = 0; j < s.w; ++j)
+        for (int64_t a = 0; a < 5; ++a)
+          for (int64_t b = 0; b < 5; ++b) {
+            const int64_t r = i + a - 2, q = j + b - 2;
+            if (r < 0 || r >= s.h || q < 0 || q >= s.w) continue;
+            for (int64_t c = 0; c < s.c; ++c)
+              for (int64_t k = 0; k < s.f; ++k) {
+                fn(((n * s.h + r) * s.w + q) * s.c + c, ((n * s.h + i) * s.w + j) * s.f + k,
+                   ((a * 5 + b) * s.c + c) * s.f + k);
+              }
+          }
+}
+
+// The convolution and its two gradients, in double.
 std::vector<double> DirectForward(const Shape5& s, const std::vector<float>& x,
                                   const std::vector<float>& w, const float* bias) {
   std::vector<double> y(static_cast<size_t>(s.batch * s.h * s.w * s.f), 0.0);
-  for (int64_t n = 0; n < s.batch; ++n)
-    for (int64_t i = 0; i < s.h; ++i)
-      for (int64_t j = 0; j < s.w; ++j)
-        for (int64_t k = 0; k < s.f; ++k) {
-          double acc = bias != nullptr ? bias[k] : 0.0;
-          for (int64_t a = 0; a < 5; ++a)
-            for (int64_t b = 0; b < 5; ++b) {
-              const int64_t r = i + a - 2, q = j + b - 2;
-              if (r < 0 || r >= s.h || q < 0 || q >= s.w) continue;
-              for (int64_t c = 0; c < s.c; ++c) {
-                acc += double(x[((n * s.h + r) * s.w + q) * s.c + c]) *
-                       double(w[((a * 5 + b) * s.c + c) * s.f + k]);
-              }
-            }
-          y[((n * s.h + i) * s.w + j) * s.f + k] = acc;
-        }
+  for (size_t i = 0; i < y.size() && bias != nullptr; ++i) y[i] = bias[i % s.f];
+  ForEachProduct(
+      s, [&](int64_t xi, int64_t yi, int64_t wi) { y[yi] += double(x[xi]) * double(w[wi]); });
   return y;
 }
-
-// dx (B, H, W, C) from dy (B, H, W, F), in double: the adjoint of DirectForward.
 std::vector<double> DirectBackwardData(const Shape5& s, const std::vector<float>& dy,
                                        const std::vector<float>& w) {
   std::vector<double> dx(static_cast<size_t>(s.batch * s.h * s.w * s.c), 0.0);
-  for (int64_t n = 0; n < s.batch; ++n)
-    for (int64_t i = 0; i < s.h; ++i)
-      for (int64_t j = 0; j < s.w; ++j)
-        for (int64_t a = 0; a < 5; ++a)
-          for (int64_t b = 0; b < 5; ++b) {
-            const int64_t r = i + a - 2, q = j + b - 2;
-            if (r < 0 || r >= s.h || q < 0 || q >= s.w) continue;
-            for (int64_t c = 0; c < s.c; ++c)
-              for (int64_t k = 0; k < s.f; ++k) {
-                dx[((n * s.h + r) * s.w + q) * s.c + c] +=
-                    double(dy[((n * s.h + i) * s.w + j) * s.f + k]) *
-                    double(w[((a * 5 + b) * s.c + c) * s.f + k]);
-              }
-          }
+  ForEachProduct(
+      s, [&](int64_t xi, int64_t yi, int64_t wi) { dx[xi] += double(dy[yi]) * double(w[wi]); });
   return dx;
 }
-
-// dw (5, 5, C, F) from x and dy, in double.
 std::vector<double> DirectBackwardFilter(const Shape5& s, const std::vector<float>& x,
                                          const std::vector<float>& dy) {
   std::vector<double> dw(static_cast<size_t>(25 * s.c * s.f), 0.0);
-  for (int64_t n = 0; n < s.batch; ++n)
-    for (int64_t i = 0; i < s.h; ++i)
-      for (int64_t j = 0; j < s.w; ++j)
-        for (int64_t a = 0; a < 5; ++a)
-          for (int64_t b = 0; b < 5; ++b) {
-            const int64_t r = i + a - 2, q = j + b - 2;
-            if (r < 0 || r >= s.h || q < 0 || q >= s.w) continue;
-            for (int64_t c = 0; c < s.c; ++c)
-              for (int64_t k = 0; k < s.f; ++k) {
-                dw[((a * 5 + b) * s.c + c) * s.f + k] +=
-                    double(x[((n * s.h + r) * s.w + q) * s.c + c]) *
-                    double(dy[((n * s.h + i) * s.w + j) * s.f + k]);
-              }
-          }
+  ForEachProduct(
+      s, [&](int64_t xi, int64_t yi, int64_t wi) { dw[wi] += double(x[xi]) * double(dy[yi]); });
   return dw;
 }
 
