@@ -79,6 +79,9 @@ void RegisterTrainSection(ConfigSchema& s, ExperimentConfig* c) {
               "training only, with shardflow-train-cuda and dist.strategy = data_parallel; "
               "elsewhere it stops saying why, exit 2); auto (cuda when the program can use a "
               "visible GPU, else cpu)");
+  s.Add("train", "tf32", &c->tf32,
+        "on a GPU: TF32 tensor cores for float GEMMs (cuBLAS) and convolutions (cuDNN); faster, "
+        "with a 10-bit mantissa in the products, so results no longer track the CPU's");
 }
 
 void RegisterDistAndCheckpointSections(ConfigSchema& s, ExperimentConfig* c) {

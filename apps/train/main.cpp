@@ -478,7 +478,9 @@ namespace {
 // host twin, SHARDFLOW_SIMULATE_CUDA=1) needs nothing but core; a GPU needs the backend this
 // program was linked with (shardflow-train-cuda).
 // `auto` with a strategy the device cannot run falls back to the CPU with a warning.
-void UseDevice(apps::DeviceChoice& choice, const std::string& requested, TrainerOptions& options) {
+void UseDevice(apps::DeviceChoice& choice, const apps::ExperimentConfig& config,
+               TrainerOptions& options) {
+  const std::string& requested = config.device;
   if (choice.device == Device::kCpu) return;
   if (options.strategy != "data_parallel") {
     if (requested == "auto") {
@@ -499,6 +501,7 @@ void UseDevice(apps::DeviceChoice& choice, const std::string& requested, Trainer
   }
 #if defined(SHARDFLOW_TRAIN_CUDA)
   cuda::InstallCudaBackend(choice.ordinal);
+  cuda::SetTf32(config.tf32);
 #endif
 }
 
@@ -544,7 +547,7 @@ int main(int argc, char** argv) {
                                      .rank = env.rank(),
                                      .local_rank = env.local_rank(),
                                      .has_backend = kHasCudaBackend});
-        train::UseDevice(device, config.device, options);
+        train::UseDevice(device, config, options);
         if (options.strategy == "parameter_server") {
           options.ps_servers = train::PlaceParameterServers(env.size(), options.ps_ranks,
                                                             config.ps_placement, env.node_of_rank())

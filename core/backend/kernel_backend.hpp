@@ -59,7 +59,7 @@ class DeviceScratch {
 };
 
 template <typename T, typename Exec>
-class KernelBackend final : public Backend<T> {
+class KernelBackend : public Backend<T> {
  public:
   explicit KernelBackend(Exec& exec) : exec_(exec) {}
   Device device() const override { return exec_.device(); }

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "core/backend/kernel_backend.hpp"
+#include "core/cpu/onednn_conv.hpp"
+#include "core/cuda/cudnn_conv.hpp"
 #include "core/cuda/device_exec.cuh"
 #include "core/error.hpp"
 #include "core/logging.hpp"
@@ -126,14 +128,81 @@ class CudaMemory final : public DeviceMemory {
   DeviceExec& exec_;
 };
 
+// The CUDA backend of one dtype: the index kernels and cuBLAS (KernelBackend), with whole
+// convolution passes through cuDNN (cudnn_conv.hpp: the kernel transposed to cuDNN's filter
+// layout in scratch, the input padded where our padding is lopsided). A shape cuDNN cannot
+// take, or SHARDFLOW_CONV = own, leaves the layer on im2col + cuBLAS.
+template <typename T>
+class CudaBackend final : public KernelBackend<T, DeviceExec> {
+ public:
+  CudaBackend(DeviceExec& exec, CudnnConv& cudnn)
+      : KernelBackend<T, DeviceExec>(exec), exec_(exec), cudnn_(cudnn) {}
+
+  bool ConvForward(const cpu::ConvGeometry& g, int64_t f, int64_t batch, const T* x, const T* w,
+                   const T* bias, T* y) override {
+    const CudnnConvShape s = Plan(g, f, batch);
+    if (!s.usable) return false;
+    DeviceScratch<DeviceExec, T> wt(exec_, f * Kkc(g)), xp(exec_, PaddedSize(s));
+    this->Transpose(Kkc(g), f, w, wt.get());
+    if (bias != nullptr) this->BroadcastRows(batch * g.oh * g.ow, f, bias, y);
+    cudnn_.Forward(s, Pad(g, s, x, xp.get()), wt.get(), bias != nullptr ? T(1) : T(0), y);
+    return true;
+  }
+  bool ConvBackwardData(const cpu::ConvGeometry& g, int64_t f, int64_t batch, const T* dy,
+                        const T* w, T* dx) override {
+    const CudnnConvShape s = Plan(g, f, batch);
+    if (!s.usable) return false;
+    DeviceScratch<DeviceExec, T> wt(exec_, f * Kkc(g)), dxp(exec_, PaddedSize(s));
+    this->Transpose(Kkc(g), f, w, wt.get());
+    cudnn_.BackwardData(s, dy, wt.get(), Padded(s) ? dxp.get() : dx);
+    if (Padded(s)) {
+      exec_.Run(batch * g.h * g.w * g.c,
+                kernels::CropTopLeftK<T>{g.h, g.w, g.c, s.eh, s.ew, dxp.get(), dx});
+    }
+    return true;
+  }
+  bool ConvBackwardFilter(const cpu::ConvGeometry& g, int64_t f, int64_t batch, const T* x,
+                          const T* dy, T* dw) override {
+    const CudnnConvShape s = Plan(g, f, batch);
+    if (!s.usable) return false;
+    DeviceScratch<DeviceExec, T> dwt(exec_, f * Kkc(g)), xp(exec_, PaddedSize(s));
+    cudnn_.BackwardFilter(s, Pad(g, s, x, xp.get()), dy, dwt.get());
+    // dw (KKC, F) += the (F, KKC) gradient transposed.
+    exec_.Run(Kkc(g) * f, kernels::TransposeAddK<T>{f, Kkc(g), dwt.get(), dw});
+    return true;
+  }
+
+ private:
+  static int64_t Kkc(const cpu::ConvGeometry& g) { return g.kh * g.kw * g.c; }
+  static bool Padded(const CudnnConvShape& s) { return s.eh > 0 || s.ew > 0; }
+  static int64_t PaddedSize(const CudnnConvShape& s) {
+    return Padded(s) ? static_cast<int64_t>(s.n) * s.h * s.w * s.c : 0;
+  }
+  static CudnnConvShape Plan(const cpu::ConvGeometry& g, int64_t f, int64_t batch) {
+    if (cpu::CurrentConvKernel() == cpu::ConvKernel::kOwn) return CudnnConvShape{};
+    return PlanCudnnConv(g, f, batch);
+  }
+  // x as cuDNN takes it: padded into `scratch` when the plan adds rows or columns.
+  const T* Pad(const cpu::ConvGeometry& g, const CudnnConvShape& s, const T* x, T* scratch) {
+    if (!Padded(s)) return x;
+    exec_.Run(PaddedSize(s), kernels::PadBottomRightK<T>{g.h, g.w, g.c, s.eh, s.ew, x, scratch});
+    return scratch;
+  }
+
+  DeviceExec& exec_;
+  CudnnConv& cudnn_;
+};
+
 // The installed backend: one executor, the two typed backends and the tensor memory over it.
 // Kept for the process's life (a backend registered for Device::kCuda must outlive every kernel
 // call and every device tensor).
 struct Installed {
-  explicit Installed(int ordinal) : exec(ordinal), f32(exec), f64(exec), memory(exec) {}
+  explicit Installed(int ordinal)
+      : exec(ordinal), cudnn(exec), f32(exec, cudnn), f64(exec, cudnn), memory(exec) {}
   DeviceExec exec;
-  KernelBackend<float, DeviceExec> f32;
-  KernelBackend<double, DeviceExec> f64;
+  CudnnConv cudnn;
+  CudaBackend<float> f32;
+  CudaBackend<double> f64;
   CudaMemory memory;
 };
 Installed* installed = nullptr;
@@ -175,6 +244,9 @@ void CopyDeviceToHost(void* dst, const void* src, size_t bytes) {
   if (bytes > 0) Exec().CopyToHost(dst, src, bytes);
 }
 size_t PeakDeviceBytes() { return Exec().PeakPoolBytes(); }
-void SetTf32(bool on) { Exec().SetTf32(on); }
+void SetTf32(bool on) {
+  Exec().SetTf32(on);
+  installed->cudnn.SetTf32(on);
+}
 
 }  // namespace shardflow::cuda

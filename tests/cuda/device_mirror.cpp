@@ -67,6 +67,31 @@ class Mirror final : public Backend<T> {
     Gpu().Col2ImAdd(g, batch, dcols.get(), ddx.get());
     ddx.Back();
   }
+  // Whole convolution passes (cuDNN on the GPU); false leaves the layer on im2col + GEMM.
+  bool ConvForward(const cpu::ConvGeometry& g, int64_t f, int64_t batch, const T* x, const T* w,
+                   const T* bias, T* y) override {
+    Mirrored<T> dx(x, batch * g.h * g.w * g.c), dw(w, g.kh * g.kw * g.c * f), db(bias, f),
+        dy(y, batch * g.oh * g.ow * f);
+    if (!Gpu().ConvForward(g, f, batch, dx.get(), dw.get(), db.get(), dy.get())) return false;
+    dy.Back();
+    return true;
+  }
+  bool ConvBackwardData(const cpu::ConvGeometry& g, int64_t f, int64_t batch, const T* dy,
+                        const T* w, T* dx) override {
+    Mirrored<T> ddy(dy, batch * g.oh * g.ow * f), dw(w, g.kh * g.kw * g.c * f),
+        ddx(dx, batch * g.h * g.w * g.c);
+    if (!Gpu().ConvBackwardData(g, f, batch, ddy.get(), dw.get(), ddx.get())) return false;
+    ddx.Back();
+    return true;
+  }
+  bool ConvBackwardFilter(const cpu::ConvGeometry& g, int64_t f, int64_t batch, const T* x,
+                          const T* dy, T* dw) override {
+    Mirrored<T> dx(x, batch * g.h * g.w * g.c), ddy(dy, batch * g.oh * g.ow * f),
+        ddw(dw, g.kh * g.kw * g.c * f);
+    if (!Gpu().ConvBackwardFilter(g, f, batch, dx.get(), ddy.get(), ddw.get())) return false;
+    ddw.Back();
+    return true;
+  }
   void Fill(int64_t n, T value, T* y) override {
     Mirrored<T> dy(y, n);
     Gpu().Fill(n, value, dy.get());

@@ -45,6 +45,15 @@ struct TransposeK {
   SF_HOST_DEVICE void operator()(int64_t i) const { y[i] = x[(i % rows) * cols + i / rows]; }
 };
 
+// y (cols, rows) += x (rows, cols) transposed. Index: element of y.
+template <typename T>
+struct TransposeAddK {
+  int64_t rows, cols;
+  const T* x;
+  T* y;
+  SF_HOST_DEVICE void operator()(int64_t i) const { y[i] += x[(i % rows) * cols + i / rows]; }
+};
+
 // y (rows, cols) += x (rows, cols; row stride ldx). Index: element of y.
 template <typename T>
 struct AddRowsK {

@@ -160,4 +160,34 @@ struct Col2ImAddK {
   }
 };
 
+// Images padded at the bottom and right, for a library that pads both sides alike
+// (core/cuda/cudnn_conv.hpp): xp (B, H + eh, W + ew, C) is x (B, H, W, C) with eh zero rows
+// below and ew zero columns to the right. Index: element of xp.
+template <typename T>
+struct PadBottomRightK {
+  int64_t h, w, c, eh, ew;
+  const T* x;
+  T* xp;
+  SF_HOST_DEVICE void operator()(int64_t idx) const {
+    const int64_t pw = w + ew, ph = h + eh;
+    const int64_t ch = idx % c, j = (idx / c) % pw, i = (idx / (c * pw)) % ph;
+    const int64_t b = idx / (c * pw * ph);
+    xp[idx] = i < h && j < w ? x[((b * h + i) * w + j) * c + ch] : T(0);
+  }
+};
+
+// Its adjoint's interior: dx (B, H, W, C) = the top-left H x W of dxp (B, H + eh, W + ew, C)
+// (the padding's gradient is dropped). Index: element of dx.
+template <typename T>
+struct CropTopLeftK {
+  int64_t h, w, c, eh, ew;
+  const T* dxp;
+  T* dx;
+  SF_HOST_DEVICE void operator()(int64_t idx) const {
+    const int64_t ch = idx % c, j = (idx / c) % w, i = (idx / (c * w)) % h;
+    const int64_t b = idx / (c * w * h);
+    dx[idx] = dxp[((b * (h + eh) + i) * (w + ew) + j) * c + ch];
+  }
+};
+
 }  // namespace shardflow::kernels

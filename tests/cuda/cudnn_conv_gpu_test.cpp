@@ -1,0 +1,122 @@
+// GPU-only: the CUDA backend's cuDNN convolution passes against a double reference (the host
+// twin's im2col + GEMM kernels in double), on shapes with symmetric and lopsided padding, in
+// float (FMA math: TF32 off) and double. Skipped, with the reason, without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/backend/host_twin.hpp"
+#include "core/backend/kernels/spatial.hpp"
+#include "core/cpu/onednn_conv.hpp"
+#include "core/random.hpp"
+#include "tests/cuda/device_mirror.hpp"
+
+namespace shardflow::cuda {
+namespace {
+
+class CudnnConvGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!testing::GpuAvailable(&why)) {
+      GTEST_SKIP() << "no usable CUDA device (" << why << "); the GPU suite did not run";
+    }
+  }
+};
+
+std::vector<double> Seeded(int64_t n, uint64_t stream) {
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = RandomNormal(21, stream, i);
+  return v;
+}
+
+template <typename T>
+std::vector<T> As(const std::vector<double>& v) {
+  return std::vector<T>(v.begin(), v.end());
+}
+
+// max |got - want| / max(1, max |want|).
+template <typename T>
+double Error(const std::vector<T>& got, const std::vector<double>& want) {
+  double err = 0.0, scale = 1.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    err = std::max(err, std::fabs(static_cast<double>(got[i]) - want[i]));
+    scale = std::max(scale, std::fabs(want[i]));
+  }
+  return err / scale;
+}
+
+struct Case {
+  int64_t h, w, c, k, stride, f, batch;
+  bool same;
+};
+
+template <typename T>
+void CheckPasses(const Case& c, double tol) {
+  const cpu::ConvGeometry g = cpu::MakeConvGeometry(c.h, c.w, c.c, c.k, c.k, c.stride, c.same);
+  const int64_t kkc = g.kh * g.kw * g.c, rows = c.batch * g.oh * g.ow;
+  const std::vector<double> x = Seeded(c.batch * g.h * g.w * g.c, 1), w = Seeded(kkc * c.f, 2);
+  const std::vector<double> bias = Seeded(c.f, 3), dy = Seeded(rows * c.f, 4);
+  const std::vector<double> dw0 = Seeded(kkc * c.f, 5);
+  // The double reference.
+  HostExec host;
+  std::vector<double> cols(static_cast<size_t>(rows * kkc)), y_ref(static_cast<size_t>(rows * c.f));
+  host.Run(rows * kkc, kernels::Im2ColK<double>{g, x.data(), cols.data()});
+  for (int64_t r = 0; r < rows; ++r) std::copy(bias.begin(), bias.end(), y_ref.begin() + r * c.f);
+  host.Gemm(false, false, rows, c.f, kkc, 1.0, cols.data(), kkc, w.data(), c.f, 1.0, y_ref.data(),
+            c.f);
+  std::vector<double> dw_ref = dw0, dcols(cols.size()), dx_ref(x.size(), 0.0);
+  host.Gemm(true, false, kkc, c.f, rows, 1.0, cols.data(), kkc, dy.data(), c.f, 1.0, dw_ref.data(),
+            c.f);
+  host.Gemm(false, true, rows, kkc, c.f, 1.0, dy.data(), c.f, w.data(), c.f, 0.0, dcols.data(),
+            kkc);
+  host.Run(static_cast<int64_t>(x.size()),
+           kernels::Col2ImAddK<double>{g, dcols.data(), dx_ref.data()});
+  // The GPU, through the mirror (host buffers copied to the device and back around each pass).
+  Backend<T>& gpu = testing::DeviceMirror<T>();
+  const std::vector<T> xt = As<T>(x), wt = As<T>(w), bt = As<T>(bias), dyt = As<T>(dy);
+  std::vector<T> y(y_ref.size()), dx(x.size(), T(7)), dw = As<T>(dw0);
+  const std::string where = "h " + std::to_string(c.h) + " k " + std::to_string(c.k) + " s " +
+                            std::to_string(c.stride) + (c.same ? " same" : " valid");
+  ASSERT_TRUE(gpu.ConvForward(g, c.f, c.batch, xt.data(), wt.data(), bt.data(), y.data()))
+      << where << ": cuDNN did not take the forward pass";
+  ASSERT_TRUE(gpu.ConvBackwardData(g, c.f, c.batch, dyt.data(), wt.data(), dx.data())) << where;
+  ASSERT_TRUE(gpu.ConvBackwardFilter(g, c.f, c.batch, xt.data(), dyt.data(), dw.data())) << where;
+  EXPECT_LE(Error(y, y_ref), tol) << where << " forward";
+  EXPECT_LE(Error(dx, dx_ref), tol) << where << " input gradient";
+  EXPECT_LE(Error(dw, dw_ref), tol) << where << " kernel gradient (added to what was there)";
+  // A repeated backward pass gives the same bits (deterministic algorithms only).
+  std::vector<T> dw2 = As<T>(dw0);
+  ASSERT_TRUE(gpu.ConvBackwardFilter(g, c.f, c.batch, xt.data(), dyt.data(), dw2.data()));
+  EXPECT_EQ(dw2, dw) << where;
+}
+
+const Case kCases[] = {{28, 28, 1, 5, 1, 32, 16, true}, {14, 14, 32, 5, 1, 64, 16, true},
+                       {9, 7, 3, 3, 2, 8, 3, true},     {8, 8, 4, 2, 1, 5, 2, true},
+                       {10, 7, 3, 3, 2, 4, 2, false},   {5, 5, 2, 1, 1, 3, 1, true}};
+
+// float: FMA kernels (TF32 off), within the float rounding of sums of up to 800 products.
+TEST_F(CudnnConvGpu, FloatPassesMatchADoubleReference) {
+  for (const Case& c : kCases) CheckPasses<float>(c, 2e-5);
+}
+
+TEST_F(CudnnConvGpu, DoublePassesMatchADoubleReference) {
+  for (const Case& c : kCases) CheckPasses<double>(c, 1e-12);
+}
+
+// SHARDFLOW_CONV = own keeps the GPU on im2col + cuBLAS.
+TEST_F(CudnnConvGpu, OwnKernelsLeaveTheLayerOnIm2col) {
+  const cpu::ConvGeometry g = cpu::MakeConvGeometry(6, 6, 2, 3, 3, 1, true);
+  std::vector<float> x(2 * 6 * 6 * 2, 1.0f), w(3 * 3 * 2 * 4, 1.0f), y(2 * 6 * 6 * 4);
+  cpu::SetConvKernel(cpu::ConvKernel::kOwn);
+  const bool taken =
+      testing::DeviceMirror<float>().ConvForward(g, 4, 2, x.data(), w.data(), nullptr, y.data());
+  cpu::SetConvKernel(cpu::ConvKernel::kAuto);
+  EXPECT_FALSE(taken);
+}
+
+}  // namespace
+}  // namespace shardflow::cuda
