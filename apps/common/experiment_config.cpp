@@ -115,6 +115,10 @@ void RegisterDistAndCheckpointSections(ConfigSchema& s, ExperimentConfig* c) {
               "that is shm, through shared memory)");
   s.Add("dist", "bucket_mb", &c->bucket_mb, "gradient bucket size in MiB").Positive();
   s.Add("dist", "overlap", &c->overlap, "reduce buckets while backprop runs");
+  s.AddChoice("dist", "device_allreduce", &c->device_allreduce, {"auto", "nccl", "host"},
+              "gradients of a model on a GPU: nccl (reduced on the GPUs, bucket by bucket, on a "
+              "communication stream), host (staged through host memory for dist.allreduce), "
+              "auto (nccl where the program has it)");
   s.AddChoice("dist", "wire", &c->wire, {"float32", "bf16", "fp16"},
               "all-reduce wire format (16-bit halves the bytes; sums stay float32; used by "
               "ring and hierarchical, while shm, rd and mpi always move float32)");

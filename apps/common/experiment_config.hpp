@@ -59,6 +59,7 @@ struct ExperimentConfig {
   std::string allreduce = "auto";
   double bucket_mb = 4;
   bool overlap = true;
+  std::string device_allreduce = "auto";  // auto | nccl | host (comm/device_allreduce.hpp)
   std::string wire = "float32";
   double watchdog_seconds = 300;
   int pipeline_stages = 1;                 // S

@@ -8,7 +8,9 @@
 
 #include "apps/train/test_fault.hpp"
 #include "comm/allreduce_shm.hpp"
+#include "comm/device_allreduce.hpp"
 #include "comm/gradient_reducer.hpp"
+#include "core/error.hpp"
 #include "core/logging.hpp"
 
 namespace shardflow::train {
@@ -32,14 +34,25 @@ class DataParallelStrategy final : public ReplicaStrategy {
   // allows it; null otherwise.
   void PlaceGradients();
   void LogGradientPath(const std::vector<GradBucket>& buckets) const;
+  // A model on a device: whether its gradients are reduced where they are
+  // (comm/device_allreduce.hpp, dist.device_allreduce), and the hooks that do it.
+  bool UseDeviceAllreduce(bool on_device) const;
+  void AttachDeviceAllreduce(const std::vector<GradBucket>& buckets);
+  double FinishOnDevice();
 
   std::unique_ptr<comm::Communicator> grad_comm_;  // the reducer thread's own
   std::unique_ptr<comm::SharedFloatBuffer> shared_grads_;
   std::unique_ptr<comm::GradientReducer> reducer_;
   std::unique_ptr<GradReadyTracker> tracker_;
-  // A model on a device reduces its gradients in host memory (no NCCL yet): each bucket is
-  // copied to `host_grads_` (or the shared window) as backprop finishes it, and the reduced
-  // whole is copied back before the update. On one rank there is no reducer at all.
+  // A model on a device reduces its gradients there (NCCL) when the program has a device
+  // all-reduce: each bucket starts as backprop finishes it, in place; buckets not started by
+  // then start at FinishGradients, in index order.
+  std::unique_ptr<comm::DeviceAllreduce> device_reduce_;
+  std::vector<GradBucket> buckets_;
+  std::vector<bool> started_;  // this step's, by bucket index
+  // Otherwise (dist.device_allreduce = host, or no NCCL) it reduces them in host memory: each
+  // bucket is copied to `host_grads_` (or the shared window) as backprop finishes it, and the
+  // reduced whole is copied back before the update. On one rank there is no reducer at all.
   bool stage_ = false;
   std::vector<float> host_grads_;
   const TestFault fault_ = TestFault::FromEnvironment();
@@ -60,6 +73,10 @@ void DataParallelStrategy::AttachToModel() {
   // One rank with its model on a device: nothing to reduce, and the gradients stay where
   // backprop wrote them (no reducer, no host copy of the arena).
   if (on_device && grad_comm_->size() == 1) return;
+  if (UseDeviceAllreduce(on_device)) {
+    AttachDeviceAllreduce(buckets);
+    return;
+  }
   stage_ = on_device;
   PlaceGradients();
   float* reduced = nullptr;
@@ -95,7 +112,63 @@ void DataParallelStrategy::AttachToModel() {
   model().SetGradsReadyHook([this](int layer) { tracker_->LayerDone(layer); });
 }
 
+bool DataParallelStrategy::UseDeviceAllreduce(bool on_device) const {
+  const std::string& want = options().device_allreduce;
+  if (!on_device) {
+    if (want != "nccl") return false;
+    throw Error(ErrorCode::kInvalidArgument,
+                "dist.device_allreduce = nccl reduces gradients on GPUs, but the model is on the "
+                "CPU",
+                {.key = "dist.device_allreduce", .hint = "train.device = cuda, or leave it auto"});
+  }
+  if (want == "host") return false;
+  if (comm::RegisteredDeviceAllreduce() != nullptr) return true;
+  if (want == "auto") return false;
+  throw Error(ErrorCode::kInvalidArgument,
+              "dist.device_allreduce = nccl, but this program has no device all-reduce",
+              {.key = "dist.device_allreduce",
+               .hint = "run shardflow-train-cuda (built with NCCL), or dist.device_allreduce = "
+                       "host"});
+}
+
+void DataParallelStrategy::AttachDeviceAllreduce(const std::vector<GradBucket>& buckets) {
+  const TrainerOptions& o = options();
+  device_reduce_ = (*comm::RegisteredDeviceAllreduce())(
+      *grad_comm_, {.watchdog_seconds = o.watchdog_seconds, .host = o.allreduce});
+  buckets_ = buckets;
+  started_.assign(buckets.size(), false);
+  if (ctl().rank() == 0) {
+    SF_LOG(Info) << "gradients: " << model().arena().size() << " floats in " << buckets.size()
+                 << " bucket(s), reduced on the device (" << device_reduce_->name() << "), overlap "
+                 << (o.overlap ? "on" : "off");
+  }
+  tracker_ = std::make_unique<GradReadyTracker>(
+      buckets,
+      [this](const GradBucket& b) {
+        if (!options().overlap) return;  // all at FinishGradients
+        Arena<float>& a = model().arena();
+        for (int id : b.params) a.grad(id);  // a gradient still marked zero gets its zeros
+        device_reduce_->Start(a.grad(b.params.front()), static_cast<size_t>(b.size));
+        started_[static_cast<size_t>(b.index)] = true;
+        fault_.MaybeKillInAllreduce(ctl().rank(), step_);
+      },
+      model().arena().specs());
+  model().SetGradsReadyHook([this](int layer) { tracker_->LayerDone(layer); });
+}
+
+double DataParallelStrategy::FinishOnDevice() {
+  Arena<float>& arena = model().arena();
+  for (int id = 0; id < arena.num_params(); ++id) arena.grad(id);
+  for (const GradBucket& b : buckets_) {
+    if (started_[static_cast<size_t>(b.index)] || b.params.empty()) continue;
+    device_reduce_->Start(arena.grad(b.params.front()), static_cast<size_t>(b.size));
+  }
+  started_.assign(buckets_.size(), false);
+  return device_reduce_->Finish();
+}
+
 double DataParallelStrategy::FinishGradients() {
+  if (device_reduce_) return FinishOnDevice();
   if (!reducer_) return 0.0;  // one rank on a device
   Arena<float>& arena = model().arena();
   // Buckets backprop did not mark ready are reduced by Finish from the arena as it is: their

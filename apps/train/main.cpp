@@ -24,6 +24,7 @@
 #include "apps/train/trainer.hpp"
 #include "apps/train/trainer_options.hpp"
 #include "comm/collectives.hpp"
+#include "comm/device_allreduce.hpp"
 #include "core/backend/host_twin.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/cpu/gemm_isa.hpp"
@@ -34,6 +35,7 @@
 #include "io/pipeline/input_pipeline.hpp"
 #include "io/pipeline/list_files.hpp"
 #if defined(SHARDFLOW_TRAIN_CUDA)
+#include "comm/nccl/nccl_allreduce.hpp"
 #include "core/cuda/cuda_backend.hpp"
 #endif
 
@@ -497,11 +499,14 @@ void UseDevice(apps::DeviceChoice& choice, const apps::ExperimentConfig& config,
   options.model.device = choice.device;
   if (apps::ProbeDevices().simulated) {
     static SimulatedCudaDevice simulated;  // lives until exit, as device tensors may
+    // Its stand-in for NCCL: comm/'s all-reduce in place on the simulated device's memory.
+    comm::RegisterDeviceAllreduce(comm::MakeSimulatedDeviceAllreduce);
     return;
   }
 #if defined(SHARDFLOW_TRAIN_CUDA)
   cuda::InstallCudaBackend(choice.ordinal);
   cuda::SetTf32(config.tf32);
+  comm::RegisterNcclAllreduce();
 #endif
 }
 

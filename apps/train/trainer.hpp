@@ -81,6 +81,7 @@ struct TrainerOptions : apps::ModelSetup {
   comm::AllreduceOptions allreduce{.mode = comm::ReduceMode::kAverage};
   double bucket_mb = 4;
   bool overlap = true;
+  std::string device_allreduce = "auto";  // a model on a device: auto | nccl | host
   double watchdog_seconds = 300;
   ModelParallelOptions model_parallel;
   int ps_ranks = 1;                  // parameter_server: how many ranks serve

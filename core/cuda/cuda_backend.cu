@@ -207,14 +207,14 @@ struct Installed {
 };
 Installed* installed = nullptr;
 
-DeviceExec& Exec() {
+}  // namespace
+
+DeviceExec& InstalledExec() {
   if (installed == nullptr) {
     throw Error(ErrorCode::kInternal, "the CUDA backend is not installed (InstallCudaBackend)");
   }
   return installed->exec;
 }
-
-}  // namespace
 
 void InstallCudaBackend(int ordinal) {
   int count = 0;
@@ -233,19 +233,21 @@ void InstallCudaBackend(int ordinal) {
   RegisterDeviceMemory(Device::kCuda, &installed->memory);
 }
 
-void* DeviceAllocate(size_t bytes) { return bytes == 0 ? nullptr : Exec().Allocate(bytes); }
+void* DeviceAllocate(size_t bytes) {
+  return bytes == 0 ? nullptr : InstalledExec().Allocate(bytes);
+}
 void DeviceFree(void* p) {
-  if (p != nullptr) Exec().Release(p);
+  if (p != nullptr) InstalledExec().Release(p);
 }
 void CopyHostToDevice(void* dst, const void* src, size_t bytes) {
-  if (bytes > 0) Exec().CopyToDevice(dst, src, bytes);
+  if (bytes > 0) InstalledExec().CopyToDevice(dst, src, bytes);
 }
 void CopyDeviceToHost(void* dst, const void* src, size_t bytes) {
-  if (bytes > 0) Exec().CopyToHost(dst, src, bytes);
+  if (bytes > 0) InstalledExec().CopyToHost(dst, src, bytes);
 }
-size_t PeakDeviceBytes() { return Exec().PeakPoolBytes(); }
+size_t PeakDeviceBytes() { return InstalledExec().PeakPoolBytes(); }
 void SetTf32(bool on) {
-  Exec().SetTf32(on);
+  InstalledExec().SetTf32(on);
   installed->cudnn.SetTf32(on);
 }
 

@@ -80,4 +80,8 @@ class DeviceExec {
   cudaMemPool_t pool_ = nullptr;
 };
 
+// The executor of the installed CUDA backend (cuda_backend.hpp's InstallCudaBackend). Throws
+// Error(kInternal) when none is installed.
+DeviceExec& InstalledExec();
+
 }  // namespace shardflow::cuda

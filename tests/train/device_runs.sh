@@ -15,9 +15,13 @@
 #                summary.json); predict with auto predicts, with cuda stops with the one line.
 #   simulated    SHARDFLOW_SIMULATE_CUDA=1: 2 ranks train a batch-norm model with clipping on
 #                the simulated CUDA device (the backend's host twin; device tensors, gradients
-#                staged through host memory for the all-reduce) and track the same run on the
-#                CPU (test loss within 1e-4 relative, accuracy within 0.5 points); then resume
-#                from its checkpoint for a fourth epoch on the device.
+#                reduced through the device all-reduce seam, comm/device_allreduce.hpp, whose
+#                stand-in for NCCL there is comm/'s all-reduce in place) and track the same run
+#                on the CPU (test loss within 1e-4 relative, accuracy within 0.5 points); the
+#                same run staged through host memory (dist.device_allreduce = host) and with
+#                the device all-reduce started at the end of backprop give its test loss
+#                exactly; nccl for a CPU model is a config error; then resume from its
+#                checkpoint for a fourth epoch on the device.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -115,6 +119,27 @@ print(f"test loss cpu {cpu['test_loss']:.6f} device {sim['test_loss']:.6f} (rel 
 assert rel < 1e-4 and abs(sim["test_accuracy"] - cpu["test_accuracy"]) <= 0.005
 assert cpu["test_accuracy"] > 0.5, "the model did not learn: the comparison would say little"
 PY
+  grep -q "reduced on the device (simulated), overlap on" sim.log ||
+    { cat sim.log; fail "the gradients were not reduced through the device all-reduce seam"; }
+  # The same run with its gradients staged through host memory, and with the device all-reduce
+  # started only at the end of backprop: the same reductions, so the same test loss, exactly.
+  SHARDFLOW_SIMULATE_CUDA=1 run_train 2 host.log "${tiny[@]}" "${bn[@]}" --train.device=cuda \
+    --dist.device_allreduce=host --output host || { cat host.log; fail "staged run"; }
+  ! grep -q "reduced on the device" host.log || { cat host.log; fail "host did not stage"; }
+  SHARDFLOW_SIMULATE_CUDA=1 run_train 2 late.log "${tiny[@]}" "${bn[@]}" --train.device=cuda \
+    --dist.device_allreduce=nccl --dist.overlap=false --output late || { cat late.log; fail "late"; }
+  $py - sim/summary.json host/summary.json late/summary.json <<'PY' || fail "device all-reduce differs"
+import json, sys
+a, b, c = (json.load(open(p))["test_loss"] for p in sys.argv[1:4])
+print(f"test loss: device all-reduce {a!r}, staged {b!r}, device at the end {c!r}")
+assert a == b == c
+PY
+  # nccl for a model on the CPU is a config error naming the key.
+  rc=0
+  run_train 2 nccl.log "${tiny[@]}" --dist.device_allreduce=nccl --output nccl || rc=$?
+  [ "$rc" -eq 2 ] || { cat nccl.log; fail "nccl on the CPU: exit $rc, wanted 2"; }
+  grep -q "error: invalid argument: dist.device_allreduce = nccl reduces gradients on GPUs.*\[key=dist.device_allreduce\]" nccl.log ||
+    { cat nccl.log; fail "no error naming dist.device_allreduce"; }
   SHARDFLOW_SIMULATE_CUDA=1 run_train 2 resume.log "${tiny[@]}" "${bn[@]}" --train.device=cuda \
     --train.epochs=4 --output sim --resume || { cat resume.log; fail "resume on the device"; }
   grep -q "resuming from .* at step" resume.log || { cat resume.log; fail "did not resume"; }
