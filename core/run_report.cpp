@@ -117,6 +117,15 @@ nlohmann::json SummaryToJson(const RunSummary& s) {
   if (!s.grid.empty()) j["grid"] = s.grid;
   if (!s.staleness_histogram.empty()) j["staleness_histogram"] = s.staleness_histogram;
   for (const auto& [name, value] : s.strategy_figures) j["strategy_figures"][name] = value;
+  if (s.device_input.present) {
+    const DeviceInputFigures& d = s.device_input;
+    j["device_input"] = {
+        {"batches", d.batches}, {"overlapped", d.overlapped}, {"stage_s", d.stage_s}};
+    if (d.timed) {
+      j["device_input"]["h2d_stall_s"] = d.h2d_stall_s;
+      j["device_input"]["gpu_busy_fraction"] = d.busy_fraction;
+    }
+  }
   if (s.straggler.rank >= 0) {
     j["straggler"] = {{"rank", s.straggler.rank},
                       {"last_fraction", s.straggler.last_fraction},
@@ -184,6 +193,22 @@ std::string FormatReport(const RunSummary& s) {
                 100 * s.times.InputFraction(), 100 * s.times.ComputeFraction(),
                 100 * s.times.CommFraction());
   out << line;
+  if (s.device_input.present) {
+    const DeviceInputFigures& d = s.device_input;
+    std::snprintf(line, sizeof(line),
+                  "device input    %lld of %lld batches copied during the previous step; "
+                  "staging %.3g s on the host",
+                  static_cast<long long>(d.overlapped), static_cast<long long>(d.batches),
+                  d.stage_s);
+    out << line;
+    if (d.timed) {
+      std::snprintf(line, sizeof(line), "; compute waited %.3g s for copies; GPU busy %.1f%%\n",
+                    d.h2d_stall_s, 100 * d.busy_fraction);
+      out << line;
+    } else {
+      out << " (this device does not time its streams)\n";
+    }
+  }
   if (s.straggler.rank >= 0) out << "straggler       " << FormatStraggler(s.straggler) << "\n";
   out << "verdict         " << s.verdict.bound << ": " << s.verdict.advice << "\n";
   return out.str();

@@ -64,6 +64,18 @@ struct Verdict {
 // the run input- or communication-bound (the larger one wins); otherwise it is compute-bound.
 Verdict Diagnose(const StepTimeTotals& t, const TuningContext& ctx, double threshold = 0.15);
 
+// A model on a device: how its batches got there (apps/train/device_input.hpp) and what the
+// device timed (core/device_staging.hpp). Times are means over the ranks.
+struct DeviceInputFigures {
+  bool present = false;      // false: the model was on the CPU
+  int64_t batches = 0;       // taken, all ranks
+  int64_t overlapped = 0;    // of them, copied during the previous step
+  double stage_s = 0;        // host time converting into pinned buffers and queueing copies
+  bool timed = false;        // the device timed its streams (a GPU, not the simulated device)
+  double h2d_stall_s = 0;    // the compute stream waiting for input copies
+  double busy_fraction = 0;  // compute stream active (input ready -> the step's last work) / wall
+};
+
 struct RunSummary {
   std::string strategy;  // how the ranks shared the work ("data_parallel", ...)
   int ranks = 1;
@@ -97,6 +109,7 @@ struct RunSummary {
   // Which rank the others waited for at the gradient all-reduce (core/straggler.hpp); rank -1:
   // not measured (one rank, asynchronous steps).
   StragglerReport straggler;
+  DeviceInputFigures device_input;
 };
 
 // summary.json: ranks, global_batch, per_rank_batch, epochs, steps, samples_per_s,
@@ -104,7 +117,8 @@ struct RunSummary {
 // compute_fraction, comm_fraction, verdict, advice, wall_s, aggregate_samples_per_s,
 // peak_rss_mib (per rank); grid, strategy_figures, staleness_histogram and straggler (rank,
 // last_fraction, margin_ms, cause, input_share, steps, last_fraction_per_rank, gather_ms, clear)
-// when set.
+// when set; device_input (batches, overlapped, stage_s, and when the device timed it
+// h2d_stall_s and gpu_busy_fraction) for a model on a device.
 nlohmann::json SummaryToJson(const RunSummary& s);
 
 // The human-readable end-of-run report (several lines, ending in a newline).

@@ -79,6 +79,10 @@ void RegisterTrainSection(ConfigSchema& s, ExperimentConfig* c) {
               "training only, with shardflow-train-cuda and dist.strategy = data_parallel; "
               "elsewhere it stops saying why, exit 2); auto (cuda when the program can use a "
               "visible GPU, else cpu)");
+  s.Add("train", "device_prefetch", &c->device_prefetch,
+        "on a device: copy the next batch (already read ahead by data.prefetch) into pinned "
+        "memory and onto the device while the current step computes (false: each batch is "
+        "copied when its step starts)");
   s.Add("train", "tf32", &c->tf32,
         "on a GPU: TF32 tensor cores for float GEMMs (cuBLAS) and convolutions (cuDNN); faster, "
         "with a 10-bit mantissa in the products, so results no longer track the CPU's");

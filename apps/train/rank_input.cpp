@@ -123,6 +123,11 @@ bool RankInput::Next(int64_t step, pipeline::Element* batch) {
   return regular_->Next(batch);
 }
 
+bool RankInput::Peek(int64_t step, pipeline::Element* batch) {
+  if (map_.InRemainder(step)) return remainder_ && remainder_->Peek(batch);
+  return regular_->Peek(batch);
+}
+
 void RankInput::Restore(int64_t step, bool in_remainder, const std::string& pipeline_state) {
   if (pipeline_state.empty()) return;
   if (in_remainder != map_.InRemainder(step) || (in_remainder && !remainder_)) {

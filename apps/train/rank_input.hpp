@@ -100,6 +100,9 @@ class RankInput {
             std::shared_ptr<pipeline::StepLimitReport> report);
   // The batch of `step` (steps come in order); false when the input ended early.
   bool Next(int64_t step, pipeline::Element* batch);
+  // The batch Next(step, ...) will return, when the pipeline's read-ahead already holds it
+  // (pipeline::Iterator::Peek): never blocks, consumes nothing.
+  bool Peek(int64_t step, pipeline::Element* batch);
   // Positions the input at `step` from a saved pipeline state (of the remainder when
   // in_remainder).
   void Restore(int64_t step, bool in_remainder, const std::string& pipeline_state);

@@ -82,6 +82,7 @@ struct TrainerOptions : apps::ModelSetup {
   double bucket_mb = 4;
   bool overlap = true;
   std::string device_allreduce = "auto";  // a model on a device: auto | nccl | host
+  bool device_prefetch = true;            // a model on a device: apps/train/device_input.hpp
   double watchdog_seconds = 300;
   ModelParallelOptions model_parallel;
   int ps_ranks = 1;                  // parameter_server: how many ranks serve

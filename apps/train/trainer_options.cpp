@@ -144,6 +144,7 @@ void SetDistribution(const apps::ExperimentConfig& c, TrainerOptions* o) {
   o->bucket_mb = c.bucket_mb;
   o->overlap = c.overlap;
   o->device_allreduce = c.device_allreduce;
+  o->device_prefetch = c.device_prefetch;
   o->watchdog_seconds = c.watchdog_seconds;
 }
 

@@ -232,12 +232,24 @@ void TrainingLoop::RunStep(int64_t step) {
 void TrainingLoop::TrainBatch(int64_t step, Clock::time_point t0, bool epoch_end) {
   const double wait = Since(t0);
   if (strategy_.counts_samples()) MaybeLogRowIds(steps_->rank(), map_.EpochOf(step), step, batch_);
-  const ModelBatch mb = ToModelBatch(batch_, spec_, &scratch_);
+  if (!device_input_ && o_.model.device != Device::kCpu) {
+    device_input_ = std::make_unique<DeviceInput>(o_.model.device, spec_);
+  }
+  const ModelBatch mb =
+      device_input_ ? device_input_->Take(batch_) : ToModelBatch(batch_, spec_, &scratch_);
+  // The next batch onto the device while this step computes, when the pipeline already holds
+  // it (peeked, not consumed: a checkpoint still sees it in the pipeline).
+  if (device_input_ && o_.device_prefetch && input_ && !dynamic_ && step + 1 < plan_.total_steps &&
+      input_->Peek(step + 1, &peeked_)) {
+    device_input_->Prefetch(peeked_);
+    peeked_ = pipeline::Element();
+  }
   const StepOutput out = strategy_.TrainStep({.batch = &mb,
                                               .step = step,
                                               .epoch = map_.EpochOf(step),
                                               .epoch_end = epoch_end,
                                               .learning_rate = Lr(step)});
+  if (device_input_) device_input_->StepIssued();
   const double step_seconds = Since(t0);
   // When this rank reached the all-reduce, from the end of its previous step (the first step of
   // a run starts from set-up, which ranks leave at different times: not recorded).
@@ -376,6 +388,33 @@ EvalResult TrainingLoop::Evaluate(int64_t step, bool final) {
   return e;
 }
 
+// A model on a device: its input staging and the device's times, means over the ranks that
+// had one (collective over the job: every rank adds its part, or zeros).
+void TrainingLoop::SummarizeDeviceInput(double wall) {
+  double parts[7] = {0, 0, 0, 0, 0, 0, 0};
+  if (device_input_) {
+    const DeviceInputStats& d = device_input_->stats();
+    const StagingTimes t = DeviceStagingFor(o_.model.device).TakeTimes();
+    parts[0] = 1;
+    parts[1] = static_cast<double>(d.batches);
+    parts[2] = static_cast<double>(d.overlapped);
+    parts[3] = d.stage_s;
+    parts[4] = t.measured ? 1 : 0;
+    parts[5] = t.compute_stall_s;
+    parts[6] = t.compute_active_s;
+  }
+  comm::AllreduceDoubles(job_, parts, 7, comm::ReduceOp::kSum);
+  if (parts[0] == 0) return;
+  DeviceInputFigures& f = result_.summary.device_input;
+  f.present = true;
+  f.batches = static_cast<int64_t>(parts[1]);
+  f.overlapped = static_cast<int64_t>(parts[2]);
+  f.stage_s = parts[3] / parts[0];
+  f.timed = parts[4] == parts[0];
+  f.h2d_stall_s = parts[5] / parts[0];
+  f.busy_fraction = wall > 0 ? parts[6] / parts[0] / wall : 0;
+}
+
 // Where the time went: the slowest rank's wall time, the mean of the parts.
 void TrainingLoop::Summarize(int64_t steps) {
   // Over every rank; the parts are means over the ranks that take batches (a server adds 0).
@@ -418,6 +457,7 @@ void TrainingLoop::Summarize(int64_t steps) {
   for (int64_t kib : comm::AllgatherInt64(job_, static_cast<int64_t>(usage.ru_maxrss))) {
     s.peak_rss_mib.push_back(static_cast<double>(kib) / 1024.0);
   }
+  SummarizeDeviceInput(wall);
   strategy_.FinishReport(&s);
   // Which rank the others waited for: ranks that meet every step (not asynchronous workers).
   if (strategy_.trains_batches() && strategy_.synchronous_metrics()) {

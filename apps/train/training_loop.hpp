@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 
+#include "apps/train/device_input.hpp"
 #include "apps/train/dynamic_shard.hpp"
 #include "apps/train/metrics_log.hpp"
 #include "apps/train/rank_input.hpp"
@@ -63,6 +64,7 @@ class TrainingLoop {
   void SaveCheckpoint(int64_t steps_done);
   EvalResult Evaluate(int64_t step, bool final);
   void Summarize(int64_t steps);
+  void SummarizeDeviceInput(double wall);
   int64_t StopAfter(int64_t steps_done);
   void Stop(int64_t steps_done);
   void OpenInput(const StartPoint& start);
@@ -95,6 +97,9 @@ class TrainingLoop {
   comm::AsyncAllreduceInt64 stop_round_;  // the agreement posted after the last step
   pipeline::Element batch_;
   Tensor scratch_;
+  // A model on a device: its batches staged there, the next during the current step.
+  std::unique_ptr<DeviceInput> device_input_;
+  pipeline::Element peeked_;
   TestFault fault_;
   std::unique_ptr<TensorBoardLog> tb_;     // rank 0, [log] tensorboard
   StragglerLog arrivals_;                  // when this rank reached each step's all-reduce

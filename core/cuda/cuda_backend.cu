@@ -7,6 +7,7 @@
 
 #include "core/backend/kernel_backend.hpp"
 #include "core/cpu/onednn_conv.hpp"
+#include "core/cuda/cuda_staging.hpp"
 #include "core/cuda/cudnn_conv.hpp"
 #include "core/cuda/device_exec.cuh"
 #include "core/error.hpp"
@@ -231,6 +232,7 @@ void InstallCudaBackend(int ordinal) {
   RegisterBackend<float>(Device::kCuda, &installed->f32);
   RegisterBackend<double>(Device::kCuda, &installed->f64);
   RegisterDeviceMemory(Device::kCuda, &installed->memory);
+  InstallCudaStaging();
 }
 
 void* DeviceAllocate(size_t bytes) {

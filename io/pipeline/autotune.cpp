@@ -46,6 +46,7 @@ class Autotuner::ManagedIterator : public Iterator {
   bool Next(Element* out) override { return stage_->Next(out); }
   void Save(StateWriter* w) override { stage_->Save(w); }
   void Restore(StateReader* r) override { stage_->Restore(r); }
+  bool Peek(Element* out) override { return stage_->Peek(out); }
 
  private:
   Autotuner* tuner_;

@@ -39,6 +39,9 @@ class PipelineIterator {
  public:
   // Next element; false at the end. Throws Error naming file, record and stage on failure.
   bool Next(Element* out);
+  // The element the next Next() will return, when a read-ahead stage already holds it
+  // (Iterator::Peek): never blocks, changes nothing.
+  bool Peek(Element* out) { return root_->Peek(out); }
   // A blob for exact resume: version, a hash of the pipeline description, then every stage's
   // state. REQUIRES: no error has been thrown by Next().
   std::string SaveState();

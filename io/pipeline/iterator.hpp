@@ -47,6 +47,12 @@ class Iterator {
   virtual bool Next(Element* out) = 0;
   virtual void Save(StateWriter* writer) = 0;
   virtual void Restore(StateReader* reader) = 0;
+  // Never blocks and consumes nothing: writes into *out the element the next Next() will
+  // return and returns true when a stage that reads ahead (prefetch) already holds it; false
+  // when none is ready or the stages cannot tell. The copy shares the element's tensors, so a
+  // consumer can start work on its next element early (apps/train/device_input.hpp uploads it
+  // to a GPU) while the state a checkpoint saves is unchanged.
+  virtual bool Peek(Element* /*out*/) { return false; }
 };
 
 class DatasetNode {

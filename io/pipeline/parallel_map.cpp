@@ -182,6 +182,17 @@ bool ParallelMapIterator::Next(Element* out) {
   }
 }
 
+bool ParallelMapIterator::Peek(Element* out) {
+  if (!config_.deterministic) return false;
+  MutexLock lock(mu_);
+  if (error_ || finished_) return false;
+  StartLocked();
+  const auto it = ready_.find(next_out_);
+  if (it == ready_.end() || it->second.error || it->second.end) return false;
+  *out = it->second.element;
+  return true;
+}
+
 ParallelMapIterator::Poll ParallelMapIterator::TryNext(Element* out) {
   MutexLock lock(mu_);
   StartLocked();

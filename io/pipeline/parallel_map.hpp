@@ -56,6 +56,8 @@ class ParallelMapIterator : public Iterator {
   enum class Poll { kReady, kNotReady, kEnd };
   // Never blocks: an element (kReady), nothing ready yet, or the end. Starts workers.
   Poll TryNext(Element* out);
+  // Deterministic stages only (a nondeterministic one may hand out another element first).
+  bool Peek(Element* out) override;
   void Save(StateWriter* writer) override;
   void Restore(StateReader* reader) override;
 

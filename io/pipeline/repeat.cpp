@@ -43,6 +43,8 @@ class RepeatIterator : public SequentialIterator {
     }
     return false;
   }
+  // Within a pass only: the first element of the next pass is not read ahead.
+  bool Peek(Element* out) override { return input_ != nullptr && input_->Peek(out); }
   void Save(StateWriter* w) override {
     w->WriteTag("repeat");
     w->WriteI64(epoch_);

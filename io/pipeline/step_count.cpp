@@ -58,6 +58,7 @@ class LimitStepsIterator : public SequentialIterator {
     }
     return false;
   }
+  bool Peek(Element* out) override { return taken_ < node_->agreed_ && input_->Peek(out); }
   void Save(StateWriter* w) override {
     w->WriteTag("limit_steps");
     w->WriteI64(taken_);

@@ -20,7 +20,9 @@
 #                on the CPU (test loss within 1e-4 relative, accuracy within 0.5 points); the
 #                same run staged through host memory (dist.device_allreduce = host) and with
 #                the device all-reduce started at the end of backprop give its test loss
-#                exactly; nccl for a CPU model is a config error; then resume from its
+#                exactly, as do batches copied when their step starts instead of one step
+#                ahead (train.device_prefetch = false) and a run stopped at step 21 and
+#                resumed; nccl for a CPU model is a config error; then resume from its
 #                checkpoint for a fourth epoch on the device.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
@@ -128,11 +130,41 @@ PY
   ! grep -q "reduced on the device" host.log || { cat host.log; fail "host did not stage"; }
   SHARDFLOW_SIMULATE_CUDA=1 run_train 2 late.log "${tiny[@]}" "${bn[@]}" --train.device=cuda \
     --dist.device_allreduce=nccl --dist.overlap=false --output late || { cat late.log; fail "late"; }
-  $py - sim/summary.json host/summary.json late/summary.json <<'PY' || fail "device all-reduce differs"
+  # Batches copied one step ahead (train.device_prefetch, the default) or when their step
+  # starts: the same test loss, exactly.
+  SHARDFLOW_SIMULATE_CUDA=1 run_train 2 sync.log "${tiny[@]}" "${bn[@]}" --train.device=cuda \
+    --train.device_prefetch=false --output sync || { cat sync.log; fail "unstaged run"; }
+  $py - sim/summary.json host/summary.json late/summary.json sync/summary.json <<'PY' ||
 import json, sys
-a, b, c = (json.load(open(p))["test_loss"] for p in sys.argv[1:4])
-print(f"test loss: device all-reduce {a!r}, staged {b!r}, device at the end {c!r}")
-assert a == b == c
+runs = [json.load(open(p)) for p in sys.argv[1:5]]
+a, b, c, d = (r["test_loss"] for r in runs)
+print(f"test loss: device all-reduce {a!r}, staged {b!r}, device at the end {c!r}, "
+      f"copied at step start {d!r}")
+assert a == b == c == d
+staged, unstaged = runs[0]["device_input"], runs[3]["device_input"]
+print(f"device input: {staged}; without prefetch {unstaged}")
+assert staged["batches"] == unstaged["batches"] > 0
+assert staged["overlapped"] > staged["batches"] // 2, "most batches should be staged ahead"
+assert unstaged["overlapped"] == 0
+PY
+    fail "device all-reduce or device input differs"
+  # A run stopped mid-epoch (train.max_steps) and resumed ends as the uninterrupted run does,
+  # exactly: the batch staged ahead was peeked, not taken, so the checkpoint still holds it.
+  # (Without batch norm: its moving statistics are averaged over the ranks at a checkpoint,
+  # ReplicaStrategy::SyncReplicas, which an uninterrupted run does not do at that step.)
+  plain=(--eval.files="$shards" --train.epochs=3 --train.warmup_steps=0)
+  SHARDFLOW_SIMULATE_CUDA=1 run_train 2 full.log "${tiny[@]}" "${plain[@]}" --train.device=cuda \
+    --output full || { cat full.log; fail "the uninterrupted run"; }
+  SHARDFLOW_SIMULATE_CUDA=1 run_train 2 cut.log "${tiny[@]}" "${plain[@]}" --train.device=cuda \
+    --train.max_steps=21 --output cut || { cat cut.log; fail "the run stopped at step 21"; }
+  SHARDFLOW_SIMULATE_CUDA=1 run_train 2 cut2.log "${tiny[@]}" "${plain[@]}" --train.device=cuda \
+    --output cut --resume || { cat cut2.log; fail "the resumed run"; }
+  grep -q "resuming from .* at step 21" cut2.log || { cat cut2.log; fail "did not resume at 21"; }
+  $py - full/summary.json cut/summary.json <<'PY' || fail "the resumed run differs"
+import json, sys
+a, b = (json.load(open(p))["test_loss"] for p in sys.argv[1:3])
+print(f"test loss: uninterrupted {a!r}, stopped at step 21 and resumed {b!r}")
+assert a == b
 PY
   # nccl for a model on the CPU is a config error naming the key.
   rc=0
