@@ -14,7 +14,8 @@
 //         is Error(kInvalidArgument) whose one line names the rank, the host and what it saw.
 //   auto  cuda when a usable GPU is visible, else cpu.
 // A GPU is usable only by a program that carries the CUDA backend (shardflow-train-cuda,
-// request.has_backend); the simulated device (SHARDFLOW_SIMULATE_CUDA=1) only by training.
+// shardflow-predict-cuda: request.has_backend); the simulated device (SHARDFLOW_SIMULATE_CUDA=1)
+// by training and prediction.
 // Elsewhere `cuda` stops with Error(kInvalidArgument) naming the program to run, and `auto`
 // falls back to the CPU with a warning. Nothing here claims that a GPU did the work.
 // Thread-safety: pure functions, except ProbeDevices and SelectDevice (main thread, parse phase).
@@ -44,7 +45,7 @@ struct DeviceRequest {
   int rank = 0;                   // world rank
   int local_rank = 0;             // rank among the processes of this node
   std::string host;
-  // The program carries the CUDA backend (shardflow-train-cuda); the others would only load
+  // The program carries the CUDA backend (shardflow-*-cuda); the others would only load
   // CUDA's libraries for it, so they refuse a real GPU and say which program to run.
   bool has_backend = false;
 };

@@ -17,6 +17,7 @@
 #include "apps/predict/predictor.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/collectives.hpp"
+#include "core/backend/host_twin.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/logging.hpp"
 #include "core/mpi_env.hpp"
@@ -24,9 +25,45 @@
 #include "io/pipeline/input_pipeline.hpp"
 #include "io/pipeline/list_files.hpp"
 #include "io/pipeline/sources/source_counters.hpp"
+#if defined(SHARDFLOW_PREDICT_CUDA)
+#include "core/cuda/cuda_backend.hpp"
+#endif
+
+// shardflow-predict-cuda is this file linked with the CUDA backend (apps/predict/CMakeLists.txt).
+#if defined(SHARDFLOW_PREDICT_CUDA)
+constexpr bool kHasCudaBackend = true;
+#else
+constexpr bool kHasCudaBackend = false;
+#endif
 
 namespace shardflow::predict {
 namespace {
+
+// Puts the model on the chosen device: the simulated one (SHARDFLOW_SIMULATE_CUDA=1) or, in
+// shardflow-predict-cuda, the rank's GPU. A model split over ranks predicts on the CPU only.
+void UseDevice(const apps::DeviceChoice& choice, const apps::GridShape& grid, bool tf32,
+               apps::ModelSetup* options) {
+  if (choice.device == Device::kCpu) return;
+  if (grid.model_parallel()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "train.device = cuda predicts with a whole model on each rank, not on the grid " +
+                    grid.ToString(),
+                {.key = "train.device",
+                 .hint = "dist.pipeline_stages = 1 and dist.tensor_parallel = 1, or "
+                         "train.device = cpu"});
+  }
+  options->model.device = choice.device;
+  if (apps::ProbeDevices().simulated) {
+    static SimulatedCudaDevice simulated;  // lives until exit, as device tensors may
+    return;
+  }
+#if defined(SHARDFLOW_PREDICT_CUDA)
+  cuda::InstallCudaBackend(choice.ordinal);
+  cuda::SetTf32(tf32);
+#else
+  (void)tf32;
+#endif
+}
 
 struct Prepared {
   apps::ModelSetup options;
@@ -176,10 +213,11 @@ int main(int argc, char** argv) {
         pipeline::CheckInputFilesMatch(config.train.data,
                                        config.input.empty() ? "data.files" : "--input");
         // Each rank alone, before the model is loaded (apps/common/device_choice.hpp).
-        apps::SelectDevice({.device = config.train.device,
-                            .work = "predicting",
-                            .rank = env.rank(),
-                            .local_rank = env.local_rank()});
+        const apps::DeviceChoice device = apps::SelectDevice({.device = config.train.device,
+                                                              .work = "predicting",
+                                                              .rank = env.rank(),
+                                                              .local_rank = env.local_rank(),
+                                                              .has_backend = kHasCudaBackend});
         prepared.options = apps::MakeModelSetup(config.train);
         const int threads = apps::ResolveThreads(config.train, env.local_size());
         cpu::SetIntraOpThreads(threads);
@@ -193,6 +231,7 @@ int main(int argc, char** argv) {
         predict::Prepared& p = prepared;
         p.grid = apps::MakeGridShape(env.size(), config.train.pipeline_stages,
                                      config.train.tensor_parallel);
+        predict::UseDevice(device, p.grid, config.train.tf32, &p.options);
         p.plan = apps::PlanRank(p.options, p.grid,
                                 std::vector<int>(config.train.stage_boundaries.begin(),
                                                  config.train.stage_boundaries.end()),

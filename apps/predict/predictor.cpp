@@ -77,7 +77,7 @@ class BatchPredictor {
       bspec.label_feature.clear();
     }
     const apps::ModelBatch mb = apps::ToModelBatch(batch, bspec, &scratch_);
-    const Tensor out = forward_(mb.x);
+    const Tensor out = forward_(mb.x).To(Device::kCpu);  // a model on a device: one copy back
     if (out.num_elements() == 0 && mb.rows > 0) return;  // another rank holds the outputs
     for (const auto& r : records) rows_->ids.push_back(RecordId(r, spec_));
     const int64_t n = mb.rows;

@@ -103,7 +103,12 @@ TEST(DeviceChoiceTest, CudaWithGpuButNoBackendNamesTheProgramToRun) {
   }
   DeviceRequest predict = Request("cuda");
   predict.work = "predicting";
-  EXPECT_TRUE(Has(ErrorOf(predict, Gpus(1, "0")).what(), "predicting on the GPU is not available"));
+  EXPECT_TRUE(Has(ErrorOf(predict, Gpus(1, "0")).what(),
+                  "this program has no CUDA backend (it would load ~200 MB of CUDA libraries "
+                  "into every CPU run): run shardflow-predict-cuda"));
+  DeviceRequest serve = Request("cuda");
+  serve.work = "serving";
+  EXPECT_TRUE(Has(ErrorOf(serve, Gpus(1, "0")).what(), "serving on the GPU is not available"));
 }
 
 TEST(DeviceChoiceTest, WithTheBackendCudaAndAutoTakeTheRanksGpu) {
@@ -126,6 +131,13 @@ TEST(DeviceChoiceTest, TheSimulatedDeviceNeedsNoBackend) {
   EXPECT_EQ(c.device, Device::kCuda);
   EXPECT_EQ(c.ordinal, 0);
   EXPECT_TRUE(Has(c.note, "the simulated device (SHARDFLOW_SIMULATE_CUDA=1"));
+  // Prediction runs on it too; the server does not (it would run on the CPU and say cuda).
+  DeviceRequest predict = Request("cuda", 1, 0);
+  predict.work = "predicting";
+  EXPECT_EQ(ChooseDevice(predict, simulated).device, Device::kCuda);
+  DeviceRequest serve = Request("auto", 1, 0);
+  serve.work = "serving";
+  EXPECT_EQ(ChooseDevice(serve, simulated).device, Device::kCpu);
 }
 
 TEST(DeviceChoiceTest, LocalRankBeyondTheVisibleGpusNamesTheNumbers) {

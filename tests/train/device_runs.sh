@@ -22,8 +22,10 @@
 #                the device all-reduce started at the end of backprop give its test loss
 #                exactly, as do batches copied when their step starts instead of one step
 #                ahead (train.device_prefetch = false) and a run stopped at step 21 and
-#                resumed; nccl for a CPU model is a config error; then resume from its
-#                checkpoint for a fourth epoch on the device.
+#                resumed; nccl for a CPU model is a config error; shardflow-predict on the
+#                simulated device gives the CPU's classes (probabilities within 1e-5) and
+#                refuses a model-parallel grid; then resume from its checkpoint for a fourth
+#                epoch on the device.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -172,6 +174,35 @@ PY
   [ "$rc" -eq 2 ] || { cat nccl.log; fail "nccl on the CPU: exit $rc, wanted 2"; }
   grep -q "error: invalid argument: dist.device_allreduce = nccl reduces gradients on GPUs.*\[key=dist.device_allreduce\]" nccl.log ||
     { cat nccl.log; fail "no error naming dist.device_allreduce"; }
+  # Prediction on the simulated device (shardflow-predict --train.device=cuda): the CPU's
+  # classes for every record, probabilities within float rounding; a grid is refused.
+  sim_predict() {  # sim_predict LOG ARGS...: the uninterrupted run's checkpoint on 2 ranks
+    local log=$1
+    shift
+    SHARDFLOW_SIMULATE_CUDA=1 timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-predict" \
+      --config "$src/configs/fmnist_mlp.ini" --model.spec='flatten, dense:16, relu, dense:10' \
+      --checkpoint full/checkpoints --input "$shards" "$@" >"$log" 2>&1
+  }
+  sim_predict pc.log --output pc.csv || { cat pc.log; fail "predict on the CPU"; }
+  sim_predict pd.log --output pd.csv --train.device=cuda || { cat pd.log; fail "predict on device"; }
+  grep -q "device: cuda (train.device = cuda: rank 0 on .* takes the simulated device" pd.log ||
+    { cat pd.log; fail "predict: no device line"; }
+  $py - pc.csv pd.csv <<'PY' || fail "predictions on the device differ from the CPU's"
+import csv, sys
+cpu, dev = (list(csv.reader(open(p))) for p in sys.argv[1:3])
+assert cpu[0] == dev[0] and len(cpu) == len(dev) == 1001, (len(cpu), len(dev))
+worst = 0.0
+for a, b in zip(cpu[1:], dev[1:]):
+    assert a[:2] == b[:2], (a[:2], b[:2])
+    worst = max(worst, max(abs(float(x) - float(y)) for x, y in zip(a[2:], b[2:])))
+print(f"predictions: 1000 records, the same classes, probabilities within {worst:.2e}")
+assert worst < 1e-5
+PY
+  rc=0
+  sim_predict pg.log --output pg.csv --train.device=cuda --dist.pipeline_stages=2 || rc=$?
+  [ "$rc" -eq 2 ] || { cat pg.log; fail "predict on a grid with cuda: exit $rc, wanted 2"; }
+  grep -q "error: invalid argument: train.device = cuda predicts with a whole model on each rank" pg.log ||
+    { cat pg.log; fail "no error naming the grid"; }
   SHARDFLOW_SIMULATE_CUDA=1 run_train 2 resume.log "${tiny[@]}" "${bn[@]}" --train.device=cuda \
     --train.epochs=4 --output sim --resume || { cat resume.log; fail "resume on the device"; }
   grep -q "resuming from .* at step" resume.log || { cat resume.log; fail "did not resume"; }
