@@ -10,15 +10,12 @@ namespace {
 // Why the GPU is refused although one is visible; the same words for cuda (an error) and auto
 // (a warning), so a user meets one explanation.
 std::string NotAvailableYet(const DeviceRequest& r) {
-  if (r.work == "training" || r.work == "predicting") {
-    const std::string program = r.work == "training" ? "shardflow-train" : "shardflow-predict";
-    return "this program has no CUDA backend (it would load ~200 MB of CUDA libraries into "
-           "every CPU run): run " +
-           program + "-cuda, built next to it when nvcc is found";
-  }
-  return r.work +
-         " on the GPU is not available in this build yet (only shardflow-train-cuda loads the "
-         "CUDA backend)";
+  const std::string program = r.work == "training"     ? "shardflow-train"
+                              : r.work == "predicting" ? "shardflow-predict"
+                                                       : "shardflow-serve";
+  return "this program has no CUDA backend (it would load ~200 MB of CUDA libraries into every "
+         "CPU run): run " +
+         program + "-cuda, built next to it when nvcc is found";
 }
 
 // "rank 1 on node3".
@@ -75,10 +72,8 @@ DeviceChoice ChooseDevice(const DeviceRequest& r, const DeviceProbe& p) {
                 "bad value '" + r.device + "' for " + r.key + ": expected cpu | cuda | auto",
                 {.key = r.key});
   }
-  // The simulated device serves training and prediction (their test facility); the server
-  // would log it and then run on the CPU, so for it it is as no backend.
-  const bool usable =
-      (p.simulated && (r.work == "training" || r.work == "predicting")) || r.has_backend;
+  // The simulated device (a test facility) serves every program that can put its model on it.
+  const bool usable = p.simulated || r.has_backend;
   if (p.device_count > 0 && usable && (r.device == "auto" || r.device == "cuda")) {
     const int ordinal = GpuOrdinal(r, p);
     return {.device = Device::kCuda,

@@ -14,8 +14,8 @@
 //         is Error(kInvalidArgument) whose one line names the rank, the host and what it saw.
 //   auto  cuda when a usable GPU is visible, else cpu.
 // A GPU is usable only by a program that carries the CUDA backend (shardflow-train-cuda,
-// shardflow-predict-cuda: request.has_backend); the simulated device (SHARDFLOW_SIMULATE_CUDA=1)
-// by training and prediction.
+// shardflow-predict-cuda, shardflow-serve-cuda: request.has_backend); the simulated device
+// (SHARDFLOW_SIMULATE_CUDA=1) by every program.
 // Elsewhere `cuda` stops with Error(kInvalidArgument) naming the program to run, and `auto`
 // falls back to the CPU with a warning. Nothing here claims that a GPU did the work.
 // Thread-safety: pure functions, except ProbeDevices and SelectDevice (main thread, parse phase).

@@ -5,9 +5,12 @@
 // Requests are queued and grouped into batches (batch_queue.hpp) that num_replicas model
 // instances run (model_pool.hpp); a checkpoint directory is watched for newer checkpoints. On
 // SIGTERM the server stops accepting, answers what it has queued and exits 0.
+// shardflow-serve-cuda is this file linked with the CUDA backend (apps/serve/CMakeLists.txt):
+// with train.device = cuda it serves from the rank's GPU, one replica.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -17,10 +20,17 @@
 #include "apps/serve/http_server.hpp"
 #include "apps/serve/model_pool.hpp"
 #include "apps/serve/serve_config.hpp"
+#include "core/backend/host_twin.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/logging.hpp"
 #include "core/mpi_env.hpp"
 #include "core/stop_signal.hpp"
+#if defined(SHARDFLOW_SERVE_CUDA)
+#include "core/cuda/cuda_backend.hpp"
+constexpr bool kHasCudaBackend = true;
+#else
+constexpr bool kHasCudaBackend = false;
+#endif
 
 namespace shardflow::serve {
 namespace {
@@ -30,7 +40,36 @@ struct Prepared {
   std::unique_ptr<ModelPool> pool;
   int port = 0;
   int threads = 1;  // intra-op threads per replica
+  // A model on a GPU: what a thread that runs or loads it does first (its device current).
+  std::function<void()> thread_setup;
 };
+
+// Puts the model on the chosen device: the simulated one (SHARDFLOW_SIMULATE_CUDA=1) or, in
+// shardflow-serve-cuda, the rank's GPU, with one replica (the backend runs one stream).
+void UseDevice(const apps::DeviceChoice& choice, const ServeAppConfig& config,
+               apps::ModelSetup* setup, Prepared* p) {
+  if (choice.device == Device::kCpu) return;
+  if (config.num_replicas != 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "train.device = cuda serves with one replica per process, not " +
+                    std::to_string(config.num_replicas),
+                {.key = "serve.num_replicas",
+                 .hint = "serve.num_replicas = 1 (a GPU batches the requests: raise "
+                         "serve.max_batch_size), or one rank per GPU"});
+  }
+  setup->model.device = choice.device;
+  if (apps::ProbeDevices().simulated) {
+    static SimulatedCudaDevice simulated;  // lives until exit, as device tensors may
+    return;
+  }
+#if defined(SHARDFLOW_SERVE_CUDA)
+  cuda::InstallCudaBackend(choice.ordinal);
+  cuda::SetTf32(config.train.tf32);
+  p->thread_setup = [] { cuda::UseOnThisThread(); };
+#else
+  (void)p;
+#endif
+}
 
 // Polls the stop signal and, every watch_seconds, the checkpoint directory.
 void WaitForStop(const ServeAppConfig& config, HttpServer& http, ModelPool& pool,
@@ -64,7 +103,7 @@ int Run(MpiEnvironment& env, ServeAppConfig& config, Prepared& p) {
   BatchQueue queue(BatchOptions{.max_batch_size = config.max_batch_size,
                                 .batch_timeout_us = config.batch_timeout_us,
                                 .capacity = config.queue_capacity});
-  Replicas replicas(queue, *p.pool, p.sig, metrics, config.num_replicas, p.threads);
+  Replicas replicas(queue, *p.pool, p.sig, metrics, config.num_replicas, p.threads, p.thread_setup);
   HttpServer http(HttpOptions{.host = config.host,
                               .port = p.port == 0 ? 0 : p.port + env.rank(),
                               .model_name = config.model_name,
@@ -128,11 +167,13 @@ int main(int argc, char** argv) {
         ParseCommandLine(argc, argv, schema, app);
         prepared.port = serve::CheckServeFlags(config);
         // Each rank alone, before the model is loaded (apps/common/device_choice.hpp).
-        apps::SelectDevice({.device = config.train.device,
-                            .work = "serving",
-                            .rank = env.rank(),
-                            .local_rank = env.local_rank()});
-        const apps::ModelSetup setup = apps::MakeModelSetup(config.train);
+        const apps::DeviceChoice device = apps::SelectDevice({.device = config.train.device,
+                                                              .work = "serving",
+                                                              .rank = env.rank(),
+                                                              .local_rank = env.local_rank(),
+                                                              .has_backend = kHasCudaBackend});
+        apps::ModelSetup setup = apps::MakeModelSetup(config.train);
+        serve::UseDevice(device, config, &setup, &prepared);
         // Replicas share the rank's cores: each runs its kernels on its share.
         prepared.threads =
             std::max(1, apps::ResolveThreads(config.train, env.local_size()) / config.num_replicas);
@@ -141,9 +182,16 @@ int main(int argc, char** argv) {
             DescribeLayers(setup.model_spec, setup.input_shape, setup.model).back().output_shape;
         prepared.sig = serve::MakeSignature(config.train, setup, output_shape);
         // A missing checkpoint or one that does not fit the model: one line, exit 2.
+        serve::ModelPool::Loader loader =
+            serve::CheckpointLoader(setup, config.checkpoint, config.num_replicas);
+        if (prepared.thread_setup) {  // a reload runs on the watcher's or an HTTP thread
+          loader = [loader, setup_thread = prepared.thread_setup] {
+            setup_thread();
+            return loader();
+          };
+        }
         prepared.pool = std::make_unique<serve::ModelPool>(
-            serve::CheckpointLoader(setup, config.checkpoint, config.num_replicas),
-            serve::NewestCheckpoint(config.checkpoint));
+            std::move(loader), serve::NewestCheckpoint(config.checkpoint));
       },
       [&](MpiEnvironment& env) { return serve::Run(env, config, prepared); });
 }

@@ -73,11 +73,11 @@ ModelPool::Newest NewestCheckpoint(std::string checkpoint) {
 }
 
 Replicas::Replicas(BatchQueue& queue, ModelPool& pool, const Signature& sig, ServeMetrics& metrics,
-                   int count, int intra_op_threads)
+                   int count, int intra_op_threads, std::function<void()> thread_setup)
     : queue_(queue), pool_(pool), sig_(sig), metrics_(metrics) {
   cpu::SetIntraOpThreads(intra_op_threads);
   for (int i = 0; i < count; ++i) {
-    threads_.emplace_back([this, i] { Loop(static_cast<size_t>(i)); });
+    threads_.emplace_back([this, i, thread_setup] { Loop(static_cast<size_t>(i), thread_setup); });
   }
 }
 
@@ -92,8 +92,9 @@ void Replicas::Join() {
   }
 }
 
-void Replicas::Loop(size_t replica) {
+void Replicas::Loop(size_t replica, const std::function<void()>& thread_setup) {
   cpu::FlushDenormalsOnThisThread();
+  if (thread_setup) thread_setup();
   std::vector<std::shared_ptr<Job>> jobs;
   Tensor scratch;
   while (queue_.PopBatch(&jobs)) RunBatch(replica, jobs, &scratch);
@@ -119,7 +120,9 @@ void Replicas::RunBatch(size_t replica, std::vector<std::shared_ptr<Job>>& jobs,
     pipeline::Element batch;
     batch.Set(sig_.input_name, std::move(stacked));
     const apps::ModelBatch mb = apps::ToModelBatch(batch, sig_.batch, scratch);
-    const Tensor y = snapshot->replicas[replica]->Forward(mb.x, /*training=*/false);
+    // A model on a device: its outputs come back in one copy.
+    const Tensor y =
+        snapshot->replicas[replica]->Forward(mb.x, /*training=*/false).To(Device::kCpu);
     results = ComputeResults(sig_, mb.x, y);
   } catch (const std::exception& e) {
     error = e.what();

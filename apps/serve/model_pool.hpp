@@ -71,8 +71,9 @@ ModelPool::Newest NewestCheckpoint(std::string checkpoint);
 // replica would set it lazily, two threads writing Eigen's global at once.
 class Replicas {
  public:
+  // `thread_setup` runs first on each replica thread (a GPU: make its device current there).
   Replicas(BatchQueue& queue, ModelPool& pool, const Signature& sig, ServeMetrics& metrics,
-           int count, int intra_op_threads);
+           int count, int intra_op_threads, std::function<void()> thread_setup = {});
   ~Replicas();
   Replicas(const Replicas&) = delete;
   Replicas& operator=(const Replicas&) = delete;
@@ -81,7 +82,7 @@ class Replicas {
   void Join();
 
  private:
-  void Loop(size_t replica);
+  void Loop(size_t replica, const std::function<void()>& thread_setup);
   void RunBatch(size_t replica, std::vector<std::shared_ptr<Job>>& jobs, Tensor* scratch);
 
   BatchQueue& queue_;

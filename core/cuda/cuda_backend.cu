@@ -235,6 +235,8 @@ void InstallCudaBackend(int ordinal) {
   InstallCudaStaging();
 }
 
+void UseOnThisThread() { SF_CHECK_CUDA(cudaSetDevice(InstalledExec().ordinal())); }
+
 void* DeviceAllocate(size_t bytes) {
   return bytes == 0 ? nullptr : InstalledExec().Allocate(bytes);
 }

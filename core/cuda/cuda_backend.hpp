@@ -19,6 +19,11 @@ namespace shardflow::cuda {
 // when it cannot (no GPU, a bad ordinal).
 void InstallCudaBackend(int ordinal);
 
+// Makes the installed backend's device current on the calling thread (CUDA's current device is
+// per thread): a thread other than the one that installed the backend calls it before its
+// first kernel call or device allocation. Throws Error(kInternal) when none is installed.
+void UseOnThisThread();
+
 // Device memory for tests and transfers, on the installed backend's stream. Copies synchronise.
 void* DeviceAllocate(size_t bytes);
 void DeviceFree(void* p);

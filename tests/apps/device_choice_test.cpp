@@ -108,7 +108,7 @@ TEST(DeviceChoiceTest, CudaWithGpuButNoBackendNamesTheProgramToRun) {
                   "into every CPU run): run shardflow-predict-cuda"));
   DeviceRequest serve = Request("cuda");
   serve.work = "serving";
-  EXPECT_TRUE(Has(ErrorOf(serve, Gpus(1, "0")).what(), "serving on the GPU is not available"));
+  EXPECT_TRUE(Has(ErrorOf(serve, Gpus(1, "0")).what(), "run shardflow-serve-cuda"));
 }
 
 TEST(DeviceChoiceTest, WithTheBackendCudaAndAutoTakeTheRanksGpu) {
@@ -131,13 +131,12 @@ TEST(DeviceChoiceTest, TheSimulatedDeviceNeedsNoBackend) {
   EXPECT_EQ(c.device, Device::kCuda);
   EXPECT_EQ(c.ordinal, 0);
   EXPECT_TRUE(Has(c.note, "the simulated device (SHARDFLOW_SIMULATE_CUDA=1"));
-  // Prediction runs on it too; the server does not (it would run on the CPU and say cuda).
-  DeviceRequest predict = Request("cuda", 1, 0);
-  predict.work = "predicting";
-  EXPECT_EQ(ChooseDevice(predict, simulated).device, Device::kCuda);
-  DeviceRequest serve = Request("auto", 1, 0);
-  serve.work = "serving";
-  EXPECT_EQ(ChooseDevice(serve, simulated).device, Device::kCpu);
+  // Prediction and the server run on it too.
+  for (const char* work : {"predicting", "serving"}) {
+    DeviceRequest r = Request("auto", 1, 0);
+    r.work = work;
+    EXPECT_EQ(ChooseDevice(r, simulated).device, Device::kCuda) << work;
+  }
 }
 
 TEST(DeviceChoiceTest, LocalRankBeyondTheVisibleGpusNamesTheNumbers) {

@@ -13,7 +13,9 @@
 #            Retry-After (queue full), then SIGTERM: the queued one is answered 200 and the
 #            server exits 0;
 #   ae:      an autoencoder's per-record errors (row and columnar) equal shardflow-predict's;
-#   mpi:     mpirun -np 2 serves on ports P and P+1.
+#   mpi:     mpirun -np 2 serves on ports P and P+1;
+#   device:  the api checks on the simulated CUDA device against shardflow-predict's
+#            predictions there; two replicas on a device are refused naming serve.num_replicas.
 #   serve_e2e.sh MODE BIN_DIR SCRATCH -- MPIEXEC [ARGS...]     (MODE: all)
 set -euo pipefail
 mode=$1 bin=$2 work=$3
@@ -59,9 +61,33 @@ start_server() {
   fail "$name did not print 'listening on'"
 }
 
+client() { timeout 60 "$py" "$src/tests/serve/serve_client.py" "$@"; }
+
+# The same API served from the simulated CUDA device (SHARDFLOW_SIMULATE_CUDA=1, --train.device
+# = cuda): its predictions equal shardflow-predict's on that device; two replicas are refused.
+mkdir -p "$work/dev"
+SHARDFLOW_SIMULATE_CUDA=1 "${mpi[@]}" -np 1 "$bin/shardflow-predict" --config "$cfg" \
+  --checkpoint "$work/run/checkpoints" --input "$work/data/fm-*.tfrecord" \
+  --output "$work/dev/offline.h5" --train.threads=1 --train.device=cuda \
+  >"$work/predict-dev.log" 2>&1 || fail "predict on the simulated device failed"
+SHARDFLOW_SIMULATE_CUDA=1 start_server dev --checkpoint "$work/run/checkpoints" \
+  --serve.max_batch_size=8 --serve.batch_timeout_us=2000 --serve.max_body_bytes=200000 \
+  --train.device=cuda
+grep -q "device: cuda (train.device = cuda: rank 0 on .* takes the simulated device" \
+  "$work/dev.log" || fail "the device server has no device line"
+client api "$port" "$work/dev" || fail "api checks on the simulated device failed"
+kill -TERM "$pid"
+wait "$pid" || fail "device server exited $? after SIGTERM"
+status=0
+SHARDFLOW_SIMULATE_CUDA=1 "$bin/shardflow-serve" --config "$cfg" --port 0 --train.threads=1 \
+  --checkpoint "$work/run/checkpoints" --train.device=cuda --serve.num_replicas=2 \
+  >"$work/dev2.log" 2>&1 || status=$?
+[ "$status" = 2 ] || fail "two replicas on a device: exit $status, expected 2"
+grep -q "error: invalid argument: train.device = cuda serves with one replica per process, not 2.*\[key=serve.num_replicas\]" \
+  "$work/dev2.log" || fail "no error naming serve.num_replicas"
+
 start_server api --checkpoint "$work/run/checkpoints" --serve.max_batch_size=8 \
   --serve.batch_timeout_us=2000 --serve.max_body_bytes=200000 --serve.watch_seconds=0.2
-client() { timeout 60 "$py" "$src/tests/serve/serve_client.py" "$@"; }
 client api "$port" "$work" || fail "api checks failed"
 client reload "$port" "$work" || fail "reload checks failed"
 kill -TERM "$pid"
