@@ -22,20 +22,25 @@ DeviceInput::~DeviceInput() {
   }
 }
 
-const void* DeviceInput::SourceOf(const pipeline::Element& batch) const {
-  return batch.Get(spec_.input_feature).raw_data();
+bool DeviceInput::Holds(const Slot& s, const pipeline::Element& batch) const {
+  if (!s.staged) return false;
+  const Tensor& x = batch.Get(spec_.input_feature);
+  const void* labels =
+      spec_.label_feature.empty() ? nullptr : batch.Get(spec_.label_feature).raw_data();
+  return s.source == x.raw_data() && s.source_shape == x.shape() && s.labels_source == labels;
 }
 
 apps::ModelBatch DeviceInput::Take(const pipeline::Element& batch) {
   const int slot = Other();
   Slot& s = slots_[static_cast<size_t>(slot)];
-  const bool hit = s.staged && s.source == SourceOf(batch);
+  const bool hit = Holds(s, batch);
   if (!hit) Stage(slot, batch);
   current_ = slot;
   staging_.Acquire(slot);
   s.staged = false;
   s.held = pipeline::Element();
   s.source = nullptr;
+  s.labels_source = nullptr;
   ++stats_.batches;
   stats_.overlapped += hit ? 1 : 0;
   return apps::ModelBatch{.x = s.x, .labels = s.labels, .rows = s.rows};
@@ -60,7 +65,11 @@ void DeviceInput::Stage(int slot, const pipeline::Element& batch) {
   }
   s.rows = mb.rows;
   s.held = batch;
-  s.source = SourceOf(batch);
+  const Tensor& x = batch.Get(spec_.input_feature);
+  s.source = x.raw_data();
+  s.source_shape = x.shape();
+  s.labels_source =
+      spec_.label_feature.empty() ? nullptr : batch.Get(spec_.label_feature).raw_data();
   s.staged = true;
   stats_.stage_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

@@ -10,8 +10,9 @@
 // read the slot (core/device_staging.hpp); the step that takes it makes its compute wait for
 // the copies on the device, not on the host. A batch that was not staged ahead (the first of a
 // run or of a pass, a prefetch that had not produced it yet) is staged when taken: the same
-// bytes, without the overlap. A staged batch is known by its input tensor's storage, which the
-// slot holds a reference to, so it cannot be mistaken for another.
+// bytes, without the overlap. A staged batch is known by its input tensor's storage and shape
+// (and its labels' storage), which the slot holds a reference to, so it cannot be mistaken for
+// another.
 // On the simulated device (core/backend/host_twin.hpp) staging is synchronous (plain memory, a
 // copy at once): the same calls in the same order, nothing overlapped, nothing timed.
 // Thread-safety: the training thread only.
@@ -55,9 +56,11 @@ class DeviceInput {
     void* pinned_x = nullptr;
     void* pinned_labels = nullptr;
     size_t x_capacity = 0, labels_capacity = 0;
-    Tensor x, labels;        // on the device
-    pipeline::Element held;  // the staged batch (keeps its storage, and so its identity)
-    const void* source = nullptr;
+    Tensor x, labels;              // on the device
+    pipeline::Element held;        // the staged batch (keeps its storage, and so its identity)
+    const void* source = nullptr;  // its input tensor's data
+    const void* labels_source = nullptr;  // its labels' data (null without labels)
+    Shape source_shape;
     int64_t rows = 0;
     bool staged = false;
   };
@@ -65,7 +68,8 @@ class DeviceInput {
   // Copies `host` into the slot's pinned buffer (grown as needed) and queues it into `device`
   // (reallocated when the shape or dtype changed).
   void StageTensor(int slot, const Tensor& host, void** pinned, size_t* capacity, Tensor* device);
-  const void* SourceOf(const pipeline::Element& batch) const;
+  // Whether the slot holds `batch`: the same input (and labels) storage and shape.
+  bool Holds(const Slot& s, const pipeline::Element& batch) const;
   int Other() const { return current_ < 0 ? 0 : 1 - current_; }
 
   Device device_;

@@ -501,6 +501,10 @@ void UseDevice(apps::DeviceChoice& choice, const apps::ExperimentConfig& config,
     static SimulatedCudaDevice simulated;  // lives until exit, as device tensors may
     // Its stand-in for NCCL: comm/'s all-reduce in place on the simulated device's memory.
     comm::RegisterDeviceAllreduce(comm::MakeSimulatedDeviceAllreduce);
+    if (options.device_allreduce == "nccl") {
+      SF_LOG0(Info) << "dist.device_allreduce = nccl on the simulated device: comm/'s all-reduce "
+                       "in place stands in for NCCL";
+    }
     return;
   }
 #if defined(SHARDFLOW_TRAIN_CUDA)

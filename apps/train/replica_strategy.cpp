@@ -119,6 +119,8 @@ StepOutput ReplicaStrategy::TrainStep(const StepInput& in) {
     BeginBackward();
     model_->Backward(dout_);
   }
+  // The device runs backprop (and its bucket all-reduces) while the host does this.
+  if (in.while_device_busy) in.while_device_busy();
   {
     SF_TRACE_SCOPE("allreduce_wait");
     out.comm_blocked_s = FinishGradients();

@@ -59,6 +59,10 @@ struct StepInput {
   int64_t epoch = 0;         // 0-based
   bool epoch_end = false;    // the last step of an epoch (its batch may be partial)
   double learning_rate = 0;  // from the schedule, for this step
+  // Host work that overlaps the device's (the next batch's staging, apps/train/
+  // device_input.hpp), or empty. A strategy that runs its model on a device calls it once
+  // after issuing backprop; the loop calls it after the step when the strategy did not.
+  std::function<void()> while_device_busy;
 };
 
 // What one step adds to the metrics. Sums over this rank's contribution: the loop adds them

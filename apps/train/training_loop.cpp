@@ -238,17 +238,25 @@ void TrainingLoop::TrainBatch(int64_t step, Clock::time_point t0, bool epoch_end
   const ModelBatch mb =
       device_input_ ? device_input_->Take(batch_) : ToModelBatch(batch_, spec_, &scratch_);
   // The next batch onto the device while this step computes, when the pipeline already holds
-  // it (peeked, not consumed: a checkpoint still sees it in the pipeline).
-  if (device_input_ && o_.device_prefetch && input_ && !dynamic_ && step + 1 < plan_.total_steps &&
-      input_->Peek(step + 1, &peeked_)) {
-    device_input_->Prefetch(peeked_);
-    peeked_ = pipeline::Element();
+  // it (peeked, not consumed: a checkpoint still sees it in the pipeline). The strategy runs
+  // it once backprop is issued, so the host's conversion overlaps the device's work.
+  bool staged = false;
+  std::function<void()> stage_next;
+  if (device_input_ && o_.device_prefetch && input_ && !dynamic_ && step + 1 < plan_.total_steps) {
+    stage_next = [this, step, &staged] {
+      if (staged) return;
+      staged = true;
+      if (input_->Peek(step + 1, &peeked_)) device_input_->Prefetch(peeked_);
+      peeked_ = pipeline::Element();
+    };
   }
   const StepOutput out = strategy_.TrainStep({.batch = &mb,
                                               .step = step,
                                               .epoch = map_.EpochOf(step),
                                               .epoch_end = epoch_end,
-                                              .learning_rate = Lr(step)});
+                                              .learning_rate = Lr(step),
+                                              .while_device_busy = stage_next});
+  if (stage_next) stage_next();  // a strategy that did not call it
   if (device_input_) device_input_->StepIssued();
   const double step_seconds = Since(t0);
   // When this rank reached the all-reduce, from the end of its previous step (the first step of

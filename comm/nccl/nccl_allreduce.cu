@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <string>
 #include <thread>
@@ -59,19 +60,24 @@ class NcclAllreduce final : public DeviceAllreduce {
 
   ~NcclAllreduce() override {
     if (nccl_ != nullptr) {
-      // A communicator whose last reduction did not finish cannot be destroyed cleanly.
-      if (pending_) {
-        ncclCommAbort(nccl_);
-      } else {
-        // Finalizing a non-blocking communicator completes asynchronously; bounded by the
-        // watchdog, then it is destroyed either way.
+      // Finalizing completes only when every rank's communicator is quiescent: while an error
+      // unwinds (a peer may be gone) or with a reduction unfinished, abort instead. A finalize
+      // that fails or does not finish within the watchdog aborts too; only a finalized
+      // communicator is destroyed.
+      bool finalized = false;
+      if (!pending_ && std::uncaught_exceptions() == 0) {
         ncclResult_t rc = ncclCommFinalize(nccl_);
         const Clock::time_point t0 = Clock::now();
         while (rc == ncclInProgress && Since(t0) < watchdog_s_) {
           std::this_thread::sleep_for(std::chrono::microseconds(20));
           if (ncclCommGetAsyncError(nccl_, &rc) != ncclSuccess) break;
         }
+        finalized = rc == ncclSuccess;
+      }
+      if (finalized) {
         ncclCommDestroy(nccl_);
+      } else {
+        ncclCommAbort(nccl_);
       }
     }
     if (done_ != nullptr) cudaEventDestroy(done_);

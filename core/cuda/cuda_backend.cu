@@ -142,7 +142,7 @@ class CudaBackend final : public KernelBackend<T, DeviceExec> {
   bool ConvForward(const cpu::ConvGeometry& g, int64_t f, int64_t batch, const T* x, const T* w,
                    const T* bias, T* y) override {
     const CudnnConvShape s = Plan(g, f, batch);
-    if (!s.usable) return false;
+    if (!cudnn_.Ready<T>(s, CudnnPass::kForward)) return false;
     DeviceScratch<DeviceExec, T> wt(exec_, f * Kkc(g)), xp(exec_, PaddedSize(s));
     this->Transpose(Kkc(g), f, w, wt.get());
     if (bias != nullptr) this->BroadcastRows(batch * g.oh * g.ow, f, bias, y);
@@ -152,7 +152,7 @@ class CudaBackend final : public KernelBackend<T, DeviceExec> {
   bool ConvBackwardData(const cpu::ConvGeometry& g, int64_t f, int64_t batch, const T* dy,
                         const T* w, T* dx) override {
     const CudnnConvShape s = Plan(g, f, batch);
-    if (!s.usable) return false;
+    if (!cudnn_.Ready<T>(s, CudnnPass::kBackwardData)) return false;
     DeviceScratch<DeviceExec, T> wt(exec_, f * Kkc(g)), dxp(exec_, PaddedSize(s));
     this->Transpose(Kkc(g), f, w, wt.get());
     cudnn_.BackwardData(s, dy, wt.get(), Padded(s) ? dxp.get() : dx);
@@ -165,7 +165,7 @@ class CudaBackend final : public KernelBackend<T, DeviceExec> {
   bool ConvBackwardFilter(const cpu::ConvGeometry& g, int64_t f, int64_t batch, const T* x,
                           const T* dy, T* dw) override {
     const CudnnConvShape s = Plan(g, f, batch);
-    if (!s.usable) return false;
+    if (!cudnn_.Ready<T>(s, CudnnPass::kBackwardFilter)) return false;
     DeviceScratch<DeviceExec, T> dwt(exec_, f * Kkc(g)), xp(exec_, PaddedSize(s));
     cudnn_.BackwardFilter(s, Pad(g, s, x, xp.get()), dy, dwt.get());
     // dw (KKC, F) += the (F, KKC) gradient transposed.

@@ -14,23 +14,29 @@
 #include "core/cuda/check_cuda.hpp"
 #include "core/cuda/device_exec.cuh"
 #include "core/error.hpp"
+#include "core/logging.hpp"
 
 namespace shardflow::cuda {
 
 CudnnConvShape PlanCudnnConv(const cpu::ConvGeometry& g, int64_t f, int64_t batch) {
   CudnnConvShape s;
-  // cuDNN's sizes are ints; the padded input's element count must fit its int64 strides.
   const int64_t pb = (g.oh - 1) * g.stride + g.kh - g.h - g.pad_top;
   const int64_t pr = (g.ow - 1) * g.stride + g.kw - g.w - g.pad_left;
   const int64_t eh = pb > g.pad_top ? pb - g.pad_top : 0,
                 ew = pr > g.pad_left ? pr - g.pad_left : 0;
-  const int64_t largest = std::max({batch, g.c, g.h + eh, g.w + ew, f, g.kh, g.kw, g.oh, g.ow});
   if (batch <= 0 || f <= 0 || g.c <= 0) {
     s.why = "an empty batch or channel count";
     return s;
   }
-  if (largest > std::numeric_limits<int>::max()) {
-    s.why = "a dimension beyond cuDNN's int range";
+  // cuDNN's legacy descriptors take int sizes and refuse a tensor of more than INT_MAX
+  // elements (cudnnSetTensor4dDescriptor: NOT_SUPPORTED), so a larger one stays on im2col.
+  constexpr int64_t kMax = std::numeric_limits<int>::max();
+  const int64_t largest = std::max({batch, g.c, g.h + eh, g.w + ew, f, g.kh, g.kw, g.oh, g.ow});
+  const double in = static_cast<double>(batch) * g.c * (g.h + eh) * (g.w + ew);
+  const double out = static_cast<double>(batch) * f * g.oh * g.ow;
+  const double filter = static_cast<double>(f) * g.kh * g.kw * g.c;
+  if (largest > kMax || std::max({in, out, filter}) > static_cast<double>(kMax)) {
+    s.why = "a tensor beyond cuDNN's int range";
     return s;
   }
   s = CudnnConvShape{.usable = true,
@@ -70,6 +76,19 @@ struct Descriptors {
   cudnnConvolutionDescriptor_t conv = nullptr;
 
   Descriptors(const CudnnConvShape& s, cudnnDataType_t type) {
+    try {
+      Make(s, type);
+    } catch (...) {  // the ones already created
+      Destroy();
+      throw;
+    }
+  }
+  ~Descriptors() { Destroy(); }
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+
+ private:
+  void Make(const CudnnConvShape& s, cudnnDataType_t type) {
     SF_CHECK_CUDNN(cudnnCreateTensorDescriptor(&x));
     SF_CHECK_CUDNN(cudnnCreateTensorDescriptor(&y));
     SF_CHECK_CUDNN(cudnnCreateFilterDescriptor(&w));
@@ -80,41 +99,57 @@ struct Descriptors {
     SF_CHECK_CUDNN(cudnnSetConvolution2dDescriptor(conv, s.pad_h, s.pad_w, s.stride, s.stride, 1, 1,
                                                    CUDNN_CROSS_CORRELATION, type));
   }
-  ~Descriptors() {
+  void Destroy() noexcept {
     if (conv != nullptr) cudnnDestroyConvolutionDescriptor(conv);
     if (w != nullptr) cudnnDestroyFilterDescriptor(w);
     if (y != nullptr) cudnnDestroyTensorDescriptor(y);
     if (x != nullptr) cudnnDestroyTensorDescriptor(x);
+    conv = nullptr;
+    w = nullptr;
+    y = nullptr;
+    x = nullptr;
   }
-  Descriptors(const Descriptors&) = delete;
-  Descriptors& operator=(const Descriptors&) = delete;
 };
 
 // One pass's chosen algorithm.
 struct Choice {
-  int algo = -1;  // -1: not chosen yet
+  int algo = -1;  // -1: not searched yet; -2: searched, none usable (the layer uses im2col)
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   size_t workspace = 0;
 };
 
-// Picks the first (fastest, or best by heuristics) result that succeeded, uses an allowed math
-// type and, for the backward passes, is deterministic. fma_only (float without TF32) refuses
-// tensor-op results; the pass then runs with the descriptor's math type held at FMA.
+// The first result (the fastest, or the best by heuristics) that succeeded, needs at most
+// `max_workspace` bytes, uses an allowed math type and, for the backward passes, is
+// deterministic; algo -2 when none is. fma_only (float without TF32) refuses tensor-op
+// results, and the pass then runs with the descriptor's math type held at FMA; with TF32, a
+// result that converts float down to half (ALLOW_CONVERSION) is refused too.
 template <typename Perf>
-Choice Pick(const Perf* perf, int count, bool fma_only, bool deterministic, const char* pass) {
+Choice Pick(const Perf* perf, int count, bool fma_only, bool deterministic, size_t max_workspace) {
   for (int i = 0; i < count; ++i) {
     const Perf& p = perf[i];
-    if (p.status != CUDNN_STATUS_SUCCESS) continue;
+    if (p.status != CUDNN_STATUS_SUCCESS || p.memory > max_workspace) continue;
     if (fma_only && p.mathType != CUDNN_FMA_MATH && p.mathType != CUDNN_DEFAULT_MATH) continue;
+    if (p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
     if (deterministic && p.determinism != CUDNN_DETERMINISTIC) continue;
     return Choice{.algo = static_cast<int>(p.algo),
                   .math = fma_only ? CUDNN_FMA_MATH : p.mathType,
                   .workspace = p.memory};
   }
-  throw Error(
-      ErrorCode::kInternal,
-      std::string("cuDNN offers no usable algorithm for the ") + pass + " pass of this convolution",
-      {.hint = "SHARDFLOW_CONV=own runs it as im2col + cuBLAS"});
+  return Choice{.algo = -2};
+}
+
+// SHARDFLOW_CUDNN_WORKSPACE_MB (default 1024): the most scratch one pass may take.
+size_t MaxWorkspace() {
+  const char* env = std::getenv("SHARDFLOW_CUDNN_WORKSPACE_MB");
+  if (env == nullptr) return size_t{1024} << 20;
+  char* end = nullptr;
+  const long long mb = std::strtoll(env, &end, 10);
+  if (end == env || *end != '\0' || mb < 0) {
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        std::string("SHARDFLOW_CUDNN_WORKSPACE_MB must be a count of MiB, not '") + env + "'");
+  }
+  return static_cast<size_t>(mb) << 20;
 }
 
 bool HeuristicSearch() {
@@ -145,7 +180,8 @@ struct CudnnConv::Impl {
     Choice fwd, bwd_data, bwd_filter;
   };
 
-  explicit Impl(DeviceExec& e) : exec(e), heuristic(HeuristicSearch()) {}
+  explicit Impl(DeviceExec& e)
+      : exec(e), heuristic(HeuristicSearch()), max_workspace(MaxWorkspace()) {}
   ~Impl() {
     if (handle != nullptr) cudnnDestroy(handle);
   }
@@ -177,7 +213,7 @@ struct CudnnConv::Impl {
   static constexpr int kMaxAlgos = 16;
 
   void ChooseForward(Entry& e) {
-    if (e.fwd.algo >= 0) return;
+    if (e.fwd.algo != -1) return;
     cudnnConvolutionFwdAlgoPerf_t perf[kMaxAlgos];
     int count = 0;
     if (heuristic) {
@@ -187,11 +223,11 @@ struct CudnnConv::Impl {
       SF_CHECK_CUDNN(cudnnFindConvolutionForwardAlgorithm(Handle(), e.d.x, e.d.w, e.d.conv, e.d.y,
                                                           kMaxAlgos, &count, perf));
     }
-    e.fwd = Pick(perf, count, e.fma_only, false, "forward");
+    e.fwd = Pick(perf, count, e.fma_only, false, max_workspace);
   }
 
   void ChooseBackwardData(Entry& e) {
-    if (e.bwd_data.algo >= 0) return;
+    if (e.bwd_data.algo != -1) return;
     cudnnConvolutionBwdDataAlgoPerf_t perf[kMaxAlgos];
     int count = 0;
     if (heuristic) {
@@ -201,11 +237,11 @@ struct CudnnConv::Impl {
       SF_CHECK_CUDNN(cudnnFindConvolutionBackwardDataAlgorithm(Handle(), e.d.w, e.d.y, e.d.conv,
                                                                e.d.x, kMaxAlgos, &count, perf));
     }
-    e.bwd_data = Pick(perf, count, e.fma_only, true, "input-gradient");
+    e.bwd_data = Pick(perf, count, e.fma_only, true, max_workspace);
   }
 
   void ChooseBackwardFilter(Entry& e) {
-    if (e.bwd_filter.algo >= 0) return;
+    if (e.bwd_filter.algo != -1) return;
     cudnnConvolutionBwdFilterAlgoPerf_t perf[kMaxAlgos];
     int count = 0;
     if (heuristic) {
@@ -215,11 +251,47 @@ struct CudnnConv::Impl {
       SF_CHECK_CUDNN(cudnnFindConvolutionBackwardFilterAlgorithm(Handle(), e.d.x, e.d.y, e.d.conv,
                                                                  e.d.w, kMaxAlgos, &count, perf));
     }
-    e.bwd_filter = Pick(perf, count, e.fma_only, true, "kernel-gradient");
+    e.bwd_filter = Pick(perf, count, e.fma_only, true, max_workspace);
+  }
+
+  // The pass's algorithm, searched on first use; false (logged once per shape and pass) when
+  // cuDNN has none that the filters allow.
+  bool Ready(const CudnnConvShape& s, cudnnDataType_t type, CudnnPass pass) {
+    Entry& e = Get(s, type);
+    Choice* c = nullptr;
+    const char* name = "";
+    switch (pass) {
+      case CudnnPass::kForward:
+        ChooseForward(e);
+        c = &e.fwd;
+        name = "forward";
+        break;
+      case CudnnPass::kBackwardData:
+        ChooseBackwardData(e);
+        c = &e.bwd_data;
+        name = "input-gradient";
+        break;
+      case CudnnPass::kBackwardFilter:
+        ChooseBackwardFilter(e);
+        c = &e.bwd_filter;
+        name = "kernel-gradient";
+        break;
+    }
+    if (c->algo >= 0) return true;
+    if (c->algo == -2) {
+      c->algo = -3;  // said once
+      SF_LOG(Warn) << "cuDNN offers no usable " << name << " algorithm for a convolution of " << s.n
+                   << "x" << s.h << "x" << s.w << "x" << s.c << " by " << s.kh << "x" << s.kw
+                   << " to " << s.f << " (stride " << s.stride << ", "
+                   << (type == CUDNN_DATA_FLOAT ? "float" : "double")
+                   << "): it runs as im2col + cuBLAS";
+    }
+    return false;
   }
 
   DeviceExec& exec;
   const bool heuristic;
+  const size_t max_workspace;
   bool tf32 = false;
   cudnnHandle_t handle = nullptr;
   std::map<Key, Entry> cache;
@@ -231,9 +303,16 @@ CudnnConv::~CudnnConv() = default;
 void CudnnConv::SetTf32(bool on) { impl_->tf32 = on; }
 
 template <typename T>
+bool CudnnConv::Ready(const CudnnConvShape& s, CudnnPass pass) {
+  return s.usable && impl_->Ready(s, kType<T>, pass);
+}
+template bool CudnnConv::Ready<float>(const CudnnConvShape&, CudnnPass);
+template bool CudnnConv::Ready<double>(const CudnnConvShape&, CudnnPass);
+
+template <typename T>
 void CudnnConv::Forward(const CudnnConvShape& s, const T* x, const T* w_fhwc, T beta, T* y) {
   Impl::Entry& e = impl_->Get(s, kType<T>);
-  impl_->ChooseForward(e);
+  if (e.fwd.algo < 0) throw Error(ErrorCode::kInternal, "cuDNN forward pass without Ready()");
   SF_CHECK_CUDNN(cudnnSetConvolutionMathType(e.d.conv, e.fwd.math));
   shardflow::DeviceScratch<DeviceExec, char> ws(impl_->exec, static_cast<int64_t>(e.fwd.workspace));
   const T one = T(1);
@@ -245,7 +324,8 @@ void CudnnConv::Forward(const CudnnConvShape& s, const T* x, const T* w_fhwc, T 
 template <typename T>
 void CudnnConv::BackwardData(const CudnnConvShape& s, const T* dy, const T* w_fhwc, T* dx) {
   Impl::Entry& e = impl_->Get(s, kType<T>);
-  impl_->ChooseBackwardData(e);
+  if (e.bwd_data.algo < 0)
+    throw Error(ErrorCode::kInternal, "cuDNN input gradient without Ready()");
   SF_CHECK_CUDNN(cudnnSetConvolutionMathType(e.d.conv, e.bwd_data.math));
   shardflow::DeviceScratch<DeviceExec, char> ws(impl_->exec,
                                                 static_cast<int64_t>(e.bwd_data.workspace));
@@ -259,7 +339,9 @@ void CudnnConv::BackwardData(const CudnnConvShape& s, const T* dy, const T* w_fh
 template <typename T>
 void CudnnConv::BackwardFilter(const CudnnConvShape& s, const T* x, const T* dy, T* dw_fhwc) {
   Impl::Entry& e = impl_->Get(s, kType<T>);
-  impl_->ChooseBackwardFilter(e);
+  if (e.bwd_filter.algo < 0) {
+    throw Error(ErrorCode::kInternal, "cuDNN kernel gradient without Ready()");
+  }
   SF_CHECK_CUDNN(cudnnSetConvolutionMathType(e.d.conv, e.bwd_filter.math));
   shardflow::DeviceScratch<DeviceExec, char> ws(impl_->exec,
                                                 static_cast<int64_t>(e.bwd_filter.workspace));

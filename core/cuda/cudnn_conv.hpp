@@ -9,11 +9,12 @@
 // input itself with the missing rows and columns (as TensorFlow does before calling cuDNN) and
 // hands cuDNN the symmetric part; the input gradient is cropped back. PlanCudnnConv says how,
 // and CudnnOutputDims asks cuDNN's own descriptors what they make of a plan, which needs no GPU:
-// tests/cuda/cuda_backend_test.cpp holds every plan of a sweep of shapes to our geometry.
+// tests/cuda/cudnn_plan_test.cpp holds every plan of a sweep of shapes to our geometry.
 // Algorithms. Found once per shape, dtype and math mode and cached (TensorFlow's autotune):
 // SHARDFLOW_CUDNN_SEARCH = find (default; cuDNN times every algorithm) | heuristic (cuDNN's
 // heuristics pick without running, so every rank and run of a job takes the same one).
-// Backward passes take only algorithms cuDNN marks deterministic, so a step repeats bit for bit.
+// Backward passes take only algorithms cuDNN marks deterministic, so a step repeats bit for bit;
+// no pass takes more than SHARDFLOW_CUDNN_WORKSPACE_MB (default 1024) of scratch.
 // float convolutions use FMA kernels unless TF32 is on (SetTf32; train.tf32), so results track
 // the CPU as the cuBLAS GEMMs do.
 // SHARDFLOW_CONV = own (core/cpu/onednn_conv.hpp) keeps the GPU on im2col + cuBLAS as well.
@@ -48,6 +49,8 @@ CudnnConvShape PlanCudnnConv(const cpu::ConvGeometry& g, int64_t f, int64_t batc
 // double. Needs the library, not a GPU. Throws Error(kInternal) with cuDNN's message.
 std::array<int, 4> CudnnOutputDims(const CudnnConvShape& s, bool is_double);
 
+enum class CudnnPass { kForward, kBackwardData, kBackwardFilter };
+
 class CudnnConv {
  public:
   explicit CudnnConv(DeviceExec& exec);
@@ -56,6 +59,12 @@ class CudnnConv {
   CudnnConv& operator=(const CudnnConv&) = delete;
 
   void SetTf32(bool on);
+  // Whether cuDNN takes this pass of a usable plan: its algorithm is searched on first use;
+  // false (logged once) when no algorithm passes the filters (deterministic backward passes,
+  // FMA math without TF32, at most SHARDFLOW_CUDNN_WORKSPACE_MB of scratch): the layer then
+  // runs im2col + cuBLAS. REQUIRES a true answer before Forward / BackwardData / BackwardFilter.
+  template <typename T>
+  bool Ready(const CudnnConvShape& s, CudnnPass pass);
   // The input tensors are cuDNN's view (already padded by eh/ew). y = conv(x, w) + beta y.
   template <typename T>
   void Forward(const CudnnConvShape& s, const T* x, const T* w_fhwc, T beta, T* y);

@@ -185,8 +185,8 @@ bool ParallelMapIterator::Next(Element* out) {
 bool ParallelMapIterator::Peek(Element* out) {
   if (!config_.deterministic) return false;
   MutexLock lock(mu_);
-  if (error_ || finished_) return false;
-  StartLocked();
+  // Before the first Next nothing has been read (and Restore may still come): not started.
+  if (!started_ || error_ || finished_) return false;
   const auto it = ready_.find(next_out_);
   if (it == ready_.end() || it->second.error || it->second.end) return false;
   *out = it->second.element;

@@ -19,7 +19,7 @@
 // state and the ready results; Restore() REQUIRES that Next() has not been called.
 // Autotune: SetParallelism/SetCapacity may be called from any thread while running; workers
 // with index >= parallelism idle.
-// Thread-safety: Next/TryNext/Save/Restore from one consumer thread at a time; the setters and
+// Thread-safety: Next/TryNext/Peek/Save/Restore from one consumer thread at a time; the setters and
 // getters from any thread. Locks: mu_ (buffer and control state) is taken before input_mu_
 // (input pulls) where both are held; a worker never takes mu_ while it holds input_mu_.
 #pragma once
@@ -56,8 +56,9 @@ class ParallelMapIterator : public Iterator {
   enum class Poll { kReady, kNotReady, kEnd };
   // Never blocks: an element (kReady), nothing ready yet, or the end. Starts workers.
   Poll TryNext(Element* out);
-  // Deterministic stages only (a nondeterministic one may hand out another element first).
-  bool Peek(Element* out) override;
+  // Deterministic stages only (a nondeterministic one may hand out another element first), and
+  // only once Next has started the workers (Peek starts nothing, so Restore stays possible).
+  bool Peek(Element* out) override EXCLUDES(mu_);
   void Save(StateWriter* writer) override;
   void Restore(StateReader* reader) override;
 

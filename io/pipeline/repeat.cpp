@@ -43,7 +43,8 @@ class RepeatIterator : public SequentialIterator {
     }
     return false;
   }
-  // Within a pass only: the first element of the next pass is not read ahead.
+  // Within a pass only: the first element of the next pass is not read ahead. (After an error
+  // Next rethrows; Peek may still show the input's next element, which Next would not reach.)
   bool Peek(Element* out) override { return input_ != nullptr && input_->Peek(out); }
   void Save(StateWriter* w) override {
     w->WriteTag("repeat");

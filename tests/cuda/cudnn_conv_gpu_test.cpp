@@ -111,10 +111,11 @@ TEST_F(CudnnConvGpu, DoublePassesMatchADoubleReference) {
 TEST_F(CudnnConvGpu, OwnKernelsLeaveTheLayerOnIm2col) {
   const cpu::ConvGeometry g = cpu::MakeConvGeometry(6, 6, 2, 3, 3, 1, true);
   std::vector<float> x(2 * 6 * 6 * 2, 1.0f), w(3 * 3 * 2 * 4, 1.0f), y(2 * 6 * 6 * 4);
+  const cpu::ConvKernel before = cpu::CurrentConvKernel();
   cpu::SetConvKernel(cpu::ConvKernel::kOwn);
   const bool taken =
       testing::DeviceMirror<float>().ConvForward(g, 4, 2, x.data(), w.data(), nullptr, y.data());
-  cpu::SetConvKernel(cpu::ConvKernel::kAuto);
+  cpu::SetConvKernel(before);
   EXPECT_FALSE(taken);
 }
 

@@ -51,6 +51,19 @@ TEST(CudnnPlanTest, EveryPlanOfASweepIsOneCudnnAgreesWith) {
   EXPECT_GT(padded, 100);  // the sweep exercises the lopsided padding
 }
 
+// cuDNN's legacy descriptors refuse a tensor of more than INT_MAX elements: such a plan is not
+// usable (the layer stays on im2col), and the largest usable one is accepted by cuDNN.
+TEST(CudnnPlanTest, TensorsBeyondCudnnsIntRangeAreLeftToTheLayer) {
+  const cpu::ConvGeometry g = cpu::MakeConvGeometry(224, 224, 64, 3, 3, 1, true);
+  const CudnnConvShape big = PlanCudnnConv(g, 64, 1024);
+  EXPECT_FALSE(big.usable);
+  EXPECT_EQ(big.why, "a tensor beyond cuDNN's int range");
+  const CudnnConvShape fits = PlanCudnnConv(g, 64, 256);
+  ASSERT_TRUE(fits.usable) << fits.why;
+  const std::array<int, 4> want{256, 64, 224, 224};
+  EXPECT_EQ(CudnnOutputDims(fits, false), want);
+}
+
 TEST(CudnnPlanTest, EmptyBatchesAreLeftToTheLayer) {
   const cpu::ConvGeometry g = cpu::MakeConvGeometry(5, 5, 3, 3, 3, 1, true);
   EXPECT_FALSE(PlanCudnnConv(g, 4, 0).usable);

@@ -36,7 +36,11 @@ TEST(PipelinePeek, ThePeekedElementIsTheNextOneItsTensorsSharedAndNothingIsConsu
     const Dataset ds = Range(50).Batch(4).Prefetch(3);
     const std::vector<Element> reference = testing::Drain(ds);
     PipelineIterator it = ds.MakeIterator();
-    for (const Element& want : reference) {
+    Element first;
+    ASSERT_TRUE(it.Next(&first));  // Peek starts nothing: the first element comes by Next
+    EXPECT_EQ(FirstColumn(first), FirstColumn(reference[0]));
+    for (size_t i = 1; i < reference.size(); ++i) {
+      const Element& want = reference[i];
       Element peeked, again, got;
       ASSERT_TRUE(PeekSoon(it, &peeked));
       ASSERT_TRUE(it.Peek(&again));  // peeking twice gives the same element
@@ -55,7 +59,7 @@ TEST(PipelinePeek, AStateSavedAfterAPeekResumesWithThePeekedElement) {
   WithinSeconds(60, "peek state", [] {
     const Dataset ds = Range(37).Batch(5).Prefetch(2);
     const std::vector<Element> reference = testing::Drain(ds);
-    for (size_t cut = 0; cut < reference.size(); ++cut) {
+    for (size_t cut = 1; cut < reference.size(); ++cut) {
       PipelineIterator it = ds.MakeIterator();
       Element e;
       for (size_t i = 0; i < cut; ++i) ASSERT_TRUE(it.Next(&e));
@@ -95,6 +99,24 @@ TEST(PipelinePeek, ThroughLimitStepsAndRepeatWithinAPass) {
       }
     }
     EXPECT_FALSE(it.Next(&e));
+  });
+}
+
+// Before the first Next a peek reads nothing and starts nothing: a Restore still works.
+TEST(PipelinePeek, BeforeTheFirstNextNothingIsPeekedAndRestoreStillWorks) {
+  WithinSeconds(60, "peek first", [] {
+    const Dataset ds = Range(30).Batch(4).Prefetch(2);
+    PipelineIterator source = ds.MakeIterator();
+    Element e;
+    ASSERT_TRUE(source.Next(&e));
+    ASSERT_TRUE(source.Next(&e));
+    const std::string blob = source.SaveState();
+    PipelineIterator it = ds.MakeIterator();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_FALSE(it.Peek(&e));
+    it.RestoreState(blob);
+    ASSERT_TRUE(it.Next(&e));
+    EXPECT_EQ(FirstColumn(e)[0], 8);
   });
 }
 

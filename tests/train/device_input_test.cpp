@@ -142,6 +142,9 @@ TEST_F(DeviceInputTest, WithoutLabelsOnlyTheInputIsCopied) {
   EXPECT_EQ(mb.labels.num_elements(), 0);
   EXPECT_EQ(mb.x.device(), Device::kCuda);
   in.StepIssued();
+  int copies = 0;
+  for (const Call& c : staging_.calls) copies += c.op == "copy" ? 1 : 0;
+  EXPECT_EQ(copies, 1);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 //
 //   shardflow-bench-gpu [--model mlp|cnn|resnet|all] [--batch 256] [--steps 50] [--tf32]
 //                       [--simulate] [--json]
+//   mpirun -np N shardflow-bench-gpu --allreduce ...   (device_allreduce.cpp: NCCL bus bandwidth)
 //
 // Per model: the model lives on the device (core/model.hpp, ModelOptions::device); each step
 // waits for the previous one, copies a host batch of random 28x28x1 images and labels to the
@@ -77,7 +78,9 @@ bool Parse(int argc, char** argv, Args& a) {
     } else if (f.IsHelp()) {
       std::printf(
           "usage: shardflow-bench gpu [--model mlp|cnn|resnet|all (all)] [--batch 256]\n"
-          "                           [--steps 50] [--tf32] [--simulate] [--json]\n");
+          "                           [--steps 50] [--tf32] [--simulate] [--json]\n"
+          "       mpirun -np N shardflow-bench gpu --allreduce [--sizes 1M,16M,64M] [--iters 10]\n"
+          "                           [--reps 5] [--simulate] [--json]\n");
       return false;
     } else {
       f.Unknown();
@@ -180,7 +183,15 @@ int Run(int argc, char** argv) {
 }  // namespace
 }  // namespace shardflow::bench
 
+namespace shardflow::bench {
+int RunDeviceAllreduce(int argc, char** argv);  // device_allreduce.cpp
+}  // namespace shardflow::bench
+
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--allreduce")
+      return shardflow::bench::RunDeviceAllreduce(argc, argv);
+  }
   try {
     return shardflow::bench::Run(argc, argv);
   } catch (const shardflow::Error& e) {
