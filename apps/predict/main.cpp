@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "apps/common/device_choice.hpp"
+#include "apps/common/install_device.hpp"
 #include "apps/common/pipeline_stage.hpp"
 #include "apps/common/stage_plan.hpp"
 #include "apps/predict/model_loader.hpp"
@@ -17,7 +18,6 @@
 #include "apps/predict/predictor.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/collectives.hpp"
-#include "core/backend/host_twin.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/logging.hpp"
 #include "core/mpi_env.hpp"
@@ -25,12 +25,9 @@
 #include "io/pipeline/input_pipeline.hpp"
 #include "io/pipeline/list_files.hpp"
 #include "io/pipeline/sources/source_counters.hpp"
-#if defined(SHARDFLOW_PREDICT_CUDA)
-#include "core/cuda/cuda_backend.hpp"
-#endif
 
 // shardflow-predict-cuda is this file linked with the CUDA backend (apps/predict/CMakeLists.txt).
-#if defined(SHARDFLOW_PREDICT_CUDA)
+#if defined(SHARDFLOW_APP_CUDA)
 constexpr bool kHasCudaBackend = true;
 #else
 constexpr bool kHasCudaBackend = false;
@@ -53,16 +50,7 @@ void UseDevice(const apps::DeviceChoice& choice, const apps::GridShape& grid, bo
                          "train.device = cpu"});
   }
   options->model.device = choice.device;
-  if (apps::ProbeDevices().simulated) {
-    static SimulatedCudaDevice simulated;  // lives until exit, as device tensors may
-    return;
-  }
-#if defined(SHARDFLOW_PREDICT_CUDA)
-  cuda::InstallCudaBackend(choice.ordinal);
-  cuda::SetTf32(tf32);
-#else
-  (void)tf32;
-#endif
+  apps::InstallDevice(choice, tf32);
 }
 
 struct Prepared {

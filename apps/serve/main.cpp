@@ -17,15 +17,15 @@
 #include <unistd.h>
 
 #include "apps/common/device_choice.hpp"
+#include "apps/common/install_device.hpp"
 #include "apps/serve/http_server.hpp"
 #include "apps/serve/model_pool.hpp"
 #include "apps/serve/serve_config.hpp"
-#include "core/backend/host_twin.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/logging.hpp"
 #include "core/mpi_env.hpp"
 #include "core/stop_signal.hpp"
-#if defined(SHARDFLOW_SERVE_CUDA)
+#if defined(SHARDFLOW_APP_CUDA)
 #include "core/cuda/cuda_backend.hpp"
 constexpr bool kHasCudaBackend = true;
 #else
@@ -58,15 +58,11 @@ void UseDevice(const apps::DeviceChoice& choice, const ServeAppConfig& config,
                          "serve.max_batch_size), or one rank per GPU"});
   }
   setup->model.device = choice.device;
-  if (apps::ProbeDevices().simulated) {
-    static SimulatedCudaDevice simulated;  // lives until exit, as device tensors may
-    return;
-  }
-#if defined(SHARDFLOW_SERVE_CUDA)
-  cuda::InstallCudaBackend(choice.ordinal);
-  cuda::SetTf32(config.train.tf32);
-  p->thread_setup = [] { cuda::UseOnThisThread(); };
+  const apps::InstalledDevice installed = apps::InstallDevice(choice, config.train.tf32);
+#if defined(SHARDFLOW_APP_CUDA)
+  if (installed == apps::InstalledDevice::kGpu) p->thread_setup = [] { cuda::UseOnThisThread(); };
 #else
+  (void)installed;
   (void)p;
 #endif
 }

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "apps/common/device_choice.hpp"
+#include "apps/common/install_device.hpp"
 #include "apps/common/stage_plan.hpp"
 #include "apps/train/dynamic_shard.hpp"
 #include "apps/train/memory_guard.hpp"
@@ -34,13 +35,13 @@
 #include "core/stop_signal.hpp"
 #include "io/pipeline/input_pipeline.hpp"
 #include "io/pipeline/list_files.hpp"
-#if defined(SHARDFLOW_TRAIN_CUDA)
+#if defined(SHARDFLOW_APP_CUDA)
 #include "comm/nccl/nccl_allreduce.hpp"
 #include "core/cuda/cuda_backend.hpp"
 #endif
 
 // shardflow-train-cuda is this file linked with the CUDA backend (apps/train/CMakeLists.txt).
-#if defined(SHARDFLOW_TRAIN_CUDA)
+#if defined(SHARDFLOW_APP_CUDA)
 constexpr bool kHasCudaBackend = true;
 #else
 constexpr bool kHasCudaBackend = false;
@@ -356,7 +357,7 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
   auto summary_json = [&] {
     auto json = SummaryToJson(result.summary);
     json["device"] = DeviceName(device);
-#if defined(SHARDFLOW_TRAIN_CUDA)
+#if defined(SHARDFLOW_APP_CUDA)
     // Rank 0's GPU memory pool at its fullest (parameters, activations, gradients, scratch).
     if (device == Device::kCuda && !apps::ProbeDevices().simulated) {
       json["device_peak_mib"] = static_cast<double>(cuda::PeakDeviceBytes()) / (1 << 20);
@@ -497,8 +498,7 @@ void UseDevice(apps::DeviceChoice& choice, const apps::ExperimentConfig& config,
                 {.key = "train.device"});
   }
   options.model.device = choice.device;
-  if (apps::ProbeDevices().simulated) {
-    static SimulatedCudaDevice simulated;  // lives until exit, as device tensors may
+  if (apps::InstallDevice(choice, config.tf32) == apps::InstalledDevice::kSimulated) {
     // Its stand-in for NCCL: comm/'s all-reduce in place on the simulated device's memory.
     comm::RegisterDeviceAllreduce(comm::MakeSimulatedDeviceAllreduce);
     if (options.device_allreduce == "nccl") {
@@ -507,9 +507,7 @@ void UseDevice(apps::DeviceChoice& choice, const apps::ExperimentConfig& config,
     }
     return;
   }
-#if defined(SHARDFLOW_TRAIN_CUDA)
-  cuda::InstallCudaBackend(choice.ordinal);
-  cuda::SetTf32(config.tf32);
+#if defined(SHARDFLOW_APP_CUDA)
   comm::RegisterNcclAllreduce();
 #endif
 }
