@@ -22,12 +22,17 @@ DeviceInput::~DeviceInput() {
   }
 }
 
+const void* DeviceInput::LabelsOf(const pipeline::Element& batch) const {
+  if (spec_.label_feature.empty() || !batch.Has(spec_.label_feature)) return nullptr;
+  return batch.Get(spec_.label_feature).raw_data();
+}
+
 bool DeviceInput::Holds(const Slot& s, const pipeline::Element& batch) const {
-  if (!s.staged) return false;
+  // A batch without its features is never a hit: staging it names what is missing.
+  if (!s.staged || !batch.Has(spec_.input_feature)) return false;
   const Tensor& x = batch.Get(spec_.input_feature);
-  const void* labels =
-      spec_.label_feature.empty() ? nullptr : batch.Get(spec_.label_feature).raw_data();
-  return s.source == x.raw_data() && s.source_shape == x.shape() && s.labels_source == labels;
+  return s.source == x.raw_data() && s.source_shape == x.shape() &&
+         s.labels_source == LabelsOf(batch);
 }
 
 apps::ModelBatch DeviceInput::Take(const pipeline::Element& batch) {
@@ -68,8 +73,7 @@ void DeviceInput::Stage(int slot, const pipeline::Element& batch) {
   const Tensor& x = batch.Get(spec_.input_feature);
   s.source = x.raw_data();
   s.source_shape = x.shape();
-  s.labels_source =
-      spec_.label_feature.empty() ? nullptr : batch.Get(spec_.label_feature).raw_data();
+  s.labels_source = LabelsOf(batch);
   s.staged = true;
   stats_.stage_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

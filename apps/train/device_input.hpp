@@ -70,6 +70,7 @@ class DeviceInput {
   void StageTensor(int slot, const Tensor& host, void** pinned, size_t* capacity, Tensor* device);
   // Whether the slot holds `batch`: the same input (and labels) storage and shape.
   bool Holds(const Slot& s, const pipeline::Element& batch) const;
+  const void* LabelsOf(const pipeline::Element& batch) const;  // null without labels
   int Other() const { return current_ < 0 ? 0 : 1 - current_; }
 
   Device device_;
