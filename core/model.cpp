@@ -277,12 +277,6 @@ Sequential<T>::Sequential(const std::string& spec, const Shape& input_shape,
   spec_layers_ = n;
   const TensorParallel& tp = options_.tensor_parallel;
   CheckTensorParallelOptions<T>(tp);
-  if (options.device != Device::kCpu && tp.ways > 1) {
-    throw Error(ErrorCode::kInvalidArgument,
-                std::string("tensor parallelism runs on the CPU only; the model is on ") +
-                    DeviceName(options.device),
-                {.key = "model"});
-  }
   const DeviceScope on_device(options.device);  // buffers and initial values on the device
   // The layers before the range are built for their shapes only: their parameters are declared
   // in an arena that is never allocated, and counted so the range initialises as in the whole

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/host_state.hpp"
 #include "io/checkpoint.hpp"
 #include "io/checkpoint_format.hpp"
 #include "io/checkpoint_internal.hpp"
@@ -244,6 +245,7 @@ std::string SavePartitionedCheckpoint(const CheckpointOptions& options, io::Comm
 std::string SavePartitionedCheckpoint(const CheckpointOptions& options, io::Communicator comm,
                                       Sequential<float>& part, Optimizer* optimizer,
                                       const TrainingState& state) {
+  const HostStateScope on_host(part, optimizer);  // a part on a device is saved from a copy
   return SavePartitionedCheckpoint(options, comm, MakeCheckpointPart(part, optimizer), state);
 }
 

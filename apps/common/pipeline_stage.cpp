@@ -24,6 +24,8 @@ struct PipelineStage::Slot {
   MicroBatch mb;
   Tensor act_in;   // the activation received from the stage before (stage > 0)
   Tensor grad_in;  // the gradient of this stage's output (received, or the loss's)
+  // A model on a device: host copies of the output and input gradient while their sends run.
+  Tensor act_out, grad_out;
   comm::RequestList recv_act, recv_grad, sends;
 };
 
@@ -54,6 +56,17 @@ PipelineStage::Slot& PipelineStage::Acquire(int m) {
 }
 
 void PipelineStage::Release(Slot& slot) { releasing_.push_back(&slot); }
+
+const float* PipelineStage::SendBuffer(const Tensor& t, Tensor& staged) {
+  if (t.device() == Device::kCpu) return t.data<float>();
+  if (!staged.owns_storage() || staged.shape() != t.shape() || staged.device() != Device::kCpu) {
+    staged = Tensor(DType::kFloat32, t.shape());
+  }
+  if (staged.byte_size() > 0) {
+    DeviceMemoryFor(t.device()).CopyToHost(staged.raw_data(), t.raw_data(), staged.byte_size());
+  }
+  return staged.data<float>();
+}
 
 void PipelineStage::Wait(comm::RequestList& requests, StageTimes* t) {
   if (requests.empty()) return;
@@ -99,7 +112,8 @@ Tensor PipelineStage::Forward(int m, const Tensor& x, const LossFn& loss, StageT
   if (training) max_in_flight_ = std::max(max_in_flight_, ++in_flight_);
   t->compute_s += Since(t0);
   if (last()) return y;
-  pipe_.PostSendFloats(y.data<float>(), Count(y), stage() + 1, ActivationTag(m), slot->sends);
+  pipe_.PostSendFloats(SendBuffer(y, slot->act_out), Count(y), stage() + 1, ActivationTag(m),
+                       slot->sends);
   if (training) {
     Tensor& g = ReuseBuffer(slot->grad_in, DType::kFloat32, y.shape());
     pipe_.PostRecvFloats(g.data<float>(), Count(g), stage() + 1, GradientTag(m), slot->recv_grad);
@@ -117,7 +131,8 @@ void PipelineStage::Backward(int m, StageTimes* t) {
       model_.Backward(slot.grad_in, slot.mb);
     } else {
       const Tensor dx = model_.BackwardWithInputGrad(slot.grad_in, slot.mb);
-      pipe_.PostSendFloats(dx.data<float>(), Count(dx), stage() - 1, GradientTag(m), slot.sends);
+      pipe_.PostSendFloats(SendBuffer(dx, slot.grad_out), Count(dx), stage() - 1, GradientTag(m),
+                           slot.sends);
     }
   }
   t->compute_s += Since(t0);

@@ -13,6 +13,10 @@
 // within the step.
 // The last stage turns its outputs into the loss (through a callback that also gives the
 // output gradient); the first stage takes its inputs from the batch.
+// A model on a device sends and receives through host buffers of the slot: an output or input
+// gradient is copied to the host before its send is posted, and a received activation or
+// gradient is host memory that the model's pass copies onto the device (Sequential::Forward and
+// Backward take a tensor on any device). Works with any MPI, CUDA-aware or not.
 // Thread-safety: one thread (the training loop's).
 #pragma once
 
@@ -76,6 +80,8 @@ class PipelineStage {
   void Backward(int m, StageTimes* t);
   void Wait(comm::RequestList& requests, StageTimes* t);
   void FinishStep(StageTimes* t);
+  // What to post a send from: `t` itself on the CPU, else its host copy in `staged`.
+  const float* SendBuffer(const Tensor& t, Tensor& staged);
 
   comm::Communicator& pipe_;
   Sequential<float>& model_;

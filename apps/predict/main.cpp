@@ -12,6 +12,7 @@
 #include "apps/common/install_device.hpp"
 #include "apps/common/pipeline_stage.hpp"
 #include "apps/common/stage_plan.hpp"
+#include "apps/common/tensor_sum.hpp"
 #include "apps/predict/model_loader.hpp"
 #include "apps/predict/predict_config.hpp"
 #include "apps/predict/prediction_output.hpp"
@@ -37,18 +38,9 @@ namespace shardflow::predict {
 namespace {
 
 // Puts the model on the chosen device: the simulated one (SHARDFLOW_SIMULATE_CUDA=1) or, in
-// shardflow-predict-cuda, the rank's GPU. A model split over ranks predicts on the CPU only.
-void UseDevice(const apps::DeviceChoice& choice, const apps::GridShape& grid, bool tf32,
-               apps::ModelSetup* options) {
+// shardflow-predict-cuda, the rank's GPU; each rank of a grid its part's.
+void UseDevice(const apps::DeviceChoice& choice, bool tf32, apps::ModelSetup* options) {
   if (choice.device == Device::kCpu) return;
-  if (grid.model_parallel()) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "train.device = cuda predicts with a whole model on each rank, not on the grid " +
-                    grid.ToString(),
-                {.key = "train.device",
-                 .hint = "dist.pipeline_stages = 1 and dist.tensor_parallel = 1, or "
-                         "train.device = cpu"});
-  }
   options->model.device = choice.device;
   apps::InstallDevice(choice, tf32);
 }
@@ -60,7 +52,8 @@ struct Prepared {
   Shape output_shape;  // the whole model's, per sample (a stage's part has its own)
   LoadedModel loaded;
   int64_t local_records = 0;
-  std::unique_ptr<comm::Communicator> tensor;  // this stage's tensor ways (made in Run)
+  std::unique_ptr<comm::Communicator> tensor;   // this stage's tensor ways (made in Run)
+  std::unique_ptr<apps::TensorSum> tensor_sum;  // the layers' sums over them
 };
 
 // The model's forward pass on this rank: the whole model, or this rank's stage and tensor way
@@ -82,6 +75,7 @@ ForwardFn MakeForward(Prepared& p, comm::Communicator& world,
   *pipe = world.Split(at.replica * p.grid.ways + at.way, at.stage, options);
   options.discover_topology = true;
   p.tensor = world.Split(at.stage * p.grid.replicas + at.replica, at.way, options);
+  p.tensor_sum = std::make_unique<apps::TensorSum>(*p.tensor, model.arena().device());
   *stage = std::make_unique<apps::PipelineStage>(**pipe, model);
   const bool reporter = at.stage == p.grid.stages - 1 && at.way == 0;
   apps::PipelineStage* s = stage->get();
@@ -95,7 +89,8 @@ ForwardFn MakeForward(Prepared& p, comm::Communicator& world,
       if (!reporter) return;
       const size_t width =
           static_cast<size_t>(y.num_elements() / std::max<int64_t>(1, end - begin));
-      std::copy_n(y.data<float>(), y.num_elements(), out.data<float>() + begin * width);
+      const Tensor host = y.To(Device::kCpu);  // a model on a device: its outputs copied back
+      std::copy_n(host.data<float>(), host.num_elements(), out.data<float>() + begin * width);
     });
     return out;
   };
@@ -127,7 +122,10 @@ int Run(MpiEnvironment& env, PredictAppConfig& config, Prepared& p) {
   // Every communicator ends before MPI does (the tensor ways' is reached from the model).
   struct EndTensorComm {
     Prepared& p;
-    ~EndTensorComm() { p.tensor.reset(); }
+    ~EndTensorComm() {
+      p.tensor_sum.reset();
+      p.tensor.reset();
+    }
   } end_tensor_comm{p};
   const int micro_batches = config.train.micro_batches > 0
                                 ? static_cast<int>(config.train.micro_batches)
@@ -219,7 +217,7 @@ int main(int argc, char** argv) {
         predict::Prepared& p = prepared;
         p.grid = apps::MakeGridShape(env.size(), config.train.pipeline_stages,
                                      config.train.tensor_parallel);
-        predict::UseDevice(device, p.grid, config.train.tf32, &p.options);
+        predict::UseDevice(device, config.train.tf32, &p.options);
         p.plan = apps::PlanRank(p.options, p.grid,
                                 std::vector<int>(config.train.stage_boundaries.begin(),
                                                  config.train.stage_boundaries.end()),
@@ -232,8 +230,7 @@ int main(int argc, char** argv) {
         if (p.grid.ways > 1) {
           part.model.tensor_parallel = {
               .way = p.plan.place.way, .ways = p.grid.ways, .sum_float = [&p](float* x, int64_t n) {
-                comm::Allreduce(*p.tensor, x, static_cast<size_t>(n),
-                                {.mode = comm::ReduceMode::kSum});
+                (*p.tensor_sum)(x, n);
               }};
         }
         // Errors found here (missing checkpoint or input, a checkpoint that does not fit the

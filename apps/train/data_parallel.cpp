@@ -34,9 +34,8 @@ class DataParallelStrategy final : public ReplicaStrategy {
   // allows it; null otherwise.
   void PlaceGradients();
   void LogGradientPath(const std::vector<GradBucket>& buckets) const;
-  // A model on a device: whether its gradients are reduced where they are
-  // (comm/device_allreduce.hpp, dist.device_allreduce), and the hooks that do it.
-  bool UseDeviceAllreduce(bool on_device) const;
+  // A model on a device: the hooks that reduce its gradients where they are
+  // (comm/device_allreduce.hpp, dist.device_allreduce).
   void AttachDeviceAllreduce(const std::vector<GradBucket>& buckets);
   double FinishOnDevice();
 
@@ -73,7 +72,7 @@ void DataParallelStrategy::AttachToModel() {
   // One rank with its model on a device: nothing to reduce, and the gradients stay where
   // backprop wrote them (no reducer, no host copy of the arena).
   if (on_device && grad_comm_->size() == 1) return;
-  if (UseDeviceAllreduce(on_device)) {
+  if (UseDeviceAllreduce(o, on_device)) {
     AttachDeviceAllreduce(buckets);
     return;
   }
@@ -110,25 +109,6 @@ void DataParallelStrategy::AttachToModel() {
       },
       arena.specs());
   model().SetGradsReadyHook([this](int layer) { tracker_->LayerDone(layer); });
-}
-
-bool DataParallelStrategy::UseDeviceAllreduce(bool on_device) const {
-  const std::string& want = options().device_allreduce;
-  if (!on_device) {
-    if (want != "nccl") return false;
-    throw Error(ErrorCode::kInvalidArgument,
-                "dist.device_allreduce = nccl reduces gradients on GPUs, but the model is on the "
-                "CPU",
-                {.key = "dist.device_allreduce", .hint = "train.device = cuda, or leave it auto"});
-  }
-  if (want == "host") return false;
-  if (comm::RegisteredDeviceAllreduce() != nullptr) return true;
-  if (want == "auto") return false;
-  throw Error(ErrorCode::kInvalidArgument,
-              "dist.device_allreduce = nccl, but this program has no device all-reduce",
-              {.key = "dist.device_allreduce",
-               .hint = "run shardflow-train-cuda (built with NCCL), or dist.device_allreduce = "
-                       "host"});
 }
 
 void DataParallelStrategy::AttachDeviceAllreduce(const std::vector<GradBucket>& buckets) {

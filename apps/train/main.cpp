@@ -485,7 +485,7 @@ void UseDevice(apps::DeviceChoice& choice, const apps::ExperimentConfig& config,
                TrainerOptions& options) {
   const std::string& requested = config.device;
   if (choice.device == Device::kCpu) return;
-  if (options.strategy != "data_parallel") {
+  if (options.strategy == "parameter_server") {
     if (requested == "auto") {
       SF_LOG0(Warn) << "device: cpu (train.device = auto: dist.strategy = " << options.strategy
                     << " runs on the CPU only)";
@@ -493,7 +493,8 @@ void UseDevice(apps::DeviceChoice& choice, const apps::ExperimentConfig& config,
       return;
     }
     throw Error(ErrorCode::kInvalidArgument,
-                "train.device = cuda trains with dist.strategy = data_parallel only, not " +
+                "train.device = cuda trains with dist.strategy = data_parallel or model_parallel, "
+                "not " +
                     options.strategy,
                 {.key = "train.device"});
   }

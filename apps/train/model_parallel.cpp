@@ -8,6 +8,7 @@
 
 #include "apps/common/pipeline_stage.hpp"
 #include "apps/common/stage_plan.hpp"
+#include "apps/common/tensor_sum.hpp"
 #include "apps/train/memory_guard.hpp"
 #include "apps/train/nonfinite_guard.hpp"
 #include "apps/train/parameter_server.hpp"
@@ -15,6 +16,8 @@
 #include "apps/train/whole_params.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/collectives.hpp"
+#include "comm/device_allreduce.hpp"
+#include "core/host_state.hpp"
 #include "core/logging.hpp"
 #include "core/loss.hpp"
 #include "core/metrics.hpp"
@@ -73,6 +76,7 @@ class ModelParallelStrategy final : public Strategy {
   // The rank that reports a replica's loss and metrics (the loop sums over all ranks).
   bool reporter() const { return place_.stage == grid_.stages - 1 && place_.way == 0; }
   void MakeCommunicators();
+  void AttachDeviceAllreduce();
   StartPoint Restore();
   void LogGrid(const std::vector<LayerCost>& layers) const;
   // The last stage's loss of rows [begin, end) of the batch into `dy`; adds to the step sums.
@@ -82,11 +86,11 @@ class ModelParallelStrategy final : public Strategy {
   // the update. Returns the seconds spent in collectives.
   double FinishStep(const StepInput& in, StepOutput* out);
   void AverageBuffers();
-  // The tensor-parallel layers' all-reduce (SUM over this stage's ways), timed.
-  void TensorSum(float* x, int64_t n);
   // Sum of squares of this rank's gradients, each parameter counted once over the tensor ways
   // (a replicated one on way 0 only).
   double OwnSquaredNorm();
+  void AverageReplicaGrads();
+  bool OwnGradsFinite();  // this rank's gradients (host copies for a device)
 
   StrategyEnv env_;
   const TrainerOptions& o_;
@@ -98,6 +102,12 @@ class ModelParallelStrategy final : public Strategy {
   std::unique_ptr<Sequential<float>> model_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<PipelineStage> stage_;
+  // A model on a device: the replicas' gradient average where the gradients lie (on a
+  // communicator of its own), when the program registered one.
+  std::unique_ptr<comm::Communicator> device_comm_;
+  std::unique_ptr<comm::DeviceAllreduce> device_reduce_;
+  // The tensor-parallel layers' all-reduce (SUM over this stage's ways), timed.
+  std::unique_ptr<apps::TensorSum> tensor_sum_;
   NonfiniteGuard guard_;
   BatchSpec spec_ = o_.batch_spec();
   Tensor eval_scratch_;
@@ -108,7 +118,6 @@ class ModelParallelStrategy final : public Strategy {
   // Totals for the report.
   StageTimes times_;
   double collective_s_ = 0;
-  double tensor_s_ = 0;
 };
 
 StartPoint ModelParallelStrategy::Setup() {
@@ -120,11 +129,12 @@ StartPoint ModelParallelStrategy::Setup() {
   if (grid_.ways > 1) {
     options.tensor_parallel = {.way = place_.way,
                                .ways = grid_.ways,
-                               .sum_float = [this](float* x, int64_t n) { TensorSum(x, n); }};
+                               .sum_float = [this](float* x, int64_t n) { (*tensor_sum_)(x, n); }};
   }
   model_ = std::make_unique<Sequential<float>>(o_.model_spec, o_.input_shape, options, plan.range);
   optimizer_ = MakeOptimizer(o_.optimizer, model_->arena().size());
   stage_ = std::make_unique<PipelineStage>(*pipe_, *model_);
+  AttachDeviceAllreduce();
   LogGrid(plan.layers);
   return Restore();
 }
@@ -170,6 +180,21 @@ StartPoint ModelParallelStrategy::Restore() {
   return start;
 }
 
+void ModelParallelStrategy::AttachDeviceAllreduce() {
+  const bool on_device = model_->arena().device() != Device::kCpu;
+  if (!UseDeviceAllreduce(o_, on_device) || grid_.replicas == 1) return;
+  comm::CommunicatorOptions with_watchdog;
+  with_watchdog.discover_topology = false;
+  with_watchdog.watchdog = comm::WatchdogOptions{.timeout_seconds = o_.watchdog_seconds};
+  device_comm_ = replicas_->Split(0, replicas_->rank(), with_watchdog);
+  device_reduce_ = (*comm::RegisteredDeviceAllreduce())(
+      *device_comm_, {.watchdog_seconds = o_.watchdog_seconds, .host = o_.allreduce});
+  if (env_.ctl->rank() == 0) {
+    SF_LOG(Info) << "gradients: averaged over the " << grid_.replicas << " replicas on the device ("
+                 << device_reduce_->name() << ")";
+  }
+}
+
 void ModelParallelStrategy::MakeCommunicators() {
   const comm::Communicator& job = *env_.job;
   comm::CommunicatorOptions with_watchdog;
@@ -186,6 +211,7 @@ void ModelParallelStrategy::MakeCommunicators() {
   const bool leader = s == 0 && t == 0;
   leaders_ = job.Split(leader ? 0 : 1, d, with_watchdog);
   if (!leader) leaders_.reset();
+  tensor_sum_ = std::make_unique<apps::TensorSum>(*tensor_, o_.model.device);
 }
 
 void ModelParallelStrategy::LogGrid(const std::vector<LayerCost>& layers) const {
@@ -226,8 +252,12 @@ void ModelParallelStrategy::Loss(const ModelBatch& mb, double scale, const Tenso
   loss_sum_ += loss * static_cast<double>(rows);
   // dL/dy of the batch's mean loss: this micro-batch's mean-loss gradient times its share.
   const float share = static_cast<float>(scale * static_cast<double>(rows));
-  float* d = dy->data<float>();
-  for (int64_t i = 0; i < dy->num_elements(); ++i) d[i] *= share;
+  if (dy->device() == Device::kCpu) {
+    float* d = dy->data<float>();
+    for (int64_t i = 0; i < dy->num_elements(); ++i) d[i] *= share;
+  } else {
+    BackendFor<float>(dy->device()).Scale(dy->num_elements(), share, dy->device_data<float>());
+  }
   if (!std::isfinite(loss)) {
     loss_finite_ = false;
     NonfiniteGuard::PoisonIfNonfinite(loss, dy);
@@ -254,6 +284,8 @@ StepOutput ModelParallelStrategy::TrainStep(const StepInput& in) {
   times_.compute_s += t.compute_s;
   times_.p2p_wait_s += t.p2p_wait_s;
   times_.total_s += t.total_s;
+  // A device may still run the last backward kernels while the host stages the next batch.
+  if (in.while_device_busy) in.while_device_busy();
   StepOutput out;
   const double collective = FinishStep(in, &out);
   out.comm_blocked_s = t.p2p_wait_s + collective;
@@ -265,10 +297,7 @@ double ModelParallelStrategy::FinishStep(const StepInput& in, StepOutput* out) {
   Arena<float>& arena = model_->arena();
   if (grid_.replicas > 1) {
     SF_TRACE_SCOPE("allreduce_wait");
-    comm::Allreduce(*replicas_, arena.grads(), static_cast<size_t>(arena.size()),
-                    {.algorithm = o_.allreduce.algorithm,
-                     .mode = comm::ReduceMode::kAverage,
-                     .wire = o_.allreduce.wire});
+    AverageReplicaGrads();
   }
   const bool reports = reporter();
   double sums[4] = {OwnSquaredNorm(), reports ? loss_sum_ : 0.0,
@@ -280,13 +309,18 @@ double ModelParallelStrategy::FinishStep(const StepInput& in, StepOutput* out) {
   const double norm = std::sqrt(sums[0]);
   // The whole model's gradients are finite exactly when the sum of squares is: a stage whose
   // own gradients are finite marks them so the guard sees the replica's verdict.
-  if (!std::isfinite(norm) && AllFinite(arena.grads(), arena.size()) && arena.size() > 0) {
-    arena.grads()[0] = std::numeric_limits<float>::quiet_NaN();
+  if (!std::isfinite(norm) && arena.size() > 0 && OwnGradsFinite()) {
+    BackendFor<float>(arena.device())
+        .Fill(1, std::numeric_limits<float>::quiet_NaN(), arena.device_grads());
   }
   if (o_.clip_norm > 0 && std::isfinite(norm) && norm > o_.clip_norm) {
     const float factor = static_cast<float>(o_.clip_norm / norm);
-    float* g = arena.grads();
-    for (int64_t i = 0; i < arena.size(); ++i) g[i] *= factor;
+    if (arena.device() == Device::kCpu) {
+      float* g = arena.grads();
+      for (int64_t i = 0; i < arena.size(); ++i) g[i] *= factor;
+    } else {
+      BackendFor<float>(arena.device()).Scale(arena.size(), factor, arena.device_grads());
+    }
   }
   out->loss = sums[3] > 0 ? sums[1] / sums[3] : 0.0;
   const StepPlace at{
@@ -324,11 +358,35 @@ EvalResult ModelParallelStrategy::Evaluate(const pipeline::Dataset& eval) {
   return sums.Reduce(*env_.ctl);
 }
 
-void ModelParallelStrategy::TensorSum(float* x, int64_t n) {
-  const auto t0 = Clock::now();
-  comm::Allreduce(*tensor_, x, static_cast<size_t>(n),
-                  {.algorithm = comm::AllreduceAlgorithm::kAuto, .mode = comm::ReduceMode::kSum});
-  tensor_s_ += Since(t0);
+// The replicas' average of this rank's gradients: where they lie when the program has a device
+// all-reduce (NCCL; dist.device_allreduce), else in host memory (staged for a device model).
+void ModelParallelStrategy::AverageReplicaGrads() {
+  Arena<float>& arena = model_->arena();
+  const comm::AllreduceOptions average{.algorithm = o_.allreduce.algorithm,
+                                       .mode = comm::ReduceMode::kAverage,
+                                       .wire = o_.allreduce.wire};
+  if (arena.device() == Device::kCpu) {
+    comm::Allreduce(*replicas_, arena.grads(), static_cast<size_t>(arena.size()), average);
+    return;
+  }
+  if (device_reduce_) {
+    device_reduce_->Start(arena.device_grads(), static_cast<size_t>(arena.size()));
+    device_reduce_->Finish();
+    return;
+  }
+  Tensor host = arena.grads_tensor().To(Device::kCpu);
+  comm::Allreduce(*replicas_, host.data<float>(), static_cast<size_t>(arena.size()), average);
+  if (host.byte_size() > 0) {
+    DeviceMemoryFor(arena.device())
+        .CopyToDevice(arena.device_grads(), host.raw_data(), host.byte_size());
+  }
+}
+
+bool ModelParallelStrategy::OwnGradsFinite() {
+  Arena<float>& arena = model_->arena();
+  if (arena.device() == Device::kCpu) return AllFinite(arena.grads(), arena.size());
+  const Tensor host = arena.grads_tensor().To(Device::kCpu);
+  return AllFinite(host.data<float>(), arena.size());
 }
 
 double ModelParallelStrategy::OwnSquaredNorm() {
@@ -337,19 +395,25 @@ double ModelParallelStrategy::OwnSquaredNorm() {
   for (int id = 0; id < arena.num_params(); ++id) {
     const ParamSpec& spec = arena.spec(id);
     if (spec.split_axis < 0 && place_.way != 0) continue;
-    const double norm = GlobalNorm(arena.grad(id), spec.size);
-    sum += norm * norm;
+    if (arena.device() == Device::kCpu) {
+      const double norm = GlobalNorm(arena.grad(id), spec.size);
+      sum += norm * norm;
+    } else {
+      sum += BackendFor<float>(arena.device()).SumSquares(spec.size, arena.grad(id));
+    }
   }
   return sum;
 }
 
 void ModelParallelStrategy::AverageBuffers() {
-  if (grid_.replicas == 1) return;
+  if (grid_.replicas == 1 || model_->Buffers().empty()) return;
+  HostStateScope on_host(*model_, nullptr, HostStateScope::What::kBuffersOnly);
   for (const NamedTensor& b : model_->Buffers()) {
     comm::Allreduce(
         *replicas_, b.tensor->data<float>(), static_cast<size_t>(b.tensor->num_elements()),
         {.algorithm = comm::AllreduceAlgorithm::kMpi, .mode = comm::ReduceMode::kAverage});
   }
+  on_host.CopyBack();
 }
 
 // The whole model's file, written by replica 0's ranks (each its stage's and way's part); the
@@ -376,7 +440,7 @@ void ModelParallelStrategy::FinishReport(RunSummary* summary) {
   summary->grid = grid_.ToString() + ", " + PipelineScheduleName(mp_.schedule) + ", " +
                   std::to_string(mp_.micro_batches) + " micro-batches";
   const double bubble = times_.total_s > 0 ? 1.0 - times_.compute_s / times_.total_s : 0.0;
-  double sums[4] = {bubble, times_.p2p_wait_s, collective_s_, tensor_s_};
+  double sums[4] = {bubble, times_.p2p_wait_s, collective_s_, tensor_sum_->seconds()};
   comm::AllreduceDoubles(*env_.ctl, sums, 4, comm::ReduceOp::kSum);
   double most[2] = {static_cast<double>(stage_->max_in_flight()),
                     static_cast<double>(stage_->slots_made())};
@@ -393,6 +457,7 @@ void ModelParallelStrategy::FinishReport(RunSummary* summary) {
 }
 
 std::vector<float> ModelParallelStrategy::FinalParams() {
+  const HostStateScope on_host(*model_, nullptr);
   return GatherWholeParams(*env_.ctl, place_.replica == 0, *model_, o_.model_spec, o_.input_shape,
                            o_.model);
 }

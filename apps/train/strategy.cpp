@@ -8,6 +8,7 @@
 #include "apps/train/model_parallel.hpp"
 #include "apps/train/parameter_server.hpp"
 #include "comm/collectives.hpp"
+#include "comm/device_allreduce.hpp"
 #include "core/error.hpp"
 #include "core/loss.hpp"
 #include "core/metrics.hpp"
@@ -86,6 +87,25 @@ std::unique_ptr<Strategy> MakeStrategy(const std::string& name, const StrategyEn
                 {.key = "dist.strategy", .hint = "known strategies: " + known});
   }
   return factory(env);
+}
+
+bool UseDeviceAllreduce(const TrainerOptions& options, bool on_device) {
+  const std::string& want = options.device_allreduce;
+  if (!on_device) {
+    if (want != "nccl") return false;
+    throw Error(ErrorCode::kInvalidArgument,
+                "dist.device_allreduce = nccl reduces gradients on GPUs, but the model is on the "
+                "CPU",
+                {.key = "dist.device_allreduce", .hint = "train.device = cuda, or leave it auto"});
+  }
+  if (want == "host") return false;
+  if (comm::RegisteredDeviceAllreduce() != nullptr) return true;
+  if (want == "auto") return false;
+  throw Error(ErrorCode::kInvalidArgument,
+              "dist.device_allreduce = nccl, but this program has no device all-reduce",
+              {.key = "dist.device_allreduce",
+               .hint = "run shardflow-train-cuda (built with NCCL), or dist.device_allreduce = "
+                       "host"});
 }
 
 }  // namespace shardflow::train

@@ -154,6 +154,12 @@ std::vector<std::string> StrategyNames();
 // Throws Error(kInvalidArgument) naming dist.strategy and the known names for an unknown name.
 std::unique_ptr<Strategy> MakeStrategy(const std::string& name, const StrategyEnv& env);
 
+// Whether a strategy reduces its gradients where they lie (comm/device_allreduce.hpp) rather than
+// in host memory, from dist.device_allreduce (auto | nccl | host) and the model's place: auto
+// when the program registered a device all-reduce. Throws Error(kInvalidArgument) naming the key
+// for nccl with a model on the CPU, or in a program without one.
+bool UseDeviceAllreduce(const TrainerOptions& options, bool on_device);
+
 struct StrategyRegistration {
   StrategyRegistration(const std::string& name, StrategyFactory factory) {
     RegisterStrategy(name, std::move(factory));

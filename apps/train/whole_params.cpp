@@ -72,6 +72,7 @@ std::vector<float> GatherWholeParams(comm::Communicator& comm, bool contributes,
   if (comm.rank() == 0) {
     ModelOptions plain = options;
     plain.tensor_parallel = {};
+    plain.device = Device::kCpu;  // assembled in host memory, whatever the parts ran on
     Sequential<float> model(spec, input_shape, plain);
     Arena<float>& arena = model.arena();
     std::map<std::string, int> ids;

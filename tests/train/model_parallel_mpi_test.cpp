@@ -12,6 +12,7 @@
 #include <random>
 
 #include "apps/train/trainer.hpp"
+#include "core/backend/host_twin.hpp"
 #include "core/cpu/onednn_conv.hpp"
 #include "core/error.hpp"
 #include "tests/support/mpi_scratch.hpp"
@@ -107,7 +108,10 @@ struct PipelineRun {
   int micro_batches;
 };
 
-TEST(ModelParallel, EveryGridEndsWithTheUnsplitModelsParameters) {
+// Every grid and schedule of n ranks against the unsplit model on the CPU; the grids' models on
+// `device` (the simulated CUDA device: activations and gradients staged through host memory
+// between stages, the tensor ways' sums too).
+void ExpectEveryGridEndsWithTheUnsplitModelsParameters(Device device) {
   // Direct convolutions only: this test holds the strategies to the unsplit model's losses
   // within 1e-5 (about an ulp of the CNN's first losses, ~72). Under the automatic choice a
   // micro-batch of fewer than 4 images runs oneDNN where the whole batch runs Winograd, and a
@@ -138,10 +142,11 @@ TEST(ModelParallel, EveryGridEndsWithTheUnsplitModelsParameters) {
         o.strategy = "model_parallel";
         o.model_parallel = {.grid = grid, .micro_batches = r.micro_batches, .schedule = r.schedule};
         o.per_rank_batch = kGlobalBatch / grid.replicas;
+        o.model.device = device;
         const int replica = apps::PlaceOf(grid, world.rank()).replica;
         const TrainResult got = Train(world, MakeData(m, replica, grid.replicas), o);
-        const std::string what = std::string(m.spec) + " on " + grid.ToString() + ", " +
-                                 PipelineScheduleName(r.schedule) +
+        const std::string what = std::string(m.spec) + " on " + grid.ToString() + " on " +
+                                 DeviceName(device) + ", " + PipelineScheduleName(r.schedule) +
                                  " M=" + std::to_string(r.micro_batches);
         ASSERT_EQ(got.params.size(), ref.params.size()) << what;
         EXPECT_LT(MaxDiff(got.params, ref.params), 2e-5) << what;
@@ -162,6 +167,15 @@ TEST(ModelParallel, EveryGridEndsWithTheUnsplitModelsParameters) {
     }
   }
   EXPECT_EQ(runs > 0, n > 1);
+}
+
+TEST(ModelParallel, EveryGridEndsWithTheUnsplitModelsParameters) {
+  ExpectEveryGridEndsWithTheUnsplitModelsParameters(Device::kCpu);
+}
+
+TEST(ModelParallel, EveryGridOnADeviceEndsWithTheUnsplitModelsParameters) {
+  SimulatedCudaDevice cuda;
+  ExpectEveryGridEndsWithTheUnsplitModelsParameters(Device::kCuda);
 }
 
 // GPipe keeps every micro-batch's activations until the backward passes; 1F1B at most S of
