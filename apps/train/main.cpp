@@ -22,11 +22,10 @@
 #include "apps/train/model_parallel.hpp"
 #include "apps/train/ps_placement.hpp"
 #include "apps/train/straggler_log.hpp"
+#include "apps/train/train_device.hpp"
 #include "apps/train/trainer.hpp"
 #include "apps/train/trainer_options.hpp"
 #include "comm/collectives.hpp"
-#include "comm/device_allreduce.hpp"
-#include "core/backend/host_twin.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/cpu/gemm_isa.hpp"
 #include "core/cpu/onednn_conv.hpp"
@@ -36,7 +35,6 @@
 #include "io/pipeline/input_pipeline.hpp"
 #include "io/pipeline/list_files.hpp"
 #if defined(SHARDFLOW_APP_CUDA)
-#include "comm/nccl/nccl_allreduce.hpp"
 #include "core/cuda/cuda_backend.hpp"
 #endif
 
@@ -474,48 +472,6 @@ int DryRun(MpiEnvironment& env, const apps::ExperimentConfig& config, const Trai
 }  // namespace
 }  // namespace shardflow::train
 
-namespace shardflow::train {
-namespace {
-
-// Installs the backend of the chosen device and puts the model there. The simulated device (the
-// host twin, SHARDFLOW_SIMULATE_CUDA=1) needs nothing but core; a GPU needs the backend this
-// program was linked with (shardflow-train-cuda).
-// `auto` with a strategy the device cannot run falls back to the CPU with a warning.
-void UseDevice(apps::DeviceChoice& choice, const apps::ExperimentConfig& config,
-               TrainerOptions& options) {
-  const std::string& requested = config.device;
-  if (choice.device == Device::kCpu) return;
-  if (options.strategy == "parameter_server") {
-    if (requested == "auto") {
-      SF_LOG0(Warn) << "device: cpu (train.device = auto: dist.strategy = " << options.strategy
-                    << " runs on the CPU only)";
-      choice = {};
-      return;
-    }
-    throw Error(ErrorCode::kInvalidArgument,
-                "train.device = cuda trains with dist.strategy = data_parallel or model_parallel, "
-                "not " +
-                    options.strategy,
-                {.key = "train.device"});
-  }
-  options.model.device = choice.device;
-  if (apps::InstallDevice(choice, config.tf32) == apps::InstalledDevice::kSimulated) {
-    // Its stand-in for NCCL: comm/'s all-reduce in place on the simulated device's memory.
-    comm::RegisterDeviceAllreduce(comm::MakeSimulatedDeviceAllreduce);
-    if (options.device_allreduce == "nccl") {
-      SF_LOG0(Info) << "dist.device_allreduce = nccl on the simulated device: comm/'s all-reduce "
-                       "in place stands in for NCCL";
-    }
-    return;
-  }
-#if defined(SHARDFLOW_APP_CUDA)
-  comm::RegisterNcclAllreduce();
-#endif
-}
-
-}  // namespace
-}  // namespace shardflow::train
-
 int main(int argc, char** argv) {
   using namespace shardflow;
   apps::ExperimentConfig config;
@@ -549,19 +505,15 @@ int main(int argc, char** argv) {
         ParseCommandLine(argc, argv, schema, app);
         train::RefuseTrainerSetKeys(schema);
         options = train::MakeTrainerOptions(&config, env.size(), schema.ResolvedIni());
-        // Each rank alone, before the costly checks: a rank without the GPU asked for stops the
-        // job with its own line (no collective in the parse phase; RunMain agrees on failures).
-        device = apps::SelectDevice({.device = config.device,
-                                     .rank = env.rank(),
-                                     .local_rank = env.local_rank(),
-                                     .has_backend = kHasCudaBackend});
-        train::UseDevice(device, config, options);
         if (options.strategy == "parameter_server") {
           options.ps_servers = train::PlaceParameterServers(env.size(), options.ps_ranks,
                                                             config.ps_placement, env.node_of_rank())
                                    .servers;
           options.ps_transport = train::ResolvePsTransport(config.ps_transport, env.node_of_rank());
         }
+        // Each rank alone, before the costly checks: a rank without the GPU asked for stops the
+        // job with its own line (no collective in the parse phase; RunMain agrees on failures).
+        device = train::UseTrainingDevice(env, config, kHasCudaBackend, options);
         train::SetReplicaBatch(train::ShardOf(options, env.rank()).index, &config, &options);
         train::CheckInputs(&config, options);
         train::CheckFreshOutput(options, config.overwrite);

@@ -8,6 +8,7 @@
 
 #include "apps/train/parameter_server_internal.hpp"
 #include "comm/collectives.hpp"
+#include "core/host_state.hpp"
 #include "core/logging.hpp"
 #include "core/trace.hpp"
 
@@ -25,7 +26,7 @@ StartPoint ParameterServerStrategy::Setup() {
   std::vector<int64_t> sizes;
   for (int id : model().arena().arena_order()) sizes.push_back(model().arena().spec(id).size);
   slices_ = CutArena(sizes, num_servers_);
-  if (server_) MakeServerState();
+  if (server_) MakeServerState(start.step);
   if (rma_) MakeWindows();
   LogRoles();
   return start;
@@ -40,6 +41,12 @@ void ParameterServerStrategy::LogRoles() const {
                        ? std::string("unbounded (asynchronous)")
                        : std::to_string(staleness_) + (staleness_ == 0 ? " (synchronous)" : ""))
                << "; transport " << (rma_ ? "rma (one-sided windows)" : "p2p (messages)");
+  if (options().model.device != Device::kCpu) {
+    SF_LOG(Info) << "parameter server: the workers compute on "
+                 << DeviceName(options().model.device)
+                 << " (gradients pushed and parameters pulled through host memory); the servers "
+                    "hold their slices and update them on the CPU";
+  }
   for (int k = 0; k < num_servers_; ++k) {
     SF_LOG(Info) << "parameter server: server " << k << " (rank " << ServerRank(k) << ") holds "
                  << slices_[static_cast<size_t>(k)].size << " floats at arena offset "
@@ -63,7 +70,7 @@ void ParameterServerStrategy::Pull(int64_t step) {
     return;
   }
   comm::RequestList requests;
-  float* params = model().arena().params();
+  float* params = PullBuffer();
   for (int k = 0; k < num_servers_; ++k) {
     const ServerSlice& s = slices_[static_cast<size_t>(k)];
     ps_->PostRecvFloats(params + s.offset, static_cast<size_t>(s.size), ServerRank(k), kParamsTag,
@@ -71,7 +78,33 @@ void ParameterServerStrategy::Pull(int64_t step) {
     ps_->PostSendBytes(&pull_step_, sizeof(pull_step_), ServerRank(k), kPullTag, requests);
   }
   ps_->WaitAll(requests);
+  Landed();
   pull_s_ = Since(t0);
+}
+
+float* ParameterServerStrategy::PullBuffer() {
+  Arena<float>& arena = model().arena();
+  if (arena.device() == Device::kCpu) return arena.params();
+  pulled_.resize(static_cast<size_t>(arena.size()));
+  return pulled_.data();
+}
+
+void ParameterServerStrategy::Landed() {
+  Arena<float>& arena = model().arena();
+  if (arena.device() == Device::kCpu || pulled_.empty()) return;
+  DeviceMemoryFor(arena.device())
+      .CopyToDevice(arena.device_params(), pulled_.data(), pulled_.size() * sizeof(float));
+}
+
+const float* ParameterServerStrategy::StagedGrads() {
+  Arena<float>& arena = model().arena();
+  if (arena.device() == Device::kCpu) return arena.grads();
+  pushed_.resize(static_cast<size_t>(arena.size()));
+  if (!pushed_.empty()) {
+    DeviceMemoryFor(arena.device())
+        .CopyToHost(pushed_.data(), arena.device_grads(), pushed_.size() * sizeof(float));
+  }
+  return pushed_.data();
 }
 
 void ParameterServerStrategy::Push(const StepInput& in, bool skipped) {
@@ -79,7 +112,7 @@ void ParameterServerStrategy::Push(const StepInput& in, bool skipped) {
   last_step_ = in.step;
   head_ = {.step = in.step, .skipped = skipped ? 1 : 0, .learning_rate = in.learning_rate};
   if (rma_) return PushRma(skipped);
-  const float* grads = model().arena().grads();
+  const float* grads = skipped ? nullptr : StagedGrads();
   for (int k = 0; k < num_servers_; ++k) {
     const ServerSlice& s = slices_[static_cast<size_t>(k)];
     ps_->PostSendBytes(&head_, sizeof(head_), ServerRank(k), kPushHeadTag, pushes_);
@@ -151,6 +184,7 @@ EvalResult ParameterServerStrategy::Evaluate(const pipeline::Dataset& eval) {
 }
 
 void ParameterServerStrategy::FetchServerState() {
+  HostStateScope on_host(model(), &optimizer());  // a device worker's state, in host copies
   std::vector<NamedTensor> slots = optimizer().Slots();
   for (int k = 0; k < num_servers_; ++k) {
     const ServerSlice& s = slices_[static_cast<size_t>(k)];
@@ -169,6 +203,7 @@ void ParameterServerStrategy::FetchServerState() {
     }
     optimizer().set_iterations(iterations);
   }
+  on_host.CopyBack();
 }
 
 void ParameterServerStrategy::SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch,
@@ -189,7 +224,9 @@ T ParameterServerStrategy::RecvValue(int source, int tag) {
   return value;
 }
 
-void ParameterServerStrategy::MakeServerState() {
+// `first_step`: the step the workers start at (a resumed run's), which every worker has applied
+// up to: a synchronous server answers their first pulls at once.
+void ParameterServerStrategy::MakeServerState(int64_t first_step) {
   mine_ = slices_[static_cast<size_t>(roles_.server_index(ps_->rank()))];
   const Arena<float>& whole = model().arena();
   for (int id : whole.arena_order()) {
@@ -208,9 +245,9 @@ void ParameterServerStrategy::MakeServerState() {
   slice_optimizer_->set_iterations(optimizer().iterations());
   incoming_.resize(static_cast<size_t>(mine_.size));
   sum_.assign(static_cast<size_t>(mine_.size), 0.0f);
-  applied_.assign(static_cast<size_t>(num_workers_), 0);
+  applied_.assign(static_cast<size_t>(num_workers_), first_step);
   pulled_at_.assign(static_cast<size_t>(num_workers_), 0);
-  latest_pull_.assign(static_cast<size_t>(num_workers_), 0);
+  latest_pull_.assign(static_cast<size_t>(num_workers_), first_step);
 }
 
 int64_t ParameterServerStrategy::SlowestApplied() const {

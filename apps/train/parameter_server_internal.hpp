@@ -96,6 +96,12 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   void ApplyUpdate(const StepInput& in) override { Push(in, false); }
   void SkipUpdate(const StepInput& in) override { Push(in, true); }
   comm::Communicator& replicas() const override { return *group_; }
+  // A server's copy of the model only seeds its slice: on the CPU, where its optimizer runs.
+  ModelOptions ReplicaModelOptions() const override {
+    ModelOptions m = options().model;
+    if (server_) m.device = Device::kCpu;
+    return m;
+  }
 
  private:
   int ServerRank(int k) const { return roles_.servers[static_cast<size_t>(k)]; }
@@ -105,8 +111,14 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   void Push(const StepInput& in, bool skipped);
   void WaitPushes();
   void FetchServerState();
+  // A worker on a device: where pulled parameters land (then copied onto the device: Landed)
+  // and pushed gradients leave from (StagedGrads, valid until the pushes complete). On the
+  // CPU, the arena itself.
+  float* PullBuffer();
+  void Landed();
+  const float* StagedGrads();
   // Server side.
-  void MakeServerState();
+  void MakeServerState(int64_t first_step);
   void Handle(const comm::Communicator::Envelope& e);
   void OnPush(int source);
   void Apply(size_t worker, const PushHead& head, const float* gradient);
@@ -142,6 +154,7 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   double pull_s_ = 0;
   PushHead head_;
   comm::RequestList pushes_;
+  std::vector<float> pulled_, pushed_;  // a device worker's host copies
   int64_t pull_seq_ = 0, push_seq_ = 0;
   int64_t stop_note_ = 1, stop_target_ = -1;
   comm::RequestList stop_notes_;  // the request to server 0, completed in Finish

@@ -75,7 +75,7 @@ void ParameterServerStrategy::PullRma(int64_t step) {
     control_win_->Put(request, sizeof(request), ServerRank(k),
                       offset + offsetof(WorkerSlot, req_seq));
   }
-  float* params = model().arena().params();
+  float* params = PullBuffer();
   for (int k = 0; k < num_servers_; ++k) {
     WaitFor(k, "to answer a pull", [&](const WorkerSlot& s) {
       if (k == 0 && s.stop_at >= 0) stop_target_ = s.stop_at;  // written before the grant
@@ -85,11 +85,12 @@ void ParameterServerStrategy::PullRma(int64_t step) {
     params_win_->Get(params + s.offset, static_cast<size_t>(s.size) * sizeof(float), ServerRank(k),
                      0);
   }
+  Landed();
 }
 
 void ParameterServerStrategy::PushRma(bool skipped) {
   const int worker = roles_.worker_index(ps_->rank());
-  const float* grads = model().arena().grads();
+  const float* grads = skipped ? nullptr : StagedGrads();
   for (int k = 0; k < num_servers_; ++k) {
     WaitFor(k, "to apply the previous push",
             [&](const WorkerSlot& s) { return s.consumed_seq >= push_seq_; });

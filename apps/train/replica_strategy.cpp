@@ -29,7 +29,7 @@ StartPoint ReplicaStrategy::Setup() {
     for (const LayerCost& layer : apps::WholeModelLayerCosts(o)) parameters += layer.parameters;
     CheckMemoryCap(o, parameters, "the whole model (a replica on every rank)");
   }
-  model_ = std::make_unique<Sequential<float>>(o.model_spec, o.input_shape, o.model);
+  model_ = std::make_unique<Sequential<float>>(o.model_spec, o.input_shape, ReplicaModelOptions());
   optimizer_ = MakeOptimizer(o.optimizer, model_->arena().size());
   if (chief) SF_LOG(Info) << "model:\n" << model_->Summary();
 

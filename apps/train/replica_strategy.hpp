@@ -46,6 +46,9 @@ class ReplicaStrategy : public Strategy {
   Sequential<float>* replica_model() override { return model_.get(); }
 
  protected:
+  // The options of this rank's model: the trainer's by default (a parameter server keeps its
+  // on the CPU whatever train.device says).
+  virtual ModelOptions ReplicaModelOptions() const { return options().model; }
   virtual void AttachToModel() {}
   virtual void BeginBackward() {}
   virtual double FinishGradients() = 0;

@@ -25,7 +25,7 @@
 #                resumed; nccl for a CPU model is a config error; shardflow-predict on the
 #                simulated device gives the CPU's classes (probabilities within 1e-5); then
 #                resume from its checkpoint for a fourth epoch on the device. (Grids on the
-#                device: device_grid_runs.sh.)
+#                device: device_strategy_runs.sh.)
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 

@@ -1,7 +1,8 @@
 // Parameter-server training (the last ranks serve, the others work, or the servers are placed
 // right after rank 0): synchronous mode (max_staleness 0) ends with the parameters of one rank
 // trained on the workers' global batch, with 1 or 2 servers, wherever they are placed, over
-// either transport (point-to-point or one-sided); bounded
+// either transport (point-to-point or one-sided), with the workers on the CPU or a (simulated)
+// device; bounded
 // staleness never lets a worker run more than s steps ahead (every answered pull counted); fully
 // asynchronous training learns; the arena is cut at parameter boundaries balanced by bytes. Runs
 // under mpiexec at 1, 2 and 4 ranks (PS needs 2).
@@ -14,6 +15,7 @@
 #include "apps/train/parameter_server.hpp"
 #include "apps/train/ps_placement.hpp"
 #include "apps/train/trainer.hpp"
+#include "core/backend/host_twin.hpp"
 #include "core/error.hpp"
 #include "tests/train/train_on_tensors.hpp"
 
@@ -70,7 +72,8 @@ using testing::MaxDiff;
 // Runs parameter-server training on the world with `servers` servers: the last ranks, or
 // `placed` (job ranks).
 TrainResult TrainPs(int servers, int64_t staleness, int64_t per_worker, int64_t steps = kSteps,
-                    const std::vector<int>& placed = {}, const std::string& transport = "p2p") {
+                    const std::vector<int>& placed = {}, const std::string& transport = "p2p",
+                    Device device = Device::kCpu) {
   const comm::Communicator world(comm::Group::kWorld);
   const int workers = world.size() - servers;
   TrainerOptions o = Options();
@@ -80,13 +83,15 @@ TrainResult TrainPs(int servers, int64_t staleness, int64_t per_worker, int64_t 
   o.ps_transport = transport;
   o.max_staleness = staleness;
   o.per_rank_batch = per_worker;
+  o.model.device = device;  // the workers' (the servers keep theirs on the CPU)
   const int part = std::max(0, RolesOf(world.size(), servers, placed).worker_index(world.rank()));
   return Train(world, MakeData(per_worker * workers, part, workers, steps), o);
 }
 
-TEST(ParameterServer, SynchronousModeIsDataParallelTraining) {
+// The workers' models on `device`: the simulated CUDA device pulls into and pushes from host
+// copies of its parameters and gradients.
+void ExpectSynchronousModeIsDataParallelTraining(Device device) {
   const comm::Communicator world(comm::Group::kWorld);
-  if (world.size() < 2) GTEST_SKIP() << "needs a worker and a server";
   for (int servers = 1; servers < world.size() && servers <= 2; ++servers) {
     const int workers = world.size() - servers;
     const int64_t per_worker = 12 / workers;
@@ -98,10 +103,10 @@ TEST(ParameterServer, SynchronousModeIsDataParallelTraining) {
     for (int k = 1; k <= servers; ++k) after_chief.push_back(k);
     for (const auto& [placed, transport] : std::vector<std::pair<std::vector<int>, std::string>>{
              {{}, "p2p"}, {after_chief, "p2p"}, {{}, "rma"}, {after_chief, "rma"}}) {
-      const TrainResult got = TrainPs(servers, 0, per_worker, kSteps, placed, transport);
+      const TrainResult got = TrainPs(servers, 0, per_worker, kSteps, placed, transport, device);
       const std::string where = std::to_string(servers) + " server(s) at " +
                                 (placed.empty() ? std::string("the end") : RankList(placed)) +
-                                " over " + transport;
+                                " over " + transport + ", workers on " + DeviceName(device);
       ASSERT_EQ(got.params.size(), ref.params.size());
       EXPECT_LT(MaxDiff(got.params, ref.params), 2e-5) << where;
       EXPECT_EQ(got.summary.steps, kSteps);
@@ -115,6 +120,17 @@ TEST(ParameterServer, SynchronousModeIsDataParallelTraining) {
       EXPECT_EQ(f.at("max_step_gap"), 0);
     }
   }
+}
+
+TEST(ParameterServer, SynchronousModeIsDataParallelTraining) {
+  if (comm::Communicator(comm::Group::kWorld).size() < 2) GTEST_SKIP() << "needs a server";
+  ExpectSynchronousModeIsDataParallelTraining(Device::kCpu);
+}
+
+TEST(ParameterServer, SynchronousModeOnADeviceIsDataParallelTraining) {
+  if (comm::Communicator(comm::Group::kWorld).size() < 2) GTEST_SKIP() << "needs a server";
+  SimulatedCudaDevice cuda;
+  ExpectSynchronousModeIsDataParallelTraining(Device::kCuda);
 }
 
 TEST(ParameterServer, NoWorkerRunsMoreThanMaxStalenessAhead) {

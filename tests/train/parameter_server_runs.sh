@@ -13,6 +13,10 @@
 #           the server placed on rank 1 (dist.ps_placement=1) and per node: the same figures.
 #   kill    a worker killed at step 5 ends the job non-zero within 30 s, servers included, over
 #           messages and over one-sided windows.
+#   sync_resume  synchronous (max_staleness 0) and bounded (2) servers, stopped at step 13
+#           (mid-epoch) and resumed, over both transports: the resumed run's first pulls are
+#           answered (the servers start counting at the resumed step, not 0, which hung) and,
+#           synchronous, it ends bit-identical to an uninterrupted run.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -91,6 +95,26 @@ s = json.load(open(sys.argv[1]))
 assert sum(s["staleness_histogram"]) == 2 * s["steps"], (s["staleness_histogram"], s["steps"])
 assert s["test_accuracy"] > 0.35, s["test_accuracy"]
 assert s["samples"] == 2 * 600, s
+PY
+  done
+  ;;
+sync_resume)
+  for transport in p2p rma; do
+    for s in 0 2; do
+      ps=(--dist.strategy=parameter_server --dist.max_staleness=$s --dist.ps_transport=$transport
+        --dist.watchdog_seconds=20)
+      train 3 "full.log" --output "full_$transport$s" "${ps[@]}" || { cat full.log; fail "$transport s=$s"; }
+      train 3 "cut.log" --output "cut_$transport$s" "${ps[@]}" --train.max_steps=13 ||
+        { cat cut.log; fail "$transport s=$s: stopped at step 13"; }
+      train 3 "resumed.log" --output "cut_$transport$s" "${ps[@]}" --resume ||
+        { cat resumed.log; fail "$transport s=$s: the resumed run"; }
+      grep -q "resuming from .* at step 13" resumed.log || { cat resumed.log; fail "not at 13"; }
+    done
+    $py - "full_${transport}0" "cut_${transport}0" <<'PY' || fail "$transport: the resumed run differs"
+import json, sys
+a, b = (json.load(open(p + "/summary.json"))["test_loss"] for p in sys.argv[1:3])
+print(f"synchronous: test loss uninterrupted {a!r}, stopped at step 13 and resumed {b!r}")
+assert a == b
 PY
   done
   ;;

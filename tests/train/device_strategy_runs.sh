@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Model parallelism on a device (issue 22): pipeline stages and tensor ways with
-# train.device = cuda, on the simulated CUDA device (SHARDFLOW_SIMULATE_CUDA=1: the CUDA
-# backend's host twin, device tensors that refuse host reads), against the same runs on the CPU,
-# on the Fashion-MNIST fixture shards (1000 records). Prints "device_grid_runs.sh MODE: ok" last
-# when every check passed.
-#   device_grid_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
+# The strategies besides data parallelism on a device (issue 22): pipeline stages, tensor ways
+# and parameter servers with train.device = cuda, on the simulated CUDA device
+# (SHARDFLOW_SIMULATE_CUDA=1: the CUDA backend's host twin, device tensors that refuse host
+# reads), against the same runs on the CPU, on the Fashion-MNIST fixture shards (1000 records).
+# Prints "device_strategy_runs.sh MODE: ok" last when every check passed.
+#   device_strategy_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
 # MODE:
 #   pipeline  2 stages (1f1b, 4 micro-batches), batch norm, clipping: the device run tracks the
 #             CPU run (test loss within 1e-4 relative, accuracy within 0.5 points); a run without
@@ -19,6 +19,9 @@
 #             all-reduce seam (comm/device_allreduce.hpp; its simulated stand-in for NCCL) and
 #             staged through host memory (dist.device_allreduce = host) give the same test loss
 #             exactly, and track the CPU run.
+#   parameter_server  3 ranks, 2 workers on the device + 1 server on the CPU, synchronous
+#             (max_staleness 0), over both transports (p2p, rma): tracks the CPU run; a run
+#             stopped at step 21 and resumed ends bit-identical to an uninterrupted one.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -34,7 +37,7 @@ tracks() {
 import json, sys
 cpu, dev = (json.load(open(p)) for p in sys.argv[1:3])
 assert dev["device"] == "cuda" and cpu["device"] == "cpu", (dev["device"], cpu["device"])
-assert dev["strategy"] == cpu["strategy"] == "model_parallel", dev["strategy"]
+assert dev["strategy"] == cpu["strategy"], (dev["strategy"], cpu["strategy"])
 assert dev["grid"] == cpu["grid"], (dev["grid"], cpu["grid"])
 rel = abs(dev["test_loss"] - cpu["test_loss"]) / abs(cpu["test_loss"])
 print(f"{dev['grid']}: test loss cpu {cpu['test_loss']:.8f} device {dev['test_loss']:.8f} "
@@ -149,6 +152,27 @@ replicas)
   ! grep -q "on the device (simulated)" host.log || { cat host.log; fail "host did not stage"; }
   tracks cpu dev || { cat dev.log; fail "2 replicas x 2 stages on the device do not track the CPU"; }
   same_loss dev host || fail "the device all-reduce and host staging differ"
+  ;;
+parameter_server)
+  ps=(--dist.strategy=parameter_server --dist.ps_ranks=1 --dist.max_staleness=0 --train.epochs=2
+    --model.spec='flatten, dense:16, relu, dense:10')
+  for transport in p2p rma; do
+    run_train 3 "cpu_$transport.log" "${common[@]}" "${ps[@]}" --dist.ps_transport=$transport \
+      --output "cpu_$transport" || { cat "cpu_$transport.log"; fail "cpu run over $transport"; }
+    sim run_train 3 "dev_$transport.log" "${common[@]}" "${ps[@]}" --dist.ps_transport=$transport \
+      --train.device=cuda --output "dev_$transport" ||
+      { cat "dev_$transport.log"; fail "workers on the simulated device over $transport failed"; }
+    tracks "cpu_$transport" "dev_$transport" ||
+      { cat "dev_$transport.log"; fail "workers on the device over $transport do not track the CPU"; }
+  done
+  grep -q "parameter server: the workers compute on cuda .*; the servers hold their slices and update them on the CPU" dev_p2p.log ||
+    { cat dev_p2p.log; fail "no line saying where the workers and servers compute"; }
+  sim run_train 3 cut.log "${common[@]}" "${ps[@]}" --train.device=cuda --train.max_steps=21 \
+    --output cut || { cat cut.log; fail "the run stopped at step 21"; }
+  sim run_train 3 cut2.log "${common[@]}" "${ps[@]}" --train.device=cuda --output cut \
+    --resume || { cat cut2.log; fail "the resumed run"; }
+  grep -q "resuming from .* at step 21" cut2.log || { cat cut2.log; fail "did not resume at 21"; }
+  same_loss dev_rma cut || fail "the resumed run differs from the uninterrupted one"
   ;;
 *) fail "unknown mode" ;;
 esac
