@@ -187,17 +187,8 @@ PY
   sim_predict pd.log --output pd.csv --train.device=cuda || { cat pd.log; fail "predict on device"; }
   grep -q "device: cuda (train.device = cuda: rank 0 on .* takes the simulated device" pd.log ||
     { cat pd.log; fail "predict: no device line"; }
-  $py - pc.csv pd.csv <<'PY' || fail "predictions on the device differ from the CPU's"
-import csv, sys
-cpu, dev = (list(csv.reader(open(p))) for p in sys.argv[1:3])
-assert cpu[0] == dev[0] and len(cpu) == len(dev) == 1001, (len(cpu), len(dev))
-worst = 0.0
-for a, b in zip(cpu[1:], dev[1:]):
-    assert a[:2] == b[:2], (a[:2], b[:2])
-    worst = max(worst, max(abs(float(x) - float(y)) for x, y in zip(a[2:], b[2:])))
-print(f"predictions: 1000 records, the same classes, probabilities within {worst:.2e}")
-assert worst < 1e-5
-PY
+  $py "$here/same_predictions.py" pc.csv pd.csv ||
+    fail "predictions on the device differ from the CPU's"
   SHARDFLOW_SIMULATE_CUDA=1 run_train 2 resume.log "${tiny[@]}" "${bn[@]}" --train.device=cuda \
     --train.epochs=4 --output sim --resume || { cat resume.log; fail "resume on the device"; }
   grep -q "resuming from .* at step" resume.log || { cat resume.log; fail "did not resume"; }

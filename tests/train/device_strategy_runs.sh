@@ -67,18 +67,19 @@ predict() {
 }
 
 # same_classes CPU_CSV DEVICE_CSV: every record's class equal, probabilities within 1e-5.
-same_classes() {
-  $py - "$1" "$2" <<'PY'
-import csv, sys
-cpu, dev = (list(csv.reader(open(p))) for p in sys.argv[1:3])
-assert cpu[0] == dev[0] and len(cpu) == len(dev) == 1001, (len(cpu), len(dev))
-worst = 0.0
-for a, b in zip(cpu[1:], dev[1:]):
-    assert a[:2] == b[:2], (a[:2], b[:2])
-    worst = max(worst, max(abs(float(x) - float(y)) for x, y in zip(a[2:], b[2:])))
-print(f"predictions: 1000 records, the same classes, probabilities within {worst:.2e}")
-assert worst < 1e-5
-PY
+same_classes() { $py "$here/same_predictions.py" "$1" "$2"; }
+
+# stop_and_resume NP FULL_DIR ARGS...: on the device, a run of ARGS stopped at step 21 and
+# resumed ends with FULL_DIR's test loss, exactly.
+stop_and_resume() {
+  local np=$1 full=$2
+  shift 2
+  sim run_train "$np" cut.log "${common[@]}" "$@" --train.device=cuda --train.max_steps=21 \
+    --output cut || { cat cut.log; fail "the run stopped at step 21"; }
+  sim run_train "$np" cut2.log "${common[@]}" "$@" --train.device=cuda --output cut --resume ||
+    { cat cut2.log; fail "the resumed run"; }
+  grep -q "resuming from .* at step 21" cut2.log || { cat cut2.log; fail "did not resume at 21"; }
+  same_loss "$full" cut || fail "the resumed run differs from the uninterrupted one"
 }
 
 case "$mode" in
@@ -94,12 +95,7 @@ pipeline)
     --model.spec='flatten, dense:16, relu, dense:10')
   sim run_train 2 full.log "${common[@]}" "${plain[@]}" --train.device=cuda --output full ||
     { cat full.log; fail "the uninterrupted run"; }
-  sim run_train 2 cut.log "${common[@]}" "${plain[@]}" --train.device=cuda --train.max_steps=21 \
-    --output cut || { cat cut.log; fail "the run stopped at step 21"; }
-  sim run_train 2 cut2.log "${common[@]}" "${plain[@]}" --train.device=cuda --output cut \
-    --resume || { cat cut2.log; fail "the resumed run"; }
-  grep -q "resuming from .* at step 21" cut2.log || { cat cut2.log; fail "did not resume at 21"; }
-  same_loss full cut || fail "the resumed run differs from the uninterrupted one"
+  stop_and_resume 2 full "${plain[@]}"
   # Prediction on 2 stages on the device: the classes of the CPU on 2 stages.
   spec=(--model.spec='flatten, dense:16, relu, dense:10' --dist.pipeline_stages=2)
   predict 2 pc.log full/checkpoints pc.csv "${spec[@]}" || { cat pc.log; fail "predict, cpu"; }
@@ -167,12 +163,7 @@ parameter_server)
   done
   grep -q "parameter server: the workers compute on cuda .*; the servers hold their slices and update them on the CPU" dev_p2p.log ||
     { cat dev_p2p.log; fail "no line saying where the workers and servers compute"; }
-  sim run_train 3 cut.log "${common[@]}" "${ps[@]}" --train.device=cuda --train.max_steps=21 \
-    --output cut || { cat cut.log; fail "the run stopped at step 21"; }
-  sim run_train 3 cut2.log "${common[@]}" "${ps[@]}" --train.device=cuda --output cut \
-    --resume || { cat cut2.log; fail "the resumed run"; }
-  grep -q "resuming from .* at step 21" cut2.log || { cat cut2.log; fail "did not resume at 21"; }
-  same_loss dev_rma cut || fail "the resumed run differs from the uninterrupted one"
+  stop_and_resume 3 dev_rma "${ps[@]}"
   ;;
 *) fail "unknown mode" ;;
 esac
