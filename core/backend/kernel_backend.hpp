@@ -106,8 +106,17 @@ class KernelBackend : public Backend<T> {
     exec_.Run(b * h, kernels::RepeatGradK<T>{times, h, dy, dx});
   }
 
+  // One pass when the rows make one block; else every (block, column) sum first, then each
+  // column adds its blocks in order (the same bits).
   void AddColumnSums(int64_t rows, int64_t cols, const T* x, T* sums) override {
-    exec_.Run(cols, kernels::AddColumnSumsK<T>{rows, cols, x, sums});
+    const int64_t blocks = kernels::ColumnSumRowBlocks(rows);
+    if (blocks <= 1 || cols == 0) {
+      exec_.Run(cols, kernels::AddColumnSumsK<T>{rows, cols, x, nullptr, sums});
+      return;
+    }
+    DeviceScratch<Exec, T> partial(exec_, blocks * cols);
+    exec_.Run(blocks * cols, kernels::ColumnBlockSumsK<T>{rows, cols, x, partial.get()});
+    exec_.Run(cols, kernels::AddColumnSumsK<T>{rows, cols, x, partial.get(), sums});
   }
   double SumSquares(int64_t n, const T* x) override {
     DeviceScratch<Exec, double> partial(exec_, kernels::SumChunks(n));
@@ -134,7 +143,16 @@ class KernelBackend : public Backend<T> {
   void BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
                  T* moving_mean, T* moving_var, double* inv_std, T* xhat, T* y) override {
     DeviceScratch<Exec, double> mean(exec_, p.c);
-    exec_.Run(p.c, kernels::BatchNormStatsK<T>{p, x, moving_mean, moving_var, mean.get(), inv_std});
+    const bool batch = p.training && p.n > 0;
+    const int64_t blocks = batch ? kernels::BatchNormRowBlocks(p.n) * p.c : 0;
+    DeviceScratch<Exec, double> partial(exec_, blocks);
+    if (batch) {  // the block sums, the means, the blocks' squared deviations from them
+      exec_.Run(blocks, kernels::BatchNormBlockSumsK<T>{p.n, p.c, x, nullptr, partial.get()});
+      exec_.Run(p.c, kernels::BatchNormMeanK{p.n, p.c, partial.get(), mean.get()});
+      exec_.Run(blocks, kernels::BatchNormBlockSumsK<T>{p.n, p.c, x, mean.get(), partial.get()});
+    }
+    exec_.Run(p.c, kernels::BatchNormStatsK<T>{p, partial.get(), moving_mean, moving_var,
+                                               mean.get(), inv_std});
     exec_.Run(p.n * p.c,
               kernels::BatchNormApplyK<T>{p.c, x, gamma, beta, mean.get(), inv_std, xhat, y});
   }
@@ -143,8 +161,14 @@ class KernelBackend : public Backend<T> {
     DeviceScratch<Exec, double> sums(exec_, 2 * p.c);
     double* sum_d = sums.get();
     double* sum_dh = sum_d == nullptr ? nullptr : sum_d + p.c;
-    exec_.Run(p.c,
-              kernels::BatchNormGradSumsK<T>{p.n, p.c, dy, xhat, sum_d, sum_dh, dgamma, dbeta});
+    const int64_t blocks = kernels::BatchNormRowBlocks(p.n) * p.c;
+    DeviceScratch<Exec, double> partial(exec_, 2 * blocks);
+    double* partial_d = partial.get();
+    double* partial_dh = partial_d == nullptr ? nullptr : partial_d + blocks;
+    exec_.Run(blocks,
+              kernels::BatchNormGradBlockSumsK<T>{p.n, p.c, dy, xhat, partial_d, partial_dh});
+    exec_.Run(p.c, kernels::BatchNormGradSumsK<T>{p.n, p.c, partial_d, partial_dh, sum_d, sum_dh,
+                                                  dgamma, dbeta});
     if (dx == nullptr) return;
     exec_.Run(p.n * p.c,
               kernels::BatchNormGradApplyK<T>{p, dy, xhat, gamma, inv_std, sum_d, sum_dh, dx});

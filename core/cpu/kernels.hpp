@@ -39,7 +39,7 @@ template <typename T>
 void RepeatGrad(int64_t b, int64_t times, int64_t h, const T* dy, T* dx);
 
 template <typename T>
-void AddColumnSums(int64_t rows, int64_t cols, const T* x, T* sums);
+void AddColumnSums(int64_t rows, int64_t cols, const T* x, T* sums);  // in row blocks
 template <typename T>
 double SumSquares(int64_t n, const T* x);
 template <typename T>

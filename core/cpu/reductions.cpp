@@ -4,28 +4,36 @@
 #include <cmath>
 #include <vector>
 
+#include "core/backend/kernels/reductions.hpp"
 #include "core/cpu/kernels.hpp"
 
 namespace shardflow::cpu {
-// sums (cols) += column sums of x (rows, cols), row by row.
+// sums (cols) += column sums of x (rows, cols), in row blocks.
 // Columns in tiles of 64 kept in a local array (sums may alias nothing the compiler can prove,
 // so summing into it directly stored and reloaded every element); each column's sum is still
-// sums[j] plus the rows in order, as the kernel backend's AddColumnSumsK.
+// sums[j] plus each block of kColumnSumRowBlock rows summed from zero, blocks in order, as the
+// kernel backend's AddColumnSumsK (whose blocks a device sums in parallel).
 template <typename T>
 void AddColumnSums(int64_t rows, int64_t cols, const T* x, T* sums) {
   constexpr int64_t kTile = 64;
+  constexpr int64_t kBlock = kernels::kColumnSumRowBlock;
   for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
     const int64_t w = std::min(kTile, cols - j0);
-    T acc[kTile];
-    for (int64_t j = 0; j < w; ++j) acc[j] = sums[j0 + j];
-    if (w == kTile) {
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < kTile; ++j) acc[j] += x[r * cols + j0 + j];
-    } else {
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < w; ++j) acc[j] += x[r * cols + j0 + j];
+    T total[kTile], acc[kTile];
+    for (int64_t j = 0; j < w; ++j) total[j] = sums[j0 + j];
+    for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
+      const int64_t r1 = std::min(rows, r0 + kBlock);
+      std::fill_n(acc, kTile, T(0));
+      if (w == kTile) {
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t j = 0; j < kTile; ++j) acc[j] += x[r * cols + j0 + j];
+      } else {
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t j = 0; j < w; ++j) acc[j] += x[r * cols + j0 + j];
+      }
+      for (int64_t j = 0; j < w; ++j) total[j] += acc[j];
     }
-    for (int64_t j = 0; j < w; ++j) sums[j0 + j] = acc[j];
+    for (int64_t j = 0; j < w; ++j) sums[j0 + j] = total[j];
   }
 }
 

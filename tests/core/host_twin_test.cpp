@@ -27,6 +27,7 @@
 #include "core/model.hpp"
 #include "core/optim/optimizer.hpp"
 #include "core/random.hpp"
+#include "tests/core/host_twin_support.hpp"
 #if defined(SF_TEST_DEVICE_MIRROR)
 #include "tests/cuda/device_mirror.hpp"
 #endif
@@ -34,63 +35,7 @@
 namespace shardflow {
 namespace {
 
-constexpr double kFloatTol = 4e-6;  // a few float ulps of values of order 1
-
-#if defined(SF_TEST_DEVICE_MIRROR)
-template <typename T>
-Backend<T>& UnderTest() {
-  return cuda::testing::DeviceMirror<T>();
-}
-// The GPU's exp, tanh, log and cos are within an ulp or two of glibc's, not equal to them.
-constexpr double kExact = kFloatTol;
-#else
-template <typename T>
-Backend<T>& UnderTest() {
-  return HostTwinBackend<T>();
-}
-constexpr double kExact = 0.0;  // same code, same order, same libm: bit for bit
-#endif
-
-class HostTwin : public ::testing::Test {
- protected:
-  void SetUp() override {
-#if defined(SF_TEST_DEVICE_MIRROR)
-    std::string why;
-    if (!cuda::testing::GpuAvailable(&why)) {
-      GTEST_SKIP() << "no usable CUDA device (" << why << "); the GPU suite did not run";
-    }
-#endif
-  }
-};
-
-template <typename T>
-std::vector<T> Random(int64_t n, uint64_t stream, double lo = -1.0, double hi = 1.0) {
-  std::vector<T> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    v[i] = static_cast<T>(lo + (hi - lo) * RandomUniform(77, stream, static_cast<uint64_t>(i)));
-  }
-  return v;
-}
-
-template <typename T>
-double NormalisedError(const std::vector<T>& got, const std::vector<T>& want) {
-  EXPECT_EQ(got.size(), want.size());
-  double err = 0.0, scale = 1.0;
-  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    const double g = got[i], w = want[i];
-    if (std::isnan(g) != std::isnan(w)) return INFINITY;
-    if (!std::isnan(w)) err = std::max(err, std::fabs(g - w));
-    scale = std::max(scale, std::fabs(w));
-  }
-  return err / scale;
-}
-
-#define EXPECT_TWIN(got, want, tol) EXPECT_LE(NormalisedError(got, want), tol) << #got
-
-struct Both {
-  Backend<float>& cpu = cpu::CpuBackend<float>();
-  Backend<float>& twin = UnderTest<float>();
-};
+using namespace twin_testing;  // NOLINT(google-build-using-namespace): the shared helpers
 
 TEST_F(HostTwin, ElementWiseOps) {
   Both b;
@@ -309,51 +254,6 @@ TEST_F(HostTwin, PoolingWithOverlappingWindowsAndTies) {
   b.cpu.GlobalAvgPoolGrad(bb, p, ch, dy.data(), dx1.data());
   b.twin.GlobalAvgPoolGrad(bb, p, ch, dy.data(), dx2.data());
   EXPECT_TWIN(dx2, dx1, kExact);
-}
-
-TEST_F(HostTwin, BatchNormTrainingAndInference) {
-  Both b;
-  // 2500 rows: three row blocks of the sums, the last one partial; 16 channels: the CPU's
-  // fixed-width loops.
-  for (auto [n, c] : {std::pair<int64_t, int64_t>{1, 6}, {2, 6}, {37, 6}, {2500, 6}, {2500, 16}}) {
-    for (bool training : {true, false}) {
-      const BatchNormParams p{.n = n, .c = c, .training = training};
-      auto x = Random<float>(n * c, 22, -2, 3), dy = Random<float>(n * c, 25);
-      const auto gamma = Random<float>(c, 23), beta = Random<float>(c, 24);
-      if (n > 1030) {  // channel 0: ones, +2^60 at row 0, -2^60 at row 1030. In double the
-        // big terms swallow every 1 summed after them, so the sum is 452 in row blocks of 1024,
-        // 1469 in one sequential pass: the twin must take the CPU's order to give its bits.
-        for (int64_t r = 0; r < n; ++r) x[r * c] = dy[r * c] = 1.0f;
-        x[0] = dy[0] = std::ldexp(1.0f, 60);
-        x[1030 * c] = dy[1030 * c] = -std::ldexp(1.0f, 60);
-      }
-      std::vector<float> mm1 = Random<float>(c, 26), mv1 = Random<float>(c, 27, 0.5, 2.0);
-      std::vector<float> mm2 = mm1, mv2 = mv1;
-      std::vector<double> is1(c), is2(c);
-      std::vector<float> xh1(n * c), xh2(n * c), y1(n * c), y2(n * c);
-      b.cpu.BatchNorm(p, x.data(), gamma.data(), beta.data(), mm1.data(), mv1.data(), is1.data(),
-                      xh1.data(), y1.data());
-      b.twin.BatchNorm(p, x.data(), gamma.data(), beta.data(), mm2.data(), mv2.data(), is2.data(),
-                       xh2.data(), y2.data());
-      EXPECT_TWIN(mm2, mm1, kExact);
-      EXPECT_TWIN(mv2, mv1, kExact);
-      EXPECT_TWIN(is2, is1, kExact);
-      EXPECT_TWIN(xh2, xh1, kExact);
-      EXPECT_TWIN(y2, y1, kFloatTol);
-      std::vector<float> dg1 = Random<float>(c, 28), db1 = Random<float>(c, 29);
-      std::vector<float> dg2 = dg1, db2 = db1, dx1(n * c), dx2(n * c);
-      b.cpu.BatchNormGrad(p, dy.data(), xh1.data(), gamma.data(), is1.data(), dg1.data(),
-                          db1.data(), dx1.data());
-      b.twin.BatchNormGrad(p, dy.data(), xh1.data(), gamma.data(), is1.data(), dg2.data(),
-                           db2.data(), dx2.data());
-      EXPECT_TWIN(dg2, dg1, kFloatTol);
-      EXPECT_TWIN(db2, db1, kFloatTol);
-      EXPECT_TWIN(dx2, dx1, kFloatTol);
-      // Without dx (the first layer): only the parameter gradients.
-      b.twin.BatchNormGrad(p, dy.data(), xh1.data(), gamma.data(), is1.data(), dg2.data(),
-                           db2.data(), nullptr);
-    }
-  }
 }
 
 template <typename L>

@@ -1,10 +1,12 @@
 // Index kernels of the reductions: column sums, chunked sums of squares, batch normalisation and
 // the losses, shared by the CUDA backend and its host twin (see kernels/elementwise.hpp for what
-// an index kernel is). A reduction over a dimension is a serial loop inside one index (a column,
-// a channel, a row), in the same order as the CPU backend's loop, so per-column and per-channel
-// results are the CPU's sums; only the long flat sums (SumSquares, MeanSquaredError) are split
-// into chunks whose partial sums the backend adds on the host. Statistics and losses accumulate
-// in double, as on the CPU.
+// an index kernel is). Sums over the rows of a column or channel run in fixed row blocks, as the
+// CPU backend's loops do: each block summed from zero with its rows in order, the block sums
+// added in block order. On a device that is two passes, one index per (block, column) and then
+// one per column adding its blocks, so a conv layer's bias gradient over B x OH x OW rows keeps
+// thousands of threads busy instead of one per channel, and the results are still the CPU's
+// bits. The long flat sums (SumSquares, MeanSquaredError) are split into chunks whose partial
+// sums the backend adds on the host. Statistics and losses accumulate in double, as on the CPU.
 #pragma once
 
 #include <cmath>
@@ -31,15 +33,54 @@ SF_HOST_DEVICE inline int64_t ChunkEnd(int64_t q, int64_t n) {
   return (q + 1) * kSumChunk < n ? (q + 1) * kSumChunk : n;
 }
 
-// sums (cols) += column sums of x (rows, cols), rows in order. Index: column.
+// Column sums run in blocks of this many rows (cpu::AddColumnSums too).
+inline constexpr int64_t kColumnSumRowBlock = 256;
+SF_HOST_DEVICE inline int64_t ColumnSumRowBlocks(int64_t rows) {
+  return (rows + kColumnSumRowBlock - 1) / kColumnSumRowBlock;
+}
+// One past the last row of block b of n rows, blocks of `block` rows.
+SF_HOST_DEVICE inline int64_t BlockEnd(int64_t b, int64_t block, int64_t n) {
+  return (b + 1) * block < n ? (b + 1) * block : n;
+}
+
+// partial[b * cols + j] = the sum of column j over row block b, from zero, rows in order.
+// Index: b * cols + j.
+template <typename T>
+struct ColumnBlockSumsK {
+  int64_t rows, cols;
+  const T* x;
+  T* partial;
+  SF_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t b = i / cols, j = i % cols;
+    T acc = T(0);
+    const int64_t end = BlockEnd(b, kColumnSumRowBlock, rows);
+    for (int64_t r = b * kColumnSumRowBlock; r < end; ++r) acc += x[r * cols + j];
+    partial[i] = acc;
+  }
+};
+
+// sums (cols) += column sums of x (rows, cols): sums[j] plus each row block's sum, blocks in
+// order. With `partial` (ColumnBlockSumsK's) the block sums are read, else computed here (one
+// pass, for a single block). Index: column.
 template <typename T>
 struct AddColumnSumsK {
   int64_t rows, cols;
   const T* x;
+  const T* partial;
   T* sums;
   SF_HOST_DEVICE void operator()(int64_t j) const {
     T acc = sums[j];
-    for (int64_t r = 0; r < rows; ++r) acc += x[r * cols + j];
+    const int64_t blocks = ColumnSumRowBlocks(rows);
+    for (int64_t b = 0; b < blocks; ++b) {
+      if (partial != nullptr) {
+        acc += partial[b * cols + j];
+        continue;
+      }
+      T s = T(0);
+      const int64_t end = BlockEnd(b, kColumnSumRowBlock, rows);
+      for (int64_t r = b * kColumnSumRowBlock; r < end; ++r) s += x[r * cols + j];
+      acc += s;
+    }
     sums[j] = acc;
   }
 };
@@ -79,48 +120,67 @@ struct SquaredErrorChunkK {
   }
 };
 
-// Batch normalisation statistics of channel ch over x (N, C): in training the batch mean and
-// biased variance (the moving variance takes the unbiased one, as the CPU); otherwise the moving
-// statistics. Writes mean[ch] (double) and inv_std[ch]. The sums run in row blocks as the CPU's
-// (kBatchNormRowBlock). Index: channel.
+// Batch normalisation's sums of one row block of one channel of x (N, C), in double: with
+// mean null, partial[b * C + ch] = the sum of x; else the sum of (x - mean[ch])^2. Index:
+// b * C + ch over BatchNormRowBlocks(N) x C.
+template <typename T>
+struct BatchNormBlockSumsK {
+  int64_t n, c;
+  const T* x;
+  const double* mean;
+  double* partial;
+  SF_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t b = i / c, ch = i % c;
+    const int64_t end = BlockEnd(b, kBatchNormRowBlock, n);
+    double s = 0.0;
+    for (int64_t r = b * kBatchNormRowBlock; r < end; ++r) {
+      const double v =
+          mean == nullptr ? static_cast<double>(x[r * c + ch]) : x[r * c + ch] - mean[ch];
+      s += mean == nullptr ? v : v * v;
+    }
+    partial[i] = s;
+  }
+};
+
+// mean[ch] = the block sums of channel ch added in block order, over N. Index: channel.
+struct BatchNormMeanK {
+  int64_t n, c;
+  const double* partial;
+  double* mean;
+  SF_HOST_DEVICE void operator()(int64_t ch) const {
+    double m = 0.0;
+    for (int64_t b = 0; b < BatchNormRowBlocks(n); ++b) m += partial[b * c + ch];
+    mean[ch] = m / static_cast<double>(n);
+  }
+};
+
+// The statistics of channel ch: in training (N > 0) the biased variance from the block sums of
+// squared deviations (the moving variance takes the unbiased one, as the CPU), the moving
+// statistics updated from mean[ch]; otherwise mean[ch] = the moving mean and the moving
+// variance. Writes inv_std[ch]. Index: channel.
 template <typename T>
 struct BatchNormStatsK {
   BatchNormParams p;
-  const T* x;
+  const double* partial;  // BatchNormBlockSumsK's squared deviations (training only)
   T* moving_mean;
   T* moving_var;
   double* mean;
   double* inv_std;
   SF_HOST_DEVICE void operator()(int64_t ch) const {
-    const int64_t n = p.n, c = p.c;
-    double m = 0.0, var = 0.0;
+    const int64_t n = p.n;
+    double var = 0.0;
     if (p.training && n > 0) {
-      for (int64_t b0 = 0; b0 < n; b0 += kBatchNormRowBlock) {
-        const int64_t b1 = b0 + kBatchNormRowBlock < n ? b0 + kBatchNormRowBlock : n;
-        double s = 0.0;
-        for (int64_t r = b0; r < b1; ++r) s += x[r * c + ch];
-        m += s;
-      }
-      m /= static_cast<double>(n);
-      for (int64_t b0 = 0; b0 < n; b0 += kBatchNormRowBlock) {
-        const int64_t b1 = b0 + kBatchNormRowBlock < n ? b0 + kBatchNormRowBlock : n;
-        double s = 0.0;
-        for (int64_t r = b0; r < b1; ++r) {
-          const double e = x[r * c + ch] - m;
-          s += e * e;
-        }
-        var += s;
-      }
+      for (int64_t b = 0; b < BatchNormRowBlocks(n); ++b) var += partial[b * p.c + ch];
+      const double m = mean[ch];
       const double biased = var / static_cast<double>(n);
       const double unbiased = n > 1 ? var / static_cast<double>(n - 1) : biased;
       moving_mean[ch] = static_cast<T>(p.momentum * moving_mean[ch] + (1.0 - p.momentum) * m);
       moving_var[ch] = static_cast<T>(p.momentum * moving_var[ch] + (1.0 - p.momentum) * unbiased);
       var = biased;
     } else {
-      m = moving_mean[ch];
+      mean[ch] = moving_mean[ch];
       var = moving_var[ch];
     }
-    mean[ch] = m;
     inv_std[ch] = 1.0 / std::sqrt(var + p.epsilon);
   }
 };
@@ -143,28 +203,44 @@ struct BatchNormApplyK {
   }
 };
 
-// Per channel: sum_d = sum of dy, sum_dh = sum of dy xhat (double, in row blocks as above); dgamma
-// += sum_dh, dbeta += sum_d. Index: channel.
+// One row block of one channel: partial_d[b * C + ch] = the sum of dy, partial_dh[...] = the
+// sum of dy xhat (double, rows in order). Index: b * C + ch.
 template <typename T>
-struct BatchNormGradSumsK {
+struct BatchNormGradBlockSumsK {
   int64_t n, c;
   const T* dy;
   const T* xhat;
+  double* partial_d;
+  double* partial_dh;
+  SF_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t b = i / c, ch = i % c;
+    const int64_t end = BlockEnd(b, kBatchNormRowBlock, n);
+    double bd = 0.0, bdh = 0.0;
+    for (int64_t r = b * kBatchNormRowBlock; r < end; ++r) {
+      bd += dy[r * c + ch];
+      bdh += dy[r * c + ch] * xhat[r * c + ch];
+    }
+    partial_d[i] = bd;
+    partial_dh[i] = bdh;
+  }
+};
+
+// Per channel: sum_d and sum_dh, the block sums added in block order; dgamma += sum_dh, dbeta
+// += sum_d. Index: channel.
+template <typename T>
+struct BatchNormGradSumsK {
+  int64_t n, c;
+  const double* partial_d;
+  const double* partial_dh;
   double* sum_d;
   double* sum_dh;
   T* dgamma;
   T* dbeta;
   SF_HOST_DEVICE void operator()(int64_t ch) const {
     double sd = 0.0, sdh = 0.0;
-    for (int64_t b0 = 0; b0 < n; b0 += kBatchNormRowBlock) {
-      const int64_t b1 = b0 + kBatchNormRowBlock < n ? b0 + kBatchNormRowBlock : n;
-      double bd = 0.0, bdh = 0.0;
-      for (int64_t r = b0; r < b1; ++r) {
-        bd += dy[r * c + ch];
-        bdh += dy[r * c + ch] * xhat[r * c + ch];
-      }
-      sd += bd;
-      sdh += bdh;
+    for (int64_t b = 0; b < BatchNormRowBlocks(n); ++b) {
+      sd += partial_d[b * c + ch];
+      sdh += partial_dh[b * c + ch];
     }
     sum_d[ch] = sd;
     sum_dh[ch] = sdh;
