@@ -8,9 +8,11 @@
 # With --ranks N > 1 (one GPU per rank) it adds dist.device_allreduce = nccl against host (the
 # gradients staged through host memory). Prints every run, then per model and variant the
 # medians and the ratio of each variant's samples/s to the first's. For NCCL's bus bandwidth
-# alone: mpirun -np N build/bin/shardflow-bench gpu --allreduce.
-#   bench/gpu.sh [--reps 3] [--models mlp,cnn] [--epochs 1] [--ranks 1] [--simulate]
-#                [--bin DIR] [--work DIR]
+# alone: mpirun -np N build/bin/shardflow-bench gpu --allreduce. With --strategies and N > 1,
+# the other strategies beside data parallelism: N pipeline stages (4 micro-batches, 1f1b) and
+# parameter servers (one server on the CPU, N - 1 workers on GPUs; synchronous).
+#   bench/gpu.sh [--reps 3] [--models mlp,cnn] [--epochs 1] [--ranks 1] [--strategies]
+#                [--simulate] [--bin DIR] [--work DIR]
 # --simulate: shardflow-train on the simulated device (SHARDFLOW_SIMULATE_CUDA=1) for a few
 # steps: it checks this script's path on a machine without a GPU. Its figures are not GPU
 # figures, and the device does not time its streams (no busy fraction).
@@ -18,7 +20,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
 bin=$src/build/bin work=/tmp/shardflow-gpu-bench reps=3 models=mlp,cnn epochs=1 ranks=1
-simulate=0
+simulate=0 strategies=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --reps) reps=$2; shift 2 ;;
@@ -26,6 +28,7 @@ while [ $# -gt 0 ]; do
     --epochs) epochs=$2; shift 2 ;;
     --ranks) ranks=$2; shift 2 ;;
     --simulate) simulate=1; shift ;;
+    --strategies) strategies=1; shift ;;
     --bin) bin=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     *) echo "gpu.sh: unknown option $1" >&2; exit 2 ;;
@@ -53,11 +56,14 @@ if ! ls data/fmnist-test-*.tfrecord >/dev/null 2>&1; then
 fi
 variants=("prefetch" "no-prefetch")
 [ "$ranks" -gt 1 ] && variants+=("host-allreduce")
+[ "$ranks" -gt 1 ] && [ "$strategies" = 1 ] && variants+=("pipeline" "parameter-server")
 flags_of() {
   case "$1" in
     prefetch) echo "--train.device_prefetch=true --dist.device_allreduce=auto" ;;
     no-prefetch) echo "--train.device_prefetch=false --dist.device_allreduce=auto" ;;
     host-allreduce) echo "--train.device_prefetch=true --dist.device_allreduce=host" ;;
+    pipeline) echo "--dist.pipeline_stages=$ranks --dist.micro_batches=4 --dist.schedule=1f1b" ;;
+    parameter-server) echo "--dist.strategy=parameter_server --dist.ps_ranks=1 --dist.max_staleness=0" ;;
   esac
 }
 results=$work/results.jsonl
