@@ -114,6 +114,7 @@ nlohmann::json SummaryToJson(const RunSummary& s) {
   j["verdict"] = s.verdict.bound;
   j["advice"] = s.verdict.advice;
   if (!s.peak_rss_mib.empty()) j["peak_rss_mib"] = s.peak_rss_mib;
+  if (!s.device_peak_mib.empty()) j["device_peak_mib"] = s.device_peak_mib;
   if (!s.grid.empty()) j["grid"] = s.grid;
   if (!s.staleness_histogram.empty()) j["staleness_histogram"] = s.staleness_histogram;
   for (const auto& [name, value] : s.strategy_figures) j["strategy_figures"][name] = value;
@@ -174,8 +175,15 @@ std::string FormatReport(const RunSummary& s) {
   if (!s.peak_rss_mib.empty()) {
     double most = 0;
     for (double m : s.peak_rss_mib) most = std::max(most, m);
-    std::snprintf(line, sizeof(line), "peak memory     %.0f MiB on the largest rank\n", most);
+    std::snprintf(line, sizeof(line), "peak memory     %.0f MiB on the largest rank", most);
     out << line;
+    if (!s.device_peak_mib.empty()) {
+      most = 0;
+      for (double m : s.device_peak_mib) most = std::max(most, m);
+      std::snprintf(line, sizeof(line), "; device %.0f MiB on the largest", most);
+      out << line;
+    }
+    out << "\n";
   }
   if (s.test_accuracy) {
     std::snprintf(line, sizeof(line), "test accuracy   %.4f\n", *s.test_accuracy);

@@ -103,6 +103,9 @@ struct RunSummary {
   std::string grid;
   std::vector<std::pair<std::string, double>> strategy_figures;
   std::vector<double> peak_rss_mib;  // per rank: the process's peak resident memory
+  // Per rank: its device memory at its fullest (DeviceMemory::PeakBytes); empty when no rank's
+  // model is on a device; 0 for a rank on the CPU (a parameter server).
+  std::vector<double> device_peak_mib;
   // Parameter-server training: updates applied between a worker's pull and its push, counted
   // per push (bin i: i updates; the last bin: that many or more).
   std::vector<double> staleness_histogram;

@@ -88,6 +88,9 @@ class DeviceMemory {
   virtual void CopyToDevice(void* dst, const void* host_src, size_t bytes) = 0;
   virtual void CopyToHost(void* host_dst, const void* src, size_t bytes) = 0;
   virtual void CopyOnDevice(void* dst, const void* src, size_t bytes) = 0;
+  // The most bytes this memory held at once so far (a GPU's pool: tensors and scratch); 0 when
+  // it does not track them.
+  virtual size_t PeakBytes() const { return 0; }
 };
 // Installs the memory of a device (not kCpu); not thread-safe against concurrent tensor
 // allocation. Null uninstalls.

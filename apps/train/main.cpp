@@ -34,9 +34,6 @@
 #include "core/stop_signal.hpp"
 #include "io/pipeline/input_pipeline.hpp"
 #include "io/pipeline/list_files.hpp"
-#if defined(SHARDFLOW_APP_CUDA)
-#include "core/cuda/cuda_backend.hpp"
-#endif
 
 // shardflow-train-cuda is this file linked with the CUDA backend (apps/train/CMakeLists.txt).
 #if defined(SHARDFLOW_APP_CUDA)
@@ -355,12 +352,6 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
   auto summary_json = [&] {
     auto json = SummaryToJson(result.summary);
     json["device"] = DeviceName(device);
-#if defined(SHARDFLOW_APP_CUDA)
-    // Rank 0's GPU memory pool at its fullest (parameters, activations, gradients, scratch).
-    if (device == Device::kCuda && !apps::ProbeDevices().simulated) {
-      json["device_peak_mib"] = static_cast<double>(cuda::PeakDeviceBytes()) / (1 << 20);
-    }
-#endif
     if (const std::string layout = pipeline::AssembledLayout(config.data); !layout.empty()) {
       json["input_layout"] = layout;
     }

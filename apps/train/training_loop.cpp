@@ -465,6 +465,14 @@ void TrainingLoop::Summarize(int64_t steps) {
   for (int64_t kib : comm::AllgatherInt64(job_, static_cast<int64_t>(usage.ru_maxrss))) {
     s.peak_rss_mib.push_back(static_cast<double>(kib) / 1024.0);
   }
+  const Sequential<float>* model = strategy_.replica_model();
+  const Device device = model != nullptr ? model->arena().device() : o_.model.device;
+  const int64_t device_bytes =
+      device == Device::kCpu ? 0 : static_cast<int64_t>(DeviceMemoryFor(device).PeakBytes());
+  const std::vector<int64_t> device_peaks = comm::AllgatherInt64(job_, device_bytes);
+  if (std::any_of(device_peaks.begin(), device_peaks.end(), [](int64_t b) { return b > 0; })) {
+    for (int64_t b : device_peaks) s.device_peak_mib.push_back(static_cast<double>(b) / (1 << 20));
+  }
   SummarizeDeviceInput(wall);
   strategy_.FinishReport(&s);
   // Which rank the others waited for: ranks that meet every step (not asynchronous workers).

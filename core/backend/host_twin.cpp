@@ -1,8 +1,11 @@
 #include "core/backend/host_twin.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <unordered_map>
 
 #include "core/backend/kernel_backend.hpp"
+#include "core/thread_annotations.hpp"
 
 namespace shardflow {
 
@@ -18,10 +21,34 @@ template Backend<double>& HostTwinBackend<double>();
 
 namespace {
 
+// Host memory standing in for a device's; it counts the bytes it holds, so the run report's
+// device memory can be tested without a GPU (tensors only: the kernels' scratch comes from the
+// executor directly).
 class HostMemory final : public DeviceMemory {
  public:
-  void* Allocate(size_t bytes) override { return exec_.Allocate(bytes); }
-  void Free(void* p) override { exec_.Release(p); }
+  void* Allocate(size_t bytes) override {
+    void* p = exec_.Allocate(bytes);
+    MutexLock lock(mu_);
+    sizes_[p] = bytes;
+    held_ += bytes;
+    peak_ = std::max(peak_, held_);
+    return p;
+  }
+  void Free(void* p) override {
+    {
+      MutexLock lock(mu_);
+      const auto it = sizes_.find(p);
+      if (it != sizes_.end()) {
+        held_ -= it->second;
+        sizes_.erase(it);
+      }
+    }
+    exec_.Release(p);
+  }
+  size_t PeakBytes() const override {
+    MutexLock lock(mu_);
+    return peak_;
+  }
   void Zero(void* p, size_t bytes) override { std::memset(p, 0, bytes); }
   void CopyToDevice(void* dst, const void* src, size_t bytes) override {
     std::memcpy(dst, src, bytes);
@@ -35,6 +62,10 @@ class HostMemory final : public DeviceMemory {
 
  private:
   HostExec exec_;
+  mutable Mutex mu_;
+  std::unordered_map<void*, size_t> sizes_ GUARDED_BY(mu_);
+  size_t held_ GUARDED_BY(mu_) = 0;
+  size_t peak_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace

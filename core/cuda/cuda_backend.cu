@@ -124,6 +124,7 @@ class CudaMemory final : public DeviceMemory {
   void CopyOnDevice(void* dst, const void* src, size_t bytes) override {
     SF_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, exec_.stream()));
   }
+  size_t PeakBytes() const override { return exec_.PeakPoolBytes(); }
 
  private:
   DeviceExec& exec_;

@@ -6,6 +6,8 @@
 # Prints "device_strategy_runs.sh MODE: ok" last when every check passed.
 #   device_strategy_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
 # MODE:
+# Every device run reports each rank's device memory at its fullest (device_peak_mib), a CPU
+# run none.
 #   pipeline  2 stages (1f1b, 4 micro-batches), batch norm, clipping: the device run tracks the
 #             CPU run (test loss within 1e-4 relative, accuracy within 0.5 points); a run without
 #             batch norm stopped at step 21 and resumed ends bit-identical to an uninterrupted
@@ -44,6 +46,13 @@ print(f"{dev['grid']}: test loss cpu {cpu['test_loss']:.8f} device {dev['test_lo
       f"(rel {rel:.2e}); accuracy cpu {cpu['test_accuracy']:.4f} device {dev['test_accuracy']:.4f}")
 assert rel < 1e-4 and abs(dev["test_accuracy"] - cpu["test_accuracy"]) <= 0.005
 assert cpu["test_accuracy"] > 0.5, "the model did not learn: the comparison would say little"
+# Device memory per rank: every rank that computes on the device held some (a parameter
+# server, on the CPU, none); a CPU run reports none.
+peaks = dev["device_peak_mib"]
+assert "device_peak_mib" not in cpu and len(peaks) == len(dev["peak_rss_mib"]), peaks
+servers = dev.get("strategy_figures", {}).get("servers", 0)
+assert sum(p > 0 for p in peaks) == len(peaks) - servers, peaks
+print(f"device memory per rank (MiB): {peaks}")
 PY
 }
 
@@ -161,6 +170,11 @@ parameter_server)
     tracks "cpu_$transport" "dev_$transport" ||
       { cat "dev_$transport.log"; fail "workers on the device over $transport do not track the CPU"; }
   done
+  $py - dev_p2p/summary.json <<'PY' || fail "the server (rank 2) reports device memory"
+import json, sys
+peaks = json.load(open(sys.argv[1]))["device_peak_mib"]
+assert peaks[2] == 0 and peaks[0] > 0 and peaks[1] > 0, peaks
+PY
   grep -q "parameter server: the workers compute on cuda .*; the servers hold their slices and update them on the CPU" dev_p2p.log ||
     { cat dev_p2p.log; fail "no line saying where the workers and servers compute"; }
   stop_and_resume 3 dev_rma "${ps[@]}"
