@@ -53,13 +53,18 @@ int GpuOrdinal(const DeviceRequest& r, const DeviceProbe& p) {
   if (p.cuda_visible_devices != "(unset)" && p.device_count == 1) return 0;
   if (r.local_rank >= p.device_count) {
     throw Error(ErrorCode::kInvalidArgument,
-                Where(r) + ": " + setting + ": local rank " + std::to_string(r.local_rank) +
+                Where(r) + ": " + setting + ": " +
+                    (r.servers_take_no_gpu ? "worker " : "local rank ") +
+                    std::to_string(r.local_rank) + (r.servers_take_no_gpu ? " of this node" : "") +
                     " but only " + std::to_string(p.device_count) +
                     (p.device_count == 1 ? " GPU" : " GPUs") +
                     " visible (CUDA_VISIBLE_DEVICES=" + p.cuda_visible_devices + ")",
                 {.key = r.key,
-                 .hint = "run at most one rank per visible GPU on a node (slurm/launch.sh "
-                         "gives each rank its own)"});
+                 .hint = r.servers_take_no_gpu
+                             ? "run at most one worker per visible GPU on a node (parameter "
+                               "servers take none)"
+                             : "run at most one rank per visible GPU on a node (slurm/launch.sh "
+                               "gives each rank its own)"});
   }
   return r.local_rank;
 }

@@ -44,6 +44,8 @@ struct DeviceRequest {
   std::string work = "training";  // what would run on the GPU: training | predicting | serving
   int rank = 0;                   // world rank
   int local_rank = 0;             // rank among the processes of this node
+  // Parameter servers: local_rank counts the node's workers only (servers take no GPU).
+  bool servers_take_no_gpu = false;
   std::string host;
   // The program carries the CUDA backend (shardflow-*-cuda); the others would only load
   // CUDA's libraries for it, so they refuse a real GPU and say which program to run.

@@ -75,9 +75,9 @@ void RegisterTrainSection(ConfigSchema& s, ExperimentConfig* c) {
         "skip_step: non-finite steps skipped in a row before the job fails")
       .NonNegative();
   s.AddChoice("train", "device", &c->device, {"cpu", "cuda", "auto"},
-              "where the layers run: cpu; cuda (the local rank's GPU among the visible ones; "
-              "training only, with shardflow-train-cuda and dist.strategy = data_parallel; "
-              "elsewhere it stops saying why, exit 2); auto (cuda when the program can use a "
+              "where the layers run: cpu; cuda (the local rank's GPU among the visible ones, "
+              "in the *-cuda programs, any strategy; parameter servers stay on the CPU; without "
+              "a usable GPU it stops saying why, exit 2); auto (cuda when the program can use a "
               "visible GPU, else cpu)");
   s.Add("train", "device_prefetch", &c->device_prefetch,
         "on a device: copy the next batch (already read ahead by data.prefetch) into pinned "

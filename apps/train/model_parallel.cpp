@@ -327,7 +327,7 @@ double ModelParallelStrategy::FinishStep(const StepInput& in, StepOutput* out) {
       .step = in.step, .epoch = in.epoch, .learning_rate = in.learning_rate, .loss = out->loss};
   {
     SF_TRACE_SCOPE("update");
-    out->skipped = !guard_.CheckGradients(at, arena, 0);
+    out->skipped = !guard_.CheckGradientsWithNorm(at, arena, norm);
     if (!out->skipped) optimizer_->Step(arena, in.learning_rate);
   }
   if (reports && !out->skipped) {
@@ -391,6 +391,9 @@ bool ModelParallelStrategy::OwnGradsFinite() {
 
 double ModelParallelStrategy::OwnSquaredNorm() {
   Arena<float>& arena = model_->arena();
+  if (arena.device() != Device::kCpu && place_.way == 0) {  // every parameter: one reduction
+    return BackendFor<float>(arena.device()).SumSquares(arena.size(), arena.device_grads());
+  }
   double sum = 0;
   for (int id = 0; id < arena.num_params(); ++id) {
     const ParamSpec& spec = arena.spec(id);

@@ -23,6 +23,7 @@
 // Thread-safety: one thread (the training loop's) uses a guard.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -67,6 +68,13 @@ class NonfiniteGuard {
   // A device arena's gradients are checked (and clipped) in a host copy, written back when
   // clipping changed them.
   bool CheckGradients(const StepPlace& at, Arena<float>& arena, double clip_norm);
+  // As CheckGradients without clipping, for a caller that knows the gradients' global norm: a
+  // finite norm means finite gradients, so they are not read again (a device's not copied).
+  bool CheckGradientsWithNorm(const StepPlace& at, Arena<float>& arena, double norm) {
+    if (!std::isfinite(norm)) return CheckGradients(at, arena, 0);
+    in_a_row_ = 0;
+    return true;
+  }
 
   int64_t skipped_steps() const { return skipped_; }
 

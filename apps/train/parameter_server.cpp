@@ -224,8 +224,10 @@ T ParameterServerStrategy::RecvValue(int source, int tag) {
   return value;
 }
 
-// `first_step`: the step the workers start at (a resumed run's), which every worker has applied
-// up to: a synchronous server answers their first pulls at once.
+// `first_step`: the checkpoint's step, which every worker has applied up to: a synchronous
+// server answers the first pulls of a resumed run at once. (Dynamic sharding resumed on another
+// worker count restarts the step count at the saved fence, below it: pulls are then answered
+// at once too, and a stop signal's target, DecideStop, may land a few steps later than + 2.)
 void ParameterServerStrategy::MakeServerState(int64_t first_step) {
   mine_ = slices_[static_cast<size_t>(roles_.server_index(ps_->rank()))];
   const Arena<float>& whole = model().arena();

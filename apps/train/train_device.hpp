@@ -3,9 +3,11 @@
 // program, with and without the CUDA backend (SHARDFLOW_APP_CUDA, install_device.hpp).
 //
 // Every strategy runs on a device. Parameter servers hold their slices and run their optimizer
-// on the CPU, as TensorFlow's PS tasks do: a server rank takes no GPU (it never runs a layer),
-// and the workers of a node take its GPUs in rank order, so a node of 4 GPUs holds 4 workers and
-// a server. Thread-safety: the main thread, once.
+// on the CPU, as TensorFlow's PS tasks do: a server rank takes no GPU (it never runs a layer).
+// When a node's GPUs are visible to all its ranks (mpirun or srun without slurm/launch.sh), its
+// workers take them in rank order, so a node of 4 GPUs holds 4 workers and a server; under
+// slurm/launch.sh each rank is bound to a GPU of its own (a server's stays idle).
+// Thread-safety: the main thread, once.
 #pragma once
 
 #include <vector>
@@ -24,20 +26,12 @@
 
 namespace shardflow::train {
 
-// This rank's index among the ranks of its node that compute (its GPU, CUDA_VISIBLE_DEVICES
-// aside): the local rank, except that parameter servers take none. -1 for a server.
+// This rank's index among the ranks of its node that compute (its GPU when the node's GPUs are
+// visible to all its ranks): the local rank, except that parameter servers take none (-1).
 inline int ComputeLocalRank(const MpiEnvironment& env, const TrainerOptions& options) {
   if (options.strategy != "parameter_server") return env.local_rank();
-  const PsRoles roles = RolesOf(env.size(), options.ps_ranks, options.ps_servers);
-  if (roles.server_index(env.rank()) >= 0) return -1;
-  const std::vector<int>& node = env.node_of_rank();
-  int index = 0;
-  for (int r = 0; r < env.rank(); ++r) {
-    const bool same_node =
-        node.empty() || node[static_cast<size_t>(r)] == node[static_cast<size_t>(env.rank())];
-    if (same_node && roles.server_index(r) < 0) ++index;
-  }
-  return node.empty() ? env.local_rank() : index;
+  return WorkerGpuIndex(RolesOf(env.size(), options.ps_ranks, options.ps_servers), env.rank(),
+                        env.node_of_rank());
 }
 
 // Chooses this rank's device (each rank alone: a rank without the GPU asked for stops the job
@@ -49,10 +43,12 @@ inline apps::DeviceChoice UseTrainingDevice(const MpiEnvironment& env,
                                             TrainerOptions& options) {
   const int local = ComputeLocalRank(env, options);
   if (local < 0) return {};  // a parameter server: the CPU
-  apps::DeviceChoice choice = apps::SelectDevice({.device = config.device,
-                                                  .rank = env.rank(),
-                                                  .local_rank = local,
-                                                  .has_backend = has_backend});
+  apps::DeviceChoice choice =
+      apps::SelectDevice({.device = config.device,
+                          .rank = env.rank(),
+                          .local_rank = local,
+                          .servers_take_no_gpu = options.strategy == "parameter_server",
+                          .has_backend = has_backend});
   if (choice.device == Device::kCpu) return choice;
   options.model.device = choice.device;
   if (apps::InstallDevice(choice, config.tf32) == apps::InstalledDevice::kSimulated) {

@@ -150,6 +150,18 @@ TEST(DeviceChoiceTest, LocalRankBeyondTheVisibleGpusNamesTheNumbers) {
                   "local rank 1 but only 1 GPU visible (CUDA_VISIBLE_DEVICES=(unset))"));
 }
 
+// Under parameter servers the number is the worker's among its node's workers (servers take no
+// GPU), and the hint says so.
+TEST(DeviceChoiceTest, AWorkerBeyondTheVisibleGpusIsNamedAsAWorker) {
+  DeviceRequest r = Request("cuda", 5, 2);
+  r.servers_take_no_gpu = true;
+  const std::string what = ErrorOf(r, Gpus(2, "(unset)")).what();
+  EXPECT_TRUE(Has(what, "train.device = cuda: worker 2 of this node but only 2 GPUs visible"))
+      << what;
+  EXPECT_TRUE(Has(what, "parameter servers take none")) << what;
+  EXPECT_FALSE(Has(what, "local rank")) << what;
+}
+
 TEST(DeviceChoiceTest, GpuOrdinalIsTheLocalRankAmongTheVisibleDevices) {
   EXPECT_EQ(GpuOrdinal(Request("cuda", 6, 2), Gpus(4, "(unset)")), 2);
   EXPECT_EQ(GpuOrdinal(Request("cuda", 6, 2), Gpus(4, "4,5,6,7")), 2);

@@ -23,7 +23,7 @@
 #             exactly, and track the CPU run.
 #   parameter_server  3 ranks, 2 workers on the device + 1 server on the CPU, synchronous
 #             (max_staleness 0), over both transports (p2p, rma): tracks the CPU run; a run
-#             stopped at step 21 and resumed ends bit-identical to an uninterrupted one.
+#             stopped at step 21 and resumed (rma) ends bit-identical to an uninterrupted one.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -177,7 +177,7 @@ assert peaks[2] == 0 and peaks[0] > 0 and peaks[1] > 0, peaks
 PY
   grep -q "parameter server: the workers compute on cuda .*; the servers hold their slices and update them on the CPU" dev_p2p.log ||
     { cat dev_p2p.log; fail "no line saying where the workers and servers compute"; }
-  stop_and_resume 3 dev_rma "${ps[@]}"
+  stop_and_resume 3 dev_rma "${ps[@]}" --dist.ps_transport=rma
   ;;
 *) fail "unknown mode" ;;
 esac
