@@ -252,12 +252,7 @@ void ModelParallelStrategy::Loss(const ModelBatch& mb, double scale, const Tenso
   loss_sum_ += loss * static_cast<double>(rows);
   // dL/dy of the batch's mean loss: this micro-batch's mean-loss gradient times its share.
   const float share = static_cast<float>(scale * static_cast<double>(rows));
-  if (dy->device() == Device::kCpu) {
-    float* d = dy->data<float>();
-    for (int64_t i = 0; i < dy->num_elements(); ++i) d[i] *= share;
-  } else {
-    BackendFor<float>(dy->device()).Scale(dy->num_elements(), share, dy->device_data<float>());
-  }
+  BackendFor<float>(dy->device()).Scale(dy->num_elements(), share, dy->device_data<float>());
   if (!std::isfinite(loss)) {
     loss_finite_ = false;
     NonfiniteGuard::PoisonIfNonfinite(loss, dy);
@@ -315,12 +310,7 @@ double ModelParallelStrategy::FinishStep(const StepInput& in, StepOutput* out) {
   }
   if (o_.clip_norm > 0 && std::isfinite(norm) && norm > o_.clip_norm) {
     const float factor = static_cast<float>(o_.clip_norm / norm);
-    if (arena.device() == Device::kCpu) {
-      float* g = arena.grads();
-      for (int64_t i = 0; i < arena.size(); ++i) g[i] *= factor;
-    } else {
-      BackendFor<float>(arena.device()).Scale(arena.size(), factor, arena.device_grads());
-    }
+    BackendFor<float>(arena.device()).Scale(arena.size(), factor, arena.device_grads());
   }
   out->loss = sums[3] > 0 ? sums[1] / sums[3] : 0.0;
   const StepPlace at{
