@@ -36,12 +36,15 @@ struct PoolGeometry {
   int64_t h = 0, w = 0, c = 0, k = 1, stride = 1, oh = 0, ow = 0;
 };
 
-// Settings of one batch-normalisation pass over x (N, C); statistics are computed in double.
+// Settings of one batch-normalisation pass over x (N, C); statistics are computed in double
+// (cuDNN's, when the CUDA backend takes them, in the data's type).
 struct BatchNormParams {
   int64_t n = 0, c = 0;
   bool training = false;  // batch statistics (and update the moving ones) vs moving statistics
   double momentum = 0.99, epsilon = 1e-3;
 };
+// Doubles per channel of Backend::BatchNorm's saved statistics.
+inline constexpr int64_t kBatchNormSavedPerChannel = 2;
 
 // A slice of a tensor seen as (outer, full, inner): the elements [begin, begin + size) along the
 // middle dimension, stored contiguously as (outer, size, inner). Element (o, j, k) of the slice
@@ -128,13 +131,17 @@ class Backend {
   virtual void GlobalAvgPool(int64_t b, int64_t p, int64_t c, const T* x, T* y) = 0;
   virtual void GlobalAvgPoolGrad(int64_t b, int64_t p, int64_t c, const T* dy, T* dx) = 0;
 
-  // --- batch normalisation over x (N, C). Forward writes inv_std (C, double), xhat and
-  // y = gamma xhat + beta; in training it also updates moving_mean/moving_var (C).
+  // --- batch normalisation over x (N, C). Forward writes y = gamma xhat + beta with xhat =
+  // (x - mean) inv_std, and `saved` (kBatchNormSavedPerChannel C doubles): the statistics the
+  // backward pass of the same backend reads, in a form that is the backend's own (the kernel
+  // backends: mean (C) then inv_std (C), in double; cuDNN its saved mean and inverse standard
+  // deviation). In training it also updates moving_mean/moving_var (C). Nothing of xhat is kept:
+  // the backward pass recomputes it from x, as cuDNN does.
   virtual void BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                         T* moving_mean, T* moving_var, double* inv_std, T* xhat, T* y) = 0;
-  // dgamma, dbeta (C) +=; dx (N, C) written unless null.
-  virtual void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* xhat, const T* gamma,
-                             const double* inv_std, T* dgamma, T* dbeta, T* dx) = 0;
+                         T* moving_mean, T* moving_var, double* saved, T* y) = 0;
+  // From the forward pass's x and saved: dgamma, dbeta (C) +=; dx (N, C) written unless null.
+  virtual void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* x, const T* gamma,
+                             const double* saved, T* dgamma, T* dbeta, T* dx) = 0;
 
   // --- recurrent: one LSTM time step over a batch (pointwise::LstmCell per unit). z holds the
   // pre-activations [i f g o] (4H per row, row stride ldz), turned into the gates in place; c and

@@ -140,24 +140,27 @@ class KernelBackend : public Backend<T> {
     exec_.Run(b * p * c, kernels::GlobalAvgPoolGradK<T>{p, c, dy, dx});
   }
 
+  // saved = mean (C) then inv_std (C).
   void BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                 T* moving_mean, T* moving_var, double* inv_std, T* xhat, T* y) override {
-    DeviceScratch<Exec, double> mean(exec_, p.c);
+                 T* moving_mean, T* moving_var, double* saved, T* y) override {
+    double* mean = saved;
+    double* inv_std = saved == nullptr ? nullptr : saved + p.c;
     const bool batch = p.training && p.n > 0;
     const int64_t blocks = batch ? kernels::BatchNormRowBlocks(p.n) * p.c : 0;
     DeviceScratch<Exec, double> partial(exec_, blocks);
     if (batch) {  // the block sums, the means, the blocks' squared deviations from them
       exec_.Run(blocks, kernels::BatchNormBlockSumsK<T>{p.n, p.c, x, nullptr, partial.get()});
-      exec_.Run(p.c, kernels::BatchNormMeanK{p.n, p.c, partial.get(), mean.get()});
-      exec_.Run(blocks, kernels::BatchNormBlockSumsK<T>{p.n, p.c, x, mean.get(), partial.get()});
+      exec_.Run(p.c, kernels::BatchNormMeanK{p.n, p.c, partial.get(), mean});
+      exec_.Run(blocks, kernels::BatchNormBlockSumsK<T>{p.n, p.c, x, mean, partial.get()});
     }
-    exec_.Run(p.c, kernels::BatchNormStatsK<T>{p, partial.get(), moving_mean, moving_var,
-                                               mean.get(), inv_std});
-    exec_.Run(p.n * p.c,
-              kernels::BatchNormApplyK<T>{p.c, x, gamma, beta, mean.get(), inv_std, xhat, y});
+    exec_.Run(
+        p.c, kernels::BatchNormStatsK<T>{p, partial.get(), moving_mean, moving_var, mean, inv_std});
+    exec_.Run(p.n * p.c, kernels::BatchNormApplyK<T>{p.c, x, gamma, beta, mean, inv_std, y});
   }
-  void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* xhat, const T* gamma,
-                     const double* inv_std, T* dgamma, T* dbeta, T* dx) override {
+  void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* x, const T* gamma,
+                     const double* saved, T* dgamma, T* dbeta, T* dx) override {
+    const double* mean = saved;
+    const double* inv_std = saved == nullptr ? nullptr : saved + p.c;
     DeviceScratch<Exec, double> sums(exec_, 2 * p.c);
     double* sum_d = sums.get();
     double* sum_dh = sum_d == nullptr ? nullptr : sum_d + p.c;
@@ -165,13 +168,13 @@ class KernelBackend : public Backend<T> {
     DeviceScratch<Exec, double> partial(exec_, 2 * blocks);
     double* partial_d = partial.get();
     double* partial_dh = partial_d == nullptr ? nullptr : partial_d + blocks;
-    exec_.Run(blocks,
-              kernels::BatchNormGradBlockSumsK<T>{p.n, p.c, dy, xhat, partial_d, partial_dh});
+    exec_.Run(blocks, kernels::BatchNormGradBlockSumsK<T>{p.n, p.c, dy, x, mean, inv_std, partial_d,
+                                                          partial_dh});
     exec_.Run(p.c, kernels::BatchNormGradSumsK<T>{p.n, p.c, partial_d, partial_dh, sum_d, sum_dh,
                                                   dgamma, dbeta});
     if (dx == nullptr) return;
     exec_.Run(p.n * p.c,
-              kernels::BatchNormGradApplyK<T>{p, dy, xhat, gamma, inv_std, sum_d, sum_dh, dx});
+              kernels::BatchNormGradApplyK<T>{p, dy, x, gamma, mean, inv_std, sum_d, sum_dh, dx});
   }
 
   void LstmCell(int64_t batch, int64_t h, T* z, int64_t ldz, T* c, T* hs, int64_t ldc,

@@ -126,13 +126,16 @@ void BatchStatistics(const BatchNormParams& p, C c, const T* x, T* moving_mean, 
   }
 }
 
+// saved = mean (C) then inv_std (C), the kernel backend's layout.
 template <typename T, typename C>
 void BatchNormChannels(const BatchNormParams& p, C c, const T* x, const T* gamma, const T* beta,
-                       T* moving_mean, T* moving_var, double* inv_std, T* xhat, T* y) {
+                       T* moving_mean, T* moving_var, double* saved, T* y) {
   const int64_t n = p.n;
-  std::vector<double> mean(static_cast<size_t>(c), 0.0), var(static_cast<size_t>(c), 0.0);
+  double* mean = saved;
+  double* inv_std = saved + c;
+  std::vector<double> var(static_cast<size_t>(c), 0.0);
   if (p.training && n > 0) {
-    BatchStatistics(p, c, x, moving_mean, moving_var, mean.data(), var.data());
+    BatchStatistics(p, c, x, moving_mean, moving_var, mean, var.data());
   } else {
     for (int64_t ch = 0; ch < c; ++ch) {
       mean[ch] = moving_mean[ch];
@@ -140,25 +143,24 @@ void BatchNormChannels(const BatchNormParams& p, C c, const T* x, const T* gamma
     }
   }
   for (int64_t ch = 0; ch < c; ++ch) inv_std[ch] = 1.0 / std::sqrt(var[ch] + p.epsilon);
-  const double* m = mean.data();
   ForRows(n, c, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const T* xr = x + r * c;
-      T* hr = xhat + r * c;
       T* yr = y + r * c;
       for (int64_t ch = 0; ch < c; ++ch) {
-        const T h = static_cast<T>((xr[ch] - m[ch]) * inv_std[ch]);
-        hr[ch] = h;
-        yr[ch] = gamma[ch] * h + beta[ch];
+        yr[ch] = gamma[ch] * kernels::BatchNormXhat(xr[ch], mean[ch], inv_std[ch]) + beta[ch];
       }
     }
   });
 }
 
+// xhat is recomputed from x with the forward pass's rounding (kernels::BatchNormXhat).
 template <typename T, typename C>
-void BatchNormGradChannels(const BatchNormParams& p, C c, const T* d, const T* hp, const T* g,
-                           const double* inv_std, T* dg, T* db, T* o) {
+void BatchNormGradChannels(const BatchNormParams& p, C c, const T* d, const T* x, const T* g,
+                           const double* saved, T* dg, T* db, T* o) {
   const int64_t n = p.n;
+  const double* mean = saved;
+  const double* inv_std = saved + c;
   // partial rows hold (sum of dy, sum of dy xhat) per channel: 2c doubles.
   std::vector<double> partial, sums(static_cast<size_t>(2 * c));
   // The width passed as a run-time value: accumulators in a heap vector per piece measured
@@ -167,10 +169,10 @@ void BatchNormGradChannels(const BatchNormParams& p, C c, const T* d, const T* h
       n, static_cast<int64_t>(2 * c),
       [&](int64_t r, double* acc) {
         const T* dr = d + r * c;
-        const T* hr = hp + r * c;
+        const T* xr = x + r * c;
         for (int64_t ch = 0; ch < c; ++ch) {
           acc[ch] += dr[ch];
-          acc[c + ch] += dr[ch] * hr[ch];
+          acc[c + ch] += dr[ch] * kernels::BatchNormXhat(xr[ch], mean[ch], inv_std[ch]);
         }
       },
       partial);
@@ -191,11 +193,13 @@ void BatchNormGradChannels(const BatchNormParams& p, C c, const T* d, const T* h
   ForRows(n, c, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const T* dr = d + r * c;
-      const T* hr = hp + r * c;
+      const T* xr = x + r * c;
       T* orow = o + r * c;
       if (training) {
-        for (int64_t ch = 0; ch < c; ++ch)
-          orow[ch] = static_cast<T>(kp[ch] * (nd * dr[ch] - sum_d[ch] - hr[ch] * sum_dh[ch]));
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const T h = kernels::BatchNormXhat(xr[ch], mean[ch], inv_std[ch]);
+          orow[ch] = static_cast<T>(kp[ch] * (nd * dr[ch] - sum_d[ch] - h * sum_dh[ch]));
+        }
       } else {
         for (int64_t ch = 0; ch < c; ++ch) orow[ch] = static_cast<T>(dr[ch] * g[ch] * inv_std[ch]);
       }
@@ -206,28 +210,28 @@ void BatchNormGradChannels(const BatchNormParams& p, C c, const T* d, const T* h
 }  // namespace
 
 // x (N, C). Training: batch mean and biased variance (the moving variance takes the unbiased
-// one); inference: the moving statistics. xhat = (x - mean) inv_std, y = gamma xhat + beta.
+// one); inference: the moving statistics. xhat = (x - mean) inv_std, y = gamma xhat + beta;
+// saved = mean (C), inv_std (C).
 template <typename T>
 void BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta, T* moving_mean,
-               T* moving_var, double* inv_std, T* xhat, T* y) {
+               T* moving_var, double* saved, T* y) {
   WithChannels(p.c, [&](auto c) {
-    BatchNormChannels(p, c, x, gamma, beta, moving_mean, moving_var, inv_std, xhat, y);
+    BatchNormChannels(p, c, x, gamma, beta, moving_mean, moving_var, saved, y);
   });
 }
 
 // Training: dx = inv_std / N * (N dxhat - sum(dxhat) - xhat sum(dxhat xhat)), dxhat = dy gamma.
 // Inference: the statistics are constants, dx = dy gamma inv_std.
 template <typename T>
-void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* xhat, const T* gamma,
-                   const double* inv_std, T* dgamma, T* dbeta, T* dx) {
-  WithChannels(p.c, [&](auto c) {
-    BatchNormGradChannels(p, c, dy, xhat, gamma, inv_std, dgamma, dbeta, dx);
-  });
+void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* x, const T* gamma,
+                   const double* saved, T* dgamma, T* dbeta, T* dx) {
+  WithChannels(
+      p.c, [&](auto c) { BatchNormGradChannels(p, c, dy, x, gamma, saved, dgamma, dbeta, dx); });
 }
 
 #define SF_INSTANTIATE(T)                                                                  \
   template void BatchNorm<T>(const BatchNormParams&, const T*, const T*, const T*, T*, T*, \
-                             double*, T*, T*);                                             \
+                             double*, T*);                                                 \
   template void BatchNormGrad<T>(const BatchNormParams&, const T*, const T*, const T*,     \
                                  const double*, T*, T*, T*);
 SF_INSTANTIATE(float)

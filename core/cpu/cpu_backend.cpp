@@ -103,12 +103,12 @@ class Cpu final : public Backend<T> {
     cpu::GlobalAvgPoolGrad(b, p, c, dy, dx);
   }
   void BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                 T* moving_mean, T* moving_var, double* inv_std, T* xhat, T* y) override {
-    cpu::BatchNorm(p, x, gamma, beta, moving_mean, moving_var, inv_std, xhat, y);
+                 T* moving_mean, T* moving_var, double* saved, T* y) override {
+    cpu::BatchNorm(p, x, gamma, beta, moving_mean, moving_var, saved, y);
   }
-  void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* xhat, const T* gamma,
-                     const double* inv_std, T* dgamma, T* dbeta, T* dx) override {
-    cpu::BatchNormGrad(p, dy, xhat, gamma, inv_std, dgamma, dbeta, dx);
+  void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* x, const T* gamma,
+                     const double* saved, T* dgamma, T* dbeta, T* dx) override {
+    cpu::BatchNormGrad(p, dy, x, gamma, saved, dgamma, dbeta, dx);
   }
   void LstmCell(int64_t batch, int64_t h, T* z, int64_t ldz, T* c, T* hs, int64_t ldc,
                 bool has_prev) override {

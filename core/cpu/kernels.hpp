@@ -44,10 +44,10 @@ template <typename T>
 double SumSquares(int64_t n, const T* x);
 template <typename T>
 void BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta, T* moving_mean,
-               T* moving_var, double* inv_std, T* xhat, T* y);
+               T* moving_var, double* saved, T* y);
 template <typename T>
-void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* xhat, const T* gamma,
-                   const double* inv_std, T* dgamma, T* dbeta, T* dx);
+void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* x, const T* gamma,
+                   const double* saved, T* dgamma, T* dbeta, T* dx);
 template <typename T>
 double SoftmaxCrossEntropy(int64_t b, int64_t k, const T* z, const Tensor& labels, T* d);
 template <typename T>

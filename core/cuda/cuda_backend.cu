@@ -9,6 +9,8 @@
 #include "core/cpu/onednn_conv.hpp"
 #include "core/cuda/cuda_staging.hpp"
 #include "core/cuda/cudnn_conv.hpp"
+#include "core/cuda/cudnn_handle.cuh"
+#include "core/cuda/cudnn_ops.hpp"
 #include "core/cuda/device_exec.cuh"
 #include "core/error.hpp"
 #include "core/logging.hpp"
@@ -133,12 +135,51 @@ class CudaMemory final : public DeviceMemory {
 // The CUDA backend of one dtype: the index kernels and cuBLAS (KernelBackend), with whole
 // convolution passes through cuDNN (cudnn_conv.hpp: the kernel transposed to cuDNN's filter
 // layout in scratch, the input padded where our padding is lopsided). A shape cuDNN cannot
-// take, or SHARDFLOW_CONV = own, leaves the layer on im2col + cuBLAS.
+// take, or SHARDFLOW_CONV = own, leaves the layer on im2col + cuBLAS. Pooling, activations and
+// training batch norm through cuDNN where cudnn_ops.hpp's rules take them (SHARDFLOW_CUDNN).
 template <typename T>
 class CudaBackend final : public KernelBackend<T, DeviceExec> {
+  using Kernels = KernelBackend<T, DeviceExec>;
+
  public:
-  CudaBackend(DeviceExec& exec, CudnnConv& cudnn)
-      : KernelBackend<T, DeviceExec>(exec), exec_(exec), cudnn_(cudnn) {}
+  CudaBackend(DeviceExec& exec, CudnnConv& cudnn, CudnnOps& ops)
+      : Kernels(exec), exec_(exec), cudnn_(cudnn), ops_(ops) {}
+
+  void Pool2D(const PoolGeometry& g, bool max, int64_t batch, const T* x, T* y) override {
+    if (!CudnnTakesPool(g, batch)) return Kernels::Pool2D(g, max, batch, x, y);
+    ops_.Pool2D(g, max, batch, x, y);
+  }
+  void Pool2DGrad(const PoolGeometry& g, bool max, bool relu, int64_t batch, const T* x, const T* y,
+                  const T* dy, T* dx) override {
+    if (!CudnnTakesPool(g, batch)) return Kernels::Pool2DGrad(g, max, relu, batch, x, y, dy, dx);
+    const int64_t out = batch * g.oh * g.ow * g.c;
+    DeviceScratch<DeviceExec, T> dy_relu(exec_, max && relu ? out : 0);
+    if (max && relu) Kernels::ActivationGrad(ActivationKind::kRelu, out, y, y, dy, dy_relu.get());
+    ops_.Pool2DGrad(g, max, batch, x, y, max && relu ? dy_relu.get() : dy, dx);
+  }
+  void Activation(ActivationKind kind, int64_t n, const T* x, T* y) override {
+    if (!CudnnTakesActivation(kind, n)) return Kernels::Activation(kind, n, x, y);
+    ops_.Activation(kind, n, x, y);
+  }
+  void ActivationGrad(ActivationKind kind, int64_t n, const T* x, const T* y, const T* dy,
+                      T* dx) override {
+    if (!CudnnTakesActivation(kind, n)) return Kernels::ActivationGrad(kind, n, x, y, dy, dx);
+    ops_.ActivationGrad(kind, n, x, y, dy, dx);
+  }
+  void BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
+                 T* moving_mean, T* moving_var, double* saved, T* y) override {
+    if (!CudnnTakesBatchNorm(p)) {
+      return Kernels::BatchNorm(p, x, gamma, beta, moving_mean, moving_var, saved, y);
+    }
+    ops_.BatchNorm(p, x, gamma, beta, moving_mean, moving_var, saved, y);
+  }
+  void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* x, const T* gamma,
+                     const double* saved, T* dgamma, T* dbeta, T* dx) override {
+    if (!CudnnTakesBatchNorm(p)) {
+      return Kernels::BatchNormGrad(p, dy, x, gamma, saved, dgamma, dbeta, dx);
+    }
+    ops_.BatchNormGrad(p, dy, x, gamma, saved, dgamma, dbeta, dx);
+  }
 
   bool ConvForward(const cpu::ConvGeometry& g, int64_t f, int64_t batch, const T* x, const T* w,
                    const T* bias, T* y) override {
@@ -193,6 +234,7 @@ class CudaBackend final : public KernelBackend<T, DeviceExec> {
 
   DeviceExec& exec_;
   CudnnConv& cudnn_;
+  CudnnOps& ops_;
 };
 
 // The installed backend: one executor, the two typed backends and the tensor memory over it.
@@ -200,9 +242,17 @@ class CudaBackend final : public KernelBackend<T, DeviceExec> {
 // call and every device tensor).
 struct Installed {
   explicit Installed(int ordinal)
-      : exec(ordinal), cudnn(exec), f32(exec, cudnn), f64(exec, cudnn), memory(exec) {}
+      : exec(ordinal),
+        cudnn_handle(exec),
+        cudnn(exec, cudnn_handle),
+        ops(exec, cudnn_handle),
+        f32(exec, cudnn, ops),
+        f64(exec, cudnn, ops),
+        memory(exec) {}
   DeviceExec exec;
+  CudnnHandle cudnn_handle;  // before its users: destroyed after them
   CudnnConv cudnn;
+  CudnnOps ops;
   CudaBackend<float> f32;
   CudaBackend<double> f64;
   CudaMemory memory;

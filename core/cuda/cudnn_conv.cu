@@ -12,6 +12,7 @@
 
 #include "core/backend/kernel_backend.hpp"
 #include "core/cuda/check_cuda.hpp"
+#include "core/cuda/cudnn_handle.cuh"
 #include "core/cuda/device_exec.cuh"
 #include "core/error.hpp"
 #include "core/logging.hpp"
@@ -180,19 +181,10 @@ struct CudnnConv::Impl {
     Choice fwd, bwd_data, bwd_filter;
   };
 
-  explicit Impl(DeviceExec& e)
-      : exec(e), heuristic(HeuristicSearch()), max_workspace(MaxWorkspace()) {}
-  ~Impl() {
-    if (handle != nullptr) cudnnDestroy(handle);
-  }
+  Impl(DeviceExec& e, CudnnHandle& h)
+      : exec(e), handle(h), heuristic(HeuristicSearch()), max_workspace(MaxWorkspace()) {}
 
-  cudnnHandle_t Handle() {
-    if (handle == nullptr) {
-      SF_CHECK_CUDNN(cudnnCreate(&handle));
-      SF_CHECK_CUDNN(cudnnSetStream(handle, exec.stream()));
-    }
-    return handle;
-  }
+  cudnnHandle_t Handle() { return handle.get(); }
 
   Entry& Get(const CudnnConvShape& s, cudnnDataType_t type) {
     if (!s.usable) throw Error(ErrorCode::kInternal, "cuDNN convolution without a plan: " + s.why);
@@ -290,14 +282,15 @@ struct CudnnConv::Impl {
   }
 
   DeviceExec& exec;
+  CudnnHandle& handle;
   const bool heuristic;
   const size_t max_workspace;
   bool tf32 = false;
-  cudnnHandle_t handle = nullptr;
   std::map<Key, Entry> cache;
 };
 
-CudnnConv::CudnnConv(DeviceExec& exec) : impl_(std::make_unique<Impl>(exec)) {}
+CudnnConv::CudnnConv(DeviceExec& exec, CudnnHandle& handle)
+    : impl_(std::make_unique<Impl>(exec, handle)) {}
 CudnnConv::~CudnnConv() = default;
 
 void CudnnConv::SetTf32(bool on) { impl_->tf32 = on; }

@@ -30,6 +30,7 @@
 
 namespace shardflow::cuda {
 
+class CudnnHandle;
 class DeviceExec;
 
 // How one convolution of ours maps onto cuDNN's.
@@ -53,7 +54,7 @@ enum class CudnnPass { kForward, kBackwardData, kBackwardFilter };
 
 class CudnnConv {
  public:
-  explicit CudnnConv(DeviceExec& exec);
+  CudnnConv(DeviceExec& exec, CudnnHandle& handle);
   ~CudnnConv();
   CudnnConv(const CudnnConv&) = delete;
   CudnnConv& operator=(const CudnnConv&) = delete;

@@ -43,9 +43,11 @@ class BatchNorm final : public Layer<T> {
   int64_t FlopsPerSample() const override { return 4 * NumElements(in_); }
 
  protected:
-  // x is (N, C) flat with N = B * pixels; the state keeps xhat (N, C) and inv_std (C), the
-  // batch statistics backward needs. The moving statistics are the layer's and are updated by
-  // every training forward pass, in the order the passes run.
+  // x is (N, C) flat with N = B * pixels; the state keeps x (shared, not copied) and the
+  // backend's saved statistics (kBatchNormSavedPerChannel x C doubles), what backward needs:
+  // xhat is recomputed there, so no activation-sized tensor is kept per layer. The moving
+  // statistics are the layer's and are updated by every training forward pass, in the order the
+  // passes run.
   Tensor DoForward(const Tensor& x, const ForwardContext& ctx, LayerState& st) override {
     CheckInput(x, in_, "batchnorm");
     State& s = StateAs<State>(st, "batchnorm");
@@ -54,13 +56,14 @@ class BatchNorm final : public Layer<T> {
            .training = ctx.training,
            .momentum = o_.momentum,
            .epsilon = o_.epsilon};
+    s.x = x;
     Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), x.shape());
-    Tensor& xhat = ReuseBuffer(s.xhat, DTypeOf<T>(), x.shape());
-    double* inv_std = ReuseBuffer(s.inv_std, DType::kFloat64, {c_}).template device_data<double>();
+    double* saved = ReuseBuffer(s.saved, DType::kFloat64, {kBatchNormSavedPerChannel, c_})
+                        .template device_data<double>();
     BackendFor<T>(x.device())
         .BatchNorm(s.p, x.device_data<T>(), arena_->param(gamma_), arena_->param(beta_),
-                   moving_mean_.device_data<T>(), moving_var_.device_data<T>(), inv_std,
-                   xhat.device_data<T>(), y.device_data<T>());
+                   moving_mean_.device_data<T>(), moving_var_.device_data<T>(), saved,
+                   y.device_data<T>());
     return y;
   }
 
@@ -70,8 +73,8 @@ class BatchNorm final : public Layer<T> {
     T* dx =
         need_dx ? ReuseBuffer(s.dx, DTypeOf<T>(), dy.shape()).template device_data<T>() : nullptr;
     BackendFor<T>(dy.device())
-        .BatchNormGrad(s.p, dy.device_data<T>(), s.xhat.template device_data<T>(),
-                       arena_->param(gamma_), s.inv_std.template device_data<double>(),
+        .BatchNormGrad(s.p, dy.device_data<T>(), s.x.template device_data<T>(),
+                       arena_->param(gamma_), s.saved.template device_data<double>(),
                        arena_->grad(gamma_), arena_->grad(beta_), dx);
     return need_dx ? s.dx : Tensor();
   }
@@ -79,7 +82,7 @@ class BatchNorm final : public Layer<T> {
  private:
   struct State final : LayerState {
     BatchNormParams p;
-    Tensor y, xhat, inv_std, dx;
+    Tensor x, y, saved, dx;
   };
   BatchNormOptions o_;
   Shape in_;

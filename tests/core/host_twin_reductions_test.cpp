@@ -78,29 +78,28 @@ TEST_F(HostTwin, BatchNormTrainingAndInference) {
       }
       std::vector<float> mm1 = Random<float>(c, 26), mv1 = Random<float>(c, 27, 0.5, 2.0);
       std::vector<float> mm2 = mm1, mv2 = mv1;
-      std::vector<double> is1(c), is2(c);
-      std::vector<float> xh1(n * c), xh2(n * c), y1(n * c), y2(n * c);
-      b.cpu.BatchNorm(p, x.data(), gamma.data(), beta.data(), mm1.data(), mv1.data(), is1.data(),
-                      xh1.data(), y1.data());
-      b.twin.BatchNorm(p, x.data(), gamma.data(), beta.data(), mm2.data(), mv2.data(), is2.data(),
-                       xh2.data(), y2.data());
+      std::vector<double> sv1(kBatchNormSavedPerChannel * c), sv2(sv1.size());
+      std::vector<float> y1(n * c), y2(n * c);
+      b.cpu.BatchNorm(p, x.data(), gamma.data(), beta.data(), mm1.data(), mv1.data(), sv1.data(),
+                      y1.data());
+      b.twin.BatchNorm(p, x.data(), gamma.data(), beta.data(), mm2.data(), mv2.data(), sv2.data(),
+                       y2.data());
       EXPECT_TWIN(mm2, mm1, kExact);
       EXPECT_TWIN(mv2, mv1, kExact);
-      EXPECT_TWIN(is2, is1, kExact);
-      EXPECT_TWIN(xh2, xh1, kExact);
+      EXPECT_TWIN(sv2, sv1, kExact);  // mean and inv_std
       EXPECT_TWIN(y2, y1, kFloatTol);
       std::vector<float> dg1 = Random<float>(c, 28), db1 = Random<float>(c, 29);
       std::vector<float> dg2 = dg1, db2 = db1, dx1(n * c), dx2(n * c);
-      b.cpu.BatchNormGrad(p, dy.data(), xh1.data(), gamma.data(), is1.data(), dg1.data(),
-                          db1.data(), dx1.data());
-      b.twin.BatchNormGrad(p, dy.data(), xh1.data(), gamma.data(), is1.data(), dg2.data(),
-                           db2.data(), dx2.data());
+      b.cpu.BatchNormGrad(p, dy.data(), x.data(), gamma.data(), sv1.data(), dg1.data(), db1.data(),
+                          dx1.data());
+      b.twin.BatchNormGrad(p, dy.data(), x.data(), gamma.data(), sv2.data(), dg2.data(), db2.data(),
+                           dx2.data());
       EXPECT_TWIN(dg2, dg1, kFloatTol);
       EXPECT_TWIN(db2, db1, kFloatTol);
       EXPECT_TWIN(dx2, dx1, kFloatTol);
       // Without dx (the first layer): only the parameter gradients.
-      b.twin.BatchNormGrad(p, dy.data(), xh1.data(), gamma.data(), is1.data(), dg2.data(),
-                           db2.data(), nullptr);
+      b.twin.BatchNormGrad(p, dy.data(), x.data(), gamma.data(), sv2.data(), dg2.data(), db2.data(),
+                           nullptr);
     }
   }
 }

@@ -17,6 +17,7 @@
 #include "core/cpu/cpu_backend.hpp"
 #include "core/random.hpp"
 #if defined(SF_TEST_DEVICE_MIRROR)
+#include "core/cuda/cudnn_ops.hpp"
 #include "tests/cuda/device_mirror.hpp"
 #endif
 
@@ -47,6 +48,14 @@ class HostTwin : public ::testing::Test {
     if (!cuda::testing::GpuAvailable(&why)) {
       GTEST_SKIP() << "no usable CUDA device (" << why << "); the GPU suite did not run";
     }
+    // These tests check our index kernels: cuDNN's pooling, activations and batch norm are
+    // tests/cuda/cudnn_ops_gpu_test.cpp's (and the training test that turns them on).
+    cuda::SetCudnnOps(false);
+#endif
+  }
+  void TearDown() override {
+#if defined(SF_TEST_DEVICE_MIRROR)
+    cuda::SetCudnnOps(true);
 #endif
   }
 };

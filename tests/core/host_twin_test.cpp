@@ -510,6 +510,21 @@ TEST_F(HostTwin, ModelsOnTheCudaDeviceTrackTheCpuBackend) {
   }
 }
 
+#if defined(SF_TEST_DEVICE_MIRROR)
+// The same models with cuDNN's pooling, activations and training batch norm (the default on a
+// GPU; the other tests here switch them off to check our kernels). cuDNN computes a float
+// model's batch statistics in float (ours in double), hence ten times the kernels' bound.
+TEST_F(HostTwin, ModelsOnTheGpuWithCudnnOpsTrackTheCpuBackend) {
+  cuda::testing::DeviceMirror<float>();
+  cuda::SetCudnnOps(true);
+  for (const TrackCase& c : TrackCases()) {
+    TrackCase loose = c;
+    loose.tol *= 10;
+    ExpectTracks(loose, Train(c.spec, c.sample, c.steps, c.regression, c.optimizer, Device::kCuda));
+  }
+}
+#endif
+
 // On the device, host code cannot reach the model's memory by accident: the arena's host
 // pointer and a device tensor's data<T>() throw, naming the device; the copies are explicit.
 TEST_F(HostTwin, HostReadsOfDeviceMemoryAreRefused) {

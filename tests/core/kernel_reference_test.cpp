@@ -221,37 +221,43 @@ TEST(KernelReference, BatchNormDoesNotDependOnThreadCount) {
     Fill(gamma.data(), gamma.size(), 23);
     Fill(beta.data(), beta.size(), 24);
     struct Out {
-      std::vector<float> mm, mv, xhat, y, dg, db, dx;
-      std::vector<double> inv_std;
+      std::vector<float> mm, mv, y, dg, db, dx;
+      std::vector<double> saved;  // mean (C), inv_std (C)
     };
     auto run = [&](int threads) {
-      Out o{std::vector<float>(c, 0.0f), std::vector<float>(c, 1.0f), std::vector<float>(n * c),
-            std::vector<float>(n * c),   std::vector<float>(c, 0.0f), std::vector<float>(c, 0.0f),
-            std::vector<float>(n * c),   std::vector<double>(c)};
+      Out o{std::vector<float>(c, 0.0f),
+            std::vector<float>(c, 1.0f),
+            std::vector<float>(n * c),
+            std::vector<float>(c, 0.0f),
+            std::vector<float>(c, 0.0f),
+            std::vector<float>(n * c),
+            std::vector<double>(kBatchNormSavedPerChannel * c)};
       const int before = cpu::IntraOpThreads();
       cpu::SetIntraOpThreads(threads);
       cpu::BatchNorm<float>(p, x.data(), gamma.data(), beta.data(), o.mm.data(), o.mv.data(),
-                            o.inv_std.data(), o.xhat.data(), o.y.data());
-      cpu::BatchNormGrad<float>(p, dy.data(), o.xhat.data(), gamma.data(), o.inv_std.data(),
-                                o.dg.data(), o.db.data(), o.dx.data());
+                            o.saved.data(), o.y.data());
+      cpu::BatchNormGrad<float>(p, dy.data(), x.data(), gamma.data(), o.saved.data(), o.dg.data(),
+                                o.db.data(), o.dx.data());
       cpu::SetIntraOpThreads(before);
       return o;
     };
     const Out one = run(1), two = run(2);
     EXPECT_EQ(one.mm, two.mm);
     EXPECT_EQ(one.mv, two.mv);
-    EXPECT_EQ(one.inv_std, two.inv_std);
-    EXPECT_EQ(one.xhat, two.xhat);
+    EXPECT_EQ(one.saved, two.saved);
     EXPECT_EQ(one.y, two.y);
     EXPECT_EQ(one.dg, two.dg);
     EXPECT_EQ(one.db, two.db);
     EXPECT_EQ(one.dx, two.dx);
-    // The batch was normalised: every channel's xhat has mean ~0 and variance ~1.
+    // The saved statistics normalise the batch: every channel's xhat = (x - mean) inv_std has
+    // mean ~0 and variance ~1.
     for (int64_t ch = 0; ch < c; ++ch) {
+      std::vector<double> xhat(n);
+      for (int64_t r = 0; r < n; ++r) xhat[r] = (x[r * c + ch] - one.saved[ch]) * one.saved[c + ch];
       double m = 0, v = 0;
-      for (int64_t r = 0; r < n; ++r) m += one.xhat[r * c + ch];
+      for (int64_t r = 0; r < n; ++r) m += xhat[r];
       m /= n;
-      for (int64_t r = 0; r < n; ++r) v += (one.xhat[r * c + ch] - m) * (one.xhat[r * c + ch] - m);
+      for (int64_t r = 0; r < n; ++r) v += (xhat[r] - m) * (xhat[r] - m);
       EXPECT_NEAR(m, 0.0, 1e-5) << "channel " << ch;
       EXPECT_NEAR(v / n, 1.0, 1e-2) << "channel " << ch;
     }

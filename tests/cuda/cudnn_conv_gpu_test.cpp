@@ -12,41 +12,19 @@
 #include "core/backend/kernels/spatial.hpp"
 #include "core/cpu/onednn_conv.hpp"
 #include "core/random.hpp"
-#include "tests/cuda/device_mirror.hpp"
+#include "tests/cuda/gpu_reference.hpp"
 
 namespace shardflow::cuda {
 namespace {
 
-class CudnnConvGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!testing::GpuAvailable(&why)) {
-      GTEST_SKIP() << "no usable CUDA device (" << why << "); the GPU suite did not run";
-    }
-  }
-};
+using testing::As;
+using testing::ReferenceError;
+class CudnnConvGpu : public testing::GpuTest {};
 
 std::vector<double> Seeded(int64_t n, uint64_t stream) {
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[i] = RandomNormal(21, stream, i);
   return v;
-}
-
-template <typename T>
-std::vector<T> As(const std::vector<double>& v) {
-  return std::vector<T>(v.begin(), v.end());
-}
-
-// max |got - want| / max(1, max |want|).
-template <typename T>
-double Error(const std::vector<T>& got, const std::vector<double>& want) {
-  double err = 0.0, scale = 1.0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    err = std::max(err, std::fabs(static_cast<double>(got[i]) - want[i]));
-    scale = std::max(scale, std::fabs(want[i]));
-  }
-  return err / scale;
 }
 
 struct Case {
@@ -85,9 +63,10 @@ void CheckPasses(const Case& c, double tol) {
       << where << ": cuDNN did not take the forward pass";
   ASSERT_TRUE(gpu.ConvBackwardData(g, c.f, c.batch, dyt.data(), wt.data(), dx.data())) << where;
   ASSERT_TRUE(gpu.ConvBackwardFilter(g, c.f, c.batch, xt.data(), dyt.data(), dw.data())) << where;
-  EXPECT_LE(Error(y, y_ref), tol) << where << " forward";
-  EXPECT_LE(Error(dx, dx_ref), tol) << where << " input gradient";
-  EXPECT_LE(Error(dw, dw_ref), tol) << where << " kernel gradient (added to what was there)";
+  EXPECT_LE(ReferenceError(y, y_ref), tol) << where << " forward";
+  EXPECT_LE(ReferenceError(dx, dx_ref), tol) << where << " input gradient";
+  EXPECT_LE(ReferenceError(dw, dw_ref), tol)
+      << where << " kernel gradient (added to what was there)";
   // A repeated backward pass gives the same bits (deterministic algorithms only).
   std::vector<T> dw2 = As<T>(dw0);
   ASSERT_TRUE(gpu.ConvBackwardFilter(g, c.f, c.batch, xt.data(), dyt.data(), dw2.data()));

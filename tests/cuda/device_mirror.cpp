@@ -180,26 +180,24 @@ class Mirror final : public Backend<T> {
     mdx.Back();
   }
   void BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                 T* moving_mean, T* moving_var, double* inv_std, T* xhat, T* y) override {
+                 T* moving_mean, T* moving_var, double* saved, T* y) override {
     const int64_t nc = p.n * p.c;
     Mirrored<T> mx(x, nc), mg(gamma, p.c), mb(beta, p.c), mm(moving_mean, p.c), mv(moving_var, p.c),
-        mxh(xhat, nc), my(y, nc);
-    Mirrored<double> mi(inv_std, p.c);
-    Gpu().BatchNorm(p, mx.get(), mg.get(), mb.get(), mm.get(), mv.get(), mi.get(), mxh.get(),
-                    my.get());
+        my(y, nc);
+    Mirrored<double> ms(saved, kBatchNormSavedPerChannel * p.c);
+    Gpu().BatchNorm(p, mx.get(), mg.get(), mb.get(), mm.get(), mv.get(), ms.get(), my.get());
     mm.Back();
     mv.Back();
-    mi.Back();
-    mxh.Back();
+    ms.Back();
     my.Back();
   }
-  void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* xhat, const T* gamma,
-                     const double* inv_std, T* dgamma, T* dbeta, T* dx) override {
+  void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* x, const T* gamma,
+                     const double* saved, T* dgamma, T* dbeta, T* dx) override {
     const int64_t nc = p.n * p.c;
-    Mirrored<T> mdy(dy, nc), mxh(xhat, nc), mg(gamma, p.c), mdg(dgamma, p.c), mdb(dbeta, p.c),
+    Mirrored<T> mdy(dy, nc), mx(x, nc), mg(gamma, p.c), mdg(dgamma, p.c), mdb(dbeta, p.c),
         mdx(dx, nc);
-    Mirrored<double> mi(inv_std, p.c);
-    Gpu().BatchNormGrad(p, mdy.get(), mxh.get(), mg.get(), mi.get(), mdg.get(), mdb.get(),
+    Mirrored<double> ms(saved, kBatchNormSavedPerChannel * p.c);
+    Gpu().BatchNormGrad(p, mdy.get(), mx.get(), mg.get(), ms.get(), mdg.get(), mdb.get(),
                         mdx.get());
     mdg.Back();
     mdb.Back();

@@ -185,7 +185,14 @@ struct BatchNormStatsK {
   }
 };
 
-// xhat = (x - mean) inv_std, y = gamma xhat + beta. Index: element of x (N, C).
+// xhat = (x - mean) inv_std in T, the one rounding the forward and backward passes share
+// (nothing of xhat is kept between them).
+template <typename T>
+SF_HOST_DEVICE inline T BatchNormXhat(T x, double mean, double inv_std) {
+  return static_cast<T>((x - mean) * inv_std);
+}
+
+// y = gamma xhat + beta. Index: element of x (N, C).
 template <typename T>
 struct BatchNormApplyK {
   int64_t c;
@@ -194,22 +201,22 @@ struct BatchNormApplyK {
   const T* beta;
   const double* mean;
   const double* inv_std;
-  T* xhat;
   T* y;
   SF_HOST_DEVICE void operator()(int64_t i) const {
     const int64_t ch = i % c;
-    xhat[i] = static_cast<T>((x[i] - mean[ch]) * inv_std[ch]);
-    y[i] = gamma[ch] * xhat[i] + beta[ch];
+    y[i] = gamma[ch] * BatchNormXhat(x[i], mean[ch], inv_std[ch]) + beta[ch];
   }
 };
 
 // One row block of one channel: partial_d[b * C + ch] = the sum of dy, partial_dh[...] = the
-// sum of dy xhat (double, rows in order). Index: b * C + ch.
+// sum of dy xhat (double, rows in order; xhat from x, mean and inv_std). Index: b * C + ch.
 template <typename T>
 struct BatchNormGradBlockSumsK {
   int64_t n, c;
   const T* dy;
-  const T* xhat;
+  const T* x;
+  const double* mean;
+  const double* inv_std;
   double* partial_d;
   double* partial_dh;
   SF_HOST_DEVICE void operator()(int64_t i) const {
@@ -218,7 +225,7 @@ struct BatchNormGradBlockSumsK {
     double bd = 0.0, bdh = 0.0;
     for (int64_t r = b * kBatchNormRowBlock; r < end; ++r) {
       bd += dy[r * c + ch];
-      bdh += dy[r * c + ch] * xhat[r * c + ch];
+      bdh += dy[r * c + ch] * BatchNormXhat(x[r * c + ch], mean[ch], inv_std[ch]);
     }
     partial_d[i] = bd;
     partial_dh[i] = bdh;
@@ -255,8 +262,9 @@ template <typename T>
 struct BatchNormGradApplyK {
   BatchNormParams p;
   const T* dy;
-  const T* xhat;
+  const T* x;
   const T* gamma;
+  const double* mean;
   const double* inv_std;
   const double* sum_d;
   const double* sum_dh;
@@ -265,8 +273,9 @@ struct BatchNormGradApplyK {
     const int64_t ch = i % p.c;
     const double n = static_cast<double>(p.n);
     if (p.training) {
-      dx[i] = static_cast<T>(gamma[ch] * inv_std[ch] / n *
-                             (n * dy[i] - sum_d[ch] - xhat[i] * sum_dh[ch]));
+      const T xhat = BatchNormXhat(x[i], mean[ch], inv_std[ch]);
+      dx[i] =
+          static_cast<T>(gamma[ch] * inv_std[ch] / n * (n * dy[i] - sum_d[ch] - xhat * sum_dh[ch]));
     } else {
       dx[i] = static_cast<T>(dy[i] * gamma[ch] * inv_std[ch]);
     }

@@ -1,0 +1,165 @@
+// GPU-only: the CUDA backend's pooling, activations and batch norm through cuDNN
+// (core/cuda/cudnn_ops.hpp) against the CPU backend in double, forward and backward, in float
+// and double; and the switch that keeps them on our kernels. Skipped, with the reason, without
+// a GPU. (The host-twin tests of the GPU suite check our own kernels with cuDNN switched off.)
+//
+// Bounds (normalised error, max |got - want| / max(1, max |want|)): pooling picks or averages
+// inputs (float: a few ulps of the average); activations are cuDNN's tanh/sigmoid against
+// glibc's (a few float ulps); batch norm computes a float model's statistics in float over up
+// to 50,176 rows (ours: double), so its float bound is looser. double: rounding only.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/cpu/cpu_backend.hpp"
+#include "core/cuda/cudnn_ops.hpp"
+#include "core/random.hpp"
+#include "tests/cuda/gpu_reference.hpp"
+
+namespace shardflow::cuda {
+namespace {
+
+using testing::As;
+using testing::ReferenceError;
+class CudnnOpsGpu : public testing::GpuTest {
+ protected:
+  void SetUp() override {
+    testing::GpuTest::SetUp();
+    SetCudnnOps(true);
+  }
+  void TearDown() override { SetCudnnOps(true); }
+};
+
+std::vector<double> Seeded(int64_t n, uint64_t stream, double lo = -2.0, double hi = 2.0) {
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = lo + (hi - lo) * RandomUniform(31, stream, i);
+  return v;
+}
+
+Backend<double>& Ref() { return cpu::CpuBackend<double>(); }
+
+template <typename T>
+void CheckPooling(double tol) {
+  struct Case {
+    int64_t h, w, c, k, stride, batch;
+  };
+  for (const Case& c : {Case{28, 28, 16, 2, 2, 8}, Case{11, 9, 5, 3, 2, 3}, Case{7, 7, 3, 3, 1, 2},
+                        Case{4, 6, 1, 1, 1, 1}}) {
+    const PoolGeometry g{.h = c.h,
+                         .w = c.w,
+                         .c = c.c,
+                         .k = c.k,
+                         .stride = c.stride,
+                         .oh = (c.h - c.k) / c.stride + 1,
+                         .ow = (c.w - c.k) / c.stride + 1};
+    ASSERT_TRUE(CudnnTakesPool(g, c.batch));
+    const int64_t in = c.batch * c.h * c.w * c.c, out = c.batch * g.oh * g.ow * c.c;
+    const std::vector<double> x = Seeded(in, 1), dy = Seeded(out, 2);
+    for (bool max : {true, false})
+      for (bool relu : {false, true}) {
+        if (relu && !max) continue;
+        std::vector<double> y_ref(out), dx_ref(in);
+        Ref().Pool2D(g, max, c.batch, x.data(), y_ref.data());
+        Ref().Pool2DGrad(g, max, relu, c.batch, x.data(), y_ref.data(), dy.data(), dx_ref.data());
+        const std::vector<T> xt = As<T>(x), dyt = As<T>(dy);
+        std::vector<T> y(out), dx(in, T(7));
+        Backend<T>& gpu = testing::DeviceMirror<T>();
+        gpu.Pool2D(g, max, c.batch, xt.data(), y.data());
+        gpu.Pool2DGrad(g, max, relu, c.batch, xt.data(), y.data(), dyt.data(), dx.data());
+        const std::string where = std::string(max ? "max" : "avg") + (relu ? "+relu " : " ") +
+                                  std::to_string(c.h) + "x" + std::to_string(c.w) + " k" +
+                                  std::to_string(c.k) + " s" + std::to_string(c.stride);
+        EXPECT_LE(ReferenceError(y, y_ref), tol) << where << " forward";
+        EXPECT_LE(ReferenceError(dx, dx_ref), tol) << where << " backward (dx overwritten)";
+      }
+  }
+}
+
+TEST_F(CudnnOpsGpu, PoolingMatchesTheCpuInDouble) {
+  CheckPooling<float>(1e-6);
+  CheckPooling<double>(1e-13);
+}
+
+template <typename T>
+void CheckActivations(double tol) {
+  const int64_t n = 10007;
+  const std::vector<double> x = Seeded(n, 3, -6.0, 6.0), dy = Seeded(n, 4);
+  for (ActivationKind kind :
+       {ActivationKind::kRelu, ActivationKind::kTanh, ActivationKind::kSigmoid}) {
+    ASSERT_TRUE(CudnnTakesActivation(kind, n));
+    std::vector<double> y_ref(n), dx_ref(n);
+    Ref().Activation(kind, n, x.data(), y_ref.data());
+    Ref().ActivationGrad(kind, n, x.data(), y_ref.data(), dy.data(), dx_ref.data());
+    const std::vector<T> xt = As<T>(x), dyt = As<T>(dy);
+    std::vector<T> y(n), dx(n);
+    Backend<T>& gpu = testing::DeviceMirror<T>();
+    gpu.Activation(kind, n, xt.data(), y.data());
+    gpu.ActivationGrad(kind, n, xt.data(), y.data(), dyt.data(), dx.data());
+    EXPECT_LE(ReferenceError(y, y_ref), tol) << static_cast<int>(kind) << " forward";
+    EXPECT_LE(ReferenceError(dx, dx_ref), tol) << static_cast<int>(kind) << " backward";
+  }
+}
+
+TEST_F(CudnnOpsGpu, ActivationsMatchTheCpuInDouble) {
+  CheckActivations<float>(4e-6);
+  CheckActivations<double>(1e-13);
+}
+
+template <typename T>
+void CheckBatchNorm(double tol) {
+  for (auto [n, c] : {std::pair<int64_t, int64_t>{2, 3}, {37, 6}, {2500, 16}, {50176, 16}}) {
+    const BatchNormParams p{.n = n, .c = c, .training = true, .momentum = 0.9};
+    ASSERT_TRUE(CudnnTakesBatchNorm(p));
+    const std::vector<double> x = Seeded(n * c, 5, -1.0, 3.0), dy = Seeded(n * c, 6);
+    const std::vector<double> gamma = Seeded(c, 7, 0.5, 1.5), beta = Seeded(c, 8);
+    const std::vector<double> mm0 = Seeded(c, 9), mv0 = Seeded(c, 10, 0.5, 2.0);
+    const std::vector<double> dg0 = Seeded(c, 11), db0 = Seeded(c, 12);
+    std::vector<double> mm_ref = mm0, mv_ref = mv0, saved_ref(kBatchNormSavedPerChannel * c);
+    std::vector<double> y_ref(n * c), dg_ref = dg0, db_ref = db0, dx_ref(n * c);
+    Ref().BatchNorm(p, x.data(), gamma.data(), beta.data(), mm_ref.data(), mv_ref.data(),
+                    saved_ref.data(), y_ref.data());
+    Ref().BatchNormGrad(p, dy.data(), x.data(), gamma.data(), saved_ref.data(), dg_ref.data(),
+                        db_ref.data(), dx_ref.data());
+    const std::vector<T> xt = As<T>(x), dyt = As<T>(dy), gt = As<T>(gamma), bt = As<T>(beta);
+    std::vector<T> mm = As<T>(mm0), mv = As<T>(mv0), y(n * c), dg = As<T>(dg0), db = As<T>(db0);
+    std::vector<T> dx(n * c);
+    std::vector<double> saved(kBatchNormSavedPerChannel * c);
+    Backend<T>& gpu = testing::DeviceMirror<T>();
+    gpu.BatchNorm(p, xt.data(), gt.data(), bt.data(), mm.data(), mv.data(), saved.data(), y.data());
+    gpu.BatchNormGrad(p, dyt.data(), xt.data(), gt.data(), saved.data(), dg.data(), db.data(),
+                      dx.data());
+    const std::string where = std::to_string(n) + " x " + std::to_string(c);
+    EXPECT_LE(ReferenceError(y, y_ref), tol) << where << " y";
+    EXPECT_LE(ReferenceError(mm, mm_ref), tol) << where << " moving mean";
+    EXPECT_LE(ReferenceError(mv, mv_ref), tol) << where << " moving variance (unbiased)";
+    EXPECT_LE(ReferenceError(dg, dg_ref), tol) << where << " dgamma (added to what was there)";
+    EXPECT_LE(ReferenceError(db, db_ref), tol) << where << " dbeta (added to what was there)";
+    EXPECT_LE(ReferenceError(dx, dx_ref), tol) << where << " dx";
+    // The first layer's backward pass (no dx) gives the same parameter gradients.
+    std::vector<T> dg2 = As<T>(dg0), db2 = As<T>(db0);
+    gpu.BatchNormGrad(p, dyt.data(), xt.data(), gt.data(), saved.data(), dg2.data(), db2.data(),
+                      nullptr);
+    EXPECT_EQ(dg2, dg) << where;
+    EXPECT_EQ(db2, db) << where;
+  }
+}
+
+TEST_F(CudnnOpsGpu, TrainingBatchNormMatchesTheCpuInDouble) {
+  CheckBatchNorm<float>(1e-4);
+  CheckBatchNorm<double>(1e-10);
+}
+
+// SHARDFLOW_CUDNN = off: none of the three is taken (the backend runs our index kernels, which
+// the host-twin tests of this suite check).
+TEST_F(CudnnOpsGpu, OffKeepsEveryOpOnTheKernels) {
+  SetCudnnOps(false);
+  EXPECT_FALSE(CudnnTakesPool({.h = 4, .w = 4, .c = 1, .k = 2, .stride = 2, .oh = 2, .ow = 2}, 1));
+  EXPECT_FALSE(CudnnTakesActivation(ActivationKind::kRelu, 4));
+  EXPECT_FALSE(CudnnTakesBatchNorm({.n = 4, .c = 1, .training = true}));
+}
+
+}  // namespace
+}  // namespace shardflow::cuda
