@@ -5,8 +5,9 @@
 # without, interleaved (A B A B ...). Per run, from summary.json: samples/s, the GPU busy
 # fraction (device_input.gpu_busy_fraction: the compute stream holding a step's work over wall
 # time), the compute stream's wait for input copies (h2d_stall_s) and the batches copied ahead.
-# Variant cudnn-off: pooling, activations and batch norm on our kernels instead of cuDNN's
-# (SHARDFLOW_CUDNN=off), to decide which the GPU should run (--models cnn,resnet shows it).
+# Variants cudnn-off: pooling, activations, batch norm and the LSTM on our kernels instead of
+# cuDNN's (SHARDFLOW_CUDNN=off); cudnn-no-bn: batch norm alone on ours (cuDNN sees our (N, C)
+# rows as N x C x 1 x 1), to decide which the GPU should run (--models cnn,resnet shows it).
 # With --ranks N > 1 (one GPU per rank) it adds dist.device_allreduce = nccl against host (the
 # gradients staged through host memory). Prints every run, then per model and variant the
 # medians and the ratio of each variant's samples/s to the first's. For NCCL's bus bandwidth
@@ -56,14 +57,14 @@ if ! ls data/fmnist-test-*.tfrecord >/dev/null 2>&1; then
       { cat convert.log; exit 1; }
   done
 fi
-variants=("prefetch" "no-prefetch" "cudnn-off")
+variants=("prefetch" "no-prefetch" "cudnn-off" "cudnn-no-bn")
 [ "$ranks" -gt 1 ] && variants+=("host-allreduce")
 [ "$ranks" -gt 1 ] && [ "$strategies" = 1 ] && variants+=("pipeline" "parameter-server")
 flags_of() {
   case "$1" in
     prefetch) echo "--train.device_prefetch=true --dist.device_allreduce=auto" ;;
     no-prefetch) echo "--train.device_prefetch=false --dist.device_allreduce=auto" ;;
-    cudnn-off) echo "--train.device_prefetch=true --dist.device_allreduce=auto" ;;
+    cudnn-off|cudnn-no-bn) echo "--train.device_prefetch=true --dist.device_allreduce=auto" ;;
     host-allreduce) echo "--train.device_prefetch=true --dist.device_allreduce=host" ;;
     pipeline) echo "--dist.pipeline_stages=$ranks --dist.micro_batches=4 --dist.schedule=1f1b" ;;
     parameter-server) echo "--dist.strategy=parameter_server --dist.ps_ranks=1 --dist.max_staleness=0" ;;
@@ -74,6 +75,7 @@ flags_of() {
 env_of() {
   case "$1" in
     cudnn-off) echo "-x SHARDFLOW_CUDNN=off" ;;
+    cudnn-no-bn) echo "-x SHARDFLOW_CUDNN=pool,act,lstm" ;;
   esac
 }
 results=$work/results.jsonl

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "core/cpu/im2col.hpp"
 #include "core/tensor.hpp"
@@ -42,9 +43,24 @@ struct BatchNormParams {
   int64_t n = 0, c = 0;
   bool training = false;  // batch statistics (and update the moving ones) vs moving statistics
   double momentum = 0.99, epsilon = 1e-3;
+  // Which path of the backend wrote the saved statistics: Backend::BatchNorm's answer, which the
+  // caller sets here for BatchNormGrad (so the backward pass reads them as they were written).
+  int saved_form = 0;
 };
 // Doubles per channel of Backend::BatchNorm's saved statistics.
 inline constexpr int64_t kBatchNormSavedPerChannel = 2;
+// Backend::BatchNorm's answer for the kernels' saved statistics (mean, inv_std in double).
+inline constexpr int kBatchNormSavedByKernels = 0;
+
+// An LSTM layer's sizes for Backend::LstmForward: batch B, steps T, features F, units H.
+struct LstmShape {
+  int64_t batch = 0, steps = 0, features = 0, units = 0;
+};
+// What a backend keeps between a library LSTM's forward pass and its backward pass.
+class LstmSaved {
+ public:
+  virtual ~LstmSaved() = default;
+};
 
 // A slice of a tensor seen as (outer, full, inner): the elements [begin, begin + size) along the
 // middle dimension, stored contiguously as (outer, size, inner). Element (o, j, k) of the slice
@@ -122,8 +138,9 @@ class Backend {
   virtual double SumSquares(int64_t n, const T* x) = 0;  // in double
 
   // --- pooling. x (B, H, W, C), y (B, OH, OW, C). Max: the first maximum of a window wins and
-  // gets the gradient. dx is overwritten. relu (max only): dy is the gradient of relu(y), so a
-  // window passes on relu'(y) dy (a ReLU absorbed by the pooling, with no pass of its own).
+  // gets the gradient (the CUDA backend through cuDNN: one maximum, the same every run). dx is
+  // overwritten. relu (max only): dy is the gradient of relu(y), so a window passes on relu'(y) dy
+  // (a ReLU absorbed by the pooling, with no pass of its own).
   virtual void Pool2D(const PoolGeometry& g, bool max, int64_t batch, const T* x, T* y) = 0;
   virtual void Pool2DGrad(const PoolGeometry& g, bool max, bool relu, int64_t batch, const T* x,
                           const T* y, const T* dy, T* dx) = 0;
@@ -136,10 +153,12 @@ class Backend {
   // backward pass of the same backend reads, in a form that is the backend's own (the kernel
   // backends: mean (C) then inv_std (C), in double; cuDNN its saved mean and inverse standard
   // deviation). In training it also updates moving_mean/moving_var (C). Nothing of xhat is kept:
-  // the backward pass recomputes it from x, as cuDNN does.
-  virtual void BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                         T* moving_mean, T* moving_var, double* saved, T* y) = 0;
-  // From the forward pass's x and saved: dgamma, dbeta (C) +=; dx (N, C) written unless null.
+  // the backward pass recomputes it from x, as cuDNN does. Returns the form of `saved`
+  // (kBatchNormSavedByKernels or one of the backend's own), for BatchNormParams::saved_form.
+  virtual int BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
+                        T* moving_mean, T* moving_var, double* saved, T* y) = 0;
+  // From the forward pass's x and saved (p.saved_form as BatchNorm answered): dgamma, dbeta (C)
+  // +=; dx (N, C) written unless null.
   virtual void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* x, const T* gamma,
                              const double* saved, T* dgamma, T* dbeta, T* dx) = 0;
 
@@ -153,6 +172,26 @@ class Backend {
   // step t+1 cell gradient and out the one for t-1; writes dz (row stride ldz).
   virtual void LstmCellGrad(int64_t batch, int64_t h, const T* z, int64_t ldz, const T* c,
                             int64_t ldc, bool has_prev, const T* dh, T* dc, T* dz) = 0;
+
+  // --- a whole LSTM layer over its sequences in one library call (cuDNN's RNN), for backends
+  // that have one. x (B, T, F), kernel (F, 4H), recurrent (H, 4H) and bias (4H) as
+  // core/layers/lstm.hpp; hs (B, T, H) gets every step's output. What the backward pass needs
+  // (the weights as the library packed them, its reserve space) goes into *saved, which the
+  // caller keeps with the pass. false: not taken, nothing touched; the layer then runs its GEMMs
+  // and LstmCell step by step.
+  virtual bool LstmForward(const LstmShape& /*s*/, bool /*training*/, const T* /*x*/,
+                           const T* /*kernel*/, const T* /*recurrent*/, const T* /*bias*/,
+                           T* /*hs*/, std::unique_ptr<LstmSaved>* /*saved*/) {
+    return false;
+  }
+  // From a training forward pass's x, hs and saved: dhs (B, T, H) the gradient of every step's
+  // output and dlast (B, H) that of the last step's (either may be null: zero); dkernel,
+  // drecurrent, dbias +=; dx (B, T, F) written unless null.
+  virtual void LstmBackward(const LstmShape& /*s*/, const T* /*x*/, const T* /*hs*/,
+                            const T* /*dhs*/, const T* /*dlast*/, LstmSaved& /*saved*/,
+                            T* /*dkernel*/, T* /*drecurrent*/, T* /*dbias*/, T* /*dx*/) {
+    throw Error(ErrorCode::kInternal, "LstmBackward on a backend whose LstmForward takes nothing");
+  }
 
   // --- random fills, counter-based (core/random.hpp): element i draws (seed, stream, i).
   // Inverted dropout: mask[i] = uniform >= rate ? scale : 0, y = x mask.

@@ -141,8 +141,8 @@ class KernelBackend : public Backend<T> {
   }
 
   // saved = mean (C) then inv_std (C).
-  void BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                 T* moving_mean, T* moving_var, double* saved, T* y) override {
+  int BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta, T* moving_mean,
+                T* moving_var, double* saved, T* y) override {
     double* mean = saved;
     double* inv_std = saved == nullptr ? nullptr : saved + p.c;
     const bool batch = p.training && p.n > 0;
@@ -156,6 +156,7 @@ class KernelBackend : public Backend<T> {
     exec_.Run(
         p.c, kernels::BatchNormStatsK<T>{p, partial.get(), moving_mean, moving_var, mean, inv_std});
     exec_.Run(p.n * p.c, kernels::BatchNormApplyK<T>{p.c, x, gamma, beta, mean, inv_std, y});
+    return kBatchNormSavedByKernels;
   }
   void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* x, const T* gamma,
                      const double* saved, T* dgamma, T* dbeta, T* dx) override {

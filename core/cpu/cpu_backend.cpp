@@ -102,9 +102,10 @@ class Cpu final : public Backend<T> {
   void GlobalAvgPoolGrad(int64_t b, int64_t p, int64_t c, const T* dy, T* dx) override {
     cpu::GlobalAvgPoolGrad(b, p, c, dy, dx);
   }
-  void BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                 T* moving_mean, T* moving_var, double* saved, T* y) override {
+  int BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta, T* moving_mean,
+                T* moving_var, double* saved, T* y) override {
     cpu::BatchNorm(p, x, gamma, beta, moving_mean, moving_var, saved, y);
+    return kBatchNormSavedByKernels;
   }
   void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* x, const T* gamma,
                      const double* saved, T* dgamma, T* dbeta, T* dx) override {

@@ -11,6 +11,7 @@
 #include "core/cuda/cudnn_conv.hpp"
 #include "core/cuda/cudnn_handle.cuh"
 #include "core/cuda/cudnn_ops.hpp"
+#include "core/cuda/cudnn_rnn.hpp"
 #include "core/cuda/device_exec.cuh"
 #include "core/error.hpp"
 #include "core/logging.hpp"
@@ -136,18 +137,32 @@ class CudaMemory final : public DeviceMemory {
 // convolution passes through cuDNN (cudnn_conv.hpp: the kernel transposed to cuDNN's filter
 // layout in scratch, the input padded where our padding is lopsided). A shape cuDNN cannot
 // take, or SHARDFLOW_CONV = own, leaves the layer on im2col + cuBLAS. Pooling, activations and
-// training batch norm through cuDNN where cudnn_ops.hpp's rules take them (SHARDFLOW_CUDNN).
+// training batch norm through cuDNN where cudnn_ops.hpp's rules take them, and the LSTM layer
+// through cuDNN's RNN (cudnn_rnn.hpp); SHARDFLOW_CUDNN = off keeps those on the index kernels.
 template <typename T>
 class CudaBackend final : public KernelBackend<T, DeviceExec> {
   using Kernels = KernelBackend<T, DeviceExec>;
 
  public:
-  CudaBackend(DeviceExec& exec, CudnnConv& cudnn, CudnnOps& ops)
-      : Kernels(exec), exec_(exec), cudnn_(cudnn), ops_(ops) {}
+  CudaBackend(DeviceExec& exec, CudnnConv& cudnn, CudnnOps& ops, CudnnRnn& rnn)
+      : Kernels(exec), exec_(exec), cudnn_(cudnn), ops_(ops), rnn_(rnn) {}
 
+  bool LstmForward(const LstmShape& s, bool training, const T* x, const T* kernel,
+                   const T* recurrent, const T* bias, T* hs,
+                   std::unique_ptr<LstmSaved>* saved) override {
+    if (!CudnnTakesLstm(s)) return false;
+    *saved = rnn_.Forward<T>(s, training, x, kernel, recurrent, bias, hs);
+    return true;
+  }
+  void LstmBackward(const LstmShape& s, const T* x, const T* hs, const T* dhs, const T* dlast,
+                    LstmSaved& saved, T* dkernel, T* drecurrent, T* dbias, T* dx) override {
+    rnn_.Backward<T>(s, x, hs, dhs, dlast, saved, dkernel, drecurrent, dbias, dx);
+  }
+
+  // Each of these falls back to the kernels when the rule says no or cuDNN refuses the call.
   void Pool2D(const PoolGeometry& g, bool max, int64_t batch, const T* x, T* y) override {
-    if (!CudnnTakesPool(g, batch)) return Kernels::Pool2D(g, max, batch, x, y);
-    ops_.Pool2D(g, max, batch, x, y);
+    if (CudnnTakesPool(g, batch) && ops_.Pool2D(g, max, batch, x, y)) return;
+    Kernels::Pool2D(g, max, batch, x, y);
   }
   void Pool2DGrad(const PoolGeometry& g, bool max, bool relu, int64_t batch, const T* x, const T* y,
                   const T* dy, T* dx) override {
@@ -155,27 +170,31 @@ class CudaBackend final : public KernelBackend<T, DeviceExec> {
     const int64_t out = batch * g.oh * g.ow * g.c;
     DeviceScratch<DeviceExec, T> dy_relu(exec_, max && relu ? out : 0);
     if (max && relu) Kernels::ActivationGrad(ActivationKind::kRelu, out, y, y, dy, dy_relu.get());
-    ops_.Pool2DGrad(g, max, batch, x, y, max && relu ? dy_relu.get() : dy, dx);
+    if (ops_.Pool2DGrad(g, max, batch, x, y, max && relu ? dy_relu.get() : dy, dx)) return;
+    Kernels::Pool2DGrad(g, max, relu, batch, x, y, dy, dx);
   }
   void Activation(ActivationKind kind, int64_t n, const T* x, T* y) override {
-    if (!CudnnTakesActivation(kind, n)) return Kernels::Activation(kind, n, x, y);
-    ops_.Activation(kind, n, x, y);
+    if (CudnnTakesActivation(kind, n) && ops_.Activation(kind, n, x, y)) return;
+    Kernels::Activation(kind, n, x, y);
   }
   void ActivationGrad(ActivationKind kind, int64_t n, const T* x, const T* y, const T* dy,
                       T* dx) override {
-    if (!CudnnTakesActivation(kind, n)) return Kernels::ActivationGrad(kind, n, x, y, dy, dx);
-    ops_.ActivationGrad(kind, n, x, y, dy, dx);
+    if (CudnnTakesActivation(kind, n) && ops_.ActivationGrad(kind, n, x, y, dy, dx)) return;
+    Kernels::ActivationGrad(kind, n, x, y, dy, dx);
   }
-  void BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                 T* moving_mean, T* moving_var, double* saved, T* y) override {
-    if (!CudnnTakesBatchNorm(p)) {
-      return Kernels::BatchNorm(p, x, gamma, beta, moving_mean, moving_var, saved, y);
+  // The backward pass follows the forward pass's path (p.saved_form), whatever the rule says by
+  // then.
+  int BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta, T* moving_mean,
+                T* moving_var, double* saved, T* y) override {
+    if (CudnnTakesBatchNorm(p) &&
+        ops_.BatchNorm(p, x, gamma, beta, moving_mean, moving_var, saved, y)) {
+      return kSavedByCudnn;
     }
-    ops_.BatchNorm(p, x, gamma, beta, moving_mean, moving_var, saved, y);
+    return Kernels::BatchNorm(p, x, gamma, beta, moving_mean, moving_var, saved, y);
   }
   void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* x, const T* gamma,
                      const double* saved, T* dgamma, T* dbeta, T* dx) override {
-    if (!CudnnTakesBatchNorm(p)) {
+    if (p.saved_form != kSavedByCudnn) {
       return Kernels::BatchNormGrad(p, dy, x, gamma, saved, dgamma, dbeta, dx);
     }
     ops_.BatchNormGrad(p, dy, x, gamma, saved, dgamma, dbeta, dx);
@@ -232,9 +251,12 @@ class CudaBackend final : public KernelBackend<T, DeviceExec> {
     return scratch;
   }
 
+  static constexpr int kSavedByCudnn = 1;  // BatchNormParams::saved_form of cuDNN's statistics
+
   DeviceExec& exec_;
   CudnnConv& cudnn_;
   CudnnOps& ops_;
+  CudnnRnn& rnn_;
 };
 
 // The installed backend: one executor, the two typed backends and the tensor memory over it.
@@ -246,13 +268,15 @@ struct Installed {
         cudnn_handle(exec),
         cudnn(exec, cudnn_handle),
         ops(exec, cudnn_handle),
-        f32(exec, cudnn, ops),
-        f64(exec, cudnn, ops),
+        rnn(exec, cudnn_handle),
+        f32(exec, cudnn, ops, rnn),
+        f64(exec, cudnn, ops, rnn),
         memory(exec) {}
   DeviceExec exec;
   CudnnHandle cudnn_handle;  // before its users: destroyed after them
   CudnnConv cudnn;
   CudnnOps ops;
+  CudnnRnn rnn;
   CudaBackend<float> f32;
   CudaBackend<double> f64;
   CudaMemory memory;
@@ -304,6 +328,7 @@ size_t PeakDeviceBytes() { return InstalledExec().PeakPoolBytes(); }
 void SetTf32(bool on) {
   InstalledExec().SetTf32(on);
   installed->cudnn.SetTf32(on);
+  installed->rnn.SetTf32(on);
 }
 
 }  // namespace shardflow::cuda

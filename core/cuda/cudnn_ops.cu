@@ -14,14 +14,31 @@
 #include "core/cuda/cudnn_handle.cuh"
 #include "core/cuda/device_exec.cuh"
 #include "core/error.hpp"
+#include "core/logging.hpp"
 
 namespace shardflow::cuda {
 namespace {
 
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 
-// -1: not read yet; 0 off; 1 on.
-std::atomic<int> g_on{-1};
+// The CudnnOp bits cuDNN may take; -1: not read from the environment yet.
+std::atomic<int> g_ops{-1};
+std::atomic<int64_t> g_refusals{0};
+
+// true: cuDNN ran the call. false: it refused the shape (NOT_SUPPORTED or BAD_PARAM), counted
+// and said once per op, and the caller runs our kernels. Anything else throws.
+bool Ran(cudnnStatus_t rc, std::atomic<bool>& said, const char* what) {
+  if (rc == CUDNN_STATUS_SUCCESS) return true;
+  if (rc != CUDNN_STATUS_NOT_SUPPORTED && rc != CUDNN_STATUS_BAD_PARAM) SF_CHECK_CUDNN(rc);
+  g_refusals.fetch_add(1);
+  if (!said.exchange(true)) {
+    SF_LOG(Warn) << "cuDNN refused a " << what << " (" << cudnnGetErrorString(rc)
+                 << "): it runs on shardflow's kernels";
+  }
+  return false;
+}
+std::atomic<bool> said_pool{false}, said_pool_grad{false}, said_act{false}, said_act_grad{false},
+    said_bn{false};
 
 template <typename T>
 constexpr cudnnDataType_t kType = std::is_same_v<T, double> ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
@@ -89,8 +106,20 @@ class ActivationDesc {
   explicit ActivationDesc(ActivationKind kind) {
     SF_CHECK_CUDNN(cudnnCreateActivationDescriptor(&d_));
     cudnnActivationMode_t mode = CUDNN_ACTIVATION_RELU;
-    if (kind == ActivationKind::kTanh) mode = CUDNN_ACTIVATION_TANH;
-    if (kind == ActivationKind::kSigmoid) mode = CUDNN_ACTIVATION_SIGMOID;
+    switch (kind) {
+      case ActivationKind::kRelu:
+        break;
+      case ActivationKind::kTanh:
+        mode = CUDNN_ACTIVATION_TANH;
+        break;
+      case ActivationKind::kSigmoid:
+        mode = CUDNN_ACTIVATION_SIGMOID;
+        break;
+      default:
+        cudnnDestroyActivationDescriptor(d_);
+        throw Error(ErrorCode::kInternal,
+                    "cuDNN has no activation of kind " + std::to_string(static_cast<int>(kind)));
+    }
     // NaN is not propagated by ReLU: pointwise::Relu maps it to 0, and so does cuDNN this way.
     const cudnnStatus_t rc = cudnnSetActivationDescriptor(d_, mode, CUDNN_NOT_PROPAGATE_NAN, 0.0);
     if (rc != CUDNN_STATUS_SUCCESS) cudnnDestroyActivationDescriptor(d_);
@@ -125,40 +154,61 @@ struct BatchNormTensors {
 
 }  // namespace
 
-bool ParseCudnnOps(const char* value) {
+unsigned ParseCudnnOps(const char* value) {
   const std::string want = value == nullptr ? "on" : value;
-  if (want == "on" || want.empty()) return true;
-  if (want == "off") return false;
-  throw Error(ErrorCode::kInvalidArgument, "unknown SHARDFLOW_CUDNN '" + want + "'",
-              {.hint = "on (pooling, activations and batch norm through cuDNN) or off (our "
-                       "kernels)"});
-}
-
-void SetCudnnOps(bool on) { g_on.store(on ? 1 : 0); }
-
-bool CudnnOpsOn() {
-  int on = g_on.load();
-  if (on < 0) {
-    on = ParseCudnnOps(std::getenv("SHARDFLOW_CUDNN")) ? 1 : 0;
-    g_on.store(on);
+  if (want == "on" || want.empty()) return kCudnnAll;
+  if (want == "off") return 0;
+  unsigned ops = 0;
+  size_t at = 0;
+  while (at <= want.size()) {
+    const size_t end = std::min(want.find(',', at), want.size());
+    const std::string op = want.substr(at, end - at);
+    if (op == "pool") {
+      ops |= kCudnnPool;
+    } else if (op == "act") {
+      ops |= kCudnnActivation;
+    } else if (op == "bn") {
+      ops |= kCudnnBatchNorm;
+    } else if (op == "lstm") {
+      ops |= kCudnnLstm;
+    } else {
+      throw Error(ErrorCode::kInvalidArgument, "unknown SHARDFLOW_CUDNN '" + want + "'",
+                  {.hint = "on (pooling, activations, batch norm and the LSTM through cuDNN), "
+                           "off (shardflow's kernels), or a comma list of pool, act, bn, lstm"});
+    }
+    at = end + 1;
   }
-  return on == 1;
+  return ops;
 }
+
+void SetCudnnOps(bool on) { g_ops.store(on ? int{kCudnnAll} : 0); }
+void SetCudnnOps(unsigned ops) { g_ops.store(static_cast<int>(ops & kCudnnAll)); }
+
+bool CudnnOpsOn(CudnnOp op) {
+  int ops = g_ops.load();
+  if (ops < 0) {
+    ops = static_cast<int>(ParseCudnnOps(std::getenv("SHARDFLOW_CUDNN")));
+    g_ops.store(ops);
+  }
+  return (static_cast<unsigned>(ops) & op) != 0;
+}
+
+int64_t CudnnRefusals() { return g_refusals.load(); }
 
 bool CudnnTakesPool(const PoolGeometry& g, int64_t batch) {
-  if (!CudnnOpsOn() || g.stride < 1 || g.k < 1) return false;
+  if (!CudnnOpsOn(kCudnnPool) || g.stride < 1 || g.k < 1) return false;
   // Valid windows: cuDNN's output size floor((in - k) / stride) + 1 must be ours.
   if (g.oh != (g.h - g.k) / g.stride + 1 || g.ow != (g.w - g.k) / g.stride + 1) return false;
   return WithinInt({batch, g.c, g.h, g.w, g.oh, g.ow, g.k}, batch * g.h * g.w * g.c);
 }
 
 bool CudnnTakesActivation(ActivationKind kind, int64_t n) {
-  if (!CudnnOpsOn() || kind == ActivationKind::kGelu) return false;
+  if (!CudnnOpsOn(kCudnnActivation) || kind == ActivationKind::kGelu) return false;
   return WithinInt({n}, n);
 }
 
 bool CudnnTakesBatchNorm(const BatchNormParams& p) {
-  if (!CudnnOpsOn() || !p.training || p.n < 2) return false;
+  if (!CudnnOpsOn(kCudnnBatchNorm) || !p.training || p.n < 2) return false;
   return p.epsilon >= CUDNN_BN_MIN_EPSILON && WithinInt({p.n, p.c}, p.n * p.c);
 }
 
@@ -188,56 +238,61 @@ CudnnOps::CudnnOps(DeviceExec& exec, CudnnHandle& handle)
 CudnnOps::~CudnnOps() = default;
 
 template <typename T>
-void CudnnOps::Pool2D(const PoolGeometry& g, bool max, int64_t batch, const T* x, T* y) {
+bool CudnnOps::Pool2D(const PoolGeometry& g, bool max, int64_t batch, const T* x, T* y) {
   const PoolDesc pool(g, max);
   const PoolTensors t(g, batch, kType<T>);
   const T one = T(1), zero = T(0);
-  SF_CHECK_CUDNN(
-      cudnnPoolingForward(impl_->Handle(), pool.get(), &one, t.x.get(), x, &zero, t.y.get(), y));
+  return Ran(
+      cudnnPoolingForward(impl_->Handle(), pool.get(), &one, t.x.get(), x, &zero, t.y.get(), y),
+      said_pool, "pooling");
 }
 
 template <typename T>
-void CudnnOps::Pool2DGrad(const PoolGeometry& g, bool max, int64_t batch, const T* x, const T* y,
+bool CudnnOps::Pool2DGrad(const PoolGeometry& g, bool max, int64_t batch, const T* x, const T* y,
                           const T* dy_pool, T* dx) {
   const PoolDesc pool(g, max);
   const PoolTensors t(g, batch, kType<T>);
   const T one = T(1), zero = T(0);
-  SF_CHECK_CUDNN(cudnnPoolingBackward(impl_->Handle(), pool.get(), &one, t.y.get(), y, t.y.get(),
-                                      dy_pool, t.x.get(), x, &zero, t.x.get(), dx));
+  return Ran(cudnnPoolingBackward(impl_->Handle(), pool.get(), &one, t.y.get(), y, t.y.get(),
+                                  dy_pool, t.x.get(), x, &zero, t.x.get(), dx),
+             said_pool_grad, "pooling gradient");
 }
 
 template <typename T>
-void CudnnOps::Activation(ActivationKind kind, int64_t n, const T* x, T* y) {
+bool CudnnOps::Activation(ActivationKind kind, int64_t n, const T* x, T* y) {
   const ActivationDesc act(kind);
   TensorDesc d;
   d.Rows(kType<T>, n, 1);
   const T one = T(1), zero = T(0);
-  SF_CHECK_CUDNN(
-      cudnnActivationForward(impl_->Handle(), act.get(), &one, d.get(), x, &zero, d.get(), y));
+  return Ran(
+      cudnnActivationForward(impl_->Handle(), act.get(), &one, d.get(), x, &zero, d.get(), y),
+      said_act, "activation");
 }
 
 template <typename T>
-void CudnnOps::ActivationGrad(ActivationKind kind, int64_t n, const T* x, const T* y, const T* dy,
+bool CudnnOps::ActivationGrad(ActivationKind kind, int64_t n, const T* x, const T* y, const T* dy,
                               T* dx) {
   const ActivationDesc act(kind);
   TensorDesc d;
   d.Rows(kType<T>, n, 1);
   const T one = T(1), zero = T(0);
-  SF_CHECK_CUDNN(cudnnActivationBackward(impl_->Handle(), act.get(), &one, d.get(), y, d.get(), dy,
-                                         d.get(), x, &zero, d.get(), dx));
+  return Ran(cudnnActivationBackward(impl_->Handle(), act.get(), &one, d.get(), y, d.get(), dy,
+                                     d.get(), x, &zero, d.get(), dx),
+             said_act_grad, "activation gradient");
 }
 
 // saved holds cuDNN's saved mean (C) then inverse standard deviation (C), in T.
 template <typename T>
-void CudnnOps::BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
+bool CudnnOps::BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
                          T* moving_mean, T* moving_var, double* saved, T* y) {
   const BatchNormTensors t(p, kType<T>);
   T* save_mean = reinterpret_cast<T*>(saved);
   const T one = T(1), zero = T(0);
-  SF_CHECK_CUDNN(cudnnBatchNormalizationForwardTraining(
-      impl_->Handle(), CUDNN_BATCHNORM_SPATIAL, &one, &zero, t.x.get(), x, t.x.get(), y,
-      t.param.get(), gamma, beta, 1.0 - p.momentum, moving_mean, moving_var, p.epsilon, save_mean,
-      save_mean + p.c));
+  return Ran(cudnnBatchNormalizationForwardTraining(
+                 impl_->Handle(), CUDNN_BATCHNORM_SPATIAL, &one, &zero, t.x.get(), x, t.x.get(), y,
+                 t.param.get(), gamma, beta, 1.0 - p.momentum, moving_mean, moving_var, p.epsilon,
+                 save_mean, save_mean + p.c),
+             said_bn, "batch normalisation");
 }
 
 template <typename T>
@@ -255,13 +310,13 @@ void CudnnOps::BatchNormGrad(const BatchNormParams& p, const T* dy, const T* x, 
 }
 
 #define SF_INSTANTIATE(T)                                                                          \
-  template void CudnnOps::Pool2D<T>(const PoolGeometry&, bool, int64_t, const T*, T*);             \
-  template void CudnnOps::Pool2DGrad<T>(const PoolGeometry&, bool, int64_t, const T*, const T*,    \
+  template bool CudnnOps::Pool2D<T>(const PoolGeometry&, bool, int64_t, const T*, T*);             \
+  template bool CudnnOps::Pool2DGrad<T>(const PoolGeometry&, bool, int64_t, const T*, const T*,    \
                                         const T*, T*);                                             \
-  template void CudnnOps::Activation<T>(ActivationKind, int64_t, const T*, T*);                    \
-  template void CudnnOps::ActivationGrad<T>(ActivationKind, int64_t, const T*, const T*, const T*, \
+  template bool CudnnOps::Activation<T>(ActivationKind, int64_t, const T*, T*);                    \
+  template bool CudnnOps::ActivationGrad<T>(ActivationKind, int64_t, const T*, const T*, const T*, \
                                             T*);                                                   \
-  template void CudnnOps::BatchNorm<T>(const BatchNormParams&, const T*, const T*, const T*, T*,   \
+  template bool CudnnOps::BatchNorm<T>(const BatchNormParams&, const T*, const T*, const T*, T*,   \
                                        T*, double*, T*);                                           \
   template void CudnnOps::BatchNormGrad<T>(const BatchNormParams&, const T*, const T*, const T*,   \
                                            const double*, T*, T*, T*);

@@ -17,12 +17,14 @@
 //    buffer (2C values of T: they fit in its 2C doubles). cuDNN computes a float model's
 //    statistics in float, where ours are double. Inference is one pointwise pass: the kernels.
 // Every tensor must be within cuDNN's int range (elements and each size), else the kernels.
-// Switch: SHARDFLOW_CUDNN = on (default) | off, read on first use, or SetCudnnOps: off keeps all
-// three on the index kernels (SHARDFLOW_CONV = own does the same for convolutions). A switch
-// between a batch-norm forward pass and its backward pass is not supported (the saved
-// statistics' layout differs).
+// Switch: SHARDFLOW_CUDNN = on (default) | off | a list such as pool,act,lstm, read on first use,
+// or SetCudnnOps: what it leaves out, the LSTM (cudnn_rnn.hpp) included, runs on the index
+// kernels (SHARDFLOW_CONV = own does the same for convolutions). Batch norm's forward pass tells
+// its backward pass which path wrote the saved statistics (BatchNormParams::saved_form), so a
+// switch between the two is harmless. A shape or call cuDNN refuses (NOT_SUPPORTED, BAD_PARAM)
+// is logged once and runs on the kernels.
 // Nothing here has run on a GPU yet in this project (none was available); what runs without one
-// is the choice rules and cuDNN's own descriptors (tests/cuda/cudnn_plan_test.cpp), and the GPU
+// is the choice rules and cuDNN's own descriptors (tests/cuda/cudnn_ops_plan_test.cpp), and the GPU
 // suite compares every path with a double reference (tests/cuda/cudnn_ops_gpu_test.cpp).
 // Thread-safety: as the executor's (one call at a time; all work is ordered on its stream);
 // SetCudnnOps before the first kernel call.
@@ -39,11 +41,24 @@ namespace shardflow::cuda {
 class CudnnHandle;
 class DeviceExec;
 
-// SHARDFLOW_CUDNN's value: "on" / unset -> true, "off" -> false; anything else throws
+// What cuDNN may take, as bits of a set.
+enum CudnnOp : unsigned {
+  kCudnnPool = 1,
+  kCudnnActivation = 2,
+  kCudnnBatchNorm = 4,
+  kCudnnLstm = 8,
+  kCudnnAll = 15,
+};
+// SHARDFLOW_CUDNN's value: "on" / unset -> all, "off" -> none, or a comma list of pool, act, bn
+// and lstm (what cuDNN may take; the rest runs on our kernels). Anything else throws
 // Error(kInvalidArgument) naming the value.
-bool ParseCudnnOps(const char* value);
-void SetCudnnOps(bool on);
-bool CudnnOpsOn();  // the setting, from the environment on first use
+unsigned ParseCudnnOps(const char* value);
+void SetCudnnOps(bool on);  // all or none
+void SetCudnnOps(unsigned ops);
+bool CudnnOpsOn(CudnnOp op);  // the setting, from the environment on first use
+// How many calls cuDNN refused (NOT_SUPPORTED, BAD_PARAM) and our kernels ran instead, since
+// start: the GPU tests hold it at 0, so a refused path cannot pass as a tested one.
+int64_t CudnnRefusals();
 
 // Whether cuDNN computes these under the current setting (the rules above).
 bool CudnnTakesPool(const PoolGeometry& g, int64_t batch);
@@ -63,19 +78,21 @@ class CudnnOps {
   CudnnOps& operator=(const CudnnOps&) = delete;
 
   // Each as the Backend op of the same name; REQUIRES the matching CudnnTakes* to be true.
+  // false: cuDNN refused the call (counted, logged once per op) and the caller runs the kernels.
   template <typename T>
-  void Pool2D(const PoolGeometry& g, bool max, int64_t batch, const T* x, T* y);
+  bool Pool2D(const PoolGeometry& g, bool max, int64_t batch, const T* x, T* y);
   // dy_pool: the gradient of the pooled output itself (any absorbed ReLU already applied).
   template <typename T>
-  void Pool2DGrad(const PoolGeometry& g, bool max, int64_t batch, const T* x, const T* y,
+  bool Pool2DGrad(const PoolGeometry& g, bool max, int64_t batch, const T* x, const T* y,
                   const T* dy_pool, T* dx);
   template <typename T>
-  void Activation(ActivationKind kind, int64_t n, const T* x, T* y);
+  bool Activation(ActivationKind kind, int64_t n, const T* x, T* y);
   template <typename T>
-  void ActivationGrad(ActivationKind kind, int64_t n, const T* x, const T* y, const T* dy, T* dx);
+  bool ActivationGrad(ActivationKind kind, int64_t n, const T* x, const T* y, const T* dy, T* dx);
   template <typename T>
-  void BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
+  bool BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
                  T* moving_mean, T* moving_var, double* saved, T* y);
+  // Only after a BatchNorm that returned true (its saved statistics); a refusal here throws.
   template <typename T>
   void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* x, const T* gamma,
                      const double* saved, T* dgamma, T* dbeta, T* dx);

@@ -60,10 +60,10 @@ class BatchNorm final : public Layer<T> {
     Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), x.shape());
     double* saved = ReuseBuffer(s.saved, DType::kFloat64, {kBatchNormSavedPerChannel, c_})
                         .template device_data<double>();
-    BackendFor<T>(x.device())
-        .BatchNorm(s.p, x.device_data<T>(), arena_->param(gamma_), arena_->param(beta_),
-                   moving_mean_.device_data<T>(), moving_var_.device_data<T>(), saved,
-                   y.device_data<T>());
+    s.p.saved_form = BackendFor<T>(x.device())
+                         .BatchNorm(s.p, x.device_data<T>(), arena_->param(gamma_),
+                                    arena_->param(beta_), moving_mean_.device_data<T>(),
+                                    moving_var_.device_data<T>(), saved, y.device_data<T>());
     return y;
   }
 

@@ -1,5 +1,7 @@
 #include "core/layers/lstm.hpp"
 
+#include <memory>
+
 #include "core/init.hpp"
 
 namespace shardflow {
@@ -52,36 +54,28 @@ class Lstm final : public Layer<T> {
   }
 
  protected:
-  // x is (B, T, F). gates (B, T, 4H) holds the activated gates [i f g o]; c, h (B, T, H).
-  // The input projection of every step is one GEMM: (B*T, F) x (F, 4H). Step t then adds
-  // h_{t-1} U into rows b*T + t (row stride T*4H).
-  Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
+  // x is (B, T, F). A backend with a library LSTM (cuDNN) runs the whole layer in one call and
+  // keeps what its backward pass needs in s.library. Otherwise: gates (B, T, 4H) holds the
+  // activated gates [i f g o]; c, h (B, T, H). The input projection of every step is one GEMM:
+  // (B*T, F) x (F, 4H). Step t then adds h_{t-1} U into rows b*T + t (row stride T*4H).
+  Tensor DoForward(const Tensor& x, const ForwardContext& ctx, LayerState& st) override {
     const int64_t b = CheckInput(x, in_, "lstm");
     State& s = StateAs<State>(st, "lstm");
     s.x = x;
-    const int64_t h = o_.units, g4 = 4 * h;
+    const int64_t h = o_.units;
     Backend<T>& be = BackendFor<T>(x.device());
-    T* z = ReuseBuffer(s.gates, DTypeOf<T>(), {b, t_, g4}).template device_data<T>();
-    T* c = ReuseBuffer(s.c, DTypeOf<T>(), {b, t_, h}).template device_data<T>();
     T* hs = ReuseBuffer(s.h, DTypeOf<T>(), {b, t_, h}).template device_data<T>();
-    be.BroadcastRows(b * t_, g4, arena_->param(b_), z);
-    be.Gemm(false, false, b * t_, g4, f_, T(1), x.device_data<T>(), f_, arena_->param(w_), g4, T(1),
-            z, g4);
-    const int64_t zs = t_ * g4, hsr = t_ * h;  // row strides of one time step's slice
-    for (int64_t t = 0; t < t_; ++t) {
-      T* zt = z + t * g4;
-      if (t > 0) {
-        be.Gemm(false, false, b, g4, h, T(1), hs + (t - 1) * h, hsr, arena_->param(u_), g4, T(1),
-                zt, zs);
-      }
-      be.LstmCell(b, h, zt, zs, c + t * h, hs + t * h, hsr, t > 0);
+    if (!be.LstmForward(Dims(b), ctx.training, x.device_data<T>(), arena_->param(w_),
+                        arena_->param(u_), arena_->param(b_), hs, &s.library)) {
+      s.library.reset();
+      StepByStep(be, b, x.device_data<T>(), s, hs);
     }
     if (o_.return_sequences) return s.h;
     Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), {b, h});
     // y = h at the last step: (B, H) rows of stride T*H.
     T* yp = y.device_data<T>();
     be.Fill(b * h, T(0), yp);
-    be.AddRows(b, h, hs + (t_ - 1) * h, hsr, yp);
+    be.AddRows(b, h, hs + (t_ - 1) * h, t_ * h, yp);
     return y;
   }
 
@@ -94,6 +88,15 @@ class Lstm final : public Layer<T> {
     State& s = StateAs<State>(st, "lstm");
     const int64_t b = s.x.dim(0), h = o_.units, g4 = 4 * h, zs = t_ * g4, hsr = t_ * h;
     Backend<T>& be = BackendFor<T>(dy.device());
+    if (s.library) {  // dy is every step's output gradient, or the last step's
+      T* dx = need_dx ? ReuseBuffer(s.dx, DTypeOf<T>(), s.x.shape()).template device_data<T>()
+                      : nullptr;
+      const T* d = dy.device_data<T>();
+      be.LstmBackward(Dims(b), s.x.template device_data<T>(), s.h.template device_data<T>(),
+                      o_.return_sequences ? d : nullptr, o_.return_sequences ? nullptr : d,
+                      *s.library, arena_->grad(w_), arena_->grad(u_), arena_->grad(b_), dx);
+      return need_dx ? s.dx : Tensor();
+    }
     const T* z = s.gates.template device_data<T>();
     const T* c = s.c.template device_data<T>();
     const T* hs = s.h.template device_data<T>();
@@ -131,7 +134,28 @@ class Lstm final : public Layer<T> {
  private:
   struct State final : LayerState {
     Tensor x, gates, c, h, y, dz, dh, dc, dx;
+    std::unique_ptr<LstmSaved> library;  // the backend's, when its library ran the pass
   };
+  LstmShape Dims(int64_t b) const {
+    return {.batch = b, .steps = t_, .features = f_, .units = o_.units};
+  }
+  // The forward pass on the backend's GEMMs and LstmCell, one step at a time.
+  void StepByStep(Backend<T>& be, int64_t b, const T* x, State& s, T* hs) {
+    const int64_t h = o_.units, g4 = 4 * h;
+    T* z = ReuseBuffer(s.gates, DTypeOf<T>(), {b, t_, g4}).template device_data<T>();
+    T* c = ReuseBuffer(s.c, DTypeOf<T>(), {b, t_, h}).template device_data<T>();
+    be.BroadcastRows(b * t_, g4, arena_->param(b_), z);
+    be.Gemm(false, false, b * t_, g4, f_, T(1), x, f_, arena_->param(w_), g4, T(1), z, g4);
+    const int64_t zs = t_ * g4, hsr = t_ * h;  // row strides of one time step's slice
+    for (int64_t t = 0; t < t_; ++t) {
+      T* zt = z + t * g4;
+      if (t > 0) {
+        be.Gemm(false, false, b, g4, h, T(1), hs + (t - 1) * h, hsr, arena_->param(u_), g4, T(1),
+                zt, zs);
+      }
+      be.LstmCell(b, h, zt, zs, c + t * h, hs + t * h, hsr, t > 0);
+    }
+  }
   LstmOptions o_;
   Shape in_;
   int64_t t_ = 0, f_ = 0;

@@ -16,6 +16,7 @@
 
 #include "core/cpu/cpu_backend.hpp"
 #include "core/cuda/cudnn_ops.hpp"
+#include "core/cuda/cudnn_rnn.hpp"
 #include "core/random.hpp"
 #include "tests/cuda/gpu_reference.hpp"
 
@@ -24,14 +25,23 @@ namespace {
 
 using testing::As;
 using testing::ReferenceError;
+// Every test holds cuDNN's refusals at zero: a call cuDNN refused runs our kernels, which give
+// the right answer too, and must not pass as a tested cuDNN path.
 class CudnnOpsGpu : public testing::GpuTest {
  protected:
   void SetUp() override {
     testing::GpuTest::SetUp();
     SetCudnnOps(true);
+    refusals_ = CudnnRefusals();
   }
-  void TearDown() override { SetCudnnOps(true); }
+  void TearDown() override {
+    EXPECT_EQ(CudnnRefusals(), refusals_) << "cuDNN refused a call (see the warning)";
+    SetCudnnOps(true);
+  }
+  int64_t refusals_ = 0;
 };
+
+constexpr double kSentinel = 7.0;  // outputs start here: an op that adds instead of writing shows
 
 std::vector<double> Seeded(int64_t n, uint64_t stream, double lo = -2.0, double hi = 2.0) {
   std::vector<double> v(static_cast<size_t>(n));
@@ -46,8 +56,10 @@ void CheckPooling(double tol) {
   struct Case {
     int64_t h, w, c, k, stride, batch;
   };
+  // The last two leave rows and columns no window covers (their dx must be written as 0), one
+  // with the stride beyond the window.
   for (const Case& c : {Case{28, 28, 16, 2, 2, 8}, Case{11, 9, 5, 3, 2, 3}, Case{7, 7, 3, 3, 1, 2},
-                        Case{4, 6, 1, 1, 1, 1}}) {
+                        Case{4, 6, 1, 1, 1, 1}, Case{8, 10, 3, 3, 2, 2}, Case{7, 7, 2, 2, 3, 2}}) {
     const PoolGeometry g{.h = c.h,
                          .w = c.w,
                          .c = c.c,
@@ -65,7 +77,7 @@ void CheckPooling(double tol) {
         Ref().Pool2D(g, max, c.batch, x.data(), y_ref.data());
         Ref().Pool2DGrad(g, max, relu, c.batch, x.data(), y_ref.data(), dy.data(), dx_ref.data());
         const std::vector<T> xt = As<T>(x), dyt = As<T>(dy);
-        std::vector<T> y(out), dx(in, T(7));
+        std::vector<T> y(out, T(kSentinel)), dx(in, T(kSentinel));
         Backend<T>& gpu = testing::DeviceMirror<T>();
         gpu.Pool2D(g, max, c.batch, xt.data(), y.data());
         gpu.Pool2DGrad(g, max, relu, c.batch, xt.data(), y.data(), dyt.data(), dx.data());
@@ -94,7 +106,7 @@ void CheckActivations(double tol) {
     Ref().Activation(kind, n, x.data(), y_ref.data());
     Ref().ActivationGrad(kind, n, x.data(), y_ref.data(), dy.data(), dx_ref.data());
     const std::vector<T> xt = As<T>(x), dyt = As<T>(dy);
-    std::vector<T> y(n), dx(n);
+    std::vector<T> y(n, T(kSentinel)), dx(n, T(kSentinel));
     Backend<T>& gpu = testing::DeviceMirror<T>();
     gpu.Activation(kind, n, xt.data(), y.data());
     gpu.ActivationGrad(kind, n, xt.data(), y.data(), dyt.data(), dx.data());
@@ -111,7 +123,7 @@ TEST_F(CudnnOpsGpu, ActivationsMatchTheCpuInDouble) {
 template <typename T>
 void CheckBatchNorm(double tol) {
   for (auto [n, c] : {std::pair<int64_t, int64_t>{2, 3}, {37, 6}, {2500, 16}, {50176, 16}}) {
-    const BatchNormParams p{.n = n, .c = c, .training = true, .momentum = 0.9};
+    BatchNormParams p{.n = n, .c = c, .training = true, .momentum = 0.9};
     ASSERT_TRUE(CudnnTakesBatchNorm(p));
     const std::vector<double> x = Seeded(n * c, 5, -1.0, 3.0), dy = Seeded(n * c, 6);
     const std::vector<double> gamma = Seeded(c, 7, 0.5, 1.5), beta = Seeded(c, 8);
@@ -124,11 +136,13 @@ void CheckBatchNorm(double tol) {
     Ref().BatchNormGrad(p, dy.data(), x.data(), gamma.data(), saved_ref.data(), dg_ref.data(),
                         db_ref.data(), dx_ref.data());
     const std::vector<T> xt = As<T>(x), dyt = As<T>(dy), gt = As<T>(gamma), bt = As<T>(beta);
-    std::vector<T> mm = As<T>(mm0), mv = As<T>(mv0), y(n * c), dg = As<T>(dg0), db = As<T>(db0);
-    std::vector<T> dx(n * c);
+    std::vector<T> mm = As<T>(mm0), mv = As<T>(mv0), dg = As<T>(dg0), db = As<T>(db0);
+    std::vector<T> y(n * c, T(kSentinel)), dx(n * c, T(kSentinel));
     std::vector<double> saved(kBatchNormSavedPerChannel * c);
     Backend<T>& gpu = testing::DeviceMirror<T>();
-    gpu.BatchNorm(p, xt.data(), gt.data(), bt.data(), mm.data(), mv.data(), saved.data(), y.data());
+    p.saved_form = gpu.BatchNorm(p, xt.data(), gt.data(), bt.data(), mm.data(), mv.data(),
+                                 saved.data(), y.data());
+    EXPECT_NE(p.saved_form, kBatchNormSavedByKernels) << "cuDNN did not take the pass";
     gpu.BatchNormGrad(p, dyt.data(), xt.data(), gt.data(), saved.data(), dg.data(), db.data(),
                       dx.data());
     const std::string where = std::to_string(n) + " x " + std::to_string(c);
@@ -159,6 +173,7 @@ TEST_F(CudnnOpsGpu, OffKeepsEveryOpOnTheKernels) {
   EXPECT_FALSE(CudnnTakesPool({.h = 4, .w = 4, .c = 1, .k = 2, .stride = 2, .oh = 2, .ow = 2}, 1));
   EXPECT_FALSE(CudnnTakesActivation(ActivationKind::kRelu, 4));
   EXPECT_FALSE(CudnnTakesBatchNorm({.n = 4, .c = 1, .training = true}));
+  EXPECT_FALSE(CudnnTakesLstm({.batch = 2, .steps = 3, .features = 4, .units = 5}));
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
-// What of the cuDNN pooling, activation and batch-norm path runs without a GPU
-// (core/cuda/cudnn_ops.hpp): the rules of what cuDNN takes, the SHARDFLOW_CUDNN switch, and
-// cuDNN's own descriptors held to our shapes — every pooling geometry of a sweep gets our output
-// size from cuDNN, and batch norm's per-channel tensors are one value per channel. cuDNN's
+// What of the cuDNN pooling, activation, batch-norm and LSTM paths runs without a GPU
+// (core/cuda/cudnn_ops.hpp, cudnn_rnn.hpp): the rules of what cuDNN takes, the SHARDFLOW_CUDNN
+// switch, and cuDNN's own descriptors held to our shapes — every pooling geometry of a sweep gets
+// our output size from cuDNN, batch norm's per-channel tensors are one value per channel, and
+// the LSTM's RNN and sequence descriptors keep our sizes. (The LSTM's weight packing is
+// tests/core/lstm_weights_test.cpp.) cuDNN's
 // arithmetic is tested on a GPU (tests/cuda/cudnn_ops_gpu_test.cpp, label gpu).
 #include <gtest/gtest.h>
 
@@ -11,6 +13,7 @@
 #include <string>
 
 #include "core/cuda/cudnn_ops.hpp"
+#include "core/cuda/cudnn_rnn.hpp"
 #include "core/error.hpp"
 
 namespace shardflow::cuda {
@@ -78,7 +81,7 @@ TEST_F(CudnnOpsPlan, BatchNormTrainingOnTwoRowsOrMoreIsTakenInferenceIsNot) {
   p.training = false;  // a pointwise pass with the moving statistics: the kernels
   EXPECT_FALSE(CudnnTakesBatchNorm(p));
   p = train;
-  p.n = 1;  // no variance to speak of; cuDNN refuses one value per channel
+  p.n = 1;  // one value per channel: no variance to estimate; the kernels take it
   EXPECT_FALSE(CudnnTakesBatchNorm(p));
   p.n = 2;
   EXPECT_TRUE(CudnnTakesBatchNorm(p));
@@ -90,22 +93,52 @@ TEST_F(CudnnOpsPlan, BatchNormTrainingOnTwoRowsOrMoreIsTakenInferenceIsNot) {
   EXPECT_EQ(CudnnBatchNormParamDims(train, true), want);
 }
 
-TEST_F(CudnnOpsPlan, TheSwitchTurnsEveryPathOffAndABadValueIsNamed) {
-  EXPECT_TRUE(ParseCudnnOps(nullptr));
-  EXPECT_TRUE(ParseCudnnOps("on"));
-  EXPECT_FALSE(ParseCudnnOps("off"));
-  try {
-    ParseCudnnOps("maybe");
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("SHARDFLOW_CUDNN 'maybe'"), std::string::npos) << e.what();
+// The LSTM: cuDNN's RNN and sequence descriptors hold our sizes (one layer, the input bias only,
+// every sequence the layer's length), in float and double; sizes beyond int are not taken.
+TEST_F(CudnnOpsPlan, LstmDescriptorsHoldOurSizes) {
+  for (const LstmShape& s : {LstmShape{.batch = 3, .steps = 5, .features = 4, .units = 6},
+                             LstmShape{.batch = 1, .steps = 1, .features = 1, .units = 1},
+                             LstmShape{.batch = 128, .steps = 28, .features = 28, .units = 64}}) {
+    ASSERT_TRUE(CudnnTakesLstm(s));
+    const std::array<int, 4> want{static_cast<int>(s.features), static_cast<int>(s.units),
+                                  static_cast<int>(s.batch), static_cast<int>(s.steps)};
+    EXPECT_EQ(CudnnLstmDescriptorSizes(s, false), want);
+    EXPECT_EQ(CudnnLstmDescriptorSizes(s, true), want);
   }
+  EXPECT_FALSE(CudnnTakesLstm({.batch = 0, .steps = 5, .features = 4, .units = 6}));
+  EXPECT_FALSE(CudnnTakesLstm({.batch = 1 << 20, .steps = 1 << 10, .features = 4, .units = 6}));
+}
+
+TEST_F(CudnnOpsPlan, TheSwitchTurnsEveryPathOffAndABadValueIsNamed) {
+  EXPECT_EQ(ParseCudnnOps(nullptr), unsigned{kCudnnAll});
+  EXPECT_EQ(ParseCudnnOps("on"), unsigned{kCudnnAll});
+  EXPECT_EQ(ParseCudnnOps("off"), 0u);
+  EXPECT_EQ(ParseCudnnOps("pool,lstm"), unsigned{kCudnnPool | kCudnnLstm});
+  EXPECT_EQ(ParseCudnnOps("act,bn"), unsigned{kCudnnActivation | kCudnnBatchNorm});
+  for (const char* bad : {"maybe", "pool,maybe", "pool,", "ON"}) {
+    try {
+      ParseCudnnOps(bad);
+      FAIL() << "no error for " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(std::string("SHARDFLOW_CUDNN '") + bad + "'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // A list leaves the rest on the kernels.
+  SetCudnnOps(unsigned{kCudnnPool | kCudnnLstm});
+  EXPECT_TRUE(CudnnTakesPool(Valid(8, 8, 4, 2, 2), 2));
+  EXPECT_FALSE(CudnnTakesActivation(ActivationKind::kRelu, 10));
+  EXPECT_FALSE(CudnnTakesBatchNorm({.n = 10, .c = 4, .training = true}));
+  EXPECT_TRUE(CudnnTakesLstm({.batch = 3, .steps = 5, .features = 4, .units = 6}));
   SetCudnnOps(false);
-  EXPECT_FALSE(CudnnOpsOn());
+  for (CudnnOp op : {kCudnnPool, kCudnnActivation, kCudnnBatchNorm, kCudnnLstm})
+    EXPECT_FALSE(CudnnOpsOn(op));
   EXPECT_FALSE(CudnnTakesPool(Valid(8, 8, 4, 2, 2), 2));
   EXPECT_FALSE(CudnnTakesActivation(ActivationKind::kRelu, 10));
   EXPECT_FALSE(CudnnTakesBatchNorm({.n = 10, .c = 4, .training = true}));
+  EXPECT_FALSE(CudnnTakesLstm({.batch = 3, .steps = 5, .features = 4, .units = 6}));
 }
 
 }  // namespace

@@ -179,17 +179,19 @@ class Mirror final : public Backend<T> {
     Gpu().GlobalAvgPoolGrad(b, p, c, mdy.get(), mdx.get());
     mdx.Back();
   }
-  void BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                 T* moving_mean, T* moving_var, double* saved, T* y) override {
+  int BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, const T* beta, T* moving_mean,
+                T* moving_var, double* saved, T* y) override {
     const int64_t nc = p.n * p.c;
     Mirrored<T> mx(x, nc), mg(gamma, p.c), mb(beta, p.c), mm(moving_mean, p.c), mv(moving_var, p.c),
         my(y, nc);
     Mirrored<double> ms(saved, kBatchNormSavedPerChannel * p.c);
-    Gpu().BatchNorm(p, mx.get(), mg.get(), mb.get(), mm.get(), mv.get(), ms.get(), my.get());
+    const int form =
+        Gpu().BatchNorm(p, mx.get(), mg.get(), mb.get(), mm.get(), mv.get(), ms.get(), my.get());
     mm.Back();
     mv.Back();
     ms.Back();
     my.Back();
+    return form;
   }
   void BatchNormGrad(const BatchNormParams& p, const T* dy, const T* x, const T* gamma,
                      const double* saved, T* dgamma, T* dbeta, T* dx) override {
