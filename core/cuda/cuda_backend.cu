@@ -4,6 +4,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "core/backend/kernel_backend.hpp"
 #include "core/cpu/onednn_conv.hpp"
@@ -151,7 +152,9 @@ class CudaBackend final : public KernelBackend<T, DeviceExec> {
                    const T* recurrent, const T* bias, T* hs,
                    std::unique_ptr<LstmSaved>* saved) override {
     if (!CudnnTakesLstm(s)) return false;
-    *saved = rnn_.Forward<T>(s, training, x, kernel, recurrent, bias, hs);
+    std::unique_ptr<LstmSaved> pass = rnn_.Forward<T>(s, training, x, kernel, recurrent, bias, hs);
+    if (pass == nullptr) return false;  // cuDNN refused: the layer's own path
+    *saved = std::move(pass);
     return true;
   }
   void LstmBackward(const LstmShape& s, const T* x, const T* hs, const T* dhs, const T* dlast,

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <limits>
+#include <set>
 #include <string>
 #include <type_traits>
 
@@ -15,6 +16,7 @@
 #include "core/cuda/device_exec.cuh"
 #include "core/error.hpp"
 #include "core/logging.hpp"
+#include "core/thread_annotations.hpp"
 
 namespace shardflow::cuda {
 namespace {
@@ -24,21 +26,10 @@ constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 // The CudnnOp bits cuDNN may take; -1: not read from the environment yet.
 std::atomic<int> g_ops{-1};
 std::atomic<int64_t> g_refusals{0};
+Mutex g_said_mu;
+std::set<std::string> g_said GUARDED_BY(g_said_mu);  // what was refused, said once each
 
-// true: cuDNN ran the call. false: it refused the shape (NOT_SUPPORTED or BAD_PARAM), counted
-// and said once per op, and the caller runs our kernels. Anything else throws.
-bool Ran(cudnnStatus_t rc, std::atomic<bool>& said, const char* what) {
-  if (rc == CUDNN_STATUS_SUCCESS) return true;
-  if (rc != CUDNN_STATUS_NOT_SUPPORTED && rc != CUDNN_STATUS_BAD_PARAM) SF_CHECK_CUDNN(rc);
-  g_refusals.fetch_add(1);
-  if (!said.exchange(true)) {
-    SF_LOG(Warn) << "cuDNN refused a " << what << " (" << cudnnGetErrorString(rc)
-                 << "): it runs on shardflow's kernels";
-  }
-  return false;
-}
-std::atomic<bool> said_pool{false}, said_pool_grad{false}, said_act{false}, said_act_grad{false},
-    said_bn{false};
+#define SF_CUDNN_RAN(call, what) (!CudnnRefused(static_cast<int>(call), what, #call))
 
 template <typename T>
 constexpr cudnnDataType_t kType = std::is_same_v<T, double> ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
@@ -195,6 +186,25 @@ bool CudnnOpsOn(CudnnOp op) {
 
 int64_t CudnnRefusals() { return g_refusals.load(); }
 
+bool CudnnRefused(int status, const char* what, const char* call) {
+  const auto rc = static_cast<cudnnStatus_t>(status);
+  if (rc == CUDNN_STATUS_SUCCESS) return false;
+  if (rc != CUDNN_STATUS_NOT_SUPPORTED && rc != CUDNN_STATUS_BAD_PARAM) {
+    internal::ThrowCudaError("cuDNN", cudnnGetErrorString(rc), call, __FILE__, __LINE__);
+  }
+  g_refusals.fetch_add(1);
+  bool first = false;
+  {
+    MutexLock lock(g_said_mu);
+    first = g_said.insert(what).second;
+  }
+  if (first) {
+    SF_LOG(Warn) << "cuDNN refused a " << what << " (" << cudnnGetErrorString(rc) << " from "
+                 << call << "): it runs on shardflow's kernels";
+  }
+  return true;
+}
+
 bool CudnnTakesPool(const PoolGeometry& g, int64_t batch) {
   if (!CudnnOpsOn(kCudnnPool) || g.stride < 1 || g.k < 1) return false;
   // Valid windows: cuDNN's output size floor((in - k) / stride) + 1 must be ours.
@@ -242,9 +252,9 @@ bool CudnnOps::Pool2D(const PoolGeometry& g, bool max, int64_t batch, const T* x
   const PoolDesc pool(g, max);
   const PoolTensors t(g, batch, kType<T>);
   const T one = T(1), zero = T(0);
-  return Ran(
+  return SF_CUDNN_RAN(
       cudnnPoolingForward(impl_->Handle(), pool.get(), &one, t.x.get(), x, &zero, t.y.get(), y),
-      said_pool, "pooling");
+      "pooling");
 }
 
 template <typename T>
@@ -253,9 +263,9 @@ bool CudnnOps::Pool2DGrad(const PoolGeometry& g, bool max, int64_t batch, const 
   const PoolDesc pool(g, max);
   const PoolTensors t(g, batch, kType<T>);
   const T one = T(1), zero = T(0);
-  return Ran(cudnnPoolingBackward(impl_->Handle(), pool.get(), &one, t.y.get(), y, t.y.get(),
-                                  dy_pool, t.x.get(), x, &zero, t.x.get(), dx),
-             said_pool_grad, "pooling gradient");
+  return SF_CUDNN_RAN(cudnnPoolingBackward(impl_->Handle(), pool.get(), &one, t.y.get(), y,
+                                           t.y.get(), dy_pool, t.x.get(), x, &zero, t.x.get(), dx),
+                      "pooling gradient");
 }
 
 template <typename T>
@@ -264,9 +274,9 @@ bool CudnnOps::Activation(ActivationKind kind, int64_t n, const T* x, T* y) {
   TensorDesc d;
   d.Rows(kType<T>, n, 1);
   const T one = T(1), zero = T(0);
-  return Ran(
+  return SF_CUDNN_RAN(
       cudnnActivationForward(impl_->Handle(), act.get(), &one, d.get(), x, &zero, d.get(), y),
-      said_act, "activation");
+      "activation");
 }
 
 template <typename T>
@@ -276,9 +286,9 @@ bool CudnnOps::ActivationGrad(ActivationKind kind, int64_t n, const T* x, const 
   TensorDesc d;
   d.Rows(kType<T>, n, 1);
   const T one = T(1), zero = T(0);
-  return Ran(cudnnActivationBackward(impl_->Handle(), act.get(), &one, d.get(), y, d.get(), dy,
-                                     d.get(), x, &zero, d.get(), dx),
-             said_act_grad, "activation gradient");
+  return SF_CUDNN_RAN(cudnnActivationBackward(impl_->Handle(), act.get(), &one, d.get(), y, d.get(),
+                                              dy, d.get(), x, &zero, d.get(), dx),
+                      "activation gradient");
 }
 
 // saved holds cuDNN's saved mean (C) then inverse standard deviation (C), in T.
@@ -288,11 +298,11 @@ bool CudnnOps::BatchNorm(const BatchNormParams& p, const T* x, const T* gamma, c
   const BatchNormTensors t(p, kType<T>);
   T* save_mean = reinterpret_cast<T*>(saved);
   const T one = T(1), zero = T(0);
-  return Ran(cudnnBatchNormalizationForwardTraining(
-                 impl_->Handle(), CUDNN_BATCHNORM_SPATIAL, &one, &zero, t.x.get(), x, t.x.get(), y,
-                 t.param.get(), gamma, beta, 1.0 - p.momentum, moving_mean, moving_var, p.epsilon,
-                 save_mean, save_mean + p.c),
-             said_bn, "batch normalisation");
+  return SF_CUDNN_RAN(cudnnBatchNormalizationForwardTraining(
+                          impl_->Handle(), CUDNN_BATCHNORM_SPATIAL, &one, &zero, t.x.get(), x,
+                          t.x.get(), y, t.param.get(), gamma, beta, 1.0 - p.momentum, moving_mean,
+                          moving_var, p.epsilon, save_mean, save_mean + p.c),
+                      "batch normalisation");
 }
 
 template <typename T>

@@ -59,6 +59,10 @@ bool CudnnOpsOn(CudnnOp op);  // the setting, from the environment on first use
 // How many calls cuDNN refused (NOT_SUPPORTED, BAD_PARAM) and our kernels ran instead, since
 // start: the GPU tests hold it at 0, so a refused path cannot pass as a tested one.
 int64_t CudnnRefusals();
+// For a cuDNN status (a cudnnStatus_t): false on success; true when cuDNN refused the call
+// (NOT_SUPPORTED, BAD_PARAM), counted in CudnnRefusals and logged once per `what`, so the caller
+// runs our kernels; throws Error(kInternal) naming `call` on any other failure.
+bool CudnnRefused(int status, const char* what, const char* call);
 
 // Whether cuDNN computes these under the current setting (the rules above).
 bool CudnnTakesPool(const PoolGeometry& g, int64_t batch);

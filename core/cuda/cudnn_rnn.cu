@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -32,9 +33,12 @@ struct RnnDescriptors {
   cudnnRNNDataDescriptor_t x = nullptr, y = nullptr;
   cudnnTensorDescriptor_t h = nullptr, c = nullptr;
 
-  RnnDescriptors(const LstmShape& s, cudnnDataType_t type, cudnnMathType_t math) {
+  // dropout: a zero-rate descriptor (one layer applies none; callers such as PyTorch pass one
+  // rather than NULL), or NULL where no GPU is at hand to make one (the descriptor tests).
+  RnnDescriptors(const LstmShape& s, cudnnDataType_t type, cudnnMathType_t math,
+                 cudnnDropoutDescriptor_t dropout) {
     try {
-      Make(s, type, math);
+      Make(s, type, math, dropout);
     } catch (...) {
       Destroy();
       throw;
@@ -45,12 +49,14 @@ struct RnnDescriptors {
   RnnDescriptors& operator=(const RnnDescriptors&) = delete;
 
  private:
-  void Make(const LstmShape& s, cudnnDataType_t type, cudnnMathType_t math) {
+  // Unpacked (batch-major) sequences need padded I/O enabled, even with none padded.
+  void Make(const LstmShape& s, cudnnDataType_t type, cudnnMathType_t math,
+            cudnnDropoutDescriptor_t dropout) {
     SF_CHECK_CUDNN(cudnnCreateRNNDescriptor(&rnn));
     SF_CHECK_CUDNN(cudnnSetRNNDescriptor_v8(
         rnn, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_SINGLE_INP_BIAS, CUDNN_UNIDIRECTIONAL,
         CUDNN_LINEAR_INPUT, type, type, math, Int(s.features), Int(s.units), Int(s.units), 1,
-        nullptr, CUDNN_RNN_PADDED_IO_DISABLED));
+        dropout, CUDNN_RNN_PADDED_IO_ENABLED));
     const std::vector<int> lengths(static_cast<size_t>(s.batch), Int(s.steps));
     SF_CHECK_CUDNN(cudnnCreateRNNDataDescriptor(&x));
     SF_CHECK_CUDNN(cudnnSetRNNDataDescriptor(x, type, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
@@ -79,16 +85,24 @@ struct RnnDescriptors {
   }
 };
 
-// What a forward pass leaves for its backward pass.
+using Bytes = DeviceScratch<DeviceExec, char>;
+
+// What a forward pass leaves for its backward pass: the packed weights, the math type it ran
+// with, and (a training pass) cuDNN's reserve space, which the backward pass consumes once.
 struct CudnnLstmSaved final : LstmSaved {
-  CudnnLstmSaved(DeviceExec& exec, bool train, size_t weight_bytes, size_t reserve_bytes)
+  CudnnLstmSaved(DeviceExec& exec, bool train, cudnnMathType_t m, size_t weight_bytes,
+                 size_t reserve_bytes)
       : training(train),
+        math(m),
         weights(exec, static_cast<int64_t>(weight_bytes)),
-        reserve(exec, static_cast<int64_t>(reserve_bytes)),
+        reserve(std::make_unique<Bytes>(exec, static_cast<int64_t>(reserve_bytes))),
         weight_size(weight_bytes),
         reserve_size(reserve_bytes) {}
   bool training;
-  DeviceScratch<DeviceExec, char> weights, reserve;
+  bool used = false;  // a backward pass has read the reserve space
+  cudnnMathType_t math;
+  Bytes weights;
+  std::unique_ptr<Bytes> reserve;
   size_t weight_size, reserve_size;
   kernels::LstmWeightLayout layout;
 };
@@ -117,7 +131,7 @@ bool CudnnTakesLstm(const LstmShape& s) {
 
 std::array<int, 4> CudnnLstmDescriptorSizes(const LstmShape& s, bool is_double) {
   const RnnDescriptors d(s, is_double ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT,
-                         is_double ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH);
+                         is_double ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH, nullptr);
   cudnnRNNAlgo_t algo;
   cudnnRNNMode_t cell;
   cudnnRNNBiasMode_t bias;
@@ -130,7 +144,8 @@ std::array<int, 4> CudnnLstmDescriptorSizes(const LstmShape& s, bool is_double) 
   uint32_t flags = 0;
   SF_CHECK_CUDNN(cudnnGetRNNDescriptor_v8(d.rnn, &algo, &cell, &bias, &dir, &input, &type, &prec,
                                           &math, &in, &hidden, &proj, &layers, &dropout, &flags));
-  if (cell != CUDNN_LSTM || bias != CUDNN_RNN_SINGLE_INP_BIAS || layers != 1 || proj != hidden) {
+  if (cell != CUDNN_LSTM || bias != CUDNN_RNN_SINGLE_INP_BIAS || layers != 1 || proj != hidden ||
+      flags != CUDNN_RNN_PADDED_IO_ENABLED) {
     throw Error(ErrorCode::kInternal, "cuDNN changed the LSTM descriptor it was given");
   }
   cudnnDataType_t dt;
@@ -148,6 +163,22 @@ std::array<int, 4> CudnnLstmDescriptorSizes(const LstmShape& s, bool is_double) 
 
 struct CudnnRnn::Impl {
   Impl(DeviceExec& e, CudnnHandle& h) : exec(e), handle(h) {}
+  ~Impl() {
+    if (dropout != nullptr) cudnnDestroyDropoutDescriptor(dropout);
+  }
+
+  // A zero-rate dropout descriptor, made once (it needs the handle, so a GPU).
+  cudnnDropoutDescriptor_t Dropout() {
+    if (dropout == nullptr) {
+      cudnnDropoutDescriptor_t d = nullptr;
+      SF_CHECK_CUDNN(cudnnCreateDropoutDescriptor(&d));
+      const cudnnStatus_t rc = cudnnSetDropoutDescriptor(d, handle.get(), 0.0f, nullptr, 0, 0);
+      if (rc != CUDNN_STATUS_SUCCESS) cudnnDestroyDropoutDescriptor(d);
+      SF_CHECK_CUDNN(rc);
+      dropout = d;
+    }
+    return dropout;
+  }
 
   cudnnMathType_t Math(cudnnDataType_t type) const {
     if (type != CUDNN_DATA_FLOAT) return CUDNN_DEFAULT_MATH;
@@ -188,6 +219,11 @@ struct CudnnRnn::Impl {
                                                b, &baddr));
         const int q = id % 4;
         const int64_t want = id < 4 ? s.units * s.features : s.units * s.units;
+        if (baddr != nullptr && Elements(b) != s.units) {
+          throw Error(ErrorCode::kInternal, "cuDNN's LSTM bias " + std::to_string(id) +
+                                                " does not have " + std::to_string(s.units) +
+                                                " elements");
+        }
         if (maddr == nullptr || Elements(m) != want) {
           throw Error(ErrorCode::kInternal, "cuDNN's LSTM weight " + std::to_string(id) +
                                                 " is not the (" + std::to_string(s.units) + " x " +
@@ -215,6 +251,7 @@ struct CudnnRnn::Impl {
   DeviceExec& exec;
   CudnnHandle& handle;
   bool tf32 = false;
+  cudnnDropoutDescriptor_t dropout = nullptr;
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<DeviceScratch<DeviceExec, int32_t>>>
       lengths;
 };
@@ -225,43 +262,73 @@ CudnnRnn::~CudnnRnn() = default;
 
 void CudnnRnn::SetTf32(bool on) { impl_->tf32 = on; }
 
+// A refusal (NOT_SUPPORTED, BAD_PARAM) answers null before anything of the layer's is written:
+// the backend then leaves the layer on its step-by-step path.
 template <typename T>
 std::unique_ptr<LstmSaved> CudnnRnn::Forward(const LstmShape& s, bool training, const T* x,
                                              const T* kernel, const T* recurrent, const T* bias,
                                              T* hs) {
   Impl& im = *impl_;
-  const RnnDescriptors d(s, kType<T>, im.Math(kType<T>));
+  const cudnnMathType_t math = im.Math(kType<T>);
+  const RnnDescriptors d(s, kType<T>, math, im.Dropout());
   const cudnnForwardMode_t mode = training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
   size_t weight_bytes = 0, work_bytes = 0, reserve_bytes = 0;
-  SF_CHECK_CUDNN(cudnnGetRNNWeightSpaceSize(im.handle.get(), d.rnn, &weight_bytes));
-  SF_CHECK_CUDNN(
-      cudnnGetRNNTempSpaceSizes(im.handle.get(), d.rnn, mode, d.x, &work_bytes, &reserve_bytes));
-  auto saved = std::make_unique<CudnnLstmSaved>(im.exec, training, weight_bytes, reserve_bytes);
+  if (CudnnRefused(cudnnGetRNNWeightSpaceSize(im.handle.get(), d.rnn, &weight_bytes), "LSTM",
+                   "cudnnGetRNNWeightSpaceSize") ||
+      CudnnRefused(
+          cudnnGetRNNTempSpaceSizes(im.handle.get(), d.rnn, mode, d.x, &work_bytes, &reserve_bytes),
+          "LSTM", "cudnnGetRNNTempSpaceSizes")) {
+    return nullptr;
+  }
+  auto saved =
+      std::make_unique<CudnnLstmSaved>(im.exec, training, math, weight_bytes, reserve_bytes);
   saved->layout = im.Layout<T>(s, d, saved->weights.get(), weight_bytes);
   im.exec.Run(kernels::PackLstmWeightsK<T>::Size(s.features, s.units),
               kernels::PackLstmWeightsK<T>{saved->layout, s.features, s.units, kernel, recurrent,
                                            bias, reinterpret_cast<T*>(saved->weights.get())});
-  DeviceScratch<DeviceExec, char> work(im.exec, static_cast<int64_t>(work_bytes));
-  SF_CHECK_CUDNN(cudnnRNNForward(im.handle.get(), d.rnn, mode, im.Lengths(s), d.x, x, d.y, hs, d.h,
-                                 nullptr, nullptr, d.c, nullptr, nullptr, weight_bytes,
-                                 saved->weights.get(), work_bytes, work.get(), reserve_bytes,
-                                 saved->reserve.get()));
+  Bytes work(im.exec, static_cast<int64_t>(work_bytes));
+  if (CudnnRefused(cudnnRNNForward(im.handle.get(), d.rnn, mode, im.Lengths(s), d.x, x, d.y, hs,
+                                   d.h, nullptr, nullptr, d.c, nullptr, nullptr, weight_bytes,
+                                   saved->weights.get(), work_bytes, work.get(), reserve_bytes,
+                                   saved->reserve->get()),
+                   "LSTM", "cudnnRNNForward")) {
+    return nullptr;
+  }
   return saved;
 }
 
+// After an inference forward pass (the layer may be asked for gradients anyway), the pass runs
+// again in training mode from the saved weights for the reserve space cuDNN's backward reads.
 template <typename T>
 void CudnnRnn::Backward(const LstmShape& s, const T* x, const T* hs, const T* dhs, const T* dlast,
                         LstmSaved& saved_base, T* dkernel, T* drecurrent, T* dbias, T* dx) {
   Impl& im = *impl_;
   auto* saved = dynamic_cast<CudnnLstmSaved*>(&saved_base);
-  if (saved == nullptr || !saved->training) {
-    throw Error(ErrorCode::kInternal, "an LSTM backward pass without its cuDNN training pass");
+  if (saved == nullptr) {
+    throw Error(ErrorCode::kInternal, "an LSTM backward pass without its cuDNN forward pass");
   }
-  const RnnDescriptors d(s, kType<T>, im.Math(kType<T>));
+  if (saved->used) {
+    throw Error(ErrorCode::kInternal, "a second LSTM backward pass over one cuDNN forward pass");
+  }
+  saved->used = true;
+  const RnnDescriptors d(s, kType<T>, saved->math, im.Dropout());
   size_t work_bytes = 0, reserve_bytes = 0;
   SF_CHECK_CUDNN(cudnnGetRNNTempSpaceSizes(im.handle.get(), d.rnn, CUDNN_FWD_MODE_TRAINING, d.x,
                                            &work_bytes, &reserve_bytes));
   const int64_t out = s.batch * s.steps * s.units;
+  Bytes work(im.exec, static_cast<int64_t>(work_bytes));
+  DeviceScratch<DeviceExec, T> hs_again(im.exec, saved->training ? 0 : out);
+  if (!saved->training) {
+    saved->reserve = std::make_unique<Bytes>(im.exec, static_cast<int64_t>(reserve_bytes));
+    saved->reserve_size = reserve_bytes;
+    SF_CHECK_CUDNN(cudnnRNNForward(im.handle.get(), d.rnn, CUDNN_FWD_MODE_TRAINING, im.Lengths(s),
+                                   d.x, x, d.y, hs_again.get(), d.h, nullptr, nullptr, d.c, nullptr,
+                                   nullptr, saved->weight_size, saved->weights.get(), work_bytes,
+                                   work.get(), reserve_bytes, saved->reserve->get()));
+    hs = hs_again.get();
+  } else if (reserve_bytes != saved->reserve_size) {
+    throw Error(ErrorCode::kInternal, "cuDNN's LSTM reserve space changed size between passes");
+  }
   // cuDNN reads a gradient for every step's output and writes an input gradient: zeros and
   // scratch where the layer has none.
   DeviceScratch<DeviceExec, T> zeros(im.exec, dhs == nullptr ? out : 0);
@@ -270,18 +337,17 @@ void CudnnRnn::Backward(const LstmShape& s, const T* x, const T* hs, const T* dh
   }
   DeviceScratch<DeviceExec, T> dx_unused(im.exec,
                                          dx == nullptr ? s.batch * s.steps * s.features : 0);
-  DeviceScratch<DeviceExec, char> work(im.exec, static_cast<int64_t>(work_bytes));
   SF_CHECK_CUDNN(cudnnRNNBackwardData_v8(
       im.handle.get(), d.rnn, im.Lengths(s), d.y, hs, dhs != nullptr ? dhs : zeros.get(), d.x,
       dx != nullptr ? dx : dx_unused.get(), d.h, nullptr, dlast, nullptr, d.c, nullptr, nullptr,
       nullptr, saved->weight_size, saved->weights.get(), work_bytes, work.get(),
-      saved->reserve_size, saved->reserve.get()));
-  DeviceScratch<DeviceExec, char> dweights(im.exec, static_cast<int64_t>(saved->weight_size));
+      saved->reserve_size, saved->reserve->get()));
+  Bytes dweights(im.exec, static_cast<int64_t>(saved->weight_size));
   SF_CHECK_CUDA(cudaMemsetAsync(dweights.get(), 0, saved->weight_size, im.exec.stream()));
-  SF_CHECK_CUDNN(cudnnRNNBackwardWeights_v8(im.handle.get(), d.rnn, CUDNN_WGRAD_MODE_ADD,
-                                            im.Lengths(s), d.x, x, d.h, nullptr, d.y, hs,
-                                            saved->weight_size, dweights.get(), work_bytes,
-                                            work.get(), saved->reserve_size, saved->reserve.get()));
+  SF_CHECK_CUDNN(cudnnRNNBackwardWeights_v8(
+      im.handle.get(), d.rnn, CUDNN_WGRAD_MODE_ADD, im.Lengths(s), d.x, x, d.h, nullptr, d.y, hs,
+      saved->weight_size, dweights.get(), work_bytes, work.get(), saved->reserve_size,
+      saved->reserve->get()));
   im.exec.Run(kernels::UnpackLstmGradsK<T>::Size(s.features, s.units),
               kernels::UnpackLstmGradsK<T>{saved->layout, s.features, s.units,
                                            reinterpret_cast<const T*>(dweights.get()), dkernel,

@@ -12,10 +12,15 @@
 // index kernels tested against cuDNN's documented formulas on every machine
 // (tests/core/lstm_weights_test.cpp); the calls themselves only run on a GPU
 // (tests/cuda/cudnn_ops_gpu_test.cpp).
-// What the backward pass needs (the packed weights, cuDNN's reserve space) stays with the pass
-// (Backend::LstmSaved). float runs FMA math unless TF32 is on, as the GEMMs.
-// Taken when SHARDFLOW_CUDNN is on (cudnn_ops.hpp) and every size is within cuDNN's int range;
-// off, the layer runs cuBLAS GEMMs and our cell kernel step by step.
+// What the backward pass needs (the packed weights, the math type, cuDNN's reserve space) stays
+// with the pass (Backend::LstmSaved) and is read by one backward pass; after an inference
+// forward pass the backward pass first runs the pass again in training mode for the reserve.
+// float runs FMA math unless TF32 is on, as the GEMMs. The sequences are unpacked (batch-major),
+// so padded I/O is enabled; one layer applies no dropout, but the descriptor gets a zero-rate
+// one, as PyTorch's does.
+// Taken when SHARDFLOW_CUDNN allows it (cudnn_ops.hpp) and every size is within cuDNN's int
+// range; otherwise, or when cuDNN refuses the shape (counted in CudnnRefusals), the layer runs
+// cuBLAS GEMMs and our cell kernel step by step.
 // Thread-safety: as the executor's (one call at a time; all work is ordered on its stream).
 #pragma once
 

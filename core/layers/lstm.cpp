@@ -65,8 +65,11 @@ class Lstm final : public Layer<T> {
     const int64_t h = o_.units;
     Backend<T>& be = BackendFor<T>(x.device());
     T* hs = ReuseBuffer(s.h, DTypeOf<T>(), {b, t_, h}).template device_data<T>();
-    if (!be.LstmForward(Dims(b), ctx.training, x.device_data<T>(), arena_->param(w_),
-                        arena_->param(u_), arena_->param(b_), hs, &s.library)) {
+    if (be.LstmForward(Dims(b), ctx.training, x.device_data<T>(), arena_->param(w_),
+                       arena_->param(u_), arena_->param(b_), hs, &s.library)) {
+      s.gates = Tensor();  // the step-by-step path's, not needed now
+      s.c = Tensor();
+    } else {
       s.library.reset();
       StepByStep(be, b, x.device_data<T>(), s, hs);
     }

@@ -14,9 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "core/arena.hpp"
 #include "core/cpu/cpu_backend.hpp"
 #include "core/cuda/cudnn_ops.hpp"
 #include "core/cuda/cudnn_rnn.hpp"
+#include "core/device_scope.hpp"
+#include "core/model.hpp"
 #include "core/random.hpp"
 #include "tests/cuda/gpu_reference.hpp"
 
@@ -164,6 +167,57 @@ void CheckBatchNorm(double tol) {
 TEST_F(CudnnOpsGpu, TrainingBatchNormMatchesTheCpuInDouble) {
   CheckBatchNorm<float>(1e-4);
   CheckBatchNorm<double>(1e-10);
+}
+
+// One LSTM layer on the GPU, its library path (cuDNN's RNN) or its own (SHARDFLOW_CUDNN off):
+// the output, the input gradient and the parameter gradients of L = sum(y r).
+struct LstmPass {
+  std::vector<float> y, dx, grads;
+};
+std::vector<float> Host(const Tensor& t) {
+  const Tensor h = t.To(Device::kCpu);
+  return std::vector<float>(h.data<float>(), h.data<float>() + h.num_elements());
+}
+LstmPass RunLstm(const std::string& spec, int64_t batch, const Shape& in, bool cudnn,
+                 bool training) {
+  SetCudnnOps(cudnn);
+  DeviceScope scope(Device::kCuda);
+  Arena<float> arena;
+  auto layer = MakeLayerFromSpec<float>(spec, in, {});
+  BuildContext<float> ctx{.arena = &arena, .layer_index = 0, .layer_name = "00_lstm"};
+  const Shape out = layer->Build(in, ctx);
+  arena.Allocate(Device::kCuda);
+  layer->Initialize(7);
+  Tensor x(DType::kFloat32, WithBatch(batch, in)), r(DType::kFloat32, WithBatch(batch, out));
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = RandomNormal(3, 1, i);
+  for (int64_t i = 0; i < r.num_elements(); ++i) r.data<float>()[i] = RandomNormal(3, 2, i);
+  const Tensor y = layer->Forward(x.To(Device::kCuda), ForwardContext{.training = training});
+  LstmPass pass;
+  pass.y = Host(y);
+  arena.ZeroGrads();
+  pass.dx = Host(layer->Backward(r.To(Device::kCuda), true));
+  pass.grads = Host(arena.grads_tensor());
+  return pass;
+}
+
+template <typename T>
+double Normalised(const std::vector<T>& got, const std::vector<T>& want) {
+  return ReferenceError(got, std::vector<double>(want.begin(), want.end()));
+}
+
+// cuDNN's LSTM against the layer's own GEMMs and cell kernel on the same GPU, float: every
+// step's output and only the last, F != H (a transposed matrix shows), after a training forward
+// pass and after an inference one (cuDNN's backward then runs the pass again for its reserve).
+TEST_F(CudnnOpsGpu, LstmMatchesTheLayersOwnPath) {
+  for (const std::string spec : {"lstm:5:seq", "lstm:5"})
+    for (bool training : {true, false}) {
+      const LstmPass want = RunLstm(spec, 3, {4, 3}, false, training);
+      const LstmPass got = RunLstm(spec, 3, {4, 3}, true, training);
+      const std::string where = spec + (training ? " training" : " inference");
+      EXPECT_LE(Normalised(got.y, want.y), 1e-5) << where << " output";
+      EXPECT_LE(Normalised(got.dx, want.dx), 1e-5) << where << " input gradient";
+      EXPECT_LE(Normalised(got.grads, want.grads), 1e-5) << where << " parameter gradients";
+    }
 }
 
 // SHARDFLOW_CUDNN = off: none of the three is taken (the backend runs our index kernels, which
