@@ -1,8 +1,8 @@
 // RmaWindow: one-sided access (MPI RMA, passive target) to a block of memory every rank of a
-// communicator exposes. A parameter server's one-sided transport (apps/train/parameter_server_rma
-// .cpp) and shardflow-bench ps-transport use it: workers read a server's parameters with Get, put
-// their gradients and small control records with Put, and the server, taking part in no transfer,
-// reads and writes its own block under LockLocal.
+// communicator exposes. A parameter server's one-sided transport (apps/train/strategies/
+// parameter_server/parameter_server_rma.cpp) and shardflow-bench ps-transport use it: workers read
+// a server's parameters with Get, put their gradients and small control records with Put, and the
+// server, taking part in no transfer, reads and writes its own block under LockLocal.
 //
 //   RmaWindow window(comm, bytes);               // collective: every rank exposes `bytes`
 //   window.LockLocal(); fill(window.local()); window.UnlockLocal();

@@ -116,7 +116,7 @@ nlohmann::json SummaryToJson(const RunSummary& s) {
   if (!s.peak_rss_mib.empty()) j["peak_rss_mib"] = s.peak_rss_mib;
   if (!s.device_peak_mib.empty()) j["device_peak_mib"] = s.device_peak_mib;
   if (!s.grid.empty()) j["grid"] = s.grid;
-  if (!s.staleness_histogram.empty()) j["staleness_histogram"] = s.staleness_histogram;
+  for (const auto& [name, series] : s.strategy_series) j[name] = series;
   for (const auto& [name, value] : s.strategy_figures) j["strategy_figures"][name] = value;
   if (s.device_input.present) {
     const DeviceInputFigures& d = s.device_input;

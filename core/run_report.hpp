@@ -106,9 +106,9 @@ struct RunSummary {
   // Per rank: its device memory at its fullest (DeviceMemory::PeakBytes); empty when no rank's
   // model is on a device; 0 for a rank on the CPU (a parameter server).
   std::vector<double> device_peak_mib;
-  // Parameter-server training: updates applied between a worker's pull and its push, counted
-  // per push (bin i: i updates; the last bin: that many or more).
-  std::vector<double> staleness_histogram;
+  // A strategy's own series, each a top-level key of summary.json (a parameter server's
+  // "staleness_histogram": updates applied between a worker's pull and its push, per push).
+  std::vector<std::pair<std::string, std::vector<double>>> strategy_series;
   // Which rank the others waited for at the gradient all-reduce (core/straggler.hpp); rank -1:
   // not measured (one rank, asynchronous steps).
   StragglerReport straggler;
@@ -118,9 +118,9 @@ struct RunSummary {
 // summary.json: ranks, global_batch, per_rank_batch, epochs, steps, samples_per_s,
 // test_accuracy or test_loss, skipped_steps, skipped_records, input_wait_fraction,
 // compute_fraction, comm_fraction, verdict, advice, wall_s, aggregate_samples_per_s,
-// peak_rss_mib (per rank); grid, strategy_figures, staleness_histogram and straggler (rank,
-// last_fraction, margin_ms, cause, input_share, steps, last_fraction_per_rank, gather_ms, clear)
-// when set; device_input (batches, overlapped, stage_s, and when the device timed it
+// peak_rss_mib (per rank); grid, strategy_figures, each strategy_series by its name, and straggler
+// (rank, last_fraction, margin_ms, cause, input_share, steps, last_fraction_per_rank, gather_ms,
+// clear) when set; device_input (batches, overlapped, stage_s, and when the device timed it
 // h2d_stall_s and gpu_busy_fraction) for a model on a device.
 nlohmann::json SummaryToJson(const RunSummary& s);
 

@@ -5,9 +5,9 @@
 //   {"model":"cnn","parameters":3274634,"bucket_mb":4,"buckets":[4194304,...]}
 //
 // The buckets are Arena::Buckets(bucket_mb MiB) of the model built from the spec, exactly as
-// apps/train/data_parallel.cpp makes them, listed in the order backprop finishes them (a bucket
-// is final once its lowest layer's backward has run: highest lowest_layer first). Sizes are in
-// bytes of float32.
+// apps/train/strategies/data_parallel/data_parallel.cpp makes them, listed in the order backprop
+// finishes them (a bucket is final once its lowest layer's backward has run: highest lowest_layer
+// first). Sizes are in bytes of float32.
 #include <algorithm>
 #include <cstdio>
 #include <string>

@@ -90,10 +90,12 @@ void RegisterTrainSection(ConfigSchema& s, ExperimentConfig* c) {
 
 void RegisterDistAndCheckpointSections(ConfigSchema& s, ExperimentConfig* c) {
   s.DescribeSection("dist", "distribution over ranks");
-  s.AddChoice("dist", "strategy", &c->strategy, {"data_parallel", "parameter_server"},
-              "data_parallel: synchronous, gradients averaged every step; parameter_server: "
-              "dist.ps_ranks ranks hold the parameters, workers pull and push "
-              "(asynchronous, or bounded by dist.max_staleness)");
+  s.Add("dist", "strategy", &c->strategy,
+        "how the ranks share the work: a strategy shardflow-train has registered "
+        "(shardflow-train --help lists each with the keys it reads), or auto: the strategy "
+        "that splits models for a grid with pipeline stages or tensor ways, else synchronous "
+        "data parallelism")
+      .NonEmpty();
   s.Add("dist", "ps_ranks", &c->ps_ranks,
         "parameter_server: server ranks; each holds a slice of the parameters balanced by "
         "bytes, and its optimizer state")

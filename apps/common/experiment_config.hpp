@@ -56,7 +56,7 @@ struct ExperimentConfig {
   bool tf32 = false;            // TF32 tensor cores for float GEMMs and convolutions on a GPU
   bool device_prefetch = true;  // stage the next batch on the device during the current step
   // [dist]
-  std::string strategy = "data_parallel";
+  std::string strategy = "auto";  // a strategy shardflow-train registered, or auto
   std::string allreduce = "auto";
   double bucket_mb = 4;
   bool overlap = true;

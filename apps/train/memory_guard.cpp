@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "apps/common/stage_plan.hpp"
+
 namespace shardflow::train {
 
 int64_t ModelStateBytes(int64_t parameters, const OptimizerOptions& optimizer) {
@@ -23,6 +25,13 @@ void CheckMemoryCap(const TrainerOptions& o, int64_t parameters, const std::stri
               {.key = "train.max_memory_mb",
                .hint = "split the model over more ranks: dist.pipeline_stages or "
                        "dist.tensor_parallel"});
+}
+
+void CheckModelPlan(const TrainerOptions& o, int rank) {
+  if (!o.model_parallel.grid.model_parallel() && o.max_memory_mb <= 0) return;
+  const apps::RankPlan plan =
+      apps::PlanRank(o, o.model_parallel.grid, o.model_parallel.stage_boundaries, rank);
+  CheckMemoryCap(o, plan.parameters, plan.holder);
 }
 
 }  // namespace shardflow::train

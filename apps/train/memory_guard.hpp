@@ -22,4 +22,10 @@ int64_t ModelStateBytes(int64_t parameters, const OptimizerOptions& optimizer);
 // "stage 2 (layers 4-5)").
 void CheckMemoryCap(const TrainerOptions& o, int64_t parameters, const std::string& holder);
 
+// The checks of a run's model plan that every rank finds alike, for the parse phase (one line
+// says what is wrong, exit 2): the stage boundaries of a grid (given or balanced) and, with
+// train.max_memory_mb, this rank's share of the model state (its stage, or the whole model).
+// A strategy's own checks (StrategyUnit::check) come on top.
+void CheckModelPlan(const TrainerOptions& o, int rank);
+
 }  // namespace shardflow::train

@@ -56,10 +56,10 @@ StartPoint ReplicaStrategy::Setup() {
       if (chief) SF_LOG(Info) << "resuming from " << from << " at step " << state.step;
       start.step = state.step;
       const int saved_by = RankStatesCount(state.iterator_state);
-      if (trains_batches() && saved_by > 0 && saved_by != replicas().size() &&
-          (name() == "data_parallel" || name() == "parameter_server")) {
+      if (trains_batches() && saved_by > 0 && saved_by != replicas().size()) {
         // Elastic resume: the loop re-partitions what the old ranks had left (rank_input.hpp;
-        // dynamic sharding: the counter restarts at the saved fence, dynamic_shard.hpp).
+        // dynamic sharding: the counter restarts at the saved fence, dynamic_shard.hpp). Every
+        // replica strategy can: a replica is a rank, whatever the rank count.
         for (int r = 0; r < saved_by; ++r) {
           start.elastic_states.push_back(RankStateFromBlob(state.iterator_state, r, saved_by));
         }
@@ -79,11 +79,10 @@ StartPoint ReplicaStrategy::Setup() {
 
 double ReplicaStrategy::BatchWeight(int64_t rows, bool epoch_end) {
   // Only the last step of an epoch can be partial, so only then do ranks exchange sizes; with
-  // uneven batches (a global batch that does not divide) every step does. Asynchronous workers
-  // (parameter server) push each its own batch's mean: they never wait for each other here
-  // but at an epoch's end.
-  const bool uneven =
-      !options().replica_batches.empty() && options().strategy != "parameter_server";
+  // uneven batches (a global batch that does not divide) every step does, unless each
+  // replica's gradient stands alone (averages_over_replicas: asynchronous workers never wait
+  // for each other here but at an epoch's end).
+  const bool uneven = !options().replica_batches.empty() && averages_over_replicas();
   if ((!epoch_end && !uneven) || replicas().size() == 1) return 1.0;
   const int64_t global = comm::AllreduceInt64(replicas(), rows, comm::ReduceOp::kSum);
   return global > 0 ? static_cast<double>(rows) * replicas().size() / static_cast<double>(global)

@@ -64,6 +64,10 @@ class ReplicaStrategy : public Strategy {
   // The ranks holding replicas that train (their batch weights, evaluation sums, averages and
   // input positions): the loop's control communicator by default.
   virtual comm::Communicator& replicas() const { return ctl(); }
+  // Whether a step's gradient is the mean over the replicas' rows, so uneven batches are
+  // weighed by their rows (true); false where each replica's gradient stands alone (workers
+  // that push each their own batch's mean to a parameter server).
+  virtual bool averages_over_replicas() const { return true; }
 
   // Rank 0's parameters and buffers to every rank.
   void BroadcastModel();

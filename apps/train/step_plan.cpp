@@ -4,7 +4,7 @@
 #include <map>
 #include <sstream>
 
-#include "apps/common/rank_grid.hpp"
+#include "apps/train/strategy_unit.hpp"
 #include "comm/collectives.hpp"
 #include "core/logging.hpp"
 #include "io/pipeline/sources/source_counters.hpp"
@@ -77,14 +77,16 @@ void FinishPlan(const TrainerOptions& o, const EpochMap& map, StepPlan* out) {
 int64_t JobSkippedRecords(comm::Communicator& job, const TrainerOptions& o) {
   const std::vector<int64_t> per_rank =
       comm::AllgatherInt64(job, pipeline::DistinctSkippedRecords());
-  std::map<int, int64_t> per_replica;
+  // Ranks that read one shard (the ranks of a model-parallel replica) skip the same records.
+  const JobPlan plan = PlanOf(o, job.size());
+  std::map<int, int64_t> per_shard;
   for (int r = 0; r < static_cast<int>(per_rank.size()); ++r) {
-    const bool shared = o.strategy != "parameter_server" && o.model_parallel.grid.ranks() > r;
-    const int key = shared ? apps::PlaceOf(o.model_parallel.grid, r).replica : r;
-    per_replica[key] = std::max(per_replica[key], per_rank[static_cast<size_t>(r)]);
+    const int shard = r < static_cast<int>(plan.ranks.size()) ? plan.ranks[r].shard : -1;
+    const int key = shard >= 0 ? shard : -1 - r;
+    per_shard[key] = std::max(per_shard[key], per_rank[static_cast<size_t>(r)]);
   }
   int64_t total = 0;
-  for (const auto& [replica, n] : per_replica) total += n;
+  for (const auto& [shard, n] : per_shard) total += n;
   return total;
 }
 

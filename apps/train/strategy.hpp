@@ -5,9 +5,9 @@
 // evaluate and when to checkpoint, fault injection and the end-of-run report. A Strategy owns
 // what differs: where the model lives (a replica on every rank, stages of it, shards of it),
 // what one step computes and communicates, how evaluation and checkpoints see the model, and
-// what the report says about it. Data-parallel training is the first implementation
-// (data_parallel.hpp); pipeline stages and parameter servers are new classes behind this
-// interface, registered by name (MakeStrategy, `dist.strategy`), with no edit to the loop.
+// what the report says about it. Each implementation lives in a folder of strategies/ and is
+// registered as a unit (strategy_unit.hpp: its name for `dist.strategy`, its keys, its rank plan
+// and its factory), with no edit to the loop, the mains or the options.
 //
 // Why an interface with a few coarse hooks rather than Caffe-style callbacks around a fixed
 // forward/backward: a pipeline schedule interleaves forward and backward passes of several
@@ -146,12 +146,8 @@ class Strategy {
   virtual Sequential<float>* replica_model() { return nullptr; }
 };
 
-// Registry of strategies by the name `dist.strategy` takes. "data_parallel" is built in; a
-// strategy registers itself with a static StrategyRegistration in its own .cpp (or a test).
-void RegisterStrategy(const std::string& name, StrategyFactory factory);
-// The registered names, sorted.
-std::vector<std::string> StrategyNames();
-// Throws Error(kInvalidArgument) naming dist.strategy and the known names for an unknown name.
+// The registered unit `name`'s strategy (strategy_unit.hpp). Throws Error(kInvalidArgument)
+// naming dist.strategy and the known names for an unknown name.
 std::unique_ptr<Strategy> MakeStrategy(const std::string& name, const StrategyEnv& env);
 
 // Whether a strategy reduces its gradients where they lie (comm/device_allreduce.hpp) rather than
@@ -159,11 +155,5 @@ std::unique_ptr<Strategy> MakeStrategy(const std::string& name, const StrategyEn
 // when the program registered a device all-reduce. Throws Error(kInvalidArgument) naming the key
 // for nccl with a model on the CPU, or in a program without one.
 bool UseDeviceAllreduce(const TrainerOptions& options, bool on_device);
-
-struct StrategyRegistration {
-  StrategyRegistration(const std::string& name, StrategyFactory factory) {
-    RegisterStrategy(name, std::move(factory));
-  }
-};
 
 }  // namespace shardflow::train

@@ -2,8 +2,9 @@
 // entry point.
 //
 // RunTraining runs the training loop (training_loop.cpp) with a Strategy (strategy.hpp) that
-// decides how the ranks share the work: "data_parallel" (data_parallel.hpp) by default, or any
-// strategy registered by name or handed in as a factory. What holds for every strategy:
+// decides how the ranks share the work: the registered unit options.strategy names
+// (strategy_unit.hpp; the built-in ones are in strategies/), or one handed in as a factory.
+// What holds for every strategy:
 // Equal steps: ranks agree on the number of batches per epoch (a MIN all-reduce over their
 // local counts), so an uneven shard never leaves a rank waiting in a collective; what that
 // leaves out is logged and counted. A last, partial batch is weighted by its size, so the
@@ -47,14 +48,38 @@ using apps::PipelineSchedule;
 using apps::PipelineScheduleName;
 using apps::Task;
 
-// Model parallelism ([dist] pipeline_stages, tensor_parallel, stage_boundaries, micro_batches,
-// schedule): run by the strategy "model_parallel" (model_parallel.hpp) whenever the grid has
-// more than one stage or tensor way.
+// The rank grid ([dist] pipeline_stages, tensor_parallel) and how a split model runs
+// (stage_boundaries, micro_batches, schedule). Plain data parallelism is the grid N x 1 x 1; a
+// grid with stages or tensor ways is claimed by the strategy that splits models
+// (strategies/model_parallel/).
 struct ModelParallelOptions {
   apps::GridShape grid;               // replicas x stages x ways; plain data parallel: N x 1 x 1
   std::vector<int> stage_boundaries;  // first layer of stages 1..S-1; empty: balanced by FLOPs
   int micro_batches = 1;              // per step, through the pipeline
   PipelineSchedule schedule = PipelineSchedule::k1F1B;
+};
+
+// A strategy's own options: its folder's type derives from this, and its unit's Resolve
+// (strategy_unit.hpp) fills it; nothing outside the strategy's folder reads it.
+struct StrategyOptions {
+  virtual ~StrategyOptions() = default;
+};
+
+// One rank's role in a run, stated by the strategy's unit before anything is allocated
+// (strategy_unit.hpp): printed by --check, read by the main (which shard to read), the device
+// choice (who takes a GPU) and the loop.
+struct RankRole {
+  int shard = 0;              // the training data's shard it reads, 0..shards-1; -1: none
+  bool takes_batches = true;  // false: it serves the ranks that do (a parameter server)
+  bool takes_gpu = true;      // false: it never runs a layer, so it stays on the CPU
+  int compute_index = 0;      // among its node's ranks that take a GPU; -1: takes none
+  bool writes_checkpoints = false;
+  std::string role;  // for --check and logs: "replica 1", "worker 0", "server 0", ...
+};
+
+struct JobPlan {
+  std::vector<RankRole> ranks;  // by job rank
+  int shards = 1;               // distinct shards of the training data (data replicas)
 };
 
 // The model (apps::ModelSetup: spec, input shape, task, features) and how to train it.
@@ -77,7 +102,11 @@ struct TrainerOptions : apps::ModelSetup {
   double max_memory_mb = 0;         // per-rank cap on the model state (memory_guard.hpp); 0: none
 
   // Distribution.
-  std::string strategy = "data_parallel";  // a registered name (strategy.hpp)
+  std::string strategy;  // a registered unit's name (strategy_unit.hpp); "": the default
+  // The strategy's own options (its unit's Resolve), and every rank's role (its unit's Plan;
+  // empty when the options were built by hand: PlanOf plans then).
+  std::shared_ptr<const StrategyOptions> strategy_options;
+  JobPlan plan;
   comm::AllreduceOptions allreduce{.mode = comm::ReduceMode::kAverage};
   double bucket_mb = 4;
   bool overlap = true;
@@ -85,11 +114,9 @@ struct TrainerOptions : apps::ModelSetup {
   bool device_prefetch = true;            // a model on a device: apps/train/device_input.hpp
   double watchdog_seconds = 300;
   ModelParallelOptions model_parallel;
-  int ps_ranks = 1;                  // parameter_server: how many ranks serve
-  std::vector<int> ps_servers;       // parameter_server: which (ps_placement.hpp); empty: the last
-  std::string ps_transport = "p2p";  // parameter_server: p2p or rma (ps_placement.hpp)
-  int64_t max_staleness = -1;        // parameter_server: steps ahead of the slowest; < 0 unbounded
-  bool dynamic_sharding = false;     // parameter_server: workers claim batches (dynamic_shard.hpp)
+  // Ranks claim batches as they go (dynamic_shard.hpp), for strategies whose ranks step
+  // independently (StrategyUnit::dynamic_sharding).
+  bool dynamic_sharding = false;
 
   // Output and checkpoints (rank 0 writes).
   std::string output_dir;               // "" : no files

@@ -5,6 +5,8 @@
 #include <map>
 #include <sstream>
 
+#include "apps/train/strategy_unit.hpp"
+
 namespace shardflow::train {
 
 namespace {
@@ -114,33 +116,6 @@ void SetDistribution(const apps::ExperimentConfig& c, TrainerOptions* o) {
                   .wire = c.wire == "bf16"   ? comm::WireFormat::kBFloat16
                           : c.wire == "fp16" ? comm::WireFormat::kFloat16
                                              : comm::WireFormat::kFloat32};
-  o->strategy = c.strategy;
-  if (o->model_parallel.grid.model_parallel()) {
-    if (c.strategy != "data_parallel") {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "dist.strategy " + c.strategy +
-                      " does not combine with pipeline stages or "
-                      "tensor-parallel ways",
-                  {.key = "dist.strategy"});
-    }
-    o->strategy = "model_parallel";
-  }
-  o->ps_ranks = c.ps_ranks;
-  o->max_staleness = c.max_staleness;
-  o->dynamic_sharding = c.sharding == "dynamic";
-  if (o->dynamic_sharding && o->strategy != "parameter_server") {
-    throw Error(ErrorCode::kInvalidArgument,
-                "dist.sharding = dynamic is for dist.strategy = parameter_server, not " +
-                    o->strategy + " (synchronous ranks take equal steps)",
-                {.key = "dist.sharding"});
-  }
-  if (o->dynamic_sharding && o->max_staleness >= 0) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "dist.sharding = dynamic needs asynchronous workers (dist.max_staleness = -1), "
-                "not max_staleness " +
-                    std::to_string(o->max_staleness) + ": workers take different step counts",
-                {.key = "dist.sharding"});
-  }
   o->bucket_mb = c.bucket_mb;
   o->overlap = c.overlap;
   o->device_allreduce = c.device_allreduce;
@@ -202,27 +177,41 @@ void SetModelParallel(const apps::ExperimentConfig& c, int ranks, TrainerOptions
   }
 }
 
-TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* c, int ranks,
+// dist.sharding = dynamic needs a strategy whose ranks step independently.
+void CheckDynamicSharding(const StrategyUnit& unit) {
+  if (unit.dynamic_sharding) return;
+  std::string able;
+  for (const std::string& name : StrategyNames()) {
+    if (FindStrategyUnit(name).dynamic_sharding) able += (able.empty() ? "" : " or ") + name;
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              "dist.sharding = dynamic is for dist.strategy = " + able + ", not " + unit.name +
+                  " (synchronous ranks take equal steps)",
+              {.key = "dist.sharding"});
+}
+
+TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* c, const ConfigSchema& schema,
+                                  const StrategySchema& strategies, const JobShape& job,
                                   const std::string& config_text) {
   TrainerOptions o;
-  SetModelParallel(*c, ranks, &o);
-  // Batch sizes and learning-rate scaling count data replicas: every rank of a model-parallel
-  // replica works on the same samples.
-  int replicas = o.model_parallel.grid.replicas;
-  if (c->strategy == "parameter_server") {
-    if (c->ps_ranks >= ranks) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "dist.ps_ranks " + std::to_string(c->ps_ranks) + " leaves no worker among " +
-                      std::to_string(ranks) + " ranks",
-                  {.key = "dist.ps_ranks", .hint = "run more ranks than parameter servers"});
-    }
-    replicas = ranks - c->ps_ranks;  // the workers
+  SetModelParallel(*c, job.ranks, &o);
+  const StrategyUnit& unit = ResolveStrategyUnit(schema, strategies, *c);
+  StrategyConfig sc{.config = *c, .job = job};
+  for (const auto& [name, keys] : strategies.added) {
+    if (name == unit.name) sc.keys = keys.get();
   }
+  o.strategy = unit.name;
+  o.dynamic_sharding = c->sharding == "dynamic";
+  if (o.dynamic_sharding) CheckDynamicSharding(unit);
+  // Batch sizes and learning-rate scaling count data replicas (the unit says how many: every
+  // rank of a model-parallel replica works on the same samples, parameter servers on none).
+  const int replicas = unit.replicas(sc);
   o.per_rank_batch = SetBatchSizes(c, replicas);
   o.global_batch = c->batch_semantics == "global";
   o.lr_scaled_by_ranks = c->lr_scaling == "linear";
   SetModelAndOptimizer(*c, replicas, &o);
   SetDistribution(*c, &o);
+  if (unit.resolve) unit.resolve(sc, &o);
   if (o.global_batch && c->batch_size % replicas != 0) {
     if (o.dynamic_sharding) {
       throw Error(ErrorCode::kInvalidArgument,
@@ -241,9 +230,11 @@ TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* c, int ranks,
               .bucket_mb = c->bucket_mb,
               .overlap = c->overlap,
               .threads = 1,  // set by the caller, who knows the node's ranks
-              .ranks = ranks,
+              .ranks = job.ranks,
               // BuildInputPipeline reads with one thread when parallel_reads is auto.
               .parallel_reads_used = c->data.data.parallel_reads == pipeline::kAutotune ? 1 : 0};
+  o.plan = unit.plan(o, job);
+  AssignComputeIndices(job.node_of_rank, &o.plan);
   return o;
 }
 

@@ -7,16 +7,20 @@
 #include <vector>
 
 #include "apps/common/experiment_config.hpp"
+#include "apps/train/strategy_unit.hpp"
 #include "apps/train/trainer.hpp"
 
 namespace shardflow::train {
 
-// The trainer's options for `ranks` ranks; fills the data specs' batch sizes (per rank) and
-// epochs. Throws Error(kInvalidArgument) naming the key for combinations that cannot work
-// (e.g. a global batch smaller than the replica count, or one that does not divide over
-// model-parallel replicas or dynamically sharded workers). A global batch that does not divide
-// otherwise is split unevenly (replica_batches; SetReplicaBatch picks this rank's).
-TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* config, int ranks,
+// The trainer's options for `job`, from the parsed `config` and `schema`: the strategy's unit is
+// chosen and resolved (strategy_unit.hpp; `strategies` is what DescribeStrategies returned for
+// `schema`), its rank plan made, and the data specs' batch sizes (per rank) and epochs filled.
+// Throws Error(kInvalidArgument) naming the key for combinations that cannot work (e.g. a global
+// batch smaller than the replica count, or one that does not divide over model-parallel replicas
+// or dynamically sharded workers). A global batch that does not divide otherwise is split
+// unevenly (replica_batches; SetReplicaBatch picks this rank's).
+TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* config, const ConfigSchema& schema,
+                                  const StrategySchema& strategies, const JobShape& job,
                                   const std::string& config_text);
 
 // The batch of each of `replicas` replicas for a global batch `global` (>= replicas): the

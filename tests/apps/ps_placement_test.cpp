@@ -1,6 +1,6 @@
-// Where parameter servers run (apps/train/ps_placement.hpp): last, per node, a rank list, and the
-// one-line refusals.
-#include "apps/train/ps_placement.hpp"
+// Where parameter servers run (apps/train/strategies/parameter_server/ps_placement.hpp): last, per
+// node, a rank list, and the one-line refusals.
+#include "apps/train/strategies/parameter_server/ps_placement.hpp"
 
 #include <gtest/gtest.h>
 
@@ -67,28 +67,6 @@ TEST(PsPlacement, BadPlacementsAreRefusedByName) {
   ExpectRefused(4, 1, "first", "'first' is neither a rank nor last/per_node");
   ExpectRefused(4, 1, "2,", "'' is neither");
   ExpectRefused(3, 3, "last", "leaves no worker among 3 ranks");
-}
-
-// A node's GPUs go to its workers in rank order; servers take none.
-TEST(PsPlacement, WorkersTakeTheirNodesGpusInRankOrder) {
-  // Two nodes of five ranks: 4 GPUs each hold 4 workers and a server.
-  const std::vector<int> nodes = {0, 0, 0, 0, 0, 5, 5, 5, 5, 5};
-  const PsRoles per_node = PlaceParameterServers(10, 2, "per_node", nodes);  // ranks 4 and 9
-  std::vector<int> got;
-  for (int r = 0; r < 10; ++r) got.push_back(WorkerGpuIndex(per_node, r, nodes));
-  EXPECT_EQ(got, (Ranks{0, 1, 2, 3, -1, 0, 1, 2, 3, -1}));
-  // The last ranks serve (both on node 1), or rank 1 does (node 0).
-  const PsRoles last = PlaceParameterServers(10, 2, "last", nodes);
-  got.clear();
-  for (int r = 0; r < 10; ++r) got.push_back(WorkerGpuIndex(last, r, nodes));
-  EXPECT_EQ(got, (Ranks{0, 1, 2, 3, 4, 0, 1, 2, -1, -1}));
-  const PsRoles one = PlaceParameterServers(10, 1, "1", nodes);
-  got.clear();
-  for (int r = 0; r < 10; ++r) got.push_back(WorkerGpuIndex(one, r, nodes));
-  EXPECT_EQ(got, (Ranks{0, -1, 1, 2, 3, 0, 1, 2, 3, 4}));
-  // No node table: each rank its own node.
-  EXPECT_EQ(WorkerGpuIndex(RolesOf(3, 1, {}), 1, {}), 0);
-  EXPECT_EQ(WorkerGpuIndex(RolesOf(3, 1, {}), 2, {}), -1);
 }
 
 }  // namespace

@@ -85,7 +85,7 @@ resume_mismatch)
 check)
   train 2 a.log --output run --check || { cat a.log; fail "--check failed"; }
   grep -q "^check: 2 training files" a.log || { cat a.log; fail "no file line"; }
-  [ "$(grep -c -E '^check: +[01] +[01] +1 +300 +10$' a.log)" -eq 2 ] ||
+  [ "$(grep -c -E '^check: +[01] +[01] +1 +300 +10 +replica [01]' a.log)" -eq 2 ] ||
     { cat a.log; fail "wanted a line per rank: 300 records, 10 batches"; }
   grep -q "^check: 10 steps per epoch .* x 2 epochs = 20 steps$" a.log || { cat a.log; fail "no step line"; }
   grep -q "^check: model 25450 parameters; per rank about" a.log || { cat a.log; fail "no memory line"; }

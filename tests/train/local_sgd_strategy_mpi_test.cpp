@@ -4,7 +4,8 @@
 // linear in the gradient) and k = 1 the averaged parameters follow exactly the data-parallel
 // update, so the toy must match data_parallel to rounding; with k > 1 it must differ, yet end
 // with identical replicas and learn the problem. The training loop is not edited for it: the
-// strategy is handed in as a factory, or registered by name and picked by options.strategy.
+// strategy is handed in as a factory, or registered as a unit (apps/train/strategy_unit.hpp) with
+// a key of its own and chosen by a config file, as a built-in strategy is.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -12,7 +13,9 @@
 #include <random>
 
 #include "apps/train/replica_strategy.hpp"
+#include "apps/train/strategy_unit.hpp"
 #include "apps/train/trainer.hpp"
+#include "apps/train/trainer_options.hpp"
 #include "tests/support/mpi_scratch.hpp"
 #include "tests/train/train_on_tensors.hpp"
 
@@ -41,6 +44,56 @@ class LocalSgdStrategy final : public ReplicaStrategy {
  private:
   int64_t k_;
 };
+
+// The toy's unit: a key only shardflow-train knows (dist.local_sgd_every, the steps between
+// averages), one replica per rank, and its factory.
+struct LocalSgdKeys final : StrategyKeys {
+  int64_t every = 4;
+};
+struct LocalSgdOptions final : StrategyOptions {
+  int64_t every = 4;
+};
+
+StrategyUnit LocalSgdUnit() {
+  StrategyUnit unit;
+  unit.name = "local_sgd";
+  unit.summary = "test only: replicas average their parameters every dist.local_sgd_every steps";
+  unit.keys = {"dist.local_sgd_every"};
+  unit.add_keys = [](ConfigSchema& schema) -> std::unique_ptr<StrategyKeys> {
+    auto keys = std::make_unique<LocalSgdKeys>();
+    schema.Add("dist", "local_sgd_every", &keys->every, "local_sgd: steps between averages")
+        .Positive();
+    return keys;
+  };
+  unit.replicas = [](const StrategyConfig& sc) { return sc.job.ranks; };
+  unit.resolve = [](const StrategyConfig& sc, TrainerOptions* o) {
+    auto options = std::make_shared<LocalSgdOptions>();
+    options->every = dynamic_cast<const LocalSgdKeys&>(*sc.keys).every;
+    o->strategy_options = options;
+  };
+  unit.plan = [](const TrainerOptions&, const JobShape& job) {
+    JobPlan plan;
+    plan.shards = job.ranks;
+    for (int r = 0; r < job.ranks; ++r) plan.ranks.push_back({.shard = r});
+    return plan;
+  };
+  unit.make = [](const StrategyEnv& env) -> std::unique_ptr<Strategy> {
+    const auto& options = dynamic_cast<const LocalSgdOptions&>(*env.options->strategy_options);
+    return std::make_unique<LocalSgdStrategy>(env, options.every);
+  };
+  return unit;
+}
+
+// The strategy's part of the options shardflow-train makes from `ini` on every rank.
+TrainerOptions FromConfig(const std::string& ini, int ranks) {
+  apps::ExperimentConfig config;
+  ConfigSchema schema;
+  apps::RegisterExperimentConfig(schema, &config);
+  DisownTrainerSetKeys(schema);
+  const StrategySchema strategies = DescribeStrategies(schema);
+  schema.ParseString("[data]\nfiles = x.tfrecord\n" + ini, "local_sgd.ini");
+  return MakeTrainerOptions(&config, schema, strategies, {.ranks = ranks}, schema.ResolvedIni());
+}
 
 constexpr int64_t kRows = 6 * 8 * 4;
 constexpr int64_t kFeatures = 12;
@@ -112,10 +165,27 @@ TEST(LocalSgdStrategyTest, KEqualsOneMatchesDataParallel) {
   }
 }
 
-TEST(LocalSgdStrategyTest, RegisteredByNameAndAveragingEveryFourSteps) {
-  RegisterStrategy("local_sgd_k4", [](const StrategyEnv& env) {
-    return std::make_unique<LocalSgdStrategy>(env, 4);
-  });
+TEST(LocalSgdStrategyTest, RegisteredUnitChosenByAConfigFileWithItsOwnKey) {
+  RegisterStrategyUnit(LocalSgdUnit());
+  const TrainerOptions from =
+      FromConfig("[dist]\nstrategy = local_sgd\nlocal_sgd_every = 4\n", Ranks());
+  EXPECT_EQ(from.strategy, "local_sgd");
+  EXPECT_EQ(from.plan.shards, Ranks());
+  EXPECT_EQ(dynamic_cast<const LocalSgdOptions&>(*from.strategy_options).every, 4);
+  // Its key is validated by the schema and refused for another strategy, like a built-in one's.
+  EXPECT_THROW(FromConfig("[dist]\nstrategy = local_sgd\nlocal_sgd_every = 0\n", Ranks()), Error);
+  try {
+    FromConfig("[dist]\nlocal_sgd_every = 2\n", Ranks());
+    ADD_FAILURE() << "a local_sgd key under data_parallel was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("read by dist.strategy = local_sgd"), std::string::npos)
+        << e.what();
+  }
+  const Data d = MakeRankData(Rank(), Ranks());
+  TrainerOptions o = Options();
+  o.strategy = from.strategy;
+  o.strategy_options = from.strategy_options;
+  o.plan = from.plan;
   const Data d = MakeRankData(Rank(), Ranks());
   TrainerOptions o = Options();
   o.strategy = "local_sgd_k4";

@@ -12,8 +12,9 @@
 #include <map>
 #include <random>
 
-#include "apps/train/parameter_server.hpp"
-#include "apps/train/ps_placement.hpp"
+#include "apps/train/strategies/parameter_server/parameter_server.hpp"
+#include "apps/train/strategies/parameter_server/ps_options.hpp"
+#include "apps/train/strategies/parameter_server/ps_placement.hpp"
 #include "apps/train/trainer.hpp"
 #include "core/backend/host_twin.hpp"
 #include "core/error.hpp"
@@ -78,10 +79,12 @@ TrainResult TrainPs(int servers, int64_t staleness, int64_t per_worker, int64_t 
   const int workers = world.size() - servers;
   TrainerOptions o = Options();
   o.strategy = "parameter_server";
-  o.ps_ranks = servers;
-  o.ps_servers = placed;
-  o.ps_transport = transport;
-  o.max_staleness = staleness;
+  auto ps = std::make_shared<PsOptions>();
+  ps->ranks = servers;
+  ps->servers = placed;
+  ps->transport = transport;
+  ps->max_staleness = staleness;
+  o.strategy_options = ps;
   o.per_rank_batch = per_worker;
   o.model.device = device;  // the workers' (the servers keep theirs on the CPU)
   const int part = std::max(0, RolesOf(world.size(), servers, placed).worker_index(world.rank()));
@@ -143,7 +146,11 @@ TEST(ParameterServer, NoWorkerRunsMoreThanMaxStalenessAhead) {
                                       r.summary.strategy_figures.end());
       EXPECT_LE(f.at("max_step_gap"), static_cast<double>(s)) << transport;
       double pushes = 0;
-      for (double c : r.summary.staleness_histogram) pushes += c;
+      for (const auto& [name, series] : r.summary.strategy_series) {
+        if (name == "staleness_histogram") {
+          for (double c : series) pushes += c;
+        }
+      }
       EXPECT_EQ(pushes, 12.0 * (world.size() - 1)) << "every push counted once, " << transport;
     }
   }

@@ -7,7 +7,7 @@
 // one node and the all-reduce is auto or shm, the gradient arena lives in a shared-memory
 // window and is reduced in place; a node whose /dev/shm cannot hold it falls back, with one
 // warning, to staged all-reduce.
-// Registered as "data_parallel" (the default of dist.strategy).
+// Its unit is "data_parallel", what dist.strategy = auto runs unless a grid splits the model.
 // Thread-safety: as Strategy; the reducer runs its own communication thread on a communicator
 // of its own.
 #pragma once
@@ -16,9 +16,10 @@
 #include <string>
 
 #include "apps/train/replica_strategy.hpp"
+#include "apps/train/strategy_unit.hpp"
 
 namespace shardflow::train {
 
-std::unique_ptr<Strategy> MakeDataParallel(const StrategyEnv& env);
+StrategyUnit DataParallelUnit();
 
 }  // namespace shardflow::train

@@ -17,23 +17,18 @@
 // Every rank of a replica reads the replica's shard of the data: the first stage feeds the
 // inputs in, the last takes labels (classification) or inputs (reconstruction) as targets,
 // with no extra message; the middle stages read and drop their batches.
-// Registered as "model_parallel"; chosen by the trainer options when the grid has more than
-// one stage or tensor way.
+// Its unit is "model_parallel", which claims every run whose grid has more than one stage or
+// tensor way.
 // Thread-safety: as Strategy.
 #pragma once
 
 #include <memory>
 
 #include "apps/train/strategy.hpp"
+#include "apps/train/strategy_unit.hpp"
 
 namespace shardflow::train {
 
-std::unique_ptr<Strategy> MakeModelParallel(const StrategyEnv& env);
-
-// The checks of a run's model plan that every rank finds alike, for the parse phase (one line
-// says what is wrong, exit 2): the stage boundaries (given or balanced), the parameter
-// servers' slices and, with train.max_memory_mb, this rank's share of the model state (its
-// stage, or the whole model).
-void CheckModelPlan(const TrainerOptions& o, int rank);
+StrategyUnit ModelParallelUnit();
 
 }  // namespace shardflow::train

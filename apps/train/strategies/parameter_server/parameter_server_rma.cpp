@@ -13,7 +13,7 @@
 #include <cstring>
 #include <thread>
 
-#include "apps/train/parameter_server_internal.hpp"
+#include "apps/train/strategies/parameter_server/parameter_server_internal.hpp"
 #include "comm/collectives.hpp"
 #include "core/error.hpp"
 

@@ -1,4 +1,4 @@
-#include "apps/train/ps_placement.hpp"
+#include "apps/train/strategies/parameter_server/ps_placement.hpp"
 
 #include <algorithm>
 #include <map>
@@ -136,17 +136,6 @@ PsRoles PlaceParameterServers(int ranks, int servers, const std::string& placeme
     }
   }
   return roles;
-}
-
-int WorkerGpuIndex(const PsRoles& roles, int rank, const std::vector<int>& node_of_rank) {
-  if (roles.server_index(rank) >= 0) return -1;
-  if (node_of_rank.empty()) return 0;
-  const int node = node_of_rank.at(static_cast<size_t>(rank));
-  int index = 0;
-  for (int r = 0; r < rank; ++r) {
-    if (node_of_rank.at(static_cast<size_t>(r)) == node && roles.server_index(r) < 0) ++index;
-  }
-  return index;
 }
 
 }  // namespace shardflow::train

@@ -29,9 +29,12 @@
 #include <memory>
 
 #include "apps/train/strategy.hpp"
+#include "apps/train/strategy_unit.hpp"
 
 namespace shardflow::train {
 
+// The registered unit (ps_unit.cpp): dist.strategy = parameter_server.
+StrategyUnit ParameterServerUnit();
 std::unique_ptr<Strategy> MakeParameterServer(const StrategyEnv& env);
 
 // Slices [offset, offset + size) of an arena whose parameters are `sizes` (in arena order),

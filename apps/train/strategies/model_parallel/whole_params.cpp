@@ -1,4 +1,4 @@
-#include "apps/train/whole_params.hpp"
+#include "apps/train/strategies/model_parallel/whole_params.hpp"
 
 #include <cstring>
 #include <map>

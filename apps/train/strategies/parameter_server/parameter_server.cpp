@@ -1,4 +1,4 @@
-#include "apps/train/parameter_server.hpp"
+#include "apps/train/strategies/parameter_server/parameter_server.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include <deque>
 #include <thread>
 
-#include "apps/train/parameter_server_internal.hpp"
+#include "apps/train/strategies/parameter_server/parameter_server_internal.hpp"
 #include "comm/collectives.hpp"
 #include "core/host_state.hpp"
 #include "core/logging.hpp"
@@ -446,7 +446,8 @@ void ParameterServerStrategy::FinishReport(RunSummary* summary) {
   comm::AllreduceDoubles(ctl(), sums.data(), sums.size(), comm::ReduceOp::kSum);
   const double gap = comm::AllreduceDouble(ctl(), max_gap_, comm::ReduceOp::kMax);
   const double pushes = sums[kHistogramBins], stale = sums[kHistogramBins + 1];
-  summary->staleness_histogram.assign(sums.begin(), sums.begin() + kHistogramBins);
+  summary->strategy_series.emplace_back(
+      "staleness_histogram", std::vector<double>(sums.begin(), sums.begin() + kHistogramBins));
   summary->strategy_figures = {{"servers", num_servers_},
                                {"workers", num_workers_},
                                {"max_step_gap", gap},

@@ -43,9 +43,4 @@ std::string RankList(const std::vector<int>& ranks);
 // PlaceParameterServers gave them.
 PsRoles RolesOf(int ranks, int count, const std::vector<int>& servers);
 
-// The GPU index of `rank` when its node's GPUs are visible to all of its ranks: its position
-// among the workers of its node (servers take none: they never run a layer), -1 for a server.
-// `node_of_rank` as for PlaceParameterServers (empty: each rank its own node, so 0).
-int WorkerGpuIndex(const PsRoles& roles, int rank, const std::vector<int>& node_of_rank);
-
 }  // namespace shardflow::train

@@ -1,4 +1,4 @@
-#include "apps/train/model_parallel.hpp"
+#include "apps/train/strategies/model_parallel/model_parallel.hpp"
 
 #include <unistd.h>
 
@@ -11,9 +11,8 @@
 #include "apps/common/tensor_sum.hpp"
 #include "apps/train/memory_guard.hpp"
 #include "apps/train/nonfinite_guard.hpp"
-#include "apps/train/parameter_server.hpp"
 #include "apps/train/rank_states.hpp"
-#include "apps/train/whole_params.hpp"
+#include "apps/train/strategies/model_parallel/whole_params.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/collectives.hpp"
 #include "comm/device_allreduce.hpp"
@@ -457,22 +456,39 @@ std::vector<float> ModelParallelStrategy::FinalParams() {
 
 }  // namespace
 
-void CheckModelPlan(const TrainerOptions& o, int rank) {
-  if (o.strategy == "parameter_server") {  // the servers' slices: whole parameter tensors
-    std::vector<int64_t> sizes;            // in arena order: the last layer's first
-    const std::vector<LayerInfo> layers = DescribeLayers(o.model_spec, o.input_shape, o.model);
-    for (auto layer = layers.rbegin(); layer != layers.rend(); ++layer) {
-      for (const auto& [name, shape] : layer->params) sizes.push_back(NumElements(shape));
+StrategyUnit ModelParallelUnit() {
+  StrategyUnit unit;
+  unit.name = "model_parallel";
+  unit.summary =
+      "data replicas x dist.pipeline_stages x dist.tensor_parallel ranks: each rank a stage or "
+      "a tensor way of a replica (dist.stage_boundaries, micro_batches, schedule); claims every "
+      "run whose grid has stages or ways";
+  unit.claims = [](const apps::ExperimentConfig& c) {
+    return c.pipeline_stages > 1 || c.tensor_parallel > 1;
+  };
+  unit.replicas = [](const StrategyConfig& sc) {
+    return apps::MakeGridShape(sc.job.ranks, sc.config.pipeline_stages, sc.config.tensor_parallel)
+        .replicas;
+  };
+  unit.plan = [](const TrainerOptions& o, const JobShape& job) {
+    const apps::GridShape& grid = o.model_parallel.grid;
+    JobPlan plan;
+    plan.shards = grid.replicas;
+    for (int r = 0; r < job.ranks; ++r) {
+      const apps::GridPlace at = apps::PlaceOf(grid, r);
+      // Every rank of a replica reads the replica's shard; replica 0's ranks write their
+      // parts of each checkpoint (SavePartitionedCheckpoint).
+      plan.ranks.push_back({.shard = at.replica,
+                            .writes_checkpoints = at.replica == 0,
+                            .role = "replica " + std::to_string(at.replica) + " stage " +
+                                    std::to_string(at.stage) + " way " + std::to_string(at.way)});
     }
-    CutArena(sizes, o.ps_ranks);
-  }
-  if (!o.model_parallel.grid.model_parallel() && o.max_memory_mb <= 0) return;
-  const apps::RankPlan plan = PlanRank(o, rank);
-  CheckMemoryCap(o, plan.parameters, plan.holder);
-}
-
-std::unique_ptr<Strategy> MakeModelParallel(const StrategyEnv& env) {
-  return std::make_unique<ModelParallelStrategy>(env);
+    return plan;
+  };
+  unit.make = [](const StrategyEnv& env) -> std::unique_ptr<Strategy> {
+    return std::make_unique<ModelParallelStrategy>(env);
+  };
+  return unit;
 }
 
 }  // namespace shardflow::train

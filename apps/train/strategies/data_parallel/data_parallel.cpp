@@ -1,4 +1,4 @@
-#include "apps/train/data_parallel.hpp"
+#include "apps/train/strategies/data_parallel/data_parallel.hpp"
 
 #include <algorithm>
 #include <iomanip>
@@ -216,8 +216,27 @@ void DataParallelStrategy::LogGradientPath(const std::vector<GradBucket>& bucket
 
 }  // namespace
 
-std::unique_ptr<Strategy> MakeDataParallel(const StrategyEnv& env) {
-  return std::make_unique<DataParallelStrategy>(env);
+StrategyUnit DataParallelUnit() {
+  StrategyUnit unit;
+  unit.name = "data_parallel";
+  unit.summary =
+      "synchronous; every rank a whole replica of the model on its own shard, gradients "
+      "averaged every step by all-reduce";
+  unit.yields_to_claims = true;
+  unit.replicas = [](const StrategyConfig& c) { return c.job.ranks; };
+  unit.plan = [](const TrainerOptions&, const JobShape& job) {
+    JobPlan plan;
+    plan.shards = job.ranks;
+    for (int r = 0; r < job.ranks; ++r) {
+      plan.ranks.push_back(
+          {.shard = r, .writes_checkpoints = r == 0, .role = "replica " + std::to_string(r)});
+    }
+    return plan;
+  };
+  unit.make = [](const StrategyEnv& env) -> std::unique_ptr<Strategy> {
+    return std::make_unique<DataParallelStrategy>(env);
+  };
+  return unit;
 }
 
 }  // namespace shardflow::train

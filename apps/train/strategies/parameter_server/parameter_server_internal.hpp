@@ -11,9 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "apps/train/parameter_server.hpp"
-#include "apps/train/ps_placement.hpp"
 #include "apps/train/replica_strategy.hpp"
+#include "apps/train/strategies/parameter_server/parameter_server.hpp"
+#include "apps/train/strategies/parameter_server/ps_options.hpp"
+#include "apps/train/strategies/parameter_server/ps_placement.hpp"
 #include "comm/rma_window.hpp"
 
 namespace shardflow::train::ps {
@@ -67,12 +68,13 @@ class ParameterServerStrategy final : public ReplicaStrategy {
  public:
   explicit ParameterServerStrategy(const StrategyEnv& env)
       : ReplicaStrategy(env),
-        roles_(RolesOf(env.job->size(), env.options->ps_ranks, env.options->ps_servers)),
+        roles_(RolesOf(env.job->size(), PsOptionsOf(*env.options).ranks,
+                       PsOptionsOf(*env.options).servers)),
         num_servers_(static_cast<int>(roles_.servers.size())),
         num_workers_(static_cast<int>(roles_.workers.size())),
-        staleness_(env.options->max_staleness),
+        staleness_(PsOptionsOf(*env.options).max_staleness),
         server_(roles_.server_index(env.job->rank()) >= 0),
-        rma_(env.options->ps_transport == "rma") {}
+        rma_(PsOptionsOf(*env.options).transport == "rma") {}
 
   std::string name() const override { return "parameter_server"; }
   StartPoint Setup() override;
@@ -96,6 +98,8 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   void ApplyUpdate(const StepInput& in) override { Push(in, false); }
   void SkipUpdate(const StepInput& in) override { Push(in, true); }
   comm::Communicator& replicas() const override { return *group_; }
+  // Each worker pushes its own batch's mean (BatchWeight).
+  bool averages_over_replicas() const override { return false; }
   // A server's copy of the model only seeds its slice: on the CPU, where its optimizer runs.
   ModelOptions ReplicaModelOptions() const override {
     ModelOptions m = options().model;
