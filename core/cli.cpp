@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "core/environment.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "core/mpi_env.hpp"
@@ -15,10 +16,7 @@ namespace {
 
 // The log file this process writes to, as last applied (SHARDFLOW_LOG_FILE at first).
 std::string& AppliedLogFile() {
-  static std::string file = [] {
-    const char* env = std::getenv("SHARDFLOW_LOG_FILE");
-    return std::string(env == nullptr ? "" : env);
-  }();
+  static std::string file = [] { return env::Text("SHARDFLOW_LOG_FILE").value_or(""); }();
   return file;
 }
 
@@ -261,6 +259,7 @@ std::string CommandLineHelp(const ConfigSchema& schema, const AppSpec& app) {
     out << "  " << name << std::string(width + 2 - name.size(), ' ') << description << "\n";
   }
   out << "\nconfig keys (\"key = default  description [type]\"):\n" << schema.HelpText();
+  out << "\n" << env::Help();
   return out.str();
 }
 

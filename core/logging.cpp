@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/environment.hpp"
 #include "core/error.hpp"
 
 namespace shardflow {
@@ -68,13 +69,11 @@ void SetLogFile(const std::string& path) {
 }
 
 void InitLoggingFromEnvironment() {
-  if (const char* file = std::getenv("SHARDFLOW_LOG_FILE"); file != nullptr && *file != '\0') {
-    SetLogFile(file);
-  }
-  const char* value = std::getenv("SHARDFLOW_LOG_LEVEL");
-  if (value == nullptr || *value == '\0') return;
+  if (const std::optional<std::string> file = env::Text("SHARDFLOW_LOG_FILE")) SetLogFile(*file);
+  const std::optional<std::string> value = env::Text("SHARDFLOW_LOG_LEVEL");
+  if (!value) return;
   try {
-    SetLogLevel(ParseLogLevel(value));
+    SetLogLevel(ParseLogLevel(*value));
   } catch (const Error& e) {
     throw Error(ErrorCode::kInvalidArgument, e.status().message(),
                 {.key = "SHARDFLOW_LOG_LEVEL", .hint = e.context().hint});

@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/environment.hpp"
 #include "core/layers/activation.hpp"
 #include "core/layers/batch_norm.hpp"
 #include "core/layers/conv2d.hpp"
@@ -220,8 +221,7 @@ namespace {
 
 // SHARDFLOW_FUSION: on (or unset) fuses as ModelOptions::fuse says, off never fuses.
 bool FusionFromEnv() {
-  const char* env = std::getenv("SHARDFLOW_FUSION");
-  const std::string v = env != nullptr ? env : "";
+  const std::string v = env::Text("SHARDFLOW_FUSION").value_or("");
   if (v.empty() || v == "on") return true;
   if (v == "off") return false;
   throw Error(ErrorCode::kInvalidArgument, "unknown SHARDFLOW_FUSION '" + v + "'",

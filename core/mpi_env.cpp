@@ -16,6 +16,7 @@
 #include "core/binding.hpp"
 #include "core/check_hdf5.hpp"
 #include "core/check_mpi.hpp"
+#include "core/environment.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 
@@ -129,10 +130,7 @@ std::vector<Binding> GatherBindings(const Binding& mine, int rank, int size) {
   return out;
 }
 
-bool EnvironmentFlag(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' && std::string(value) != "0";
-}
+bool EnvironmentFlag(const char* name) { return env::Flag(name); }
 
 // SHARDFLOW_BINDING_REPORT / SHARDFLOW_BINDING_CHECK, set by slurm/launch.sh: rank 0 prints the
 // binding table; with the check, shared GPUs or cores fail the start on every rank.

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/environment.hpp"
 #include "core/logging.hpp"
 
 namespace shardflow {
@@ -18,9 +19,9 @@ namespace {
 // by a launcher draws the bar only when SHARDFLOW_PROGRESS=bar asks for it, and prints plain
 // lines otherwise; SHARDFLOW_PROGRESS=plain forces plain lines everywhere.
 bool UnderLauncher() {
-  const char* choice = std::getenv("SHARDFLOW_PROGRESS");
-  if (choice != nullptr && std::string_view(choice) == "bar") return false;
-  if (choice != nullptr && std::string_view(choice) == "plain") return true;
+  const std::string choice = env::Choice("SHARDFLOW_PROGRESS", "auto", {"auto", "bar", "plain"});
+  if (choice == "bar") return false;
+  if (choice == "plain") return true;
   for (const char* name : {"PMIX_RANK", "PMI_SIZE", "SLURM_STEP_ID"}) {
     if (std::getenv(name) != nullptr) return true;
   }

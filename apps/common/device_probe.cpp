@@ -8,6 +8,7 @@
 #include <string>
 
 #include "apps/common/device_choice.hpp"
+#include "core/environment.hpp"
 #include "core/logging.hpp"
 
 #ifdef SHARDFLOW_DEVICE_PROBE_CUDA
@@ -18,8 +19,7 @@ namespace shardflow::apps {
 
 DeviceProbe ProbeDevices() {
   DeviceProbe probe;
-  const char* simulate = std::getenv("SHARDFLOW_SIMULATE_CUDA");
-  if (simulate != nullptr && std::string(simulate) == "1") {
+  if (env::Flag("SHARDFLOW_SIMULATE_CUDA")) {
     return {.device_count = 1, .cuda_visible_devices = "(simulated)", .simulated = true};
   }
   probe.cuda_visible_devices = VisibleDevicesText(std::getenv("CUDA_VISIBLE_DEVICES"));

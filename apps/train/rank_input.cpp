@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "comm/collectives.hpp"
+#include "core/environment.hpp"
 #include "core/error.hpp"
 #include "io/pipeline/data_options.hpp"
 
@@ -317,8 +318,8 @@ std::string BatchText(const std::vector<int64_t>& batches) {
 }
 
 void MaybeLogRowIds(int rank, int64_t epoch, int64_t step, const pipeline::Element& batch) {
-  const char* prefix = std::getenv("SHARDFLOW_TEST_ROW_IDS");
-  if (prefix == nullptr || *prefix == '\0' || !batch.Has(pipeline::kRowIdFeature)) return;
+  const std::string prefix = env::Text("SHARDFLOW_TEST_ROW_IDS").value_or("");
+  if (prefix.empty() || !batch.Has(pipeline::kRowIdFeature)) return;
   std::ofstream out(std::string(prefix) + ".rank" + std::to_string(rank), std::ios::app);
   out << epoch << ' ' << step << ' ';
   const Tensor& t = batch.Get(pipeline::kRowIdFeature);

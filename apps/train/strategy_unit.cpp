@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
+#include <memory>
 
 #include "apps/train/strategies/registered.hpp"
+#include "core/edit_distance.hpp"
 #include "core/error.hpp"
 #include "core/thread_annotations.hpp"
 
@@ -13,7 +14,8 @@ namespace {
 
 struct Registry {
   Mutex mu;
-  // Nodes of a map keep their address: FindStrategyUnit hands out references.
+  // Units on the heap: FindStrategyUnit hands out references, which stay valid until a unit of
+  // the same name replaces it (registration comes before any run).
   std::map<std::string, std::unique_ptr<const StrategyUnit>> units GUARDED_BY(mu);
 };
 
@@ -36,21 +38,6 @@ Registry& TheRegistry() {
 // The unit that runs when dist.strategy is auto (or TrainerOptions::strategy empty) and no unit
 // claims the config.
 constexpr const char* kDefaultStrategy = "data_parallel";
-
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
 
 // The unit that reads `key` among the registered ones, or null when it is everyone's.
 const StrategyUnit* OwnerOf(const std::string& key) {

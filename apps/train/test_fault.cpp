@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "core/environment.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 
@@ -29,8 +30,9 @@ const char* SignalName(int signal) {
 }  // namespace
 
 TestFault TestFault::FromEnvironment() {
-  const char* env = std::getenv("SHARDFLOW_TEST_FAULT");
-  if (env == nullptr || *env == '\0') return {};
+  const std::optional<std::string> text = env::Text("SHARDFLOW_TEST_FAULT");
+  if (!text) return {};
+  const char* env = text->c_str();
   char kind[16] = {}, who[8] = {};
   long long step = -1;
   char extra = 0;

@@ -17,6 +17,7 @@
 
 #include "core/cpu/gemm_isa.hpp"
 #include "core/cpu/onednn_gemm.hpp"
+#include "core/environment.hpp"
 #include "core/error.hpp"
 
 #define SHARDFLOW_GEMM_ISA v3
@@ -39,8 +40,7 @@ bool CpuHasAvx512() {
 // Chosen once: SHARDFLOW_CPU_TARGET, else the best the CPU has.
 bool UseAvx512() {
   static const bool use = [] {
-    const char* env = std::getenv("SHARDFLOW_CPU_TARGET");
-    const std::string want = env != nullptr ? env : "";
+    const std::string want = env::Text("SHARDFLOW_CPU_TARGET").value_or("");
     const bool has = CpuHasAvx512();
     if (want.empty()) return has;
     if (want == "x86-64-v3") return false;
@@ -72,8 +72,7 @@ void GemmBlock(bool trans_a, bool trans_b, int64_t r0, int64_t r1, int64_t c0, i
 }
 
 GemmKernel KernelFromEnv() {
-  const char* env = std::getenv("SHARDFLOW_GEMM");
-  const std::string want = env != nullptr ? env : "";
+  const std::string want = env::Text("SHARDFLOW_GEMM").value_or("");
   if (want.empty() || want == "auto") return GemmKernel::kAuto;
   if (want == "eigen") return GemmKernel::kEigen;
   if (want == "own") return GemmKernel::kOwn;
@@ -337,10 +336,7 @@ const char* GemmTarget() { return UseAvx512() ? "x86-64-v4 (AVX-512)" : "x86-64-
 
 int DefaultIntraOpThreads() {
   // slurm/launch.sh sets SHARDFLOW_THREADS to the rank's share of the node's cores.
-  if (const char* env = std::getenv("SHARDFLOW_THREADS"); env != nullptr && *env != '\0') {
-    const int n = std::atoi(env);
-    if (n > 0) return n;
-  }
+  if (const int64_t n = env::Int("SHARDFLOW_THREADS", 0, 1); n > 0) return static_cast<int>(n);
   return std::max(1, BoundCores());
 }
 

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "core/environment.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 
@@ -24,8 +25,7 @@ namespace shardflow::cpu {
 namespace {
 
 ConvKernel KernelFromEnv() {
-  const char* env = std::getenv("SHARDFLOW_CONV");
-  const std::string want = env != nullptr ? env : "";
+  const std::string want = env::Text("SHARDFLOW_CONV").value_or("");
   if (want.empty() || want == "auto") return ConvKernel::kAuto;
   if (want == "own") return ConvKernel::kOwn;
   if (want == "onednn") return ConvKernel::kOneDnn;

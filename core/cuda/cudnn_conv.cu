@@ -14,6 +14,7 @@
 #include "core/cuda/check_cuda.hpp"
 #include "core/cuda/cudnn_handle.cuh"
 #include "core/cuda/device_exec.cuh"
+#include "core/environment.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 
@@ -141,25 +142,11 @@ Choice Pick(const Perf* perf, int count, bool fma_only, bool deterministic, size
 
 // SHARDFLOW_CUDNN_WORKSPACE_MB (default 1024): the most scratch one pass may take.
 size_t MaxWorkspace() {
-  const char* env = std::getenv("SHARDFLOW_CUDNN_WORKSPACE_MB");
-  if (env == nullptr) return size_t{1024} << 20;
-  char* end = nullptr;
-  const long long mb = std::strtoll(env, &end, 10);
-  if (end == env || *end != '\0' || mb < 0) {
-    throw Error(
-        ErrorCode::kInvalidArgument,
-        std::string("SHARDFLOW_CUDNN_WORKSPACE_MB must be a count of MiB, not '") + env + "'");
-  }
-  return static_cast<size_t>(mb) << 20;
+  return static_cast<size_t>(env::Int("SHARDFLOW_CUDNN_WORKSPACE_MB", 1024, 0)) << 20;
 }
 
 bool HeuristicSearch() {
-  const char* env = std::getenv("SHARDFLOW_CUDNN_SEARCH");
-  const std::string want = env == nullptr ? "find" : env;
-  if (want == "find") return false;
-  if (want == "heuristic") return true;
-  throw Error(ErrorCode::kInvalidArgument, "unknown SHARDFLOW_CUDNN_SEARCH '" + want + "'",
-              {.hint = "find or heuristic"});
+  return env::Choice("SHARDFLOW_CUDNN_SEARCH", "find", {"find", "heuristic"}) == "heuristic";
 }
 
 }  // namespace

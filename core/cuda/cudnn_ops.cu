@@ -14,6 +14,7 @@
 #include "core/cuda/check_cuda.hpp"
 #include "core/cuda/cudnn_handle.cuh"
 #include "core/cuda/device_exec.cuh"
+#include "core/environment.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
 #include "core/thread_annotations.hpp"
@@ -178,7 +179,7 @@ void SetCudnnOps(unsigned ops) { g_ops.store(static_cast<int>(ops & kCudnnAll));
 bool CudnnOpsOn(CudnnOp op) {
   int ops = g_ops.load();
   if (ops < 0) {
-    ops = static_cast<int>(ParseCudnnOps(std::getenv("SHARDFLOW_CUDNN")));
+    ops = static_cast<int>(ParseCudnnOps(env::Text("SHARDFLOW_CUDNN").value_or("").c_str()));
     g_ops.store(ops);
   }
   return (static_cast<unsigned>(ops) & op) != 0;
