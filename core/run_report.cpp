@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -55,6 +56,43 @@ std::string Percent(double fraction) {
 double StepTimeTotals::InputFraction() const { return Fraction(input_wait_s, wall_s); }
 double StepTimeTotals::ComputeFraction() const { return Fraction(compute_s, wall_s); }
 double StepTimeTotals::CommFraction() const { return Fraction(comm_s, wall_s); }
+double StepTimeTotals::OtherFraction() const {
+  return std::max(0.0, 1.0 - InputFraction() - ComputeFraction() - CommFraction());
+}
+
+namespace {
+
+// What to do about a communication-bound run: cores first (ranks that outnumber them wait for a
+// core, not for data), then the strategy's buckets or its own knob, then the batch.
+std::string CommAdvice(const TuningContext& ctx) {
+  std::ostringstream advice;
+  if (ctx.cores > 0 && ctx.local_ranks * ctx.threads > ctx.cores) {
+    advice << ctx.local_ranks << " ranks x " << ctx.threads << " threads oversubscribe the node's "
+           << ctx.cores << " cores, so ranks wait for a core rather than for data: run fewer "
+           << "ranks (or threads) per node, or spread them over more nodes";
+    return advice.str();
+  }
+  const CommProfile& comm = ctx.comm;
+  if (comm.buckets != 0 && !ctx.overlap) {
+    advice << "set dist.overlap = true";
+  } else if (comm.buckets < 0) {
+    advice << "raise dist.bucket_mb (now " << ctx.bucket_mb << ")";
+  } else if (comm.buckets > 1) {
+    advice << "raise dist.bucket_mb (now " << ctx.bucket_mb << ") to send its " << comm.buckets
+           << " gradient buckets (the largest " << std::setprecision(3) << comm.largest_bucket_mb
+           << " MiB) in fewer messages";
+  } else if (comm.buckets == 1) {
+    advice << "the gradients already travel as one bucket (" << std::setprecision(3)
+           << comm.largest_bucket_mb << " MiB)";
+  } else if (!comm.knob.empty()) {
+    advice << comm.knob;
+  }
+  if (advice.tellp() > 0) advice << ", or ";
+  advice << "raise train.batch_size so each step computes more per byte sent";
+  return advice.str();
+}
+
+}  // namespace
 
 Verdict Diagnose(const StepTimeTotals& t, const TuningContext& ctx, double threshold) {
   const double input = t.InputFraction();
@@ -76,14 +114,8 @@ Verdict Diagnose(const StepTimeTotals& t, const TuningContext& ctx, double thres
     return {"input-bound", advice.str()};
   }
   if (comm >= threshold) {
-    advice << Percent(comm) << " of step time blocked on gradient all-reduce; ";
-    if (!ctx.overlap) {
-      advice << "set dist.overlap = true";
-    } else {
-      advice << "raise dist.bucket_mb (now " << ctx.bucket_mb << ")";
-    }
-    advice << ", or raise train.batch_size so each step computes more per byte sent";
-    return {"communication-bound", advice.str()};
+    return {"communication-bound", Percent(comm) + " of step time blocked on " +
+                                       ctx.comm.blocked_on + "; " + CommAdvice(ctx)};
   }
   advice << Percent(t.ComputeFraction()) << " of step time computing; ";
   advice << ComputeAdvice(ctx);
@@ -197,9 +229,10 @@ std::string FormatReport(const RunSummary& s) {
                 s.samples_per_s, s.times.wall_s);
   out << line;
   std::snprintf(line, sizeof(line),
-                "step time       input wait %5.1f%% | compute %5.1f%% | communication %5.1f%%\n",
+                "step time       input wait %5.1f%% | compute %5.1f%% | communication %5.1f%% | "
+                "other %5.1f%% (evaluation, checkpoints, waiting for the slowest rank)\n",
                 100 * s.times.InputFraction(), 100 * s.times.ComputeFraction(),
-                100 * s.times.CommFraction());
+                100 * s.times.CommFraction(), 100 * s.times.OtherFraction());
   out << line;
   if (s.device_input.present) {
     const DeviceInputFigures& d = s.device_input;

@@ -32,6 +32,22 @@ struct StepTimeTotals {
   double InputFraction() const;
   double ComputeFraction() const;
   double CommFraction() const;
+  // The rest of the wall time: evaluation, checkpoints, logging, and ranks waiting at the end
+  // for the slowest (the parts are means over ranks, the wall time the longest rank's).
+  double OtherFraction() const;
+};
+
+// What a strategy's communication is, in the report's words and advice (the strategy says:
+// Strategy::comm_profile). The defaults describe an all-reduce of gradients whose buckets are
+// not known.
+struct CommProfile {
+  std::string waits_for = "the all-reduce";        // what a straggler is last to
+  std::string blocked_on = "gradient all-reduce";  // what communication time was spent on
+  // Gradient buckets a step reduces (dist.bucket_mb and dist.overlap shape them), and the
+  // largest; -1: not known (the advice names the knobs); 0: the strategy has none.
+  int buckets = -1;
+  double largest_bucket_mb = 0;
+  std::string knob;  // the strategy's own advice for a communication-bound run, or ""
 };
 
 // What the verdict may suggest: the current values of the knobs it can name.
@@ -53,6 +69,7 @@ struct TuningContext {
   // The CPUs this rank is bound to (0: not known). Fewer than `threads` makes the threads
   // time-slice, and the advice says how to unbind.
   int bound_cores = 0;
+  CommProfile comm;  // the run's strategy's (set at the end of the run)
 };
 
 struct Verdict {

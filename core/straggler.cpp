@@ -121,11 +121,11 @@ std::string FormatStraggler(const StragglerReport& s) {
   if (s.rank < 0) return "";
   char line[320];
   std::snprintf(line, sizeof(line),
-                "%srank %d was last to the all-reduce in %.0f%% of %lld steps, +%.1f ms (median), "
+                "%srank %d was last to %s in %.0f%% of %lld steps, +%.1f ms (median), "
                 "%s-bound (input wait %.0f%% of its extra time)",
                 s.Clear() ? "" : "no clear straggler (ranks take turns being last): ", s.rank,
-                100 * s.last_fraction, static_cast<long long>(s.steps), 1e3 * s.margin_s,
-                s.cause.c_str(), 100 * s.input_share);
+                s.waited_at.c_str(), 100 * s.last_fraction, static_cast<long long>(s.steps),
+                1e3 * s.margin_s, s.cause.c_str(), 100 * s.input_share);
   return s.why.empty() ? std::string(line) : std::string(line) + ": " + s.why;
 }
 

@@ -49,6 +49,7 @@ struct StragglerReport {
   double gather_s = 0;  // what gathering the records and attributing them cost (rank 0's time)
   std::vector<ShardSize> shards;  // per rank, when looked up (NeedsShards())
   std::string why;  // "its shard's files are 2.0x larger (...)" when its shard explains it
+  std::string waited_at = "the all-reduce";  // what the ranks arrive at (CommProfile::waits_for)
 
   // One rank is last in at least 1.5 times its even share of the steps.
   bool Clear() const {

@@ -138,6 +138,9 @@ class Strategy {
   virtual void Finish() {}
   // Adds the strategy's own fields to the report (its name, what communication cost, ...).
   virtual void FinishReport(RunSummary* summary) = 0;
+  // What its communication is, for the report's words and advice (core/run_report.hpp): the
+  // default is a gradient all-reduce whose buckets are not known.
+  virtual CommProfile comm_profile() const { return {}; }
   // The trained parameters as the whole model's flat arena (every rank returns the same;
   // called only when TrainerOptions::final_params is on).
   virtual std::vector<float> FinalParams() = 0;

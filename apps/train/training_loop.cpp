@@ -459,7 +459,9 @@ void TrainingLoop::Summarize(int64_t steps) {
   s.samples = static_cast<int64_t>(parts[3]);
   s.samples_per_s = wall > 0 ? parts[3] / wall : 0;
   s.aggregate_samples_per_s = parts[5];
-  s.verdict = Diagnose(s.times, o_.tuning);
+  TuningContext tuning = o_.tuning;
+  tuning.comm = strategy_.comm_profile();
+  s.verdict = Diagnose(s.times, tuning);
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);  // ru_maxrss in KiB on Linux
   for (int64_t kib : comm::AllgatherInt64(job_, static_cast<int64_t>(usage.ru_maxrss))) {
@@ -478,6 +480,7 @@ void TrainingLoop::Summarize(int64_t steps) {
   // Which rank the others waited for: ranks that meet every step (not asynchronous workers).
   if (strategy_.trains_batches() && strategy_.synchronous_metrics()) {
     s.straggler = arrivals_.Gather(*steps_, inputs_.shard_size);
+    s.straggler.waited_at = strategy_.comm_profile().waits_for;
   }
   if (left_out_->batches_left_out > 0) {
     SF_LOG(Info) << "equal steps left out " << left_out_->batches_left_out.load() << " batches ("

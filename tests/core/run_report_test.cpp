@@ -32,6 +32,55 @@ TEST(RunReportTest, CommunicationBoundSuggestsOverlapThenBuckets) {
             std::string::npos);
 }
 
+// The advice fits the run: cores before buckets, buckets only where there are several, the
+// strategy's own words and knob where it has no buckets.
+TEST(RunReportTest, CommunicationAdviceFitsTheStrategyAndTheCores) {
+  StepTimeTotals t{.wall_s = 10, .input_wait_s = 0.5, .compute_s = 6, .comm_s = 3.5};
+  TuningContext over{.bucket_mb = 4, .threads = 1, .cores = 2, .local_ranks = 4};
+  std::string a = Diagnose(t, over).advice;
+  EXPECT_NE(a.find("4 ranks x 1 threads oversubscribe the node's 2 cores"), std::string::npos) << a;
+  EXPECT_EQ(a.find("bucket_mb"), std::string::npos) << a;
+
+  TuningContext one{.bucket_mb = 4, .cores = 2, .local_ranks = 2};
+  one.comm.buckets = 1;
+  one.comm.largest_bucket_mb = 0.25;
+  a = Diagnose(t, one).advice;
+  EXPECT_EQ(a.find("raise dist.bucket_mb"), std::string::npos) << a;
+  EXPECT_NE(a.find("already travel as one bucket (0.25 MiB)"), std::string::npos) << a;
+
+  TuningContext many = one;
+  many.comm.buckets = 5;
+  many.comm.largest_bucket_mb = 12.3;
+  a = Diagnose(t, many).advice;
+  EXPECT_NE(a.find("raise dist.bucket_mb (now 4) to send its 5 gradient buckets (the largest "
+                   "12.3 MiB)"),
+            std::string::npos)
+      << a;
+
+  TuningContext ps{.cores = 2, .local_ranks = 2};
+  ps.comm = {.waits_for = "",
+             .blocked_on = "pulls from and pushes to the parameter servers",
+             .buckets = 0,
+             .knob = "spread the parameters over more servers (dist.ps_ranks, now 1)"};
+  a = Diagnose(t, ps).advice;
+  EXPECT_NE(a.find("35% of step time blocked on pulls from and pushes to the parameter servers; "
+                   "spread the parameters over more servers (dist.ps_ranks, now 1), or raise "
+                   "train.batch_size"),
+            std::string::npos)
+      << a;
+  EXPECT_EQ(a.find("bucket"), std::string::npos) << a;
+}
+
+TEST(RunReportTest, StepTimeSharesAddUpToTheWholeRun) {
+  RunSummary s;
+  s.times = {.wall_s = 10, .input_wait_s = 0.31, .compute_s = 0.14, .comm_s = 4.91};
+  EXPECT_NEAR(s.times.OtherFraction(), 0.464, 1e-12);
+  const std::string report = FormatReport(s);
+  EXPECT_NE(report.find("input wait   3.1% | compute   1.4% | communication  49.1% | other  46.4%"),
+            std::string::npos)
+      << report;
+}
+
 TEST(RunReportTest, ComputeBoundWhenNothingElseDominates) {
   StepTimeTotals t{.wall_s = 10, .input_wait_s = 0.2, .compute_s = 9.5, .comm_s = 0.3};
   const Verdict v = Diagnose(t, {.threads = 2});

@@ -50,6 +50,16 @@ TEST(StragglerTest, NamesTheSlowInputRank) {
   EXPECT_NE(line.find("input-bound"), std::string::npos) << line;
 }
 
+// The line names what the strategy's ranks meet at, not always an all-reduce.
+TEST(StragglerTest, NamesWhatTheRanksWaitAt) {
+  StragglerReport s = AttributeStragglers(Steps(2, 20, 1, 0.004f, 0.0005f));
+  s.waited_at = "the step's all-reduces";
+  const std::string line = FormatStraggler(s);
+  EXPECT_NE(line.find("rank 1 was last to the step's all-reduces in 100% of 20 steps"),
+            std::string::npos)
+      << line;
+}
+
 TEST(StragglerTest, CountsTheStepsEachRankWasLast) {
   // Rank 0 late in 3 steps of 4, rank 1 in 1.
   std::vector<std::vector<StepArrival>> per_rank = {

@@ -20,6 +20,7 @@ class DataParallelStrategy final : public ReplicaStrategy {
  public:
   explicit DataParallelStrategy(const StrategyEnv& env) : ReplicaStrategy(env) {}
   std::string name() const override { return "data_parallel"; }
+  CommProfile comm_profile() const override { return profile_; }
 
  protected:
   void AttachToModel() override;
@@ -48,6 +49,7 @@ class DataParallelStrategy final : public ReplicaStrategy {
   // then start at FinishGradients, in index order.
   std::unique_ptr<comm::DeviceAllreduce> device_reduce_;
   std::vector<GradBucket> buckets_;
+  CommProfile profile_;        // the buckets' count and size, for the report's advice
   std::vector<bool> started_;  // this step's, by bucket index
   // Otherwise (dist.device_allreduce = host, or no NCCL) it reduces them in host memory: each
   // bucket is copied to `host_grads_` (or the shared window) as backprop finishes it, and the
@@ -67,7 +69,12 @@ void DataParallelStrategy::AttachToModel() {
   const std::vector<GradBucket> buckets =
       arena.Buckets(static_cast<size_t>(std::max(1.0, o.bucket_mb * (1 << 20))));
   std::vector<comm::GradientSlice> slices;
-  for (const GradBucket& b : buckets) slices.push_back({b.offset, b.size});
+  for (const GradBucket& b : buckets) {
+    slices.push_back({b.offset, b.size});
+    profile_.largest_bucket_mb =
+        std::max(profile_.largest_bucket_mb, static_cast<double>(b.size) * 4 / (1 << 20));
+  }
+  profile_.buckets = grad_comm_->size() > 1 ? static_cast<int>(buckets.size()) : 0;
   const bool on_device = arena.device() != Device::kCpu;
   // One rank with its model on a device: nothing to reduce, and the gradients stay where
   // backprop wrote them (no reducer, no host copy of the arena).

@@ -60,6 +60,13 @@ class ModelParallelStrategy final : public Strategy {
         guard_(o_.nonfinite) {}
 
   std::string name() const override { return "model_parallel"; }
+  CommProfile comm_profile() const override {
+    return {.waits_for = "the step's all-reduces",
+            .blocked_on = "pipeline sends and the replicas' and tensor ways' all-reduces",
+            .buckets = 0,
+            .knob = "more micro-batches (dist.micro_batches, now " +
+                    std::to_string(mp_.micro_batches) + ") to hide the pipeline's waits"};
+  }
   StartPoint Setup() override;
   StepOutput TrainStep(const StepInput& in) override;
   EvalResult Evaluate(const pipeline::Dataset& eval) override;

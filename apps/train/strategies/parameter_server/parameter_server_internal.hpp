@@ -77,6 +77,13 @@ class ParameterServerStrategy final : public ReplicaStrategy {
         rma_(PsOptionsOf(*env.options).transport == "rma") {}
 
   std::string name() const override { return "parameter_server"; }
+  CommProfile comm_profile() const override {
+    return {.waits_for = "the step's agreement",
+            .blocked_on = "pulls from and pushes to the parameter servers",
+            .buckets = 0,
+            .knob = "spread the parameters over more servers (dist.ps_ranks, now " +
+                    std::to_string(num_servers_) + ")"};
+  }
   StartPoint Setup() override;
   bool trains_batches() const override { return !server_; }
   void Serve() override;
