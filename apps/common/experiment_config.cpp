@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/cpu/gemm.hpp"
+#include "core/environment.hpp"
 #include "core/logging.hpp"
 
 namespace shardflow::apps {
@@ -241,9 +242,7 @@ ModelSetup MakeModelSetup(const ExperimentConfig& c) {
 
 int ResolveThreads(const ExperimentConfig& c, int local_ranks) {
   if (c.threads > 0) return c.threads;
-  if (const char* env = std::getenv("SHARDFLOW_THREADS"); env != nullptr && *env != '\0') {
-    return std::max(1, std::atoi(env));
-  }
+  if (const int64_t n = env::Int("SHARDFLOW_THREADS", 0, 1); n > 0) return static_cast<int>(n);
   return cpu::DefaultThreadsPerRank(local_ranks);
 }
 

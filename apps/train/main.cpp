@@ -4,6 +4,7 @@
 //       [--resume[=auto]] [--overwrite] [--check] [--no-progress]
 // Parse, check (run_checks.hpp: every rank alike, one line, exit 2), then Run or DryRun
 // (run.hpp).
+#include <cstdio>
 #include <filesystem>
 #include <thread>
 
@@ -63,13 +64,13 @@ int main(int argc, char** argv) {
         ParseCommandLine(argc, argv, schema, app);
         train::RefuseTrainerSetKeys(schema);
         options = train::MakeTrainerOptions(
-            &config, schema, strategies, {.ranks = env.size(), .node_of_rank = env.node_of_rank()},
+            config, schema, strategies, {.ranks = env.size(), .node_of_rank = env.node_of_rank()},
             schema.ResolvedIni());
         // Each rank alone, before the costly checks: a rank without the GPU asked for stops the
         // job with its own line (no collective in the parse phase; RunMain agrees on failures).
         device = train::UseTrainingDevice(env, config, kHasCudaBackend, options);
-        train::SetReplicaBatch(train::ShardOf(options, env.rank()).index, &config, &options);
-        train::CheckInputs(&config, options);
+        train::SetReplicaBatch(train::ShardOf(options, env.rank()).index, &options);
+        train::CheckInputs(&options);
         train::CheckFreshOutput(options, config.overwrite);
         train::CheckResumable(options);
         if (!check) train::CheckCheckpointDir(options, env.rank());
@@ -78,7 +79,8 @@ int main(int argc, char** argv) {
         // Counting opens every file of this rank's shard: a file every rank finds wrong alike (a
         // CSV header without the feature's column) is an error of the parse phase, said once.
         const train::DataShard shard = train::ShardOf(options, env.rank());
-        local_batches = pipeline::CountLocalTrainingBatches(config.data, shard.index, shard.count);
+        local_batches =
+            pipeline::CountLocalTrainingBatches(options.train_input, shard.index, shard.count);
         options.tuning.threads = apps::ResolveThreads(config, env.local_size());
         options.tuning.local_ranks = env.local_size();
         options.tuning.cores = static_cast<int>(std::thread::hardware_concurrency());
@@ -92,11 +94,13 @@ int main(int argc, char** argv) {
           if (!w.empty()) SF_LOG(Warn) << w;
         }
         PrintResolvedTable(schema);
+        if (env.is_chief()) std::printf("%s\n", train::DerivedValues(config, options).c_str());
       },
       [&](MpiEnvironment& env) {
         if (check) return train::DryRun(env, config, options);
         if (env.is_chief()) {
           if (config.overwrite) train::ClearPreviousRun(options);
+          train::SetAsideUnfinishedRun(options);
           train::RemoveUnfinishedCheckpoints(options);
           std::filesystem::create_directories(config.output);
           schema.SaveResolved(config.output + "/resolved.ini");

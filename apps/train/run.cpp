@@ -13,6 +13,7 @@
 #include "apps/train/memory_guard.hpp"
 #include "apps/train/straggler_log.hpp"
 #include "apps/train/strategy_unit.hpp"
+#include "apps/train/trainer_options.hpp"
 #include "comm/collectives.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/cpu/gemm_isa.hpp"
@@ -23,17 +24,6 @@
 #include "io/pipeline/list_files.hpp"
 
 namespace shardflow::train {
-namespace {
-
-// Formats whose records can be found again by id (a file and a byte or row offset), which
-// elastic resume needs: TFRecord, CSV, JSON lines and text by byte offset, HDF5 by row. A
-// compressed file has no byte ranges: the resume then stops with an error naming the format.
-bool ReadsRecordsById(const std::string& format) {
-  return format == "tfrecord" || format == "hdf5" || format == "csv" || format == "jsonl" ||
-         format == "text";
-}
-
-}  // namespace
 
 // Every rank of a model-parallel replica reads the replica's shard; a rank that reads none (a
 // parameter server) gets shard 0 of the count, which it never opens for training.
@@ -43,7 +33,7 @@ DataShard ShardOf(const TrainerOptions& o, int rank) {
   return {.index = role.shard < 0 ? 0 : role.shard, .count = plan.shards};
 }
 
-int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& options,
+int Run(MpiEnvironment& env, const apps::ExperimentConfig& config, const TrainerOptions& options,
         int64_t local_batches, Device device) {
   const bool chief = env.is_chief();
   const DataShard shard = ShardOf(options, env.rank());
@@ -66,37 +56,36 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
                  << " (SHARDFLOW_CONV: auto takes Winograd for 5x5 stride-1 'same' convolutions, "
                     "then oneDNN's direct kernels)";
   }
-  options.final_params = false;
   TrainerInputs inputs;
-  inputs.train = [&config, shard] {
-    return pipeline::BuildInputPipeline(config.data, shard.index, shard.count);
+  inputs.train = [&options, shard] {
+    return pipeline::BuildInputPipeline(options.train_input, shard.index, shard.count);
   };
   inputs.local_batches = [local_batches] { return local_batches; };
-  inputs.shard_size = [&config, shard] {
-    return ShardSizeOf(config.data, shard.index, shard.count);
+  inputs.shard_size = [&options, shard] {
+    return ShardSizeOf(options.train_input, shard.index, shard.count);
   };
-  if (ReadsRecordsById(config.data.data.format)) {  // elastic resume reads records by id
-    config.data.data.row_ids = true;
-    inputs.factories.regular = [&config](int rank, int world, int64_t batch,
-                                         const std::vector<int64_t>& shard_weights) {
-      pipeline::InputSpec spec = config.data;
+  if (options.train_input.data.row_ids) {  // elastic resume reads records by id
+    inputs.factories.regular = [&options](int rank, int world, int64_t batch,
+                                          const std::vector<int64_t>& shard_weights) {
+      pipeline::InputSpec spec = options.train_input;
       spec.data.batch_size = batch;
       spec.data.shard_weights = shard_weights;
       return pipeline::BuildInputPipeline(spec, rank, world);
     };
-    inputs.factories.records = [&config](std::shared_ptr<const std::vector<int64_t>> ids,
-                                         int64_t batch) {
-      pipeline::InputSpec spec = config.data;
+    inputs.factories.records = [&options](std::shared_ptr<const std::vector<int64_t>> ids,
+                                          int64_t batch) {
+      pipeline::InputSpec spec = options.train_input;
       spec.data.batch_size = batch;
       spec.data.only_records = std::move(ids);
       return pipeline::BuildInputPipeline(spec, 0, 1);
     };
-    inputs.factories.all_ids = [&config] { return pipeline::AllRecordIds(config.data); };
-    inputs.factories.shuffle_seed =
-        config.data.data.shuffle_buffer > 0 ? static_cast<int64_t>(config.data.data.seed) : -1;
-    inputs.factories.provided = [&config](std::function<std::optional<int64_t>()> next,
-                                          int64_t batch) {
-      pipeline::InputSpec spec = config.data;
+    inputs.factories.all_ids = [&options] { return pipeline::AllRecordIds(options.train_input); };
+    inputs.factories.shuffle_seed = options.train_input.data.shuffle_buffer > 0
+                                        ? static_cast<int64_t>(options.train_input.data.seed)
+                                        : -1;
+    inputs.factories.provided = [&options](std::function<std::optional<int64_t>()> next,
+                                           int64_t batch) {
+      pipeline::InputSpec spec = options.train_input;
       spec.data.batch_size = batch;
       spec.data.epochs = 1;
       // A batch read ahead is a batch claimed: a few, so a fast worker does not claim what a
@@ -105,7 +94,7 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
       spec.data.record_provider = std::move(next);
       return pipeline::BuildInputPipeline(spec, 0, 1);
     };
-    if (options.dynamic_sharding && config.data.on_corrupt == "skip") {
+    if (options.dynamic_sharding && options.train_input.on_corrupt == "skip") {
       throw Error(ErrorCode::kInvalidArgument,
                   "dist.sharding = dynamic trains every claimed batch whole, so a damaged record "
                   "cannot be skipped (data.on_corrupt = skip)",
@@ -115,12 +104,12 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
     throw Error(ErrorCode::kInvalidArgument,
                 "dist.sharding = dynamic reads records by their offsets, which needs "
                 "data.format = tfrecord, not " +
-                    config.data.data.format,
+                    options.train_input.data.format,
                 {.key = "dist.sharding", .hint = "convert the data with shardflow-convert"});
   }
-  if (!config.eval.data.files.empty()) {
-    inputs.eval = [&config, shard] {
-      return pipeline::BuildInputPipeline(config.eval, shard.index, shard.count);
+  if (!options.eval_input.data.files.empty()) {
+    inputs.eval = [&options, shard] {
+      return pipeline::BuildInputPipeline(options.eval_input, shard.index, shard.count);
     };
   }
   const comm::Communicator job(comm::Group::kWorld, {.discover_topology = false});
@@ -131,7 +120,8 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
   auto summary_json = [&] {
     auto json = SummaryToJson(result.summary);
     json["device"] = DeviceName(device);
-    if (const std::string layout = pipeline::AssembledLayout(config.data); !layout.empty()) {
+    if (const std::string layout = pipeline::AssembledLayout(options.train_input);
+        !layout.empty()) {
       json["input_layout"] = layout;
     }
     return json;
@@ -168,17 +158,17 @@ int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& opt
 int DryRun(MpiEnvironment& env, const apps::ExperimentConfig& config, const TrainerOptions& o) {
   comm::Communicator job(comm::Group::kWorld, {.discover_topology = false});
   const DataShard shard = ShardOf(o, env.rank());
-  const int64_t records = pipeline::CountLocalRecords(config.data, shard.index, shard.count);
-  const int64_t batches = pipeline::CountLocalBatches(config.data, shard.index, shard.count);
+  const int64_t records = pipeline::CountLocalRecords(o.train_input, shard.index, shard.count);
+  const int64_t batches = pipeline::CountLocalBatches(o.train_input, shard.index, shard.count);
   const std::vector<int64_t> all_records = comm::AllgatherInt64(job, records);
   const std::vector<int64_t> all_batches = comm::AllgatherInt64(job, batches);
   const std::vector<int64_t> local_ranks = comm::AllgatherInt64(job, env.local_rank());
   if (!env.is_chief()) return 0;
-  const auto train_files = pipeline::ListFiles(config.data.data.files);
+  const auto train_files = pipeline::ListFiles(o.train_input.data.files);
   std::printf("check: %zu training files (%s ... %s)", train_files.size(),
               train_files.front().c_str(), train_files.back().c_str());
-  if (!config.eval.data.files.empty()) {
-    std::printf(", %zu evaluation files", pipeline::ListFiles(config.eval.data.files).size());
+  if (!o.eval_input.data.files.empty()) {
+    std::printf(", %zu evaluation files", pipeline::ListFiles(o.eval_input.data.files).size());
   }
   std::printf("\ncheck: rank  local rank  threads  records  batches  role (%s)\n",
               o.strategy.c_str());
@@ -192,7 +182,7 @@ int DryRun(MpiEnvironment& env, const apps::ExperimentConfig& config, const Trai
   }
   if (o.dynamic_sharding) {  // the workers claim every record's batch as they go
     const ClaimPlan p =
-        ClaimPlan::Make(static_cast<int64_t>(pipeline::AllRecordIds(config.data).size()),
+        ClaimPlan::Make(static_cast<int64_t>(pipeline::AllRecordIds(o.train_input).size()),
                         o.per_rank_batch, o.plan.shards);
     const int64_t planned = p.steps_per_epoch * o.epochs;
     std::printf(
@@ -238,6 +228,7 @@ int DryRun(MpiEnvironment& env, const apps::ExperimentConfig& config, const Trai
       "check: model %lld parameters; per rank about %.1f MiB for parameters, gradients, "
       "optimizer state and one batch (activations extra)%s\n",
       static_cast<long long>(params), mib, holder.c_str());
+  std::printf("check: %s\n", DerivedValues(config, o).c_str());
   std::printf("check: ok, nothing trained or written\n");
   std::fflush(stdout);
   return 0;

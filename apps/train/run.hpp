@@ -21,7 +21,7 @@ DataShard ShardOf(const TrainerOptions& o, int rank);
 
 // Trains on this rank's shard (`local_batches` per pass), writes summary.json and prints the
 // report (rank 0); returns the exit status (kExitPreempted when stopped by a signal).
-int Run(MpiEnvironment& env, apps::ExperimentConfig& config, TrainerOptions& options,
+int Run(MpiEnvironment& env, const apps::ExperimentConfig& config, const TrainerOptions& options,
         int64_t local_batches, Device device);
 
 // --check: what a run would do, from every rank's counts, printed by rank 0; nothing trained or

@@ -173,6 +173,29 @@ void CheckCheckpointDir(const TrainerOptions& o, int rank) {
 // Rank 0, before training: checkpoint files a killed writer left unfinished
 // (NAME.h5.tmp.PID) are removed, logged. No writer of another run can be at work in the folder
 // (a fresh run into a used OUTPUT is refused).
+void SetAsideUnfinishedRun(const TrainerOptions& o) {
+  namespace fs = std::filesystem;
+  if (!o.resume_if_possible || o.output_dir.empty()) return;
+  if (fs::is_directory(o.checkpoint.dir) && !ListCheckpoints(o.checkpoint).empty()) return;
+  std::vector<std::string> logs;
+  for (const char* name : {"metrics.jsonl", "summary.json", "tb"}) {
+    if (fs::exists(o.output_dir + "/" + name)) logs.push_back(name);
+  }
+  if (logs.empty()) return;
+  std::string aside;
+  for (int n = 1; aside.empty() || fs::exists(aside); ++n) {
+    aside = o.output_dir + "/unfinished-run-" + std::to_string(n);
+  }
+  fs::create_directories(aside);
+  std::string moved;
+  for (const std::string& name : logs) {
+    fs::rename(o.output_dir + "/" + name, aside + "/" + name);
+    moved += (moved.empty() ? "" : ", ") + name;
+  }
+  SF_LOG(Warn) << "--resume=auto: no checkpoint to resume from, so this run starts fresh; the "
+               << "unfinished run's " << moved << " set aside in " << aside;
+}
+
 void RemoveUnfinishedCheckpoints(const TrainerOptions& o) {
   namespace fs = std::filesystem;
   if (!fs::is_directory(o.checkpoint.dir)) return;
@@ -191,24 +214,25 @@ void RemoveUnfinishedCheckpoints(const TrainerOptions& o) {
 // The inputs, in the parse phase: patterns that match nothing and folders among the files are
 // usage errors reported here, once, rather than by every rank's pipeline at once; a label
 // outside the model's classes will name its file and record (checked per example).
-void CheckInputs(apps::ExperimentConfig* config, const TrainerOptions& o) {
-  pipeline::CheckInputFilesMatch(config->data, "data.files");
-  CheckNotFolders(config->data, "data.files");
-  if (!config->eval.data.files.empty()) {
-    pipeline::CheckFilesMatch(config->eval.data.files, "eval.files");
-    CheckNotFolders(config->eval, "eval.files");
+void CheckInputs(TrainerOptions* options) {
+  TrainerOptions& o = *options;
+  pipeline::CheckInputFilesMatch(o.train_input, "data.files");
+  CheckNotFolders(o.train_input, "data.files");
+  if (!o.eval_input.data.files.empty()) {
+    pipeline::CheckFilesMatch(o.eval_input.data.files, "eval.files");
+    CheckNotFolders(o.eval_input, "eval.files");
   }
   // An assembled input (data.assemble) must be what the model reads; its layout is logged.
   const std::string layout =
-      apps::CheckAssembledInput(config->data, o.input_feature, o.input_shape);
+      apps::CheckAssembledInput(o.train_input, o.input_feature, o.input_shape);
   if (!layout.empty()) SF_LOG0(Info) << "[data] assembled input: " << layout;
-  if (!config->eval.data.files.empty()) {
-    apps::CheckAssembledInput(config->eval, o.input_feature, o.input_shape);
+  if (!o.eval_input.data.files.empty()) {
+    apps::CheckAssembledInput(o.eval_input, o.input_feature, o.input_shape);
   }
   if (o.task == apps::Task::kClassify) {
     const Shape out = DescribeLayers(o.model_spec, o.input_shape, o.model).back().output_shape;
-    config->data.check_example = apps::LabelRangeCheck(o.label_feature, out.back());
-    config->eval.check_example = config->data.check_example;
+    o.train_input.check_example = apps::LabelRangeCheck(o.label_feature, out.back());
+    o.eval_input.check_example = o.train_input.check_example;
   }
 }
 

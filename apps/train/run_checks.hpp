@@ -20,10 +20,16 @@ void CheckFreshOutput(const TrainerOptions& o, bool overwrite);
 void ClearPreviousRun(const TrainerOptions& o);
 // checkpoint.dir must be a folder this rank can create files in (Error(kIo) naming the errno).
 void CheckCheckpointDir(const TrainerOptions& o, int rank);
+// Rank 0, before anything is written, for --resume=auto (a requeued job): when there is no
+// checkpoint to resume from, the run starts fresh, and the logs of the run that died before its
+// first checkpoint (metrics.jsonl, summary.json, TensorBoard's tb/) are moved into
+// OUTPUT/unfinished-run-N/ (the first free N), logged, so the two runs' logs never mix.
+void SetAsideUnfinishedRun(const TrainerOptions& o);
 // Rank 0, before training: checkpoint files a killed writer left unfinished are removed, logged.
 void RemoveUnfinishedCheckpoints(const TrainerOptions& o);
 // The inputs: patterns that match nothing and folders among the data files are refused here,
-// once; an assembled input must be what the model reads; labels are range-checked per example.
-void CheckInputs(apps::ExperimentConfig* config, const TrainerOptions& o);
+// once; an assembled input must be what the model reads; labels are range-checked per example
+// (o->train_input and eval_input get the check).
+void CheckInputs(TrainerOptions* o);
 
 }  // namespace shardflow::train

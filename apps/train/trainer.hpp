@@ -38,6 +38,7 @@
 #include "core/run_report.hpp"
 #include "io/checkpoint.hpp"
 #include "io/pipeline/dataset.hpp"
+#include "io/pipeline/input_pipeline.hpp"
 
 namespace shardflow::train {
 
@@ -117,6 +118,12 @@ struct TrainerOptions : apps::ModelSetup {
   // Ranks claim batches as they go (dynamic_shard.hpp), for strategies whose ranks step
   // independently (StrategyUnit::dynamic_sharding).
   bool dynamic_sharding = false;
+
+  // The input as this rank reads it, resolved from the config's [data] and [eval] (which stay as
+  // parsed): this rank's batch and share of the records, one pass per epoch, evaluation in order
+  // and unaugmented, record ids where elastic resume needs them, the label range check.
+  pipeline::InputSpec train_input;
+  pipeline::InputSpec eval_input;
 
   // Output and checkpoints (rank 0 writes).
   std::string output_dir;               // "" : no files

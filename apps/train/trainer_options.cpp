@@ -63,25 +63,36 @@ std::string IdentityHash(const std::map<std::string, std::string>& values) {
   return hex;
 }
 
-// The per-rank batch, and the data specs' batch sizes and passes.
-int64_t SetBatchSizes(apps::ExperimentConfig* c, int ranks) {
-  int64_t per_rank = c->batch_size;
-  if (c->batch_semantics == "global") {
-    if (c->batch_size < ranks) {
+// Formats whose records can be found again by id (a file and a byte or row offset), which
+// elastic resume needs: TFRecord, CSV, JSON lines and text by byte offset, HDF5 by row. A
+// compressed file has no byte ranges: the resume then stops with an error naming the format.
+bool ReadsRecordsById(const std::string& format) {
+  return format == "tfrecord" || format == "hdf5" || format == "csv" || format == "jsonl" ||
+         format == "text";
+}
+
+// The per-rank batch, and the input specs' batch sizes and passes.
+int64_t SetBatchSizes(const apps::ExperimentConfig& c, int ranks, TrainerOptions* o) {
+  int64_t per_rank = c.batch_size;
+  if (c.batch_semantics == "global") {
+    if (c.batch_size < ranks) {
       throw Error(ErrorCode::kInvalidArgument,
-                  "global batch " + std::to_string(c->batch_size) + " is smaller than " +
+                  "global batch " + std::to_string(c.batch_size) + " is smaller than " +
                       std::to_string(ranks) + " replicas: some would have no row",
                   {.key = "train.batch_size", .hint = "at least one sample per replica"});
     }
-    per_rank = c->batch_size / ranks;  // SetReplicaBatch: one more for some when uneven
+    per_rank = c.batch_size / ranks;  // SetReplicaBatch: one more for some when uneven
   }
-  c->data.data.batch_size = per_rank;
-  c->data.data.epochs = 1;  // one pass; the trainer repeats after agreeing on steps
-  c->eval.data.batch_size = std::max<int64_t>(per_rank, 256);
-  c->eval.data.epochs = 1;
-  c->eval.data.shuffle_buffer = 0;
-  c->eval.data.drop_remainder = false;
-  c->eval.data.augmentations.clear();
+  o->train_input = c.data;
+  o->train_input.data.batch_size = per_rank;
+  o->train_input.data.epochs = 1;  // one pass; the trainer repeats after agreeing on steps
+  o->train_input.data.row_ids = ReadsRecordsById(c.data.data.format);  // elastic resume
+  o->eval_input = c.eval;
+  o->eval_input.data.batch_size = std::max<int64_t>(per_rank, 256);
+  o->eval_input.data.epochs = 1;
+  o->eval_input.data.shuffle_buffer = 0;
+  o->eval_input.data.drop_remainder = false;
+  o->eval_input.data.augmentations.clear();
   return per_rank;
 }
 
@@ -190,9 +201,10 @@ void CheckDynamicSharding(const StrategyUnit& unit) {
               {.key = "dist.sharding"});
 }
 
-TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* c, const ConfigSchema& schema,
+TrainerOptions MakeTrainerOptions(const apps::ExperimentConfig& config, const ConfigSchema& schema,
                                   const StrategySchema& strategies, const JobShape& job,
                                   const std::string& config_text) {
+  const apps::ExperimentConfig* c = &config;
   TrainerOptions o;
   SetModelParallel(*c, job.ranks, &o);
   const StrategyUnit& unit = ResolveStrategyUnit(schema, strategies, *c);
@@ -206,7 +218,7 @@ TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* c, const ConfigSchema&
   // Batch sizes and learning-rate scaling count data replicas (the unit says how many: every
   // rank of a model-parallel replica works on the same samples, parameter servers on none).
   const int replicas = unit.replicas(sc);
-  o.per_rank_batch = SetBatchSizes(c, replicas);
+  o.per_rank_batch = SetBatchSizes(*c, replicas, &o);
   o.global_batch = c->batch_semantics == "global";
   o.lr_scaled_by_ranks = c->lr_scaling == "linear";
   SetModelAndOptimizer(*c, replicas, &o);
@@ -235,6 +247,7 @@ TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* c, const ConfigSchema&
               .parallel_reads_used = c->data.data.parallel_reads == pipeline::kAutotune ? 1 : 0};
   o.plan = unit.plan(o, job);
   AssignComputeIndices(job.node_of_rank, &o.plan);
+  o.final_params = false;  // the program writes checkpoints; TrainResult::params is for tests
   return o;
 }
 
@@ -244,11 +257,27 @@ std::vector<int64_t> SplitGlobalBatch(int64_t global, int replicas) {
   return batches;
 }
 
-void SetReplicaBatch(int index, apps::ExperimentConfig* c, TrainerOptions* o) {
+void SetReplicaBatch(int index, TrainerOptions* o) {
   if (o->replica_batches.empty()) return;
   o->per_rank_batch = o->replica_batches.at(static_cast<size_t>(index));
-  c->data.data.batch_size = o->per_rank_batch;
-  c->data.data.shard_weights = o->replica_batches;
+  o->train_input.data.batch_size = o->per_rank_batch;
+  o->train_input.data.shard_weights = o->replica_batches;
+}
+
+std::string DerivedValues(const apps::ExperimentConfig& c, const TrainerOptions& o) {
+  const int replicas = o.plan.shards;
+  const std::vector<int64_t> batches = ReplicaBatches(o, replicas);
+  int64_t global = 0;
+  for (int64_t b : batches) global += b;
+  std::ostringstream out;
+  out << "derived: batch " << BatchText(batches) << " per data replica x " << replicas << " = "
+      << global << " global (train.batch_semantics = " << c.batch_semantics << "); learning rate "
+      << o.schedule.base_lr;
+  if (o.lr_scaled_by_ranks) {
+    out << " (train.lr " << c.lr << " x " << replicas << " replicas, train.lr_scaling = linear)";
+  }
+  if (o.schedule.warmup_steps > 0) out << " after " << o.schedule.warmup_steps << " warm-up steps";
+  return out.str();
 }
 
 void DisownTrainerSetKeys(ConfigSchema& schema) {

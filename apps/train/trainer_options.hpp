@@ -14,12 +14,13 @@ namespace shardflow::train {
 
 // The trainer's options for `job`, from the parsed `config` and `schema`: the strategy's unit is
 // chosen and resolved (strategy_unit.hpp; `strategies` is what DescribeStrategies returned for
-// `schema`), its rank plan made, and the data specs' batch sizes (per rank) and epochs filled.
+// `schema`), its rank plan made, and the input specs resolved (TrainerOptions::train_input,
+// eval_input: batch per rank, one pass); `config` is not changed.
 // Throws Error(kInvalidArgument) naming the key for combinations that cannot work (e.g. a global
 // batch smaller than the replica count, or one that does not divide over model-parallel replicas
 // or dynamically sharded workers). A global batch that does not divide otherwise is split
 // unevenly (replica_batches; SetReplicaBatch picks this rank's).
-TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* config, const ConfigSchema& schema,
+TrainerOptions MakeTrainerOptions(const apps::ExperimentConfig& config, const ConfigSchema& schema,
                                   const StrategySchema& strategies, const JobShape& job,
                                   const std::string& config_text);
 
@@ -28,10 +29,14 @@ TrainerOptions MakeTrainerOptions(apps::ExperimentConfig* config, const ConfigSc
 std::vector<int64_t> SplitGlobalBatch(int64_t global, int replicas);
 
 // This rank's part of an uneven global batch (o->replica_batches not empty), as replica `index`
-// of the data: its batch in o->per_rank_batch and the training spec, and the ranks' shares of
-// the records in proportion to their batches (data.shard_weights), so that their shards last
-// the same number of steps. Nothing for equal batches.
-void SetReplicaBatch(int index, apps::ExperimentConfig* config, TrainerOptions* o);
+// of the data: its batch in o->per_rank_batch and o->train_input, and the ranks' shares of the
+// records in proportion to their batches (data.shard_weights), so that their shards last the
+// same number of steps. Nothing for equal batches.
+void SetReplicaBatch(int index, TrainerOptions* o);
+
+// The values derived from the config that the resolved table cannot show: the batch per rank
+// and in all, and the learning rate the schedule starts from (after train.lr_scaling). One line.
+std::string DerivedValues(const apps::ExperimentConfig& config, const TrainerOptions& o);
 
 // Keys of [data] and [eval] that shardflow-train sets itself (the batch per rank from
 // train.batch_size, one pass per epoch, evaluation in order, whole and unaugmented): they are

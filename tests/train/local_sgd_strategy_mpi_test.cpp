@@ -92,7 +92,7 @@ TrainerOptions FromConfig(const std::string& ini, int ranks) {
   DisownTrainerSetKeys(schema);
   const StrategySchema strategies = DescribeStrategies(schema);
   schema.ParseString("[data]\nfiles = x.tfrecord\n" + ini, "local_sgd.ini");
-  return MakeTrainerOptions(&config, schema, strategies, {.ranks = ranks}, schema.ResolvedIni());
+  return MakeTrainerOptions(config, schema, strategies, {.ranks = ranks}, schema.ResolvedIni());
 }
 
 constexpr int64_t kRows = 6 * 8 * 4;
@@ -186,9 +186,6 @@ TEST(LocalSgdStrategyTest, RegisteredUnitChosenByAConfigFileWithItsOwnKey) {
   o.strategy = from.strategy;
   o.strategy_options = from.strategy_options;
   o.plan = from.plan;
-  const Data d = MakeRankData(Rank(), Ranks());
-  TrainerOptions o = Options();
-  o.strategy = "local_sgd_k4";
   const TrainResult local = Train(d, o);
   EXPECT_EQ(local.summary.strategy, "local_sgd");
   ASSERT_TRUE(local.summary.test_accuracy.has_value());

@@ -24,7 +24,7 @@ TrainerOptions Resolve(const std::string& ini, const JobShape& job, std::string*
   DisownTrainerSetKeys(schema);
   const StrategySchema strategies = DescribeStrategies(schema);
   schema.ParseString("[data]\nfiles = x.tfrecord\n" + ini, "test.ini");
-  TrainerOptions o = MakeTrainerOptions(&config, schema, strategies, job, schema.ResolvedIni());
+  TrainerOptions o = MakeTrainerOptions(config, schema, strategies, job, schema.ResolvedIni());
   if (table != nullptr) *table = schema.ResolvedTable();
   return o;
 }

@@ -11,7 +11,9 @@
 #   resume_cache, resume_file_cache  the same with data.cache = memory (issue 27.2: the saved
 #           state replays a cache the resumed process must refill) or a file cache at 2 ranks
 #           (issue 27.4: one file per rank).
-#   kill    SHARDFLOW_TEST_FAULT=kill:1:S: rank 1 dies at step S; the job must end non-zero.
+#   kill    SHARDFLOW_TEST_FAULT=kill:1:S: rank 1 dies at step S; the job must end non-zero. Then
+#           --resume=auto (a requeue) finds no checkpoint: it starts fresh, with the dead run's
+#           metrics.jsonl and TensorBoard events set aside in OUTPUT/unfinished-run-1/.
 #   hang    SHARDFLOW_TEST_FAULT=hang:1:S: rank 1 stops (SIGSTOP) at step S; the others' watchdog
 #           (dist.watchdog_seconds=3) must end the job non-zero, naming rank 1, once.
 #   nonfinite  the 784-512-256-10 MLP trains 4 steps (checkpoints at 2 and 4), then resumes with
@@ -67,7 +69,7 @@ kill)
   start=$(date +%s)
   rc=0
   SHARDFLOW_TEST_FAULT=kill:1:5 train 2 kill.log --data.files='data/fm-*.tfrecord' \
-    --dist.watchdog_seconds=3 --train.batch_size=16 --output run || rc=$?
+    --dist.watchdog_seconds=3 --train.batch_size=16 --train.log_every=1 --output run || rc=$?
   took=$(( $(date +%s) - start ))
   # mpiexec passes the signal on (137); `timeout` (60 s) would have taken far longer.
   [ $rc -ne 0 ] || fail "exit status 0 after a rank was killed"
@@ -77,6 +79,17 @@ kill)
   [ "$n" -eq 1 ] || { cat kill.log; fail "$n lines say rank 1 died, wanted 1"; }
   echo "killed rank 1 at step 5: job ended with status $rc after ${took}s"
   [ $took -le 30 ] || fail "the job took ${took}s to end"
+  # A requeued job (--resume=auto) finds no checkpoint: it starts fresh, and the dead run's
+  # metrics and TensorBoard events are set aside, not continued.
+  grep -q '"step":4' run/metrics.jsonl || { cat run/metrics.jsonl; fail "no step 4 metrics"; }
+  train 1 requeue.log --data.files='data/fm-*.tfrecord' --train.batch_size=16 \
+    --train.log_every=1 --train.max_steps=2 --output run --resume=auto ||
+    { cat requeue.log; fail "--resume=auto after a run with no checkpoint failed"; }
+  grep -q "set aside in run/unfinished-run-1" requeue.log || { cat requeue.log; fail "no set-aside line"; }
+  [ -f run/unfinished-run-1/metrics.jsonl ] && [ -d run/unfinished-run-1/tb ] ||
+    { ls -R run; fail "the dead run's logs were not set aside"; }
+  ! grep -q '"step":[34]' run/metrics.jsonl || { cat run/metrics.jsonl; fail "metrics mixed runs"; }
+  grep -q '"step":2' run/metrics.jsonl || { cat run/metrics.jsonl; fail "no fresh metrics"; }
   ;;
 hang)
   convert 3 1200 data/fm
