@@ -227,15 +227,35 @@ std::vector<std::string> ConfigSchema::Keys() const {
   return keys;
 }
 
+namespace {
+
+// Names other frameworks give to keys of ours (Keras, PyTorch, tf.data), for suggestions.
+std::string_view OurName(std::string_view theirs) {
+  static const std::pair<std::string_view, std::string_view> kNames[] = {
+      {"learning_rate", "lr"},           {"num_epochs", "epochs"},
+      {"lr_schedule", "schedule"},       {"nesterov_momentum", "nesterov"},
+      {"num_workers", "parallel_calls"}, {"num_parallel_calls", "parallel_calls"},
+      {"buffer_size", "shuffle_buffer"}};
+  for (const auto& [their, our] : kNames) {
+    if (their == theirs) return our;
+  }
+  return theirs;
+}
+
+}  // namespace
+
 std::string ConfigSchema::Suggest(std::string_view full_key) const {
   std::string best;
   size_t best_distance = std::max<size_t>(2, full_key.size() / 3) + 1;
   const size_t dot = full_key.find('.');
   const std::string_view bare = dot == std::string_view::npos ? full_key : full_key.substr(dot + 1);
+  const std::string_view ours = OurName(bare);
   for (const Option* option : OrderedOptions()) {
     const std::string candidate = option->FullKey();
-    // The right key in the wrong section is as good a guess as a typo.
-    const size_t distance = option->key == bare ? 1 : EditDistance(full_key, candidate);
+    // The right key in the wrong section, or another framework's name for it, is as good a
+    // guess as a typo.
+    const bool same = option->key == bare || option->key == ours;
+    const size_t distance = same ? 1 : EditDistance(full_key, candidate);
     if (distance < best_distance) {
       best_distance = distance;
       best = candidate;

@@ -205,7 +205,10 @@ std::string ProgressReporter::FinalLine(double now) const {
   const double elapsed = now - start_;
   const double step_rate = elapsed > 0 ? static_cast<double>(steps_ - start_steps_) / elapsed : 0.0;
   const double unit_rate = elapsed > 0 ? (units_ - start_units_) / elapsed : 0.0;
-  std::string line = options_.label + ": done " + std::to_string(steps_);
+  // A run that ends short of its planned steps (a stop signal, an error) says so.
+  const bool short_of_plan = total_ > 0 && steps_ < total_;
+  std::string line =
+      options_.label + (short_of_plan ? ": stopped at " : ": done ") + std::to_string(steps_);
   if (total_ > 0) line.append("/").append(std::to_string(total_));
   line.append(" steps in ").append(FormatDuration(elapsed));
   line.append(" | ").append(RateText(step_rate, unit_rate));

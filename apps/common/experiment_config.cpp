@@ -108,7 +108,7 @@ void RegisterDistAndCheckpointSections(ConfigSchema& s, ExperimentConfig* c) {
   s.AddChoice("dist", "ps_transport", &c->ps_transport, {"auto", "p2p", "rma"},
               "parameter_server: how workers pull and push: p2p (messages, a server event "
               "loop), rma (one-sided MPI windows the server only scans), auto (rma when every "
-              "rank is on one node, p2p across nodes)");
+              "rank is on one node with a core each, else p2p)");
   s.Add("dist", "max_staleness", &c->max_staleness,
         "parameter_server: how many steps a worker may run ahead of the slowest (0: "
         "synchronous, as data_parallel; -1: unbounded, fully asynchronous)");

@@ -69,5 +69,17 @@ TEST(PsPlacement, BadPlacementsAreRefusedByName) {
   ExpectRefused(3, 3, "last", "leaves no worker among 3 ranks");
 }
 
+// auto takes one-sided windows only where every rank shares a node and has a core: an rma
+// server scans, a p2p server sleeps until a message comes.
+TEST(PsPlacement, AutoTransportNeedsOneNodeAndACorePerRank) {
+  EXPECT_EQ(ResolvePsTransport("auto", {0, 0, 0}, 4), "rma");
+  EXPECT_EQ(ResolvePsTransport("auto", {0, 0, 0}, 3), "rma");
+  EXPECT_EQ(ResolvePsTransport("auto", {0, 0, 0}, 2), "p2p");  // oversubscribed
+  EXPECT_EQ(ResolvePsTransport("auto", {0, 0, 1}, 8), "p2p");  // two nodes
+  EXPECT_EQ(ResolvePsTransport("auto", {0, 0, 0}, 0), "rma");  // cores not known
+  EXPECT_EQ(ResolvePsTransport("rma", {0, 0, 0}, 2), "rma");   // asked for: as given
+  EXPECT_THROW(ResolvePsTransport("shm", {0, 0}, 2), Error);
+}
+
 }  // namespace
 }  // namespace shardflow::train

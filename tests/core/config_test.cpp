@@ -132,6 +132,12 @@ TEST(ConfigTest, UnknownKeyNamesKeyFileAndLine) {
   EXPECT_NE(message.find("did you mean 'train.batch_size'"), std::string::npos) << message;
 }
 
+// Another framework's name for a key (Keras' learning_rate) is answered with ours.
+TEST(ConfigTest, OtherFrameworksNamesSuggestOurs) {
+  const std::string message = ParseError("[train]\nlearning_rate = 0.1\n");
+  EXPECT_NE(message.find("did you mean 'train.lr'"), std::string::npos) << message;
+}
+
 TEST(ConfigTest, UnknownSectionAndStructuralErrorsHaveFileAndLine) {
   std::string m = ParseError("[trian]\nbatch_size = 4\n");
   EXPECT_NE(m.find("exp.ini:1: unknown config section [trian]"), std::string::npos) << m;

@@ -52,7 +52,7 @@ TEST(ProgressTest, PlainLinesArePeriodicWithWindowRatesAndAFinalLine) {
             "| loss=0.025\n"
             "train: step 50/100 (50.0%) | 1.00 steps/s | 32.0 samples/s | elapsed 30s | ETA 50s "
             "| loss=0.025\n"
-            "train: done 50/100 steps in 32s | 1.56 steps/s | 50.0 samples/s | loss=0.025\n");
+            "train: stopped at 50/100 steps in 32s | 1.56 steps/s | 50.0 samples/s | loss=0.025\n");
   EXPECT_EQ(progress.steps_done(), 50);
 }
 
@@ -79,7 +79,7 @@ TEST(ProgressTest, ZeroStepsAndSetAfterResume) {
   ProgressReporter progress(1000, f.Options());
   f.now = 0;
   progress.Finish();  // nothing done, no time passed: rates print as 0, no division by zero
-  EXPECT_EQ(f.out.str(), "train: done 0/1000 steps in 0s | 0 steps/s | 0 samples/s\n");
+  EXPECT_EQ(f.out.str(), "train: stopped at 0/1000 steps in 0s | 0 steps/s | 0 samples/s\n");
 
   Fixture g;
   ProgressReporter resumed(1000, g.Options());
@@ -91,8 +91,9 @@ TEST(ProgressTest, ZeroStepsAndSetAfterResume) {
             "8m10s\n");
   g.now = 20;
   resumed.Finish();
-  EXPECT_NE(g.out.str().find("train: done 510/1000 steps in 20s | 0.500 steps/s | 16.0 samples/s"),
-            std::string::npos)
+  EXPECT_NE(
+      g.out.str().find("train: stopped at 510/1000 steps in 20s | 0.500 steps/s | 16.0 samples/s"),
+      std::string::npos)
       << g.out.str();
 }
 

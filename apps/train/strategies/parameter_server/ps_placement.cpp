@@ -89,7 +89,8 @@ PsRoles RolesOf(int ranks, int count, const std::vector<int>& servers) {
   return PlaceParameterServers(ranks, count, RankList(servers), {});
 }
 
-std::string ResolvePsTransport(const std::string& choice, const std::vector<int>& node_of_rank) {
+std::string ResolvePsTransport(const std::string& choice, const std::vector<int>& node_of_rank,
+                               int cores) {
   if (choice == "p2p" || choice == "rma") return choice;
   if (choice != "auto") {
     throw Error(ErrorCode::kInvalidArgument, "dist.ps_transport '" + choice + "' is unknown",
@@ -97,7 +98,10 @@ std::string ResolvePsTransport(const std::string& choice, const std::vector<int>
   }
   const bool one_node = std::all_of(node_of_rank.begin(), node_of_rank.end(),
                                     [&](int node) { return node == node_of_rank.front(); });
-  return one_node ? "rma" : "p2p";
+  // A server that scans its windows needs a core of its own; a p2p server sleeps until a message
+  // comes (docs/design.md decision 38).
+  const bool fits = cores <= 0 || static_cast<int>(node_of_rank.size()) <= cores;
+  return one_node && fits ? "rma" : "p2p";
 }
 
 std::string RankList(const std::vector<int>& ranks) {

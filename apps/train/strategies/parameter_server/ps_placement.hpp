@@ -33,8 +33,12 @@ PsRoles PlaceParameterServers(int ranks, int servers, const std::string& placeme
 
 // dist.ps_transport: "p2p" or "rma" as given; "auto" is rma when every rank shares one node
 // (the windows are then shared memory: shardflow-bench ps-transport, docs/design.md decision 38)
-// and p2p otherwise. Throws Error(kInvalidArgument), key dist.ps_transport, on another word.
-std::string ResolvePsTransport(const std::string& choice, const std::vector<int>& node_of_rank);
+// and the node's `cores` are at least its ranks (0: not known), p2p otherwise: an rma server
+// scans its windows and needs a core, while a p2p server sleeps until a message comes. Limits:
+// `cores` is the machine's count, not the cores the launcher bound the ranks to. Throws
+// Error(kInvalidArgument), key dist.ps_transport, on another word.
+std::string ResolvePsTransport(const std::string& choice, const std::vector<int>& node_of_rank,
+                               int cores);
 
 // "3,7": ranks joined by commas, for logs and for RolesOf.
 std::string RankList(const std::vector<int>& ranks);

@@ -3,6 +3,7 @@
 // checkpoints), and the checks of the parse phase.
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "apps/train/strategies/parameter_server/parameter_server.hpp"
 #include "apps/train/strategies/parameter_server/ps_options.hpp"
@@ -38,7 +39,8 @@ void Resolve(const StrategyConfig& sc, TrainerOptions* o) {
   ps->ranks = c.ps_ranks;
   ps->servers =
       PlaceParameterServers(sc.job.ranks, c.ps_ranks, c.ps_placement, sc.job.node_of_rank).servers;
-  ps->transport = ResolvePsTransport(c.ps_transport, sc.job.node_of_rank);
+  ps->transport = ResolvePsTransport(c.ps_transport, sc.job.node_of_rank,
+                                     static_cast<int>(std::thread::hardware_concurrency()));
   ps->max_staleness = c.max_staleness;
   o->strategy_options = std::move(ps);
 }
