@@ -11,6 +11,7 @@
 #include "core/progress.hpp"
 #include "io/example.hpp"
 #include "io/tfrecord_writer.hpp"
+#include "io/vocabulary_file.hpp"
 
 namespace shardflow::convert {
 namespace {
@@ -65,9 +66,7 @@ void WriteSideFiles(const ConvertOptions& o, const TableInput& in, const ShardPl
   io::WriteTableStats(o.out_path + ".stats.json", in.stats);
   for (const auto& c : in.stats.columns) {
     if (!c.categorical) continue;
-    std::string text;
-    for (const auto& v : c.Vocabulary()) text += v + "\n";
-    WriteText(o.out_path + ".vocab." + c.name + ".txt", text);
+    io::WriteVocabularyFile(o.out_path + ".vocab." + c.name + ".txt", c.Vocabulary());
   }
   nlohmann::json meta{{"kind", "table"},
                       {"records", plan.records()},

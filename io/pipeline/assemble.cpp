@@ -7,6 +7,7 @@
 
 #include "io/pipeline/feature_spec.hpp"
 #include "io/table_stats.hpp"
+#include "io/vocabulary_file.hpp"
 
 namespace shardflow::pipeline {
 namespace {
@@ -38,20 +39,6 @@ double ValueAt(const Tensor& t, int64_t i) {
       return t.data<uint8_t>()[i];
   }
   return 0;
-}
-
-std::vector<std::string> ReadVocabularyFile(const std::string& path, const std::string& key) {
-  std::ifstream in(path);
-  if (!in) {
-    throw Error(ErrorCode::kNotFound, "no vocabulary file", {.file = path, .key = key});
-  }
-  std::vector<std::string> words;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (!line.empty()) words.push_back(line);
-  }
-  return words;
 }
 
 }  // namespace
@@ -137,7 +124,7 @@ Assembler::Entry Assembler::ParseEntry(const std::string& entry, const std::stri
   } else if (kind == "onehot" || kind == "index") {
     std::vector<std::string> words;
     if (!file.empty()) {
-      words = ReadVocabularyFile(file, key);
+      words = io::ReadVocabularyFile(file, key);
       e.slice.detail = "vocabulary " + file + ": ";
     } else {
       const io::ColumnStats* c = need_stats(entry).Find(e.slice.column);
