@@ -15,7 +15,8 @@
 //   kMpi                allreduce_mpi.hpp: MPI_Allreduce as provided by the MPI library
 //   kShm                allreduce_shm.hpp: every rank on one node; through a shared-memory
 //                       window, no messages, blocking waits
-//   kAuto               picks one of the above by message size and topology (ChooseAlgorithm)
+//   kAuto               picks one of the above by message size and topology (ChooseAlgorithm;
+//                       its thresholds and their measurements: docs/design.md decision 14)
 // The 16-bit wire formats (wire_format.hpp) apply to kRing and to the leader ring of
 // kHierarchical; the other algorithms always send float32 (they serve small messages, where
 // bytes on the wire do not dominate).
@@ -42,11 +43,11 @@ struct AllreduceOptions {
   WireFormat wire = WireFormat::kFloat32;
   // Ring segment size in bytes of float32 data (0: kDefaultSegmentBytes). Smaller segments
   // overlap transfer and reduction more finely, larger ones cost fewer messages (on shared
-  // memory larger wins: see the measurements in allreduce.cpp).
+  // memory larger wins; measured: docs/design.md decision 14).
   size_t segment_bytes = 0;
 };
 
-// Ring segment size when options.segment_bytes is 0 (measured, see allreduce.cpp).
+// Ring segment size when options.segment_bytes is 0 (measured: docs/design.md decision 14).
 inline constexpr size_t kDefaultSegmentBytes = size_t{4} << 20;
 
 // "auto" | "ring" | "rd" (recursive_doubling) | "hierarchical" | "mpi" | "shm".

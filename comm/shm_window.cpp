@@ -65,10 +65,6 @@ void Publish(ShmCounter& counter, uint32_t value, ShmControl& owner) {
 
 namespace {
 
-// Spins before yielding, measured with bench/train_scaling.sh (MLP, 2 ranks on 2 cores, 3 runs
-// each): 0 spins 72-77k samples/s, 32: 76-77k, 256: 75-82k, 2000: 79-82k with the waiting
-// share of step time down from ~0.09 to ~0.025; 8000 or 20000 no better. When ranks outnumber
-// processors a spinning rank keeps the peer it waits for off the core, so spin briefly then.
 // Where MPI puts the window's backing file: OpenMPI's osc_sm_backing_directory (set through
 // the environment by mpirun --mca), else its Linux default.
 std::string BackingDirectory() {
@@ -83,6 +79,9 @@ uint64_t FreeBytes(const std::string& dir) {
   return static_cast<uint64_t>(st.f_bavail) * static_cast<uint64_t>(st.f_frsize);
 }
 
+// Spins before yielding: long (2000) when every rank has a processor, short (64) when ranks
+// outnumber them, since a spinning rank then keeps the peer it waits for off the core.
+// Measured: docs/design.md decision 15.
 int SpinsFor(int ranks) {
   const long processors = sysconf(_SC_NPROCESSORS_ONLN);
   return processors > 0 && ranks > processors ? 64 : 2000;
