@@ -32,7 +32,7 @@
 
 #include <cstddef>
 
-#include "comm/allreduce.hpp"
+#include "comm/allreduce_options.hpp"
 #include "comm/communicator.hpp"
 #include "comm/shm_window.hpp"
 
