@@ -1,7 +1,6 @@
 #include "comm/allreduce.hpp"
 
 #include <algorithm>
-
 #include <iterator>
 
 #include "comm/allreduce_hierarchical.hpp"
@@ -15,63 +14,22 @@
 namespace shardflow::comm {
 namespace {
 
-// Thresholds of ChooseAlgorithm, measured on the development machine (2 cores shared with other
-// builds, OpenMPI 4.1.4, shared memory / vader + CMA, ranks oversubscribed at 4) with
-//   mpirun --allow-run-as-root --oversubscribe -np N shardflow-bench allreduce
-//       --min-bytes 4 --max-bytes 64M --step-factor 4 --iters 10..50 --repeats 3..7
-//       --algorithms mpi,rd,ring,ring@32K,ring@512K,ring@8M
-// (median of interleaved repeats; busbw relative to MPI_Allreduce in the same run; the machine
-// was loaded, so ratios within ~10% are noise):
-//   <= 8 KiB        rd 0.63-1.10x MPI at 2 and 4 ranks, ring 0.5-0.98x: MPI's own tuned
-//                   small-message path is as good as ours, so auto passes through to it.
-//   16 KiB..64 KiB  rd 1.21-1.56x MPI at 2 and 4 ranks (ring 0.78-1.03x): recursive doubling.
-//   > 64 KiB        ring: at 4 ranks 1.0-1.2x MPI from 256 KiB, at 2 ranks 1.25-1.74x MPI from
-//                   16 MiB; but at 2 ranks between 128 KiB and 4 MiB MPI_Allreduce measured
-//                   2-17% faster than our ring (its 2-rank exchange is the same algorithm; the
-//                   gap is per-call overhead), so 2 ranks below 8 MiB pass through to MPI.
-// Ring segments: on shared memory the receiver performs each copy itself (CMA), so smaller
-// segments buy no overlap and cost messages: 32 KiB segments ran at 0.5x of 8 MiB ones, 512 KiB
-// at 0.9x; hence kDefaultSegmentBytes = 4 MiB. Over a network smaller segments would pay off.
-//
-// Shared memory (allreduce_shm.hpp), measured with --algorithms shm,shm-inplace,ring,mpi on the
-// same machine: at 2 ranks shm ran 1.2-5.9x MPI_Allreduce's busbw from 4 B to 64 MiB; at 4
-// ranks on 2 cores 1.5-4.7x (one hand-off for messages up to 16 KiB, three above). So when
-// every rank shares one node, auto takes shm at every size. The rules below therefore serve
-// communicators that span nodes; their thresholds are the single-node measurements above
-// (across the two network-namespace "nodes" of tests/slurm, TCP over veth on 2 cores, the
-// figures swung 2x between runs, too noisy to retune them).
-// Across nodes, one rank each, the ring's 2 (p-1) latencies dominate until the message is
-// about 10 p alpha B bytes (its latency term under 10% of its bandwidth term); below that
-// MPI_Allreduce (OpenMPI: Rabenseifner, 2 log2 p latencies) wins. SimGrid on a 100 Gb/s fat
-// tree (alpha ~1 us, B = 12.5 GB/s: 10 alpha B = 125 KB; docs/simulation.md, BENCHMARKS.md
-// "Simulated scaling"): MPI 1.43x the ring at 16 ranks and 3.06x at 64 for 256 KiB, 8.19x at
-// 256 ranks; 1.03x / 1.17x / 1.88x at 4 MiB; within 1% at 64 MiB. So below p x 128 KiB the
-// ring gives way to MPI (2 MiB at 16 ranks, 8 MiB at 64, 32 MiB at 256).
-// Several ranks per node (SimGrid, 8 nodes x 8 ranks on the IB tree, ib_fattree_8ppn.xml;
-// BENCHMARKS.md "Simulated scaling"): hierarchical was fastest at 16 and 64 KiB (23.0 and
-// 38.9 us; recursive doubling 37.9 and 139.6), MPI at 256 KiB (67.5 us; hierarchical 95.9), the
-// flat ring from 1 MiB (193 us vs hierarchical 324; 4 MiB 664 vs 1236; 16 MiB 2649 vs 4885).
-// So hierarchical serves 8-64 KiB there, and above it the flat rules with the node count.
-// From 128 hosts OpenMPI's own rule (coll/tuned's fixed decisions, which SMPI's `ompi`
-// selector copies) reduces to one rank and broadcasts back for small messages: below 128 KiB
-// at 128-255 ranks, below 4 KiB at 256-511, below 2 KiB from 512; 2 log2 p latencies where
-// recursive doubling takes log2 p. Simulated on the IB tree with every rank starting at the
-// same instant (BENCHMARKS.md, "4096 ranks"): recursive doubling 10.6 vs MPI 21.9 us at 1 KiB
-// on 128 ranks, 46.7 vs 396.0 at 64 KiB; 12.7 vs 26.3 at 1 KiB on 256; 25.0 vs 54.6 on 4096
-// (MPI's broadcast there SimGrid's binomial tree; with the knomial one OpenMPI names, 21.6 on
-// 128, 20.2 on 256 and 29.6 on 1024 against 18.8); the alpha-beta times agree. So from 128
-// hosts recursive doubling serves everything up to 64 KiB, and at 128-255 hosts up to 128 KiB,
-// where MPI turns to recursive doubling itself, then Rabenseifner.
+// Thresholds of ChooseAlgorithm (one node takes kShm at every size, so these serve
+// communicators that span nodes). Measured: docs/design.md decision 14, "Where the all-reduce
+// thresholds come from".
+// One rank per host: MPI's tuned small-message path up to 8 KiB, recursive doubling to 64 KiB;
+// above, 2 ranks stay with MPI below 8 MiB, and the ring, whose 2 (p - 1) latencies dominate
+// short messages, starts at hosts x 128 KiB.
 constexpr size_t kMpiUpToBytes = 8 * 1024;
 constexpr size_t kRecursiveDoublingUpToBytes = 64 * 1024;
 constexpr size_t kTwoRankMpiBelowBytes = size_t{8} << 20;
 constexpr size_t kRingFromBytesPerRank = 128 * 1024;
-// Several ranks per node (SimGrid, 8 ranks per node on the IB tree, BENCHMARKS.md "Several
-// ranks per node at 128-512 ranks"): hierarchical at 16 / 64 KiB took 39.2 / 61.3 us on 16
-// nodes against MPI's 67.4 / 216.0 (OpenMPI reduces and broadcasts there), but 75.3 / 97.7 on
-// 32 nodes against MPI's 17.9 / 29.8 (Rabenseifner), and 143.5 / 166.0 on 64 nodes against
-// 22.0 / 34.0: the leaders' ring pays 2 (nodes - 1) latencies.
+// Several ranks per node: hierarchical up to 64 KiB, below 256 ranks (the leaders' ring pays
+// 2 (nodes - 1) latencies, and from 32 nodes MPI's Rabenseifner wins).
 constexpr int kHierarchicalBelowRanks = 256;
+// One rank per host from 128 hosts: OpenMPI reduces to one rank and broadcasts back small
+// messages (below 128 KiB at 128-255 hosts), so recursive doubling takes them up to 64 KiB, and
+// up to 128 KiB at 128-255 hosts.
 constexpr int kMpiReducesAndBroadcastsFromHosts = 128;
 constexpr int kMpiReducesAndBroadcastsLongBelowHosts = 256;
 constexpr size_t kRecursiveDoublingUpToBytesThere = 128 * 1024;

@@ -15,7 +15,10 @@
 //   kMpi                allreduce_mpi.hpp: MPI_Allreduce as provided by the MPI library
 //   kShm                allreduce_shm.hpp: every rank on one node; through a shared-memory
 //                       window, no messages, blocking waits
-//   kAuto               picks one of the above by message size and topology (ChooseAlgorithm)
+//   kAuto               picks one of the above by message size and topology (ChooseAlgorithm;
+//                       its thresholds and their measurements: docs/design.md decision 14)
+// The options (AllreduceOptions, ReduceMode) are in allreduce_options.hpp, which the algorithm
+// headers include; this file includes it, so users of Allreduce need only this one.
 // The 16-bit wire formats (wire_format.hpp) apply to kRing and to the leader ring of
 // kHierarchical; the other algorithms always send float32 (they serve small messages, where
 // bytes on the wire do not dominate).
@@ -28,26 +31,10 @@
 #include <string>
 #include <vector>
 
+#include "comm/allreduce_options.hpp"
 #include "comm/communicator.hpp"
-#include "comm/wire_format.hpp"
 
 namespace shardflow::comm {
-
-enum class AllreduceAlgorithm { kAuto, kRing, kRecursiveDoubling, kHierarchical, kMpi, kShm };
-enum class ReduceMode { kSum, kAverage };
-
-struct AllreduceOptions {
-  AllreduceAlgorithm algorithm = AllreduceAlgorithm::kAuto;
-  ReduceMode mode = ReduceMode::kSum;
-  WireFormat wire = WireFormat::kFloat32;
-  // Ring segment size in bytes of float32 data (0: kDefaultSegmentBytes). Smaller segments
-  // overlap transfer and reduction more finely, larger ones cost fewer messages (on shared
-  // memory larger wins: see the measurements in allreduce.cpp).
-  size_t segment_bytes = 0;
-};
-
-// Ring segment size when options.segment_bytes is 0 (measured, see allreduce.cpp).
-inline constexpr size_t kDefaultSegmentBytes = size_t{4} << 20;
 
 // "auto" | "ring" | "rd" (recursive_doubling) | "hierarchical" | "mpi" | "shm".
 const char* AlgorithmName(AllreduceAlgorithm algorithm);

@@ -13,7 +13,8 @@
 
 #include <cstddef>
 
-#include "comm/allreduce.hpp"
+#include "comm/allreduce_options.hpp"
+#include "comm/communicator.hpp"
 
 namespace shardflow::comm {
 

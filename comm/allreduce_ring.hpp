@@ -24,8 +24,8 @@
 // through the wire format before the all-gather so every rank ends with identical bits.
 // How much the overlap buys depends on who moves the bytes: over a network the NIC does, so
 // small segments pay off; on shared memory (vader + CMA) the receiving rank copies each segment
-// itself, so smaller segments only add messages, and the default segment is large (4 MiB; see
-// the measurements in allreduce.cpp).
+// itself, so smaller segments only add messages, and the default segment is large (4 MiB,
+// kDefaultSegmentBytes; measured: docs/design.md decision 14).
 //
 // Cost: 2 (n - 1) S messages per rank; staging memory 2 segments (+2 for 16-bit wire) from
 // the communicator's scratch.
@@ -33,7 +33,8 @@
 
 #include <cstddef>
 
-#include "comm/allreduce.hpp"
+#include "comm/allreduce_options.hpp"
+#include "comm/communicator.hpp"
 
 namespace shardflow::comm {
 

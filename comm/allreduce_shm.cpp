@@ -43,7 +43,8 @@ ShmState& StateFor(Communicator& comm, size_t slot_bytes) {
 }
 
 constexpr size_t kBlock = 1024;
-// Messages up to this size take the one-hand-off path (see allreduce.cpp for the measurement).
+// Messages up to this size take the one-hand-off path (measured: docs/design.md decision 14 and
+// BENCHMARKS.md "All-reduce").
 constexpr size_t kShmSmallBytes = 16 * 1024;
 
 // acc[0..m) = in[0][i] + in[1][i] + ... + in[n-1][i], summed in rank order, divided by

@@ -32,13 +32,14 @@
 
 #include <cstddef>
 
-#include "comm/allreduce.hpp"
+#include "comm/allreduce_options.hpp"
 #include "comm/communicator.hpp"
 #include "comm/shm_window.hpp"
 
 namespace shardflow::comm {
 
-// Staging slot size per rank when options.segment_bytes is 0 (measured, see allreduce.cpp).
+// Staging slot size per rank when options.segment_bytes is 0 (the slot size the shm figures of
+// docs/design.md decision 14 were measured with).
 inline constexpr size_t kDefaultShmSlotBytes = size_t{1} << 20;
 
 void AllreduceShm(Communicator& comm, float* data, size_t count, const AllreduceOptions& options);

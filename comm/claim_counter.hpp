@@ -27,6 +27,7 @@
 #include <limits>
 
 #include "comm/communicator.hpp"
+#include "comm/mpi_handle.hpp"
 
 namespace shardflow::comm {
 
@@ -39,7 +40,6 @@ class ClaimCounter {
   };
 
   ClaimCounter(const Communicator& comm, int owner, int64_t start);
-  ~ClaimCounter();
   ClaimCounter(const ClaimCounter&) = delete;
   ClaimCounter& operator=(const ClaimCounter&) = delete;
 
@@ -49,7 +49,7 @@ class ClaimCounter {
   void LowerFence(int64_t value) const;
 
  private:
-  MPI_Win win_ = MPI_WIN_NULL;
+  MpiWin win_;  // not freed while an exception unwinds (mpi_handle.hpp)
   int64_t* base_ = nullptr;
   int owner_ = 0;
 };

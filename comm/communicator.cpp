@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <new>
 #include <type_traits>
+#include <utility>
 
 #include "core/check_mpi.hpp"
 #include "core/error.hpp"
@@ -11,7 +12,7 @@
 namespace shardflow::comm {
 
 Communicator::Communicator(MPI_Comm comm, const CommunicatorOptions& options) {
-  SF_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
+  SF_CHECK_MPI(MPI_Comm_dup(comm, comm_.out()));
   Init(options);
 }
 
@@ -25,21 +26,20 @@ Communicator::Communicator(Group group, const CommunicatorOptions& options)
     : Communicator(Predefined(group), options) {}
 
 // Takes ownership of an already private communicator (from MPI_Comm_split).
-Communicator::Communicator(MPI_Comm dup_owned, const CommunicatorOptions& options, bool) {
-  comm_ = dup_owned;
+Communicator::Communicator(MpiComm owned, const CommunicatorOptions& options)
+    : comm_(std::move(owned)) {
   Init(options);
 }
 
 void Communicator::Init(const CommunicatorOptions& options) {
   if (options.max_message_count == 0 || options.max_message_count > kMpiMaxCount) {
-    MPI_Comm_free(&comm_);
     throw Error(ErrorCode::kInvalidArgument, "max_message_count must be in 1..INT_MAX",
                 {.key = "max_message_count"});
   }
   max_message_count_ = options.max_message_count;
-  SF_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
-  SF_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
-  SF_CHECK_MPI(MPI_Comm_size(comm_, &size_));
+  SF_CHECK_MPI(MPI_Comm_set_errhandler(comm_.get(), MPI_ERRORS_RETURN));
+  SF_CHECK_MPI(MPI_Comm_rank(comm_.get(), &rank_));
+  SF_CHECK_MPI(MPI_Comm_size(comm_.get(), &size_));
   local_size_ = max_local_size_ = 1;
   local_rank_ = 0;
   num_nodes_ = size_;
@@ -48,31 +48,32 @@ void Communicator::Init(const CommunicatorOptions& options) {
     sub.discover_topology = false;
     sub.watchdog = std::nullopt;
     sub.max_message_count = options.max_message_count;
-    MPI_Comm node_comm = MPI_COMM_NULL;
+    MpiComm node_comm;
     if (options.emulated_ranks_per_node > 0) {
-      SF_CHECK_MPI(
-          MPI_Comm_split(comm_, rank_ / options.emulated_ranks_per_node, rank_, &node_comm));
+      SF_CHECK_MPI(MPI_Comm_split(comm_.get(), rank_ / options.emulated_ranks_per_node, rank_,
+                                  node_comm.out()));
     } else {
-      SF_CHECK_MPI(
-          MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_comm));
+      SF_CHECK_MPI(MPI_Comm_split_type(comm_.get(), MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL,
+                                       node_comm.out()));
     }
-    node_.reset(new Communicator(node_comm, sub, true));
+    node_.reset(new Communicator(std::move(node_comm), sub));
     local_rank_ = node_->rank();
     local_size_ = node_->size();
-    MPI_Comm leader_comm = MPI_COMM_NULL;
-    SF_CHECK_MPI(MPI_Comm_split(comm_, local_rank_ == 0 ? 0 : MPI_UNDEFINED, rank_, &leader_comm));
-    if (leader_comm != MPI_COMM_NULL) leaders_.reset(new Communicator(leader_comm, sub, true));
+    MpiComm leader_comm;
+    SF_CHECK_MPI(MPI_Comm_split(comm_.get(), local_rank_ == 0 ? 0 : MPI_UNDEFINED, rank_,
+                                leader_comm.out()));
+    if (leader_comm) leaders_.reset(new Communicator(std::move(leader_comm), sub));
     int leader = local_rank_ == 0 ? 1 : 0;
-    SF_CHECK_MPI(MPI_Allreduce(&leader, &num_nodes_, 1, MPI_INT, MPI_SUM, comm_));
-    SF_CHECK_MPI(MPI_Allreduce(&local_size_, &max_local_size_, 1, MPI_INT, MPI_MAX, comm_));
+    SF_CHECK_MPI(MPI_Allreduce(&leader, &num_nodes_, 1, MPI_INT, MPI_SUM, comm_.get()));
+    SF_CHECK_MPI(MPI_Allreduce(&local_size_, &max_local_size_, 1, MPI_INT, MPI_MAX, comm_.get()));
     // Block placement: this node's ranks span exactly local_size consecutive ranks.
     int span[2] = {-rank_, rank_};  // -min, max
     SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, span, 2, MPI_INT, MPI_MAX, node_->raw()));
     int contiguous = span[1] + span[0] + 1 == local_size_ ? 1 : 0;
-    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &contiguous, 1, MPI_INT, MPI_MIN, comm_));
+    SF_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, &contiguous, 1, MPI_INT, MPI_MIN, comm_.get()));
     nodes_contiguous_ = contiguous == 1;
   }
-  if (options.watchdog) watchdog_ = std::make_unique<Watchdog>(comm_, *options.watchdog);
+  if (options.watchdog) watchdog_ = std::make_unique<Watchdog>(comm_.get(), *options.watchdog);
 }
 
 Communicator::~Communicator() {
@@ -80,15 +81,15 @@ Communicator::~Communicator() {
   watchdog_.reset();
   leaders_.reset();
   node_.reset();
-  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  // comm_ is freed last, by its own destructor.
 }
 
 std::unique_ptr<Communicator> Communicator::Split(int color, int key,
                                                   const CommunicatorOptions& options) const {
-  MPI_Comm out = MPI_COMM_NULL;
-  SF_CHECK_MPI(MPI_Comm_split(comm_, color, key, &out));
-  if (out == MPI_COMM_NULL) return nullptr;
-  return std::unique_ptr<Communicator>(new Communicator(out, options, true));
+  MpiComm out;
+  SF_CHECK_MPI(MPI_Comm_split(comm_.get(), color, key, out.out()));
+  if (!out) return nullptr;
+  return std::unique_ptr<Communicator>(new Communicator(std::move(out), options));
 }
 
 namespace {
@@ -110,7 +111,7 @@ void Communicator::PostSend(const void* data, size_t count, MPI_Datatype type, s
                             int dest, int tag, RequestList& requests) const {
   ForEachPiece(data, count, elem_bytes, max_message_count_, [&](const char* p, int n) {
     MPI_Request request;
-    SF_CHECK_MPI(MPI_Isend(p, n, type, dest, tag, comm_, &request));
+    SF_CHECK_MPI(MPI_Isend(p, n, type, dest, tag, comm_.get(), &request));
     requests.Add(
         request,
         {.is_send = true, .peer = dest, .tag = tag, .bytes = static_cast<size_t>(n) * elem_bytes});
@@ -121,7 +122,7 @@ void Communicator::PostRecv(void* data, size_t count, MPI_Datatype type, size_t 
                             int source, int tag, RequestList& requests) const {
   ForEachPiece(data, count, elem_bytes, max_message_count_, [&](char* p, int n) {
     MPI_Request request;
-    SF_CHECK_MPI(MPI_Irecv(p, n, type, source, tag, comm_, &request));
+    SF_CHECK_MPI(MPI_Irecv(p, n, type, source, tag, comm_.get(), &request));
     requests.Add(request, {.is_send = false,
                            .peer = source,
                            .tag = tag,
@@ -168,7 +169,8 @@ void Communicator::PostRecvBytes(void* data, size_t bytes, int source, int tag,
 std::optional<Communicator::Envelope> Communicator::Poll(int tag) const {
   int flag = 0;
   MPI_Status status;
-  SF_CHECK_MPI(MPI_Iprobe(MPI_ANY_SOURCE, tag < 0 ? MPI_ANY_TAG : tag, comm_, &flag, &status));
+  SF_CHECK_MPI(
+      MPI_Iprobe(MPI_ANY_SOURCE, tag < 0 ? MPI_ANY_TAG : tag, comm_.get(), &flag, &status));
   if (flag == 0) return std::nullopt;
   int count = 0;
   SF_CHECK_MPI(MPI_Get_count(&status, MPI_BYTE, &count));
@@ -193,7 +195,7 @@ void Communicator::SendRecv(const void* send, size_t send_count, int dest, void*
   const bool guarded = watchdog_ != nullptr && !watchdog_->in_collective();
   if (!guarded && send_count <= max_message_count_ && recv_count <= max_message_count_) {
     SF_CHECK_MPI(MPI_Sendrecv(send, static_cast<int>(send_count), type, dest, tag, recv,
-                              static_cast<int>(recv_count), type, source, tag, comm_,
+                              static_cast<int>(recv_count), type, source, tag, comm_.get(),
                               MPI_STATUS_IGNORE));
     return;
   }

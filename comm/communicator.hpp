@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "comm/message_pieces.hpp"
+#include "comm/mpi_handle.hpp"
 #include "comm/watchdog.hpp"
 
 namespace shardflow::comm {
@@ -97,7 +98,7 @@ class Communicator {
   // ring in rank order crosses each node boundary once. True without discover_topology.
   bool nodes_contiguous() const { return nodes_contiguous_; }
 
-  MPI_Comm raw() const { return comm_; }
+  MPI_Comm raw() const { return comm_.get(); }
   // Without discover_topology every rank counts as a node of its own (local_size 1).
   // The ranks of this node; null when discover_topology is off.
   Communicator* node() const { return node_.get(); }
@@ -161,10 +162,10 @@ class Communicator {
   void set_shm_unavailable() { shm_unavailable_ = true; }
 
  private:
-  Communicator(MPI_Comm dup_owned, const CommunicatorOptions& options, bool);
+  Communicator(MpiComm owned, const CommunicatorOptions& options);
   void Init(const CommunicatorOptions& options);
 
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  MpiComm comm_;  // declared first: freed after everything that uses it
   int rank_ = 0;
   int size_ = 1;
   int local_rank_ = 0;

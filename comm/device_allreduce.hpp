@@ -7,11 +7,12 @@
 // buckets in the same order.
 //
 // Implementations register a factory at start-up, as backends do (core/backend/backend.hpp):
-// the CUDA library registers NCCL (core/cuda/nccl_allreduce.hpp; bootstrapped over comm/: rank
-// 0's unique id is broadcast to the others). MakeSimulatedDeviceAllreduce is the same seam
-// over comm/'s all-reduce in place, for the simulated CUDA device (core/backend/host_twin.hpp),
-// whose memory the host can address: it tests the strategy's use of the seam without a GPU.
-// Thread-safety: one training thread per instance; registration before any use.
+// RegisterNcclAllreduce registers NCCL (comm/nccl/nccl_allreduce.hpp, built with the CUDA
+// backend; bootstrapped over comm/: rank 0's unique id is broadcast to the others).
+// MakeSimulatedDeviceAllreduce is the same seam over comm/'s all-reduce in place, for the simulated
+// CUDA device (core/backend/host_twin.hpp), whose memory the host can address: it tests the
+// strategy's use of the seam without a GPU. Thread-safety: one training thread per instance;
+// registration before any use.
 #pragma once
 
 #include <functional>

@@ -8,10 +8,13 @@
 // bucket of the step is reduced and returns how long it blocked: the communication time that was
 // NOT hidden behind backprop.
 //
-//   GradientReducer reducer(comm, arena.grads(), slices, {.overlap = true});
-//   tracker = GradReadyTracker(buckets, [&](const GradBucket& b) { reducer.BucketReady(b.index);
-//   }); model.Backward(dy);          // buckets start reducing as they complete reducer.Finish();
-//   // all averaged; now optimizer.Step()
+//   GradientReducer reducer(comm, grads, slices, {.overlap = true});  // grads: the arena's
+//   GradReadyTracker tracker(buckets,
+//                            [&](const GradBucket& b) { reducer.BucketReady(b.index); },
+//                            arena.specs());
+//   model.SetGradsReadyHook([&](int layer) { tracker.LayerDone(layer); });
+//   model.Backward(dy);  // buckets start reducing as they complete
+//   reducer.Finish();    // all averaged; now optimizer.Step()
 //
 // Every rank must mark the same buckets ready in the same order (same model, same backprop);
 // buckets a step never marked are reduced by Finish in index order. With overlap = false the

@@ -29,13 +29,13 @@
 #include <cstddef>
 
 #include "comm/communicator.hpp"
+#include "comm/mpi_handle.hpp"
 
 namespace shardflow::comm {
 
 class RmaWindow {
  public:
   RmaWindow(const Communicator& comm, size_t bytes);
-  ~RmaWindow();
   RmaWindow(const RmaWindow&) = delete;
   RmaWindow& operator=(const RmaWindow&) = delete;
 
@@ -48,7 +48,7 @@ class RmaWindow {
   void AccumulateFloats(const float* in, size_t count, int target, size_t offset_bytes) const;
 
  private:
-  MPI_Win win_ = MPI_WIN_NULL;
+  MpiWin win_;  // not freed while an exception unwinds (mpi_handle.hpp)
   void* base_ = nullptr;
   size_t bytes_ = 0;
   int rank_ = 0;

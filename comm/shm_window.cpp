@@ -65,10 +65,6 @@ void Publish(ShmCounter& counter, uint32_t value, ShmControl& owner) {
 
 namespace {
 
-// Spins before yielding, measured with bench/train_scaling.sh (MLP, 2 ranks on 2 cores, 3 runs
-// each): 0 spins 72-77k samples/s, 32: 76-77k, 256: 75-82k, 2000: 79-82k with the waiting
-// share of step time down from ~0.09 to ~0.025; 8000 or 20000 no better. When ranks outnumber
-// processors a spinning rank keeps the peer it waits for off the core, so spin briefly then.
 // Where MPI puts the window's backing file: OpenMPI's osc_sm_backing_directory (set through
 // the environment by mpirun --mca), else its Linux default.
 std::string BackingDirectory() {
@@ -83,26 +79,62 @@ uint64_t FreeBytes(const std::string& dir) {
   return static_cast<uint64_t>(st.f_bavail) * static_cast<uint64_t>(st.f_frsize);
 }
 
+// Spins before yielding: long (2000) when every rank has a processor, short (64) when ranks
+// outnumber them, since a spinning rank then keeps the peer it waits for off the core.
+// Measured: docs/design.md decision 15.
 int SpinsFor(int ranks) {
   const long processors = sysconf(_SC_NPROCESSORS_ONLN);
   return processors > 0 && ranks > processors ? 64 : 2000;
+}
+
+// How many ranks of `comm` share this rank's node. Collective.
+int NodeSize(MPI_Comm comm) {
+  MpiComm node;
+  SF_CHECK_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, node.out()));
+  int node_size = 0;
+  SF_CHECK_MPI(MPI_Comm_size(node.get(), &node_size));
+  return node_size;
+}
+
+// Throws ShmUnavailable on every rank alike unless every rank's backing directory has room for
+// `size` blocks of `bytes` plus 1 MiB. Collective. OpenMPI 4.1 hangs when it cannot back the
+// window (the rank that creates the file returns an error, the others wait for it in a
+// broadcast), so the space is checked before asking MPI, all ranks agreeing.
+void CheckRoom(MPI_Comm comm, int rank, int size, MPI_Aint bytes) {
+  const std::string dir = BackingDirectory();
+  const uint64_t need = static_cast<uint64_t>(size) * static_cast<uint64_t>(bytes) + (1u << 20);
+  const uint64_t free_bytes = FreeBytes(dir);
+  int ok = free_bytes >= need ? 1 : 0;
+  int all_ok = 0;
+  SF_CHECK_MPI(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm));
+  if (all_ok) return;
+  throw ShmUnavailable(
+      ErrorCode::kCommunication,
+      "not enough room in " + dir + " for a shared-memory window: " + std::to_string(need) +
+          " bytes needed, " + std::to_string(free_bytes) + " free",
+      {.rank = rank,
+       .hint = "in a container raise --shm-size; OpenMPI: --mca osc_sm_backing_directory "
+               "DIR; or set dist.allreduce = ring"});
+}
+
+// MPI_Win_allocate_shared of `bytes` per rank, the blocks not necessarily contiguous. Returns
+// MPI's return code, for the caller to word the failure.
+int AllocateSharedWindow(MPI_Aint bytes, MPI_Comm comm, void** base, MpiWin* win) {
+  MpiInfo info;
+  SF_CHECK_MPI(MPI_Info_create(info.out()));
+  SF_CHECK_MPI(MPI_Info_set(info.get(), "alloc_shared_noncontig", "true"));
+  return MPI_Win_allocate_shared(bytes, 1, info.get(), comm, base, win->out());
 }
 
 }  // namespace
 
 ShmWindow::ShmWindow(MPI_Comm comm, size_t bytes_per_rank)
     : bytes_per_rank_((bytes_per_rank + 63) / 64 * 64) {
-  SF_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
+  SF_CHECK_MPI(MPI_Comm_dup(comm, comm_.out()));
   int size = 0;
-  SF_CHECK_MPI(MPI_Comm_size(comm_, &size));
-  SF_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
-  MPI_Comm node = MPI_COMM_NULL;
-  SF_CHECK_MPI(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  int node_size = 0;
-  MPI_Comm_size(node, &node_size);
-  MPI_Comm_free(&node);
-  if (node_size != size) {
-    MPI_Comm_free(&comm_);
+  SF_CHECK_MPI(MPI_Comm_size(comm_.get(), &size));
+  SF_CHECK_MPI(MPI_Comm_rank(comm_.get(), &rank_));
+  if (const int node_size = NodeSize(comm_.get()); node_size != size) {
     throw Error(ErrorCode::kInvalidArgument,
                 "shared-memory all-reduce needs every rank on one node (" +
                     std::to_string(node_size) + " of " + std::to_string(size) +
@@ -110,32 +142,9 @@ ShmWindow::ShmWindow(MPI_Comm comm, size_t bytes_per_rank)
                 {.rank = rank_, .hint = "use allreduce = auto, ring or hierarchical"});
   }
   const auto bytes = static_cast<MPI_Aint>(kControlBytes + bytes_per_rank_);
-  // OpenMPI 4.1 hangs when it cannot back the window (the rank that creates the file returns an
-  // error, the others wait for it in a broadcast), so check the space first, all ranks agreeing.
-  const std::string dir = BackingDirectory();
-  const uint64_t need = static_cast<uint64_t>(size) * static_cast<uint64_t>(bytes) + (1u << 20);
-  const uint64_t free_bytes = FreeBytes(dir);
-  int ok = free_bytes >= need ? 1 : 0;
-  int all_ok = 0;
-  SF_CHECK_MPI(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm_));
-  if (!all_ok) {
-    MPI_Comm_free(&comm_);
-    throw ShmUnavailable(
-        ErrorCode::kCommunication,
-        "not enough room in " + dir + " for a shared-memory window: " + std::to_string(need) +
-            " bytes needed, " + std::to_string(free_bytes) + " free",
-        {.rank = rank_,
-         .hint = "in a container raise --shm-size; OpenMPI: --mca osc_sm_backing_directory "
-                 "DIR; or set dist.allreduce = ring"});
-  }
-  MPI_Info info = MPI_INFO_NULL;
-  SF_CHECK_MPI(MPI_Info_create(&info));
-  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  CheckRoom(comm_.get(), rank_, size, bytes);
   void* base = nullptr;
-  const int rc = MPI_Win_allocate_shared(bytes, 1, info, comm_, &base, &win_);
-  MPI_Info_free(&info);
-  if (rc != MPI_SUCCESS) {
-    MPI_Comm_free(&comm_);
+  if (AllocateSharedWindow(bytes, comm_.get(), &base, &win_) != MPI_SUCCESS) {
     throw Error(ErrorCode::kCommunication,
                 "could not allocate a shared-memory window of " + std::to_string(bytes) +
                     " bytes per rank for " + std::to_string(size) + " ranks on this node",
@@ -151,20 +160,19 @@ ShmWindow::ShmWindow(MPI_Comm comm, size_t bytes_per_rank)
     MPI_Aint got = 0;
     int disp = 0;
     void* p = nullptr;
-    SF_CHECK_MPI(MPI_Win_shared_query(win_, q, &got, &disp, &p));
+    SF_CHECK_MPI(MPI_Win_shared_query(win_.get(), q, &got, &disp, &p));
     heads_[static_cast<size_t>(q)] = static_cast<char*>(p);
     blocks_[static_cast<size_t>(q)] = static_cast<char*>(p) + kControlBytes;
   }
   spins_ = SpinsFor(size);
-  SF_CHECK_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_));
-  SF_CHECK_MPI(MPI_Barrier(comm_));  // every control line constructed before anyone reads one
+  SF_CHECK_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_.get()));
+  SF_CHECK_MPI(MPI_Barrier(comm_.get()));  // every control line constructed before anyone reads one
 }
 
+// win_ and then comm_ are freed by their members' destructors; while an exception unwinds the
+// window stays locked and allocated (mpi_handle.hpp).
 ShmWindow::~ShmWindow() {
-  if (std::uncaught_exceptions() > 0) return;
-  MPI_Win_unlock_all(win_);
-  MPI_Win_free(&win_);
-  MPI_Comm_free(&comm_);
+  if (win_ && std::uncaught_exceptions() == 0) MPI_Win_unlock_all(win_.get());
 }
 
 ShmControl& ShmWindow::control(int q) const {

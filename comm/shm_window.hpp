@@ -15,7 +15,8 @@
 // on every rank alike, when the ranks do not all share one node, and ShmUnavailable when the
 // shared-memory file system has no room for the window (checked before asking MPI, which hangs
 // on that failure). A destructor running while an exception unwinds does not free the window
-// (that is collective and would block a failing rank); the process is about to end.
+// (that is collective and would block a failing rank; mpi_handle.hpp); the process is about to
+// end.
 #pragma once
 
 #include <mpi.h>
@@ -25,6 +26,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "comm/mpi_handle.hpp"
 #include "core/error.hpp"
 
 namespace shardflow::comm {
@@ -73,8 +75,8 @@ class ShmWindow {
   char* block(int q) const;
 
  private:
-  MPI_Comm comm_ = MPI_COMM_NULL;
-  MPI_Win win_ = MPI_WIN_NULL;
+  MpiComm comm_;  // declared before win_: freed after it
+  MpiWin win_;
   int rank_ = 0;
   size_t bytes_per_rank_;
   int spins_ = 0;

@@ -54,10 +54,10 @@ Watchdog::Watchdog(MPI_Comm comm, const WatchdogOptions& options) : options_(opt
     throw Error(ErrorCode::kInvalidArgument, "watchdog timeout must be > 0 seconds",
                 {.key = "timeout_seconds"});
   }
-  SF_CHECK_MPI(MPI_Comm_dup(comm, &comm_));
-  SF_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
-  SF_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
-  SF_CHECK_MPI(MPI_Comm_size(comm_, &size_));
+  SF_CHECK_MPI(MPI_Comm_dup(comm, comm_.out()));
+  SF_CHECK_MPI(MPI_Comm_set_errhandler(comm_.get(), MPI_ERRORS_RETURN));
+  SF_CHECK_MPI(MPI_Comm_rank(comm_.get(), &rank_));
+  SF_CHECK_MPI(MPI_Comm_size(comm_.get(), &size_));
   int level = 0;
   SF_CHECK_MPI(MPI_Query_thread(&level));
   can_query_ = level == MPI_THREAD_MULTIPLE;
@@ -74,7 +74,7 @@ Watchdog::~Watchdog() {
   // Queries sent to this rank in its last poll interval stay unanswered; drain them so the
   // communicator is freed with no pending messages addressed to it.
   if (can_query_) AnswerQueries();
-  MPI_Comm_free(&comm_);
+  // comm_ is freed by its own destructor, after this.
 }
 
 uint64_t Watchdog::Begin(const char* op, size_t bytes) {
@@ -91,16 +91,17 @@ void Watchdog::AnswerQueries() {
   for (;;) {
     int flag = 0;
     MPI_Status status;
-    if (MPI_Iprobe(MPI_ANY_SOURCE, kQueryTag, comm_, &flag, &status) != MPI_SUCCESS || !flag) {
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kQueryTag, comm_.get(), &flag, &status) != MPI_SUCCESS ||
+        !flag) {
       return;
     }
     int64_t asked = 0;
-    MPI_Recv(&asked, 1, MPI_INT64_T, status.MPI_SOURCE, kQueryTag, comm_, MPI_STATUS_IGNORE);
+    MPI_Recv(&asked, 1, MPI_INT64_T, status.MPI_SOURCE, kQueryTag, comm_.get(), MPI_STATUS_IGNORE);
     const int64_t reply[3] = {static_cast<int64_t>(entered_.load(std::memory_order_acquire)),
                               static_cast<int64_t>(completed_.load(std::memory_order_acquire)),
                               BusyScope::busy() ? 1 : 0};
     // 24 bytes go eagerly: this returns without waiting for the asker.
-    MPI_Send(reply, 3, MPI_INT64_T, status.MPI_SOURCE, kReplyTag, comm_);
+    MPI_Send(reply, 3, MPI_INT64_T, status.MPI_SOURCE, kReplyTag, comm_.get());
   }
 }
 
@@ -143,10 +144,10 @@ std::vector<std::array<int64_t, 3>> Watchdog::Query(uint64_t collective, bool ca
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
       MPI_Request q;
-      if (MPI_Isend(&asked, 1, MPI_INT64_T, r, kQueryTag, comm_, &q) == MPI_SUCCESS) {
+      if (MPI_Isend(&asked, 1, MPI_INT64_T, r, kQueryTag, comm_.get(), &q) == MPI_SUCCESS) {
         queries.push_back(q);
       }
-      MPI_Irecv(answers[static_cast<size_t>(r)].data(), 3, MPI_INT64_T, r, kReplyTag, comm_,
+      MPI_Irecv(answers[static_cast<size_t>(r)].data(), 3, MPI_INT64_T, r, kReplyTag, comm_.get(),
                 &replies[static_cast<size_t>(r)]);
     }
     // Wait for answers, answering other ranks' queries meanwhile (they may be timing out too).

@@ -63,6 +63,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/mpi_handle.hpp"
 #include "core/thread_annotations.hpp"
 
 namespace shardflow::comm {
@@ -121,7 +122,7 @@ class Watchdog {
   void ReportStall(uint64_t collective, int64_t running_ns);
 
   WatchdogOptions options_;
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  MpiComm comm_;
   int rank_ = 0;
   int size_ = 1;
   bool can_query_ = false;

@@ -5,7 +5,8 @@
 // or damaged data (kDataLoss, exit 3, as shardflow-inspect says of such files), or else kIo;
 // then the rank and the first entries of HDF5's stack, which is then cleared. HDF5's automatic
 // printing of errors to stderr is switched off the first time any check runs, so a failure is
-// reported once, by us, with context.
+// reported once, by us, with context. The MPI bootstrap (core/mpi_env) knows nothing of HDF5, so
+// programs built without HDF5, such as the SimGrid build in sim/smpi, can link it.
 #pragma once
 
 #include <hdf5.h>

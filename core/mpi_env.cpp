@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "core/binding.hpp"
-#include "core/check_hdf5.hpp"
 #include "core/check_mpi.hpp"
 #include "core/environment.hpp"
 #include "core/error.hpp"
@@ -45,7 +44,6 @@ MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
   node_of_rank_.resize(static_cast<size_t>(size_));
   SF_CHECK_MPI(
       MPI_Allgather(&leader, 1, MPI_INT, node_of_rank_.data(), 1, MPI_INT, MPI_COMM_WORLD));
-  SilenceHdf5Errors();
   SetLogRank(rank_);
   InitLoggingFromEnvironment();
 }
