@@ -6,7 +6,7 @@
 // usage error: Error(kInvalidArgument), key = the variable, naming the value and what it takes).
 // An unset variable and an empty one are the same: the default applies.
 // Variables other programs own (CUDA_VISIBLE_DEVICES, OMP_WAIT_POLICY, TMPDIR, OpenMPI's
-// OMPI_MCA_*, the launchers' PMIX_RANK / SLURM_*) are read where they are used, with getenv.
+// MCA variables, the launchers' PMIx and Slurm ones) are read where they are used, with getenv.
 // Thread-safety: reads only; safe from any thread.
 #pragma once
 
