@@ -75,6 +75,10 @@ void RegisterTrainSection(ConfigSchema& s, ExperimentConfig* c) {
   s.Add("train", "max_skipped_steps", &c->max_skipped_steps,
         "skip_step: non-finite steps skipped in a row before the job fails")
       .NonNegative();
+  s.Add("train", "early_stopping", &c->early_stopping,
+        "METRIC:PATIENCE, METRIC eval_loss or eval_accuracy: stop once PATIENCE evaluations in "
+        "a row have not improved on the best, whose checkpoint is kept as OUTPUT/best.h5 "
+        "(Keras' EarlyStopping with ModelCheckpoint(save_best_only); '' : off)");
   s.AddChoice("train", "device", &c->device, {"cpu", "cuda", "auto"},
               "where the layers run: cpu; cuda (the local rank's GPU among the visible ones, "
               "in the *-cuda programs, any strategy; parameter servers stay on the CPU; without "

@@ -52,6 +52,7 @@ struct ExperimentConfig {
   int64_t log_every = 50;
   std::string on_nonfinite = "fail";
   int64_t max_skipped_steps = 10;
+  std::string early_stopping;   // METRIC:PATIENCE (apps/train/early_stopping.hpp); "" : off
   std::string device = "cpu";   // cpu | cuda | auto (apps/common/device_choice.hpp)
   bool tf32 = false;            // TF32 tensor cores for float GEMMs and convolutions on a GPU
   bool device_prefetch = true;  // stage the next batch on the device during the current step

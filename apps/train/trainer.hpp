@@ -27,6 +27,7 @@
 #include "apps/common/experiment_config.hpp"
 #include "apps/common/pipeline_schedule.hpp"
 #include "apps/common/rank_grid.hpp"
+#include "apps/train/early_stopping.hpp"
 #include "apps/train/nonfinite_guard.hpp"
 #include "apps/train/rank_input.hpp"
 #include "apps/train/stall_inspector.hpp"
@@ -90,6 +91,7 @@ struct TrainerOptions : apps::ModelSetup {
   LrScheduleOptions schedule;
   double clip_norm = 0;        // 0: no clipping
   NonfiniteOptions nonfinite;  // a NaN/Inf loss or gradient: fail or skip the step
+  EarlyStoppingOptions early_stopping;  // off unless train.early_stopping is set
   int64_t epochs = 1;
   int64_t per_rank_batch = 32;  // this rank's (replica's)
   // Every replica's batch when a global batch does not divide over the replicas (the first

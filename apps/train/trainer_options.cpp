@@ -118,6 +118,8 @@ void SetModelAndOptimizer(const apps::ExperimentConfig& c, int ranks, TrainerOpt
   o->log_every_steps = c.log_every;
   o->nonfinite = {.action = ParseOnNonfinite(c.on_nonfinite),
                   .max_skipped_steps = c.max_skipped_steps};
+  o->early_stopping = ParseEarlyStopping(c.early_stopping, o->task == apps::Task::kClassify,
+                                         !c.eval.data.files.empty());
 }
 
 void SetDistribution(const apps::ExperimentConfig& c, TrainerOptions* o) {
@@ -215,6 +217,11 @@ TrainerOptions MakeTrainerOptions(const apps::ExperimentConfig& config, const Co
   o.strategy = unit.name;
   o.dynamic_sharding = c->sharding == "dynamic";
   if (o.dynamic_sharding) CheckDynamicSharding(unit);
+  if (o.dynamic_sharding && !c->early_stopping.empty()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "train.early_stopping is not supported with dist.sharding = dynamic",
+                {.key = "train.early_stopping", .hint = "static sharding, or no early stopping"});
+  }
   // Batch sizes and learning-rate scaling count data replicas (the unit says how many: every
   // rank of a model-parallel replica works on the same samples, parameter servers on none).
   const int replicas = unit.replicas(sc);

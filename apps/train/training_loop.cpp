@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <numeric>
 
@@ -46,6 +47,10 @@ TrainResult TrainingLoop::Run() {
     fault_.MaybeRaise(job_.rank(), step);
     RunStep(step);
     AfterStep(step);
+    if (stop_early_) {  // every rank alike: the evaluation is the same on every rank
+      ++step;
+      break;
+    }
     if (StopAfter(step + 1) == step + 1 && step + 1 < plan_.total_steps) {
       times_.wall_s = Since(loop_start);
       Stop(step + 1);
@@ -82,6 +87,7 @@ void TrainingLoop::OpenOutputs(int64_t from) {
     tb_ = std::make_unique<TensorBoardLog>(o_.output_dir + "/tb", from);
   }
   fault_ = TestFault::FromEnvironment();
+  if (o_.early_stopping.on()) early_ = std::make_unique<EarlyStopping>(o_.early_stopping);
   if (o_.stall.factor > 0) {
     stall_ = std::make_unique<StallInspector>(input_ ? &input_->stats() : nullptr, o_.stall,
                                               job_.rank());
@@ -299,8 +305,55 @@ void TrainingLoop::AfterStep(int64_t step) {
       (o_.log_every_steps > 0 && (step + 1) % o_.log_every_steps == 0) || epoch_end || last;
   if (interval_end) LogInterval(step);
   if (tb_) tb_->Histograms(step + 1, strategy_.replica_model(), o_.histogram_every);
-  if (!last) MaybeCheckpoint(step, interval_end);
-  if (epoch_end && !last && inputs_.eval) Evaluate(step, /*final=*/false);
+  const bool saved = !last && MaybeCheckpoint(step, interval_end);
+  if (epoch_end && !last && inputs_.eval) {
+    const EvalResult e = Evaluate(step, /*final=*/false);
+    if (early_) WatchEarlyStopping(step, e, saved);
+  }
+}
+
+void TrainingLoop::WatchEarlyStopping(int64_t step, const EvalResult& e, bool saved) {
+  const EarlyStoppingOptions& o = early_->options();
+  switch (early_->Observe(step + 1, e.loss, e.accuracy)) {
+    case EarlyStopping::Verdict::kImproved:
+      if (!saved) SaveCheckpoint(step + 1);  // the best is always a checkpoint
+      KeepBestCheckpoint(step + 1);
+      break;
+    case EarlyStopping::Verdict::kWaiting:
+      break;
+    case EarlyStopping::Verdict::kStop:
+      stop_early_ = true;
+      if (chief()) {
+        SF_LOG(Info) << "early stopping after epoch " << map_.EpochOf(step) + 1 << ": " << o.metric
+                     << " has not improved for " << o.patience << " evaluation(s); the best, "
+                     << early_->best() << " after step " << early_->best_step() << ", is "
+                     << (o_.output_dir.empty() ? "its checkpoint" : o_.output_dir + "/best.h5");
+      }
+      metrics_->Write({{"step", step + 1},
+                       {"epoch", map_.EpochOf(step)},
+                       {"early_stop", true},
+                       {"best_step", early_->best_step()},
+                       {o.metric, early_->best()}});
+      break;
+  }
+}
+
+// Rank 0: OUTPUT/best.h5 becomes the newest checkpoint (written after `steps_done` steps): a
+// hard link, which keep_last's pruning of the original cannot remove, or a copy across file
+// systems.
+void TrainingLoop::KeepBestCheckpoint(int64_t steps_done) {
+  namespace fs = std::filesystem;
+  if (!chief() || o_.output_dir.empty() || o_.checkpoint.dir.empty()) return;
+  const std::vector<std::string> files = ListCheckpoints(o_.checkpoint);
+  if (files.empty()) return;
+  const std::string best = o_.output_dir + "/best.h5", tmp = best + ".tmp";
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  fs::create_hard_link(files.back(), tmp, ec);
+  if (ec) fs::copy_file(files.back(), tmp, fs::copy_options::overwrite_existing);
+  fs::rename(tmp, best);
+  SF_LOG(Info) << early_->options().metric << " " << early_->best() << " after step " << steps_done
+               << " is the best so far: kept as " << best;
 }
 
 void TrainingLoop::LogInterval(int64_t step) {
@@ -327,6 +380,18 @@ void TrainingLoop::LogInterval(int64_t step) {
   }
   if (o_.task == Task::kClassify && sums[2] > 0) line["accuracy"] = sums[1] / sums[2];
   metrics_->Write(line);
+  for (int i = 0; i < 3; ++i) epoch_sums_[i] += sums[i];
+  if (map_.EpochEnd(step)) {
+    if (chief() && epoch_sums_[2] > 0) {  // the epoch's training loss, as Keras prints it
+      SF_LOG(Info) << "epoch " << map_.EpochOf(step) + 1 << ": train loss "
+                   << epoch_sums_[0] / epoch_sums_[2]
+                   << (o_.task == Task::kClassify
+                           ? ", accuracy " + std::to_string(epoch_sums_[1] / epoch_sums_[2])
+                           : std::string())
+                   << (strategy_.synchronous_metrics() ? "" : " (rank 0's own batches)");
+    }
+    std::fill(epoch_sums_, epoch_sums_ + 3, 0.0);
+  }
   if (tb_) tb_->Interval(line, sums, map_.EpochEnd(step), o_.task == Task::kClassify);
   if (progress_) {
     progress_->SetMetric("loss", line["loss"].get<double>());
@@ -338,7 +403,7 @@ void TrainingLoop::LogInterval(int64_t step) {
 // Step-based checkpoints every checkpoint_every_steps, epoch-based ones at the end of every
 // checkpoint_every_epochs-th epoch; time-based ones are checked at the end of each metrics
 // interval: rank 0 decides, everyone follows (the save is collective).
-void TrainingLoop::MaybeCheckpoint(int64_t step, bool interval_end) {
+bool TrainingLoop::MaybeCheckpoint(int64_t step, bool interval_end) {
   bool due = o_.checkpoint_every_steps > 0 && (step + 1) % o_.checkpoint_every_steps == 0;
   due = due || (o_.checkpoint_every_epochs > 0 && map_.EpochEnd(step) &&
                 (map_.EpochOf(step) + 1) % o_.checkpoint_every_epochs == 0);
@@ -346,9 +411,10 @@ void TrainingLoop::MaybeCheckpoint(int64_t step, bool interval_end) {
     const int64_t late = chief() && Since(last_checkpoint_) >= o_.checkpoint_every_seconds;
     due = due || comm::AllreduceInt64(*steps_, late, comm::ReduceOp::kMax) != 0;
   }
-  if (!due) return;
+  if (!due) return false;
   SaveCheckpoint(step + 1);
   last_checkpoint_ = Clock::now();
+  return true;
 }
 
 // Rank 0 writes while the others go on to the next collective and wait there: marked busy, so

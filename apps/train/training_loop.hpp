@@ -60,7 +60,11 @@ class TrainingLoop {
   void TrainClaimed(int64_t claim, Clock::time_point t0);
   void AfterStep(int64_t step);
   void LogInterval(int64_t step);
-  void MaybeCheckpoint(int64_t step, bool interval_end);
+  // Whether it saved one (every rank alike).
+  bool MaybeCheckpoint(int64_t step, bool interval_end);
+  // train.early_stopping: after an epoch's evaluation `e` (and its checkpoint, when `saved`).
+  void WatchEarlyStopping(int64_t step, const EvalResult& e, bool saved);
+  void KeepBestCheckpoint(int64_t steps_done);
   void SaveCheckpoint(int64_t steps_done);
   EvalResult Evaluate(int64_t step, bool final);
   void Summarize(int64_t steps);
@@ -109,6 +113,11 @@ class TrainingLoop {
   std::unique_ptr<DynamicShard> dynamic_;  // dist.sharding = dynamic
   int64_t logged_step_ = 0;                // dynamic: the step of the last metrics line
   int64_t progress_step_ = 0;              // dynamic: the step the progress bar shows
+  // The training metrics of the epoch under way (loss sum, correct, rows; over the ranks when
+  // they meet), for the epoch's log line.
+  double epoch_sums_[3] = {0, 0, 0};
+  std::unique_ptr<EarlyStopping> early_;  // train.early_stopping
+  bool stop_early_ = false;               // it has decided: the run ends after this step
 };
 
 }  // namespace shardflow::train::detail

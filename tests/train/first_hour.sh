@@ -14,6 +14,11 @@
 #                writes nothing; a pattern with no files is the usual one-line error.
 #   checkpoints  with the default cadence a checkpoint is written at every epoch end; --resume
 #                with no checkpoint is one error line; --resume=auto starts fresh.
+#   early_stopping  train.early_stopping = eval_accuracy:1 with a learning rate too small to
+#                change a prediction: the second epoch's evaluation does not improve, the run
+#                stops after it (of 4 epochs) with OUTPUT/best.h5 = the first epoch's checkpoint;
+#                each epoch logs its training loss; without an evaluation set the key is one
+#                error line (exit 2).
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -81,6 +86,19 @@ resume_mismatch)
   n=$(grep -c "^\[rank 0\] error: invalid argument: parameter " b.log || true)
   [ "$n" -eq 1 ] || { cat b.log; fail "the error line does not start a line"; }
   ! grep -q "MPI_ABORT" b.log || { cat b.log; fail "the job was aborted"; }
+  ;;
+early_stopping)
+  train 1 a.log --output run --train.epochs=4 --train.lr=1e-12 --train.min_lr=0 --train.warmup_steps=0 \
+    --train.early_stopping=eval_accuracy:1 || { cat a.log; fail "training failed"; }
+  grep -q "early stopping after epoch 2: eval_accuracy has not improved for 1 evaluation(s); the best, .* after step 19, is run/best.h5" a.log ||
+    { cat a.log; fail "no early stopping line"; }
+  grep -q "^\[r0 I [0-9.]*\] epoch 1: train loss [0-9.]*, accuracy " a.log || { cat a.log; fail "no epoch line"; }
+  [ "$(evals run | tr '\n' ' ')" = "0:19 1:38 1:38:final " ] || { evals run; fail "evaluations"; }
+  cmp run/best.h5 run/checkpoints/ckpt-000000019.h5 || fail "best.h5 is not the first epoch's checkpoint"
+  rc=0
+  train 1 b.log --output run2 --eval.files= --train.early_stopping=eval_loss:2 || rc=$?
+  [ $rc -eq 2 ] && grep -q "train.early_stopping = 'eval_loss:2': it watches the evaluation" b.log ||
+    { cat b.log; fail "early stopping without evaluation: exit $rc"; }
   ;;
 check)
   train 2 a.log --output run --check || { cat a.log; fail "--check failed"; }

@@ -1,0 +1,56 @@
+#include "apps/train/early_stopping.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <utility>
+
+#include "core/error.hpp"
+
+namespace shardflow::train {
+
+EarlyStoppingOptions ParseEarlyStopping(const std::string& text, bool classify, bool has_eval) {
+  if (text.empty()) return {};
+  auto refuse = [&](const std::string& what, const std::string& hint) {
+    throw Error(ErrorCode::kInvalidArgument, "train.early_stopping = '" + text + "': " + what,
+                {.key = "train.early_stopping", .hint = hint});
+  };
+  const size_t colon = text.find(':');
+  EarlyStoppingOptions o;
+  o.metric = text.substr(0, colon);
+  if (o.metric == "val_loss") o.metric = "eval_loss";  // Keras' names for the same
+  if (o.metric == "val_accuracy") o.metric = "eval_accuracy";
+  if (o.metric != "eval_loss" && o.metric != "eval_accuracy") {
+    refuse("the metric must be eval_loss or eval_accuracy", "e.g. eval_loss:3");
+  }
+  const std::string count = colon == std::string::npos ? "" : text.substr(colon + 1);
+  char* end = nullptr;
+  errno = 0;
+  o.patience = std::strtoll(count.c_str(), &end, 10);
+  if (count.empty() || *end != '\0' || errno == ERANGE || o.patience < 1) {
+    refuse("the patience must be a count of evaluations >= 1", "e.g. " + o.metric + ":3");
+  }
+  if (o.metric == "eval_accuracy" && !classify) {
+    refuse("a reconstruction has no accuracy", "eval_loss:" + count);
+  }
+  if (!has_eval) {
+    refuse("it watches the evaluation, and there is no evaluation set",
+           "set eval.files, or leave train.early_stopping empty");
+  }
+  return o;
+}
+
+EarlyStopping::Verdict EarlyStopping::Observe(int64_t steps_done, double loss, double accuracy) {
+  const double value = o_.metric == "eval_loss" ? loss : accuracy;
+  const bool better = !seen_ || (o_.metric == "eval_loss" ? value < best_ : value > best_);
+  if (better) {
+    seen_ = true;
+    best_ = value;
+    best_step_ = steps_done;
+    waited_ = 0;
+    return Verdict::kImproved;
+  }
+  ++waited_;
+  return waited_ >= o_.patience ? Verdict::kStop : Verdict::kWaiting;
+}
+
+}  // namespace shardflow::train

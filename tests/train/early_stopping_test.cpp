@@ -1,0 +1,57 @@
+// train.early_stopping (apps/train/early_stopping.hpp): what it accepts, and when it stops.
+#include "apps/train/early_stopping.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/error.hpp"
+
+namespace shardflow::train {
+namespace {
+
+std::string Refusal(const std::string& text, bool classify = true, bool has_eval = true) {
+  try {
+    ParseEarlyStopping(text, classify, has_eval);
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("train.early_stopping"), std::string::npos) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+TEST(EarlyStopping, ParsesMetricAndPatience) {
+  EXPECT_FALSE(ParseEarlyStopping("", true, false).on());
+  const EarlyStoppingOptions o = ParseEarlyStopping("eval_accuracy:3", true, true);
+  EXPECT_EQ(o.metric, "eval_accuracy");
+  EXPECT_EQ(o.patience, 3);
+  EXPECT_EQ(ParseEarlyStopping("val_loss:2", false, true).metric, "eval_loss");  // Keras' name
+  EXPECT_NE(Refusal("loss:3").find("eval_loss or eval_accuracy"), std::string::npos);
+  EXPECT_NE(Refusal("eval_loss").find("patience"), std::string::npos);
+  EXPECT_NE(Refusal("eval_loss:0").find("patience"), std::string::npos);
+  EXPECT_NE(Refusal("eval_loss:2x").find("patience"), std::string::npos);
+  EXPECT_NE(Refusal("eval_accuracy:2", false).find("no accuracy"), std::string::npos);
+  EXPECT_NE(Refusal("eval_loss:2", true, false).find("no evaluation set"), std::string::npos);
+}
+
+TEST(EarlyStopping, StopsAfterPatienceEvaluationsWithoutImprovement) {
+  EarlyStopping loss({.metric = "eval_loss", .patience = 2});
+  using V = EarlyStopping::Verdict;
+  EXPECT_EQ(loss.Observe(10, 1.0, 0), V::kImproved);
+  EXPECT_EQ(loss.Observe(20, 0.8, 0), V::kImproved);
+  EXPECT_EQ(loss.Observe(30, 0.8, 0), V::kWaiting);   // equal is not better
+  EXPECT_EQ(loss.Observe(40, 0.7, 0), V::kImproved);  // the count starts again
+  EXPECT_EQ(loss.Observe(50, 0.9, 0), V::kWaiting);
+  EXPECT_EQ(loss.Observe(60, 0.75, 0), V::kStop);
+  EXPECT_EQ(loss.best_step(), 40);
+  EXPECT_DOUBLE_EQ(loss.best(), 0.7);
+
+  EarlyStopping accuracy({.metric = "eval_accuracy", .patience = 1});
+  EXPECT_EQ(accuracy.Observe(10, 9.0, 0.5), V::kImproved);
+  EXPECT_EQ(accuracy.Observe(20, 0.1, 0.6), V::kImproved);  // the loss does not count
+  EXPECT_EQ(accuracy.Observe(30, 0.1, 0.55), V::kStop);
+  EXPECT_EQ(accuracy.best_step(), 20);
+}
+
+}  // namespace
+}  // namespace shardflow::train
