@@ -22,6 +22,6 @@ int main(int argc, char** argv) {
     return trace_tool::RunMerge(options, std::cout);
   } catch (const Error& e) {
     std::cerr << "error: " << e.what() << "\n";
-    return 1;
+    return ExitCodeFor(e.code());  // 2 not found or usage, 3 data loss, as every program
   }
 }

@@ -104,6 +104,12 @@ trace)
   "$bin/shardflow-trace" merge run --out again.json >merge.log 2>&1 || { cat merge.log; fail "shardflow-trace merge failed"; }
   grep -q "^merged 2 rank traces (.* events) into again.json; clock: mpi ping-pong against rank 0, error <= " merge.log ||
     { cat merge.log; fail "unexpected shardflow-trace output"; }
+  # The README's exit codes: 2 when there is nothing to merge, 3 for a damaged trace.
+  rc=0; "$bin/shardflow-trace" merge no_such_run >nf.log 2>&1 || rc=$?
+  [ $rc -eq 2 ] || { cat nf.log; fail "merge of a missing run: exit $rc, wanted 2"; }
+  mkdir -p damaged && echo '{"no": "events"}' >damaged/trace.rank0.json
+  rc=0; "$bin/shardflow-trace" merge damaged >dl.log 2>&1 || rc=$?
+  [ $rc -eq 3 ] || { cat dl.log; fail "merge of a damaged trace: exit $rc, wanted 3"; }
   for f in run/trace.json again.json; do
     $py - "$f" <<'PY' || fail "$f: the ranks' all-reduce spans do not line up"
 import collections, json, sys
