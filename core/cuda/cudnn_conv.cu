@@ -3,6 +3,7 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -19,7 +20,7 @@
 
 namespace shardflow::cuda {
 
-CudnnConvShape PlanCudnnConv(const cpu::ConvGeometry& g, int64_t f, int64_t batch) {
+CudnnConvShape PlanCudnnConv(const ConvGeometry& g, int64_t f, int64_t batch) {
   CudnnConvShape s;
   const int64_t pb = (g.oh - 1) * g.stride + g.kh - g.h - g.pad_top;
   const int64_t pr = (g.ow - 1) * g.stride + g.kw - g.w - g.pad_left;
@@ -162,7 +163,29 @@ bool HeuristicSearch() {
               {.hint = "find or heuristic"});
 }
 
+// -1: not read yet; else 0 or 1.
+std::atomic<int> g_conv_on{-1};
+
 }  // namespace
+
+bool ParseCudnnConv(const char* value) {
+  const std::string want = value == nullptr ? "on" : value;
+  if (want == "on" || want.empty()) return true;
+  if (want == "off") return false;
+  throw Error(ErrorCode::kInvalidArgument, "unknown SHARDFLOW_CUDNN_CONV '" + want + "'",
+              {.hint = "on (convolutions through cuDNN) or off (im2col + cuBLAS)"});
+}
+
+void SetCudnnConv(bool on) { g_conv_on.store(on ? 1 : 0); }
+
+bool CudnnConvOn() {
+  int on = g_conv_on.load();
+  if (on < 0) {
+    on = ParseCudnnConv(std::getenv("SHARDFLOW_CUDNN_CONV")) ? 1 : 0;
+    g_conv_on.store(on);
+  }
+  return on != 0;
+}
 
 std::array<int, 4> CudnnOutputDims(const CudnnConvShape& s, bool is_double) {
   const Descriptors d(s, is_double ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT);
