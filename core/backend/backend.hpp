@@ -2,10 +2,10 @@
 // device (design decision 3). Callers hold tensors that carry their device; they ask
 // BackendFor<T>(tensor.device()) for the backend once per kernel call and pass it pointers from
 // Tensor::device_data<T>() (and the arena). The CPU backend is core/cpu; a CUDA backend is a new
-// file set in core/cuda that implements this class and calls RegisterBackend at start-up.
-// No device's own types appear here: a convolution is described by
-// core/backend/conv_geometry.hpp, and how a backend computes it (the CPU's SHARDFLOW_CONV, the
-// GPU's cuDNN) is the backend's business.
+// file set in core/cuda that implements this class; a device's backends are part of its runtime,
+// registered once at start-up (core/backend/device_runtime.hpp). No device's own types appear
+// here: a convolution is described by core/backend/conv_geometry.hpp, and how a backend computes
+// it (the CPU's SHARDFLOW_CONV, the GPU's cuDNN) is the backend's business.
 //
 // Why a virtual class and not device-dispatching free functions (switch (device) in each op):
 //  - A new device is one new subclass in its own folder; nothing here or in the layers changes,
@@ -227,14 +227,11 @@ class Backend {
   virtual double MeanSquaredError(int64_t n, const T* y, const T* target, T* d) = 0;
 };
 
-// The backend for a device. Throws Error(kInternal) naming the device when this build has none
-// for it (a CUDA tensor in a CPU-only build).
+// The backend of a device's registered runtime (core/backend/device_runtime.hpp). Throws
+// Error(kInternal) naming the device when this build has none for it (a CUDA tensor in a
+// CPU-only build).
 template <typename T>
 Backend<T>& BackendFor(Device device);
-// Installs the backend for a device (a device library at start-up); not thread-safe against
-// concurrent BackendFor calls. The CPU backend is installed from the start.
-template <typename T>
-void RegisterBackend(Device device, Backend<T>* backend);
 
 // The error of every backend's SoftmaxCrossEntropy for a label outside [0, K) in batch row
 // `row`: Error(kInvalidArgument) naming the label, the row and K.

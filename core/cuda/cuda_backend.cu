@@ -294,7 +294,7 @@ DeviceExec& InstalledExec() {
   return installed->exec;
 }
 
-void InstallCudaBackend(int ordinal) {
+void InstallCudaBackend(int ordinal, std::shared_ptr<const DeviceCollectives> collectives) {
   int count = 0;
   const cudaError_t rc = cudaGetDeviceCount(&count);
   if (rc != cudaSuccess || ordinal < 0 || ordinal >= count) {
@@ -304,12 +304,16 @@ void InstallCudaBackend(int ordinal) {
     throw Error(ErrorCode::kInternal,
                 "cannot use CUDA device " + std::to_string(ordinal) + ": " + why);
   }
-  if (installed != nullptr && installed->exec.ordinal() == ordinal) return;
-  installed = new Installed(ordinal);  // lives until exit: backends outlive their callers
-  RegisterBackend<float>(Device::kCuda, &installed->f32);
-  RegisterBackend<double>(Device::kCuda, &installed->f64);
-  RegisterDeviceMemory(Device::kCuda, &installed->memory);
-  InstallCudaStaging();
+  if (installed == nullptr || installed->exec.ordinal() != ordinal) {
+    installed = new Installed(ordinal);  // lives until exit: backends outlive their callers
+  }
+  RegisterDeviceRuntime({.device = Device::kCuda,
+                         .name = "cuda",
+                         .f32 = &installed->f32,
+                         .f64 = &installed->f64,
+                         .memory = &installed->memory,
+                         .staging = &CudaInputStaging(installed->exec),
+                         .collectives = std::move(collectives)});
 }
 
 void UseOnThisThread() { SF_CHECK_CUDA(cudaSetDevice(InstalledExec().ordinal())); }

@@ -392,8 +392,12 @@ TEST_F(HostTwin, OptimizerUpdatesAndTheLstmCell) {
 // kernel call through the CUDA backend's index kernels.
 class TwinAsCpu {
  public:
-  TwinAsCpu() { RegisterBackend<float>(Device::kCpu, &UnderTest<float>()); }
-  ~TwinAsCpu() { RegisterBackend<float>(Device::kCpu, &cpu::CpuBackend<float>()); }
+  TwinAsCpu() {
+    DeviceRuntime twin = cpu::CpuRuntime();
+    twin.f32 = &UnderTest<float>();
+    RegisterDeviceRuntime(twin);
+  }
+  ~TwinAsCpu() { RegisterDeviceRuntime(cpu::CpuRuntime()); }
 };
 
 struct TrainRun {
