@@ -11,6 +11,7 @@
 #include "core/backend/host_twin.hpp"
 #include "core/backend/kernels/spatial.hpp"
 #include "core/cpu/onednn_conv.hpp"
+#include "core/cuda/cudnn_conv.hpp"
 #include "core/random.hpp"
 #include "tests/cuda/gpu_reference.hpp"
 
