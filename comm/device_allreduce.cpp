@@ -6,11 +6,6 @@
 namespace shardflow::comm {
 namespace {
 
-DeviceAllreduceFactory& Registered() {
-  static DeviceAllreduceFactory factory;
-  return factory;
-}
-
 class SimulatedDeviceAllreduce final : public DeviceAllreduce {
  public:
   SimulatedDeviceAllreduce(Communicator& comm, const DeviceAllreduceOptions& options)
@@ -33,10 +28,8 @@ class SimulatedDeviceAllreduce final : public DeviceAllreduce {
 
 }  // namespace
 
-void RegisterDeviceAllreduce(DeviceAllreduceFactory factory) { Registered() = std::move(factory); }
-
-const DeviceAllreduceFactory* RegisteredDeviceAllreduce() {
-  return Registered() ? &Registered() : nullptr;
+std::shared_ptr<const DeviceCollectives> MakeDeviceCollectives(DeviceAllreduceFactory make) {
+  return std::make_shared<const DeviceAllreduceMaker>(std::move(make));
 }
 
 std::unique_ptr<DeviceAllreduce> MakeSimulatedDeviceAllreduce(

@@ -6,21 +6,24 @@
 // already issued) and calls Finish before the optimizer update. Every rank starts the same
 // buckets in the same order.
 //
-// Implementations register a factory at start-up, as backends do (core/backend/backend.hpp):
-// RegisterNcclAllreduce registers NCCL (comm/nccl/nccl_allreduce.hpp, built with the CUDA
-// backend; bootstrapped over comm/: rank 0's unique id is broadcast to the others).
-// MakeSimulatedDeviceAllreduce is the same seam over comm/'s all-reduce in place, for the simulated
-// CUDA device (core/backend/host_twin.hpp), whose memory the host can address: it tests the
-// strategy's use of the seam without a GPU. Thread-safety: one training thread per instance;
-// registration before any use.
+// An implementation is part of its device's runtime (core/backend/device_runtime.hpp): core
+// never includes comm/, so the runtime carries it opaquely as DeviceCollectives, and the program
+// that registers the runtime puts a DeviceAllreduceMaker there (MakeDeviceCollectives):
+// NCCL for a GPU (comm/nccl/nccl_allreduce.hpp; bootstrapped over comm/: rank 0's unique id is
+// broadcast to the others), or MakeSimulatedDeviceAllreduce, the same seam over comm/'s
+// all-reduce in place, for the simulated CUDA device (core/backend/host_twin.hpp), whose memory
+// the host can address: it tests the strategy's use of the seam without a GPU.
+// Thread-safety: one training thread per instance; the runtime registered before any use.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "comm/allreduce.hpp"
 #include "comm/communicator.hpp"
+#include "core/backend/device_runtime.hpp"
 
 namespace shardflow::comm {
 
@@ -49,10 +52,25 @@ class DeviceAllreduce {
 using DeviceAllreduceFactory = std::function<std::unique_ptr<DeviceAllreduce>(
     Communicator& comm, const DeviceAllreduceOptions& options)>;
 
-// The device all-reduce of this process (one; a later call replaces it; null clears).
-void RegisterDeviceAllreduce(DeviceAllreduceFactory factory);
-// Null when none is registered.
-const DeviceAllreduceFactory* RegisteredDeviceAllreduce();
+// The collectives a device runtime carries (DeviceRuntime::collectives): its all-reduce.
+class DeviceAllreduceMaker final : public DeviceCollectives {
+ public:
+  explicit DeviceAllreduceMaker(DeviceAllreduceFactory make) : make_(std::move(make)) {}
+  const DeviceAllreduceFactory& factory() const { return make_; }
+
+ private:
+  DeviceAllreduceFactory make_;
+};
+// `make` as a runtime's collectives.
+std::shared_ptr<const DeviceCollectives> MakeDeviceCollectives(DeviceAllreduceFactory make);
+// The all-reduce of `device`'s registered runtime; null when it has none (or no runtime).
+// Inline: comm/ alone (the SimGrid build, sim/smpi) links no core registry.
+inline const DeviceAllreduceFactory* DeviceAllreduceFor(Device device) {
+  const DeviceRuntime* runtime = FindDeviceRuntime(device);
+  if (runtime == nullptr) return nullptr;
+  const auto* maker = dynamic_cast<const DeviceAllreduceMaker*>(runtime->collectives.get());
+  return maker != nullptr && maker->factory() ? &maker->factory() : nullptr;
+}
 
 // comm/'s all-reduce in place on host-addressable "device" memory, run at Start (blocking).
 std::unique_ptr<DeviceAllreduce> MakeSimulatedDeviceAllreduce(

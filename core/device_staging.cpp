@@ -3,7 +3,9 @@
 #include <array>
 #include <cstdlib>
 #include <new>
+#include <string>
 
+#include "core/backend/device_runtime.hpp"
 #include "core/error.hpp"
 
 namespace shardflow {
@@ -12,7 +14,7 @@ namespace {
 // Plain host memory and copies done at once: nothing to order, nothing to time.
 class SynchronousStaging final : public DeviceStaging {
  public:
-  explicit SynchronousStaging(Device device) : device_(device) {}
+  void set_device(Device device) { device_ = device; }
   void* AllocatePinned(size_t bytes) override {
     void* p = std::malloc(bytes == 0 ? 1 : bytes);
     if (p == nullptr) throw std::bad_alloc();
@@ -28,24 +30,25 @@ class SynchronousStaging final : public DeviceStaging {
   StagingTimes TakeTimes() override { return {}; }
 
  private:
-  Device device_;
+  Device device_ = Device::kCpu;
 };
-
-constexpr size_t kDevices = static_cast<size_t>(Device::kCuda) + 1;
-std::array<DeviceStaging*, kDevices> registered{};
 
 }  // namespace
 
-void RegisterDeviceStaging(Device device, DeviceStaging* staging) {
-  if (device == Device::kCpu) throw Error(ErrorCode::kInternal, "the CPU has no input staging");
-  registered[static_cast<size_t>(device)] = staging;
-}
-
 DeviceStaging& DeviceStagingFor(Device device) {
-  if (device == Device::kCpu) throw Error(ErrorCode::kInternal, "the CPU has no input staging");
-  if (DeviceStaging* s = registered[static_cast<size_t>(device)]; s != nullptr) return *s;
-  static SynchronousStaging cuda_default(Device::kCuda);
-  return cuda_default;
+  const DeviceRuntime* runtime = FindDeviceRuntime(device);
+  if (runtime != nullptr && runtime->Supports(DeviceFeature::kHostMemory)) {
+    throw Error(ErrorCode::kInternal,
+                std::string("the ") + DeviceName(device) + " has no input staging");
+  }
+  if (runtime != nullptr && runtime->staging != nullptr) return *runtime->staging;
+  static std::array<SynchronousStaging, kDevices> defaults;
+  static const bool named = [] {
+    for (size_t i = 0; i < kDevices; ++i) defaults[i].set_device(static_cast<Device>(i));
+    return true;
+  }();
+  (void)named;
+  return defaults.at(static_cast<size_t>(device));
 }
 
 }  // namespace shardflow

@@ -10,7 +10,8 @@
 // the step's work, Releases the slot. Device-measured times (TakeTimes) say how long compute
 // waited for copies and how long it was active.
 //
-// The CUDA backend registers its staging (core/cuda/cuda_staging.cu: cudaHostAlloc, a copy
+// A device's staging is part of its runtime (DeviceRuntime::staging, core/backend/
+// device_runtime.hpp): the CUDA backend's is core/cuda/cuda_staging.cu (cudaHostAlloc, a copy
 // stream, events). A device without one gets the synchronous default: plain host memory, each
 // copy done at once through the device's DeviceMemory (the simulated device), nothing timed.
 // Thread-safety: one consumer thread per device.
@@ -45,9 +46,8 @@ class DeviceStaging {
   virtual StagingTimes TakeTimes() = 0;
 };
 
-// Installs the staging of a device (not kCpu); null restores the synchronous default.
-void RegisterDeviceStaging(Device device, DeviceStaging* staging);
-// The registered staging, or the synchronous default over DeviceMemoryFor(device).
+// The staging of `device`'s runtime, or the synchronous default over DeviceMemoryFor(device).
+// Throws Error(kInternal) for a device with host memory (the CPU: nothing to stage).
 DeviceStaging& DeviceStagingFor(Device device);
 
 }  // namespace shardflow

@@ -38,6 +38,8 @@ const std::vector<Variable>& Variables() {
          "the GEMM's instruction set (default: AVX-512 where the CPU has it)"},
         {"SHARDFLOW_CUDNN", "on, off, or a list of pool, act, bn, lstm",
          "which layers run through cuDNN on a GPU besides convolutions (default on)"},
+        {"SHARDFLOW_CUDNN_CONV", "one of on, off",
+         "convolutions on a GPU through cuDNN (on, the default) or im2col + cuBLAS (off)"},
         {"SHARDFLOW_CUDNN_SEARCH", "one of find, heuristic",
          "how cuDNN convolution algorithms are chosen (default find: timed once per shape)"},
         {"SHARDFLOW_CUDNN_WORKSPACE_MB", "an integer >= 0",

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/backend/device_runtime.hpp"
 #include "core/model.hpp"
 #include "core/optim/optimizer.hpp"
 
@@ -53,7 +54,7 @@ class HostStateScope {
     swapped_.clear();
   }
   void Swap(Tensor* t) {
-    if (t == nullptr || t->device() == Device::kCpu) return;
+    if (t == nullptr || DeviceSupports(t->device(), DeviceFeature::kHostMemory)) return;
     Tensor host = t->To(Device::kCpu);
     swapped_.emplace_back(t, std::move(*t));
     *t = std::move(host);

@@ -57,7 +57,8 @@ struct ModelOptions {
   // Which way of a tensor-parallel group this model is (default: the whole model, T = 1).
   TensorParallel tensor_parallel;
   // Where parameters, activations and gradients live and the kernels run. A device other than
-  // the CPU needs its backend and memory installed (core/cuda: cuda::InstallCudaBackend); the
+  // the CPU needs its runtime registered (core/backend/device_runtime.hpp; a GPU's:
+  // cuda::InstallCudaBackend); the
   // model then copies an input on another device to its own in Forward/Backward. Not with
   // tensor parallelism or embedding layers yet (they read host memory).
   Device device = Device::kCpu;

@@ -31,6 +31,8 @@ const char* DeviceName(Device device) {
       return "cpu";
     case Device::kCuda:
       return "cuda";
+    case Device::kTest:
+      return "test";
   }
   return "?";
 }
@@ -76,26 +78,6 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   }
   data_ = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(block.get()) + 63) & ~uintptr_t{63});
   storage_ = std::move(block);
-}
-
-namespace {
-DeviceMemory* device_memory[2] = {nullptr, nullptr};  // indexed by Device; kCpu unused
-}  // namespace
-
-void RegisterDeviceMemory(Device device, DeviceMemory* memory) {
-  if (device == Device::kCpu) {
-    throw Error(ErrorCode::kInternal, "the CPU's memory is not registered");
-  }
-  device_memory[static_cast<size_t>(device)] = memory;
-}
-
-DeviceMemory& DeviceMemoryFor(Device device) {
-  DeviceMemory* m = device == Device::kCpu ? nullptr : device_memory[static_cast<size_t>(device)];
-  if (m == nullptr) {
-    throw Error(ErrorCode::kInternal,
-                std::string("no memory for device ") + DeviceName(device) + " in this process");
-  }
-  return *m;
 }
 
 Tensor::Tensor(DType dtype, Shape shape, Device device) {

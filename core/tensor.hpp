@@ -23,7 +23,12 @@
 namespace shardflow {
 
 enum class DType : uint8_t { kFloat32, kFloat64, kUInt8, kInt32, kInt64 };
-enum class Device : uint8_t { kCpu, kCuda };
+// A device's identity. What a device is (its backend, memory, staging, collectives) is its
+// runtime, registered once (core/backend/device_runtime.hpp). kTest is reserved for a device a
+// test registers (tests/core/device_runtime_test.cpp); no program registers it.
+enum class Device : uint8_t { kCpu, kCuda, kTest };
+// Every Device value: the device registry is indexed by it.
+inline constexpr size_t kDevices = static_cast<size_t>(Device::kTest) + 1;
 
 // Inline: called per feature per element on pipeline paths.
 inline size_t DTypeSize(DType dtype) {
@@ -40,7 +45,7 @@ inline size_t DTypeSize(DType dtype) {
   return 0;
 }
 const char* DTypeName(DType dtype);     // "float32", "uint8", ...
-const char* DeviceName(Device device);  // "cpu", "cuda"
+const char* DeviceName(Device device);  // "cpu", "cuda", "test"
 // "float32" | "float64" | "uint8" | "int32" | "int64"; throws Error(kInvalidArgument).
 DType ParseDType(const std::string& name);
 
@@ -76,9 +81,9 @@ inline int64_t NumElements(const Shape& shape) {
 }
 std::string ShapeToString(const Shape& shape);  // "[128,28,28,1]"
 
-// How a device other than the CPU allocates and copies memory. A device library registers one
-// (RegisterDeviceMemory) next to its compute backend; Tensor uses it for tensors on that device.
-// Copies are synchronous: when they return, the destination holds the data.
+// How a device other than the CPU allocates and copies memory. A device's runtime carries one
+// (DeviceRuntime::memory, core/backend/device_runtime.hpp); Tensor uses it for tensors on that
+// device. Copies are synchronous: when they return, the destination holds the data.
 class DeviceMemory {
  public:
   virtual ~DeviceMemory() = default;
@@ -92,10 +97,8 @@ class DeviceMemory {
   // it does not track them.
   virtual size_t PeakBytes() const { return 0; }
 };
-// Installs the memory of a device (not kCpu); not thread-safe against concurrent tensor
-// allocation. Null uninstalls.
-void RegisterDeviceMemory(Device device, DeviceMemory* memory);
-// Throws Error(kInternal) naming the device when none is registered.
+// The memory of `device`'s registered runtime (core/backend/device_runtime.cpp). Throws
+// Error(kInternal) naming the device when it has none (the CPU, or no runtime registered).
 DeviceMemory& DeviceMemoryFor(Device device);
 
 class Tensor {
@@ -103,7 +106,7 @@ class Tensor {
   Tensor() = default;  // empty: dtype float32, shape [0], no storage
   // Owning, zero-filled CPU tensor.
   Tensor(DType dtype, Shape shape);
-  // Owning, zero-filled tensor on `device` (its registered DeviceMemory unless kCpu).
+  // Owning, zero-filled tensor on `device` (its runtime's DeviceMemory unless kCpu).
   Tensor(DType dtype, Shape shape, Device device);
   // Non-owning view of `data`. REQUIRES: data holds NumElements(shape) elements of dtype.
   static Tensor View(void* data, DType dtype, Shape shape, Device device = Device::kCpu);

@@ -37,10 +37,9 @@ std::vector<ConvShape> StepConvs(Sequential<float>& m) {
                       : s.layer == 0           ? m.input_shape()
                                                : m.layer_output_shape(s.layer - 1);
     const int64_t stride = (in[0] + o[0] - 1) / o[0];
-    out.push_back(
-        {s.layer, s.name,
-         cpu::MakeConvGeometry(in[0], in[1], s.shape[2], s.shape[0], s.shape[1], stride, true),
-         s.shape[3], s.layer > first});
+    out.push_back({s.layer, s.name,
+                   MakeConvGeometry(in[0], in[1], s.shape[2], s.shape[0], s.shape[1], stride, true),
+                   s.shape[3], s.layer > first});
   }
   return out;
 }
@@ -150,7 +149,7 @@ ConvPassTimes TimeLibraryConv(const ConvShape& c, int64_t batch, int reps) {
   const double inf = std::numeric_limits<double>::infinity();
   ConvPassTimes t{inf, inf, inf};
   if (!cpu::OneDnnBuilt()) return t;
-  const cpu::ConvGeometry& g = c.g;
+  const ConvGeometry& g = c.g;
   std::vector<float> x(batch * g.h * g.w * g.c, 0.5f), w(g.kh * g.kw * g.c * c.filters, 0.25f),
       bias(c.filters, 0.0f), y(batch * g.oh * g.ow * c.filters), dw(w.size());
   const cpu::ConvKernel before = cpu::CurrentConvKernel();

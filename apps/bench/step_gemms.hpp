@@ -25,7 +25,7 @@ struct GemmShape {
 struct ConvShape {
   int layer;
   std::string name;  // the kernel parameter's name, e.g. "conv1/kernel"
-  cpu::ConvGeometry g;
+  ConvGeometry g;
   int64_t filters;
   bool need_dx;  // past the first trainable layer
 };

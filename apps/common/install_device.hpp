@@ -5,7 +5,10 @@
 // Thread-safety: the main thread, once, in the parse phase.
 #pragma once
 
+#include <memory>
+
 #include "apps/common/device_choice.hpp"
+#include "core/backend/device_runtime.hpp"
 #include "core/backend/host_twin.hpp"
 #if defined(SHARDFLOW_APP_CUDA)
 #include "core/cuda/cuda_backend.hpp"
@@ -15,16 +18,26 @@ namespace shardflow::apps {
 
 enum class InstalledDevice { kCpu, kSimulated, kGpu };
 
-// The CPU: nothing. The simulated device (SHARDFLOW_SIMULATE_CUDA=1): the CUDA backend's host
-// twin, for the process's life. A GPU: the CUDA backend on the chosen ordinal, TF32 as asked.
-inline InstalledDevice InstallDevice(const DeviceChoice& choice, bool tf32) {
+// What a program adds to the device's runtime beyond what core knows: its collectives
+// (comm/device_allreduce.hpp), by the kind of device installed; null: none (prediction and
+// serving reduce nothing).
+struct DeviceExtras {
+  std::shared_ptr<const DeviceCollectives> simulated;  // on the simulated device
+  std::shared_ptr<const DeviceCollectives> gpu;        // on a GPU
+};
+
+// The CPU: nothing (its runtime is there from the start). The simulated device
+// (SHARDFLOW_SIMULATE_CUDA=1): the CUDA backend's host twin, for the process's life. A GPU: the
+// CUDA backend on the chosen ordinal, TF32 as asked. Either way one runtime, registered once.
+inline InstalledDevice InstallDevice(const DeviceChoice& choice, bool tf32,
+                                     const DeviceExtras& extras = {}) {
   if (choice.device == Device::kCpu) return InstalledDevice::kCpu;
   if (ProbeDevices().simulated) {
-    static SimulatedCudaDevice simulated;  // lives until exit, as device tensors may
+    static SimulatedCudaDevice simulated(extras.simulated);  // lives until exit, as tensors may
     return InstalledDevice::kSimulated;
   }
 #if defined(SHARDFLOW_APP_CUDA)
-  cuda::InstallCudaBackend(choice.ordinal);
+  cuda::InstallCudaBackend(choice.ordinal, extras.gpu);
   cuda::SetTf32(tf32);
   return InstalledDevice::kGpu;
 #else

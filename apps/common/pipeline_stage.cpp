@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/host_staging.hpp"
 #include "core/trace.hpp"
 
 namespace shardflow::apps {
@@ -58,14 +59,13 @@ PipelineStage::Slot& PipelineStage::Acquire(int m) {
 void PipelineStage::Release(Slot& slot) { releasing_.push_back(&slot); }
 
 const float* PipelineStage::SendBuffer(const Tensor& t, Tensor& staged) {
-  if (t.device() == Device::kCpu) return t.data<float>();
+  HostStaging staging(t.device());
+  const auto n = static_cast<size_t>(t.num_elements());
+  if (staging.pass_through()) return t.device_data<float>();
   if (!staged.owns_storage() || staged.shape() != t.shape() || staged.device() != Device::kCpu) {
     staged = Tensor(DType::kFloat32, t.shape());
   }
-  if (staged.byte_size() > 0) {
-    DeviceMemoryFor(t.device()).CopyToHost(staged.raw_data(), t.raw_data(), staged.byte_size());
-  }
-  return staged.data<float>();
+  return staging.ToHost(t.device_data<float>(), n, staged.data<float>());
 }
 
 void PipelineStage::Wait(comm::RequestList& requests, StageTimes* t) {

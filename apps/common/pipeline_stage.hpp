@@ -80,7 +80,8 @@ class PipelineStage {
   void Backward(int m, StageTimes* t);
   void Wait(comm::RequestList& requests, StageTimes* t);
   void FinishStep(StageTimes* t);
-  // What to post a send from: `t` itself on the CPU, else its host copy in `staged`.
+  // What to post a send from: `t` itself in host memory (the CPU), else its host copy in
+  // `staged` (core/host_staging.hpp).
   const float* SendBuffer(const Tensor& t, Tensor& staged);
 
   comm::Communicator& pipe_;

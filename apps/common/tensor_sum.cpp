@@ -11,15 +11,9 @@ void TensorSum::operator()(float* x, int64_t n) {
   const comm::AllreduceOptions sum{.algorithm = comm::AllreduceAlgorithm::kAuto,
                                    .mode = comm::ReduceMode::kSum};
   const size_t count = static_cast<size_t>(n);
-  if (device_ == Device::kCpu) {
-    comm::Allreduce(ways_, x, count, sum);
-  } else if (count > 0) {
-    host_.resize(count);
-    DeviceMemory& memory = DeviceMemoryFor(device_);
-    memory.CopyToHost(host_.data(), x, count * sizeof(float));
-    comm::Allreduce(ways_, host_.data(), count, sum);
-    memory.CopyToDevice(x, host_.data(), count * sizeof(float));
-  }
+  float* host = staging_.ToHost(x, count);  // x itself on the CPU
+  comm::Allreduce(ways_, host, count, sum);
+  staging_.ToDevice(x, host, count);
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 

@@ -3,6 +3,7 @@
 #include "apps/train/strategy_unit.hpp"
 #include "comm/collectives.hpp"
 #include "comm/device_allreduce.hpp"
+#include "core/backend/device_runtime.hpp"
 #include "core/error.hpp"
 #include "core/loss.hpp"
 #include "core/metrics.hpp"
@@ -35,9 +36,9 @@ std::unique_ptr<Strategy> MakeStrategy(const std::string& name, const StrategyEn
   return FindStrategyUnit(name).make(env);
 }
 
-bool UseDeviceAllreduce(const TrainerOptions& options, bool on_device) {
+bool UseDeviceAllreduce(const TrainerOptions& options, Device device) {
   const std::string& want = options.device_allreduce;
-  if (!on_device) {
+  if (DeviceSupports(device, DeviceFeature::kHostMemory)) {
     if (want != "nccl") return false;
     throw Error(ErrorCode::kInvalidArgument,
                 "dist.device_allreduce = nccl reduces gradients on GPUs, but the model is on the "
@@ -45,7 +46,7 @@ bool UseDeviceAllreduce(const TrainerOptions& options, bool on_device) {
                 {.key = "dist.device_allreduce", .hint = "train.device = cuda, or leave it auto"});
   }
   if (want == "host") return false;
-  if (comm::RegisteredDeviceAllreduce() != nullptr) return true;
+  if (comm::DeviceAllreduceFor(device) != nullptr) return true;
   if (want == "auto") return false;
   throw Error(ErrorCode::kInvalidArgument,
               "dist.device_allreduce = nccl, but this program has no device all-reduce",

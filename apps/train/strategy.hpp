@@ -154,9 +154,9 @@ class Strategy {
 std::unique_ptr<Strategy> MakeStrategy(const std::string& name, const StrategyEnv& env);
 
 // Whether a strategy reduces its gradients where they lie (comm/device_allreduce.hpp) rather than
-// in host memory, from dist.device_allreduce (auto | nccl | host) and the model's place: auto
-// when the program registered a device all-reduce. Throws Error(kInvalidArgument) naming the key
-// for nccl with a model on the CPU, or in a program without one.
-bool UseDeviceAllreduce(const TrainerOptions& options, bool on_device);
+// in host memory, from dist.device_allreduce (auto | nccl | host) and the model's device: auto
+// when the device's runtime carries an all-reduce. Throws Error(kInvalidArgument) naming the key
+// for nccl with a model in host memory (the CPU), or on a device without one.
+bool UseDeviceAllreduce(const TrainerOptions& options, Device device);
 
 }  // namespace shardflow::train

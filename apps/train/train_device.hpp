@@ -43,18 +43,17 @@ inline apps::DeviceChoice UseTrainingDevice(const MpiEnvironment& env,
                                                   .has_backend = has_backend});
   if (choice.device == Device::kCpu) return choice;
   options.model.device = choice.device;
-  if (apps::InstallDevice(choice, config.tf32) == apps::InstalledDevice::kSimulated) {
-    // Its stand-in for NCCL: comm/'s all-reduce in place on the simulated device's memory.
-    comm::RegisterDeviceAllreduce(comm::MakeSimulatedDeviceAllreduce);
-    if (options.device_allreduce == "nccl") {
-      SF_LOG0(Info) << "dist.device_allreduce = nccl on the simulated device: comm/'s all-reduce "
-                       "in place stands in for NCCL";
-    }
-    return choice;
-  }
+  apps::DeviceExtras extras;
+  // The simulated device's stand-in for NCCL: comm/'s all-reduce in place on its memory.
+  extras.simulated = comm::MakeDeviceCollectives(comm::MakeSimulatedDeviceAllreduce);
 #if defined(SHARDFLOW_APP_CUDA)
-  comm::RegisterNcclAllreduce();
+  extras.gpu = comm::NcclCollectives();
 #endif
+  if (apps::InstallDevice(choice, config.tf32, extras) == apps::InstalledDevice::kSimulated &&
+      options.device_allreduce == "nccl") {
+    SF_LOG0(Info) << "dist.device_allreduce = nccl on the simulated device: comm/'s all-reduce "
+                     "in place stands in for NCCL";
+  }
   return choice;
 }
 

@@ -153,10 +153,10 @@ class NcclAllreduce final : public DeviceAllreduce {
 
 }  // namespace
 
-void RegisterNcclAllreduce() {
-  cuda::DeviceExec& exec = cuda::InstalledExec();
-  RegisterDeviceAllreduce([&exec](Communicator& comm, const DeviceAllreduceOptions& options) {
-    return std::unique_ptr<DeviceAllreduce>(std::make_unique<NcclAllreduce>(comm, options, exec));
+std::shared_ptr<const DeviceCollectives> NcclCollectives() {
+  return MakeDeviceCollectives([](Communicator& comm, const DeviceAllreduceOptions& options) {
+    return std::unique_ptr<DeviceAllreduce>(
+        std::make_unique<NcclAllreduce>(comm, options, cuda::InstalledExec()));
   });
 }
 

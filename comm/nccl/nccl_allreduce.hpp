@@ -15,10 +15,16 @@
 // Thread-safety: one training thread; the device must be the installed backend's.
 #pragma once
 
+#include <memory>
+
+#include "comm/device_allreduce.hpp"
+
 namespace shardflow::comm {
 
-// Registers NCCL as the process's device all-reduce (RegisterDeviceAllreduce), on the
-// installed CUDA backend's device and stream. REQUIRES: cuda::InstallCudaBackend was called.
-void RegisterNcclAllreduce();
+// NCCL as a device runtime's collectives (comm/device_allreduce.hpp), for
+// cuda::InstallCudaBackend(ordinal, NcclCollectives()): each all-reduce it makes runs on the
+// installed CUDA backend's device and stream. REQUIRES (when one is made): the backend is
+// installed.
+std::shared_ptr<const DeviceCollectives> NcclCollectives();
 
 }  // namespace shardflow::comm

@@ -2,7 +2,10 @@
 // device (design decision 3). Callers hold tensors that carry their device; they ask
 // BackendFor<T>(tensor.device()) for the backend once per kernel call and pass it pointers from
 // Tensor::device_data<T>() (and the arena). The CPU backend is core/cpu; a CUDA backend is a new
-// file set in core/cuda that implements this class and calls RegisterBackend at start-up.
+// file set in core/cuda that implements this class; a device's backends are part of its runtime,
+// registered once at start-up (core/backend/device_runtime.hpp). No device's own types appear
+// here: a convolution is described by core/backend/conv_geometry.hpp, and how a backend computes
+// it (the CPU's SHARDFLOW_CONV, the GPU's cuDNN) is the backend's business.
 //
 // Why a virtual class and not device-dispatching free functions (switch (device) in each op):
 //  - A new device is one new subclass in its own folder; nothing here or in the layers changes,
@@ -24,7 +27,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/cpu/im2col.hpp"
+#include "core/backend/conv_geometry.hpp"
 #include "core/tensor.hpp"
 
 namespace shardflow {
@@ -92,23 +95,26 @@ class Backend {
   virtual void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
                     const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c,
                     int64_t ldc) = 0;
-  // --- convolution data movement, as cpu::Im2Col / cpu::Col2ImAdd.
-  virtual void Im2Col(const cpu::ConvGeometry& g, int64_t batch, const T* x, T* cols) = 0;
-  virtual void Col2ImAdd(const cpu::ConvGeometry& g, int64_t batch, const T* cols, T* dx) = 0;
-  // --- a whole convolution pass in one library call (the CPU's oneDNN, core/cpu/onednn_conv.hpp),
-  // for backends that have one. false: not taken for this shape, pass or type, nothing touched,
-  // and the layer runs im2col + GEMM. x (B, H, W, C), y and dy (B, OH, OW, F), w (KH, KW, C, F).
+  // --- convolution data movement (core/backend/conv_geometry.hpp): Im2Col writes cols
+  // (B*OH*OW, KH*KW*C), one row per output pixel holding its window in (kh, kw, c) order, zeros
+  // over the padding, from x (B, H, W, C); Col2ImAdd is its adjoint, dx += scatter of cols.
+  virtual void Im2Col(const ConvGeometry& g, int64_t batch, const T* x, T* cols) = 0;
+  virtual void Col2ImAdd(const ConvGeometry& g, int64_t batch, const T* cols, T* dx) = 0;
+  // --- a whole convolution pass in one library call, for backends that have one (the CPU's
+  // oneDNN or Winograd, cuDNN on a GPU); which passes it takes is the backend's own choice, read
+  // by no one else. false: not taken for this shape, pass or type, nothing touched, and the
+  // layer runs im2col + GEMM. x (B, H, W, C), y and dy (B, OH, OW, F), w (KH, KW, C, F).
   // Forward overwrites y with conv(x, w) + bias (bias may be null); BackwardData overwrites dx;
   // BackwardFilter adds the kernel's gradient into dw.
-  virtual bool ConvForward(const cpu::ConvGeometry& /*g*/, int64_t /*f*/, int64_t /*batch*/,
+  virtual bool ConvForward(const ConvGeometry& /*g*/, int64_t /*f*/, int64_t /*batch*/,
                            const T* /*x*/, const T* /*w*/, const T* /*bias*/, T* /*y*/) {
     return false;
   }
-  virtual bool ConvBackwardData(const cpu::ConvGeometry& /*g*/, int64_t /*f*/, int64_t /*batch*/,
+  virtual bool ConvBackwardData(const ConvGeometry& /*g*/, int64_t /*f*/, int64_t /*batch*/,
                                 const T* /*dy*/, const T* /*w*/, T* /*dx*/) {
     return false;
   }
-  virtual bool ConvBackwardFilter(const cpu::ConvGeometry& /*g*/, int64_t /*f*/, int64_t /*batch*/,
+  virtual bool ConvBackwardFilter(const ConvGeometry& /*g*/, int64_t /*f*/, int64_t /*batch*/,
                                   const T* /*x*/, const T* /*dy*/, T* /*dw*/) {
     return false;
   }
@@ -221,14 +227,11 @@ class Backend {
   virtual double MeanSquaredError(int64_t n, const T* y, const T* target, T* d) = 0;
 };
 
-// The backend for a device. Throws Error(kInternal) naming the device when this build has none
-// for it (a CUDA tensor in a CPU-only build).
+// The backend of a device's registered runtime (core/backend/device_runtime.hpp). Throws
+// Error(kInternal) naming the device when this build has none for it (a CUDA tensor in a
+// CPU-only build).
 template <typename T>
 Backend<T>& BackendFor(Device device);
-// Installs the backend for a device (a device library at start-up); not thread-safe against
-// concurrent BackendFor calls. The CPU backend is installed from the start.
-template <typename T>
-void RegisterBackend(Device device, Backend<T>* backend);
 
 // The error of every backend's SoftmaxCrossEntropy for a label outside [0, K) in batch row
 // `row`: Error(kInvalidArgument) naming the label, the row and K.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
+#include <utility>
 
 #include "core/backend/kernel_backend.hpp"
 #include "core/thread_annotations.hpp"
@@ -70,17 +71,16 @@ class HostMemory final : public DeviceMemory {
 
 }  // namespace
 
-SimulatedCudaDevice::SimulatedCudaDevice() {
+SimulatedCudaDevice::SimulatedCudaDevice(std::shared_ptr<const DeviceCollectives> collectives) {
   static HostMemory memory;
-  RegisterDeviceMemory(Device::kCuda, &memory);
-  RegisterBackend<float>(Device::kCuda, &HostTwinBackend<float>());
-  RegisterBackend<double>(Device::kCuda, &HostTwinBackend<double>());
+  RegisterDeviceRuntime({.device = Device::kCuda,
+                         .name = "cuda (simulated: the host twin)",
+                         .f32 = &HostTwinBackend<float>(),
+                         .f64 = &HostTwinBackend<double>(),
+                         .memory = &memory,
+                         .collectives = std::move(collectives)});
 }
 
-SimulatedCudaDevice::~SimulatedCudaDevice() {
-  RegisterBackend<float>(Device::kCuda, nullptr);
-  RegisterBackend<double>(Device::kCuda, nullptr);
-  RegisterDeviceMemory(Device::kCuda, nullptr);
-}
+SimulatedCudaDevice::~SimulatedCudaDevice() { UnregisterDeviceRuntime(Device::kCuda); }
 
 }  // namespace shardflow

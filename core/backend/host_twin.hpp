@@ -12,9 +12,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 
 #include "core/backend/backend.hpp"
+#include "core/backend/device_runtime.hpp"
 #include "core/backend/kernels/elementwise.hpp"
 
 namespace shardflow {
@@ -44,14 +46,17 @@ class HostExec {
 template <typename T>
 Backend<T>& HostTwinBackend();
 
-// A simulated CUDA device: while alive, Device::kCuda's backend is the host twin and its memory
-// is host memory (malloc). Tensors on it are flagged cuda, so host code that reads one through
-// data<T>() fails as it would on a GPU, and every kernel runs through the CUDA backend's index
-// kernels: a whole model can run the GPU code path on a machine without a GPU. Restores "no
-// CUDA backend" at exit. For tests; not with a real CUDA backend installed.
+// A simulated CUDA device: while alive, Device::kCuda's runtime (core/backend/device_runtime.hpp)
+// has the host twin as its backends and host memory (malloc) as its memory, with the synchronous
+// default staging. Tensors on it are flagged cuda, so host code that reads one through data<T>()
+// fails as it would on a GPU, and every kernel runs through the CUDA backend's index kernels: a
+// whole model can run the GPU code path on a machine without a GPU. `collectives` (a program's,
+// comm/device_allreduce.hpp: comm/'s all-reduce in place standing in for NCCL) go into the same
+// runtime; null: none. Removes Device::kCuda's runtime at exit. For tests and the simulated
+// device of the programs (SHARDFLOW_SIMULATE_CUDA=1); not with a real CUDA backend installed.
 class SimulatedCudaDevice {
  public:
-  SimulatedCudaDevice();
+  explicit SimulatedCudaDevice(std::shared_ptr<const DeviceCollectives> collectives = nullptr);
   ~SimulatedCudaDevice();
   SimulatedCudaDevice(const SimulatedCudaDevice&) = delete;
   SimulatedCudaDevice& operator=(const SimulatedCudaDevice&) = delete;

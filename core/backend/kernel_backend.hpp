@@ -68,10 +68,10 @@ class KernelBackend : public Backend<T> {
             int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) override {
     exec_.Gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
-  void Im2Col(const cpu::ConvGeometry& g, int64_t batch, const T* x, T* cols) override {
+  void Im2Col(const ConvGeometry& g, int64_t batch, const T* x, T* cols) override {
     exec_.Run(batch * g.oh * g.ow * g.kh * g.kw * g.c, kernels::Im2ColK<T>{g, x, cols});
   }
-  void Col2ImAdd(const cpu::ConvGeometry& g, int64_t batch, const T* cols, T* dx) override {
+  void Col2ImAdd(const ConvGeometry& g, int64_t batch, const T* cols, T* dx) override {
     exec_.Run(batch * g.h * g.w * g.c, kernels::Col2ImAddK<T>{g, cols, dx});
   }
 

@@ -166,4 +166,13 @@ Backend<T>& CpuBackend() {
 template Backend<float>& CpuBackend<float>();
 template Backend<double>& CpuBackend<double>();
 
+const DeviceRuntime& CpuRuntime() {
+  static const DeviceRuntime runtime{.device = Device::kCpu,
+                                     .name = "cpu",
+                                     .f32 = &CpuBackend<float>(),
+                                     .f64 = &CpuBackend<double>(),
+                                     .features = static_cast<uint32_t>(DeviceFeature::kHostMemory)};
+  return runtime;
+}
+
 }  // namespace shardflow::cpu

@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "core/backend/kernel_backend.hpp"
-#include "core/cpu/onednn_conv.hpp"
 #include "core/cuda/cuda_staging.hpp"
 #include "core/cuda/cudnn_conv.hpp"
 #include "core/cuda/cudnn_handle.cuh"
@@ -137,8 +136,8 @@ class CudaMemory final : public DeviceMemory {
 // The CUDA backend of one dtype: the index kernels and cuBLAS (KernelBackend), with whole
 // convolution passes through cuDNN (cudnn_conv.hpp: the kernel transposed to cuDNN's filter
 // layout in scratch, the input padded where our padding is lopsided). A shape cuDNN cannot
-// take, or SHARDFLOW_CONV = own, leaves the layer on im2col + cuBLAS. Pooling, activations and
-// training batch norm through cuDNN where cudnn_ops.hpp's rules take them, and the LSTM layer
+// take, or SHARDFLOW_CUDNN_CONV = off, leaves the layer on im2col + cuBLAS. Pooling, activations
+// and training batch norm through cuDNN where cudnn_ops.hpp's rules take them, and the LSTM layer
 // through cuDNN's RNN (cudnn_rnn.hpp); SHARDFLOW_CUDNN = off keeps those on the index kernels.
 template <typename T>
 class CudaBackend final : public KernelBackend<T, DeviceExec> {
@@ -203,7 +202,7 @@ class CudaBackend final : public KernelBackend<T, DeviceExec> {
     ops_.BatchNormGrad(p, dy, x, gamma, saved, dgamma, dbeta, dx);
   }
 
-  bool ConvForward(const cpu::ConvGeometry& g, int64_t f, int64_t batch, const T* x, const T* w,
+  bool ConvForward(const ConvGeometry& g, int64_t f, int64_t batch, const T* x, const T* w,
                    const T* bias, T* y) override {
     const CudnnConvShape s = Plan(g, f, batch);
     if (!cudnn_.Ready<T>(s, CudnnPass::kForward)) return false;
@@ -213,8 +212,8 @@ class CudaBackend final : public KernelBackend<T, DeviceExec> {
     cudnn_.Forward(s, Pad(g, s, x, xp.get()), wt.get(), bias != nullptr ? T(1) : T(0), y);
     return true;
   }
-  bool ConvBackwardData(const cpu::ConvGeometry& g, int64_t f, int64_t batch, const T* dy,
-                        const T* w, T* dx) override {
+  bool ConvBackwardData(const ConvGeometry& g, int64_t f, int64_t batch, const T* dy, const T* w,
+                        T* dx) override {
     const CudnnConvShape s = Plan(g, f, batch);
     if (!cudnn_.Ready<T>(s, CudnnPass::kBackwardData)) return false;
     DeviceScratch<DeviceExec, T> wt(exec_, f * Kkc(g)), dxp(exec_, PaddedSize(s));
@@ -226,8 +225,8 @@ class CudaBackend final : public KernelBackend<T, DeviceExec> {
     }
     return true;
   }
-  bool ConvBackwardFilter(const cpu::ConvGeometry& g, int64_t f, int64_t batch, const T* x,
-                          const T* dy, T* dw) override {
+  bool ConvBackwardFilter(const ConvGeometry& g, int64_t f, int64_t batch, const T* x, const T* dy,
+                          T* dw) override {
     const CudnnConvShape s = Plan(g, f, batch);
     if (!cudnn_.Ready<T>(s, CudnnPass::kBackwardFilter)) return false;
     DeviceScratch<DeviceExec, T> dwt(exec_, f * Kkc(g)), xp(exec_, PaddedSize(s));
@@ -238,17 +237,17 @@ class CudaBackend final : public KernelBackend<T, DeviceExec> {
   }
 
  private:
-  static int64_t Kkc(const cpu::ConvGeometry& g) { return g.kh * g.kw * g.c; }
+  static int64_t Kkc(const ConvGeometry& g) { return g.kh * g.kw * g.c; }
   static bool Padded(const CudnnConvShape& s) { return s.eh > 0 || s.ew > 0; }
   static int64_t PaddedSize(const CudnnConvShape& s) {
     return Padded(s) ? static_cast<int64_t>(s.n) * s.h * s.w * s.c : 0;
   }
-  static CudnnConvShape Plan(const cpu::ConvGeometry& g, int64_t f, int64_t batch) {
-    if (cpu::CurrentConvKernel() == cpu::ConvKernel::kOwn) return CudnnConvShape{};
+  static CudnnConvShape Plan(const ConvGeometry& g, int64_t f, int64_t batch) {
+    if (!CudnnConvOn()) return CudnnConvShape{};  // SHARDFLOW_CUDNN_CONV = off
     return PlanCudnnConv(g, f, batch);
   }
   // x as cuDNN takes it: padded into `scratch` when the plan adds rows or columns.
-  const T* Pad(const cpu::ConvGeometry& g, const CudnnConvShape& s, const T* x, T* scratch) {
+  const T* Pad(const ConvGeometry& g, const CudnnConvShape& s, const T* x, T* scratch) {
     if (!Padded(s)) return x;
     exec_.Run(PaddedSize(s), kernels::PadBottomRightK<T>{g.h, g.w, g.c, s.eh, s.ew, x, scratch});
     return scratch;
@@ -295,7 +294,7 @@ DeviceExec& InstalledExec() {
   return installed->exec;
 }
 
-void InstallCudaBackend(int ordinal) {
+void InstallCudaBackend(int ordinal, std::shared_ptr<const DeviceCollectives> collectives) {
   int count = 0;
   const cudaError_t rc = cudaGetDeviceCount(&count);
   if (rc != cudaSuccess || ordinal < 0 || ordinal >= count) {
@@ -305,12 +304,16 @@ void InstallCudaBackend(int ordinal) {
     throw Error(ErrorCode::kInternal,
                 "cannot use CUDA device " + std::to_string(ordinal) + ": " + why);
   }
-  if (installed != nullptr && installed->exec.ordinal() == ordinal) return;
-  installed = new Installed(ordinal);  // lives until exit: backends outlive their callers
-  RegisterBackend<float>(Device::kCuda, &installed->f32);
-  RegisterBackend<double>(Device::kCuda, &installed->f64);
-  RegisterDeviceMemory(Device::kCuda, &installed->memory);
-  InstallCudaStaging();
+  if (installed == nullptr || installed->exec.ordinal() != ordinal) {
+    installed = new Installed(ordinal);  // lives until exit: backends outlive their callers
+  }
+  RegisterDeviceRuntime({.device = Device::kCuda,
+                         .name = "cuda",
+                         .f32 = &installed->f32,
+                         .f64 = &installed->f64,
+                         .memory = &installed->memory,
+                         .staging = &CudaInputStaging(installed->exec),
+                         .collectives = std::move(collectives)});
 }
 
 void UseOnThisThread() { SF_CHECK_CUDA(cudaSetDevice(InstalledExec().ordinal())); }

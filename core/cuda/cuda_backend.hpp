@@ -1,7 +1,8 @@
 // The CUDA compute backend: shardflow::Backend on one GPU, as KernelBackend (the index kernels
 // of core/backend/kernels, shared with the host twin) run by DeviceExec (grid-stride launches,
-// cuBLAS GEMM, stream-ordered scratch). InstallCudaBackend registers it and the device's tensor
-// memory (the same pool) for Device::kCuda.
+// cuBLAS GEMM, stream-ordered scratch). InstallCudaBackend registers the device's runtime
+// (core/backend/device_runtime.hpp): both backends, the tensor memory (the same pool) and the
+// input staging (cuda_staging.hpp), with the program's collectives (comm/nccl), as Device::kCuda.
 // Only what is GPU-only lives here; tests/core/host_twin_test.cpp covers the kernels on every
 // machine, tests/cuda (label gpu) runs them on a GPU.
 // Thread-safety: install once at start-up; then as Backend (one kernel call at a time per
@@ -9,15 +10,18 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 
 #include "core/backend/backend.hpp"
+#include "core/backend/device_runtime.hpp"
 
 namespace shardflow::cuda {
 
-// Makes device `ordinal` current and registers the CUDA backend for it (float and double) as
-// the backend of Device::kCuda. Throws Error(kInternal) naming the device and CUDA's message
-// when it cannot (no GPU, a bad ordinal).
-void InstallCudaBackend(int ordinal);
+// Makes device `ordinal` current and registers the CUDA backend's runtime for it as
+// Device::kCuda's, with `collectives` (comm/nccl/nccl_allreduce.hpp: NCCL; null: none). Throws
+// Error(kInternal) naming the device and CUDA's message when it cannot (no GPU, a bad ordinal).
+void InstallCudaBackend(int ordinal,
+                        std::shared_ptr<const DeviceCollectives> collectives = nullptr);
 
 // Makes the installed backend's device current on the calling thread (CUDA's current device is
 // per thread): a thread other than the one that installed the backend calls it before its

@@ -128,9 +128,9 @@ class CudaStaging final : public DeviceStaging {
 
 }  // namespace
 
-void InstallCudaStaging() {
-  static CudaStaging* staging = new CudaStaging(InstalledExec());  // lives until exit
-  RegisterDeviceStaging(Device::kCuda, staging);
+DeviceStaging& CudaInputStaging(DeviceExec& exec) {
+  static auto* staging = new CudaStaging(exec);  // lives until exit
+  return *staging;
 }
 
 }  // namespace shardflow::cuda

@@ -1,10 +1,14 @@
 // The CUDA backend's input staging (core/device_staging.hpp), in cuda_staging.cu.
 #pragma once
 
+#include "core/device_staging.hpp"
+
 namespace shardflow::cuda {
 
-// Registers it for Device::kCuda on the installed backend's device (InstallCudaBackend calls
-// it). REQUIRES: the backend is installed.
-void InstallCudaStaging();
+class DeviceExec;
+
+// The staging of the GPU that `exec` runs on (pinned buffers, a copy stream, events), made once
+// and kept until exit; InstallCudaBackend puts it into the device's runtime.
+DeviceStaging& CudaInputStaging(DeviceExec& exec);
 
 }  // namespace shardflow::cuda

@@ -3,6 +3,7 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -20,7 +21,7 @@
 
 namespace shardflow::cuda {
 
-CudnnConvShape PlanCudnnConv(const cpu::ConvGeometry& g, int64_t f, int64_t batch) {
+CudnnConvShape PlanCudnnConv(const ConvGeometry& g, int64_t f, int64_t batch) {
   CudnnConvShape s;
   const int64_t pb = (g.oh - 1) * g.stride + g.kh - g.h - g.pad_top;
   const int64_t pr = (g.ow - 1) * g.stride + g.kw - g.w - g.pad_left;
@@ -149,7 +150,29 @@ bool HeuristicSearch() {
   return env::Choice("SHARDFLOW_CUDNN_SEARCH", "find", {"find", "heuristic"}) == "heuristic";
 }
 
+// -1: not read yet; else 0 or 1.
+std::atomic<int> g_conv_on{-1};
+
 }  // namespace
+
+bool ParseCudnnConv(const char* value) {
+  const std::string want = value == nullptr ? "on" : value;
+  if (want == "on" || want.empty()) return true;
+  if (want == "off") return false;
+  throw Error(ErrorCode::kInvalidArgument, "unknown SHARDFLOW_CUDNN_CONV '" + want + "'",
+              {.hint = "on (convolutions through cuDNN) or off (im2col + cuBLAS)"});
+}
+
+void SetCudnnConv(bool on) { g_conv_on.store(on ? 1 : 0); }
+
+bool CudnnConvOn() {
+  int on = g_conv_on.load();
+  if (on < 0) {
+    on = ParseCudnnConv(env::Text("SHARDFLOW_CUDNN_CONV").value_or("").c_str()) ? 1 : 0;
+    g_conv_on.store(on);
+  }
+  return on != 0;
+}
 
 std::array<int, 4> CudnnOutputDims(const CudnnConvShape& s, bool is_double) {
   const Descriptors d(s, is_double ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT);

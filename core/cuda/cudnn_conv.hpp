@@ -17,7 +17,9 @@
 // no pass takes more than SHARDFLOW_CUDNN_WORKSPACE_MB (default 1024) of scratch.
 // float convolutions use FMA kernels unless TF32 is on (SetTf32; train.tf32), so results track
 // the CPU as the cuBLAS GEMMs do.
-// SHARDFLOW_CONV = own (core/cpu/onednn_conv.hpp) keeps the GPU on im2col + cuBLAS as well.
+// Switch: SHARDFLOW_CUDNN_CONV = on (default) | off, read on first use, or SetCudnnConv: off
+// keeps the GPU's convolutions on im2col + cuBLAS. The GPU's own setting: the CPU's choice
+// (SHARDFLOW_CONV, core/cpu/onednn_conv.hpp) is the CPU backend's and does not reach here.
 // Thread-safety: as the executor's (one call at a time; all work is ordered on its stream).
 #pragma once
 
@@ -26,7 +28,7 @@
 #include <memory>
 #include <string>
 
-#include "core/cpu/im2col.hpp"
+#include "core/backend/conv_geometry.hpp"
 
 namespace shardflow::cuda {
 
@@ -44,7 +46,13 @@ struct CudnnConvShape {
   int oh = 0, ow = 0;        // our output size (what cuDNN must produce)
 };
 
-CudnnConvShape PlanCudnnConv(const cpu::ConvGeometry& g, int64_t f, int64_t batch);
+CudnnConvShape PlanCudnnConv(const ConvGeometry& g, int64_t f, int64_t batch);
+
+// SHARDFLOW_CUDNN_CONV's value: "on" / unset -> true, "off" -> false; anything else throws
+// Error(kInvalidArgument) naming the value.
+bool ParseCudnnConv(const char* value);
+void SetCudnnConv(bool on);
+bool CudnnConvOn();  // the setting, from the environment on first use
 
 // The output (n, f, oh, ow) that cuDNN's descriptors compute for a usable plan, in float or
 // double. Needs the library, not a GPU. Throws Error(kInternal) with cuDNN's message.

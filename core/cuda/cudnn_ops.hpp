@@ -19,8 +19,8 @@
 // Every tensor must be within cuDNN's int range (elements and each size), else the kernels.
 // Switch: SHARDFLOW_CUDNN = on (default) | off | a list such as pool,act,lstm, read on first use,
 // or SetCudnnOps: what it leaves out, the LSTM (cudnn_rnn.hpp) included, runs on the index
-// kernels (SHARDFLOW_CONV = own does the same for convolutions). Batch norm's forward pass tells
-// its backward pass which path wrote the saved statistics (BatchNormParams::saved_form), so a
+// kernels (SHARDFLOW_CUDNN_CONV = off does the same for convolutions). Batch norm's forward pass
+// tells its backward pass which path wrote the saved statistics (BatchNormParams::saved_form), so a
 // switch between the two is harmless. A shape or call cuDNN refuses (NOT_SUPPORTED, BAD_PARAM)
 // is logged once and runs on the kernels.
 // Nothing here has run on a GPU yet in this project (none was available); what runs without one

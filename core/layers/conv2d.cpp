@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/cpu/im2col.hpp"
+#include "core/backend/conv_geometry.hpp"
 
 namespace shardflow {
 namespace {
@@ -31,8 +31,8 @@ class Conv2D final : public Layer<T> {
                   {.key = ctx.layer_name});
     }
     in_ = in;
-    g_ = cpu::MakeConvGeometry(in[0], in[1], in[2], o_.kernel_h, o_.kernel_w, o_.stride,
-                               o_.same_padding);
+    g_ =
+        MakeConvGeometry(in[0], in[1], in[2], o_.kernel_h, o_.kernel_w, o_.stride, o_.same_padding);
     arena_ = ctx.arena;
     tp_ = ctx.tp;
     const int64_t kh = o_.kernel_h, kw = o_.kernel_w;
@@ -195,7 +195,7 @@ class Conv2D final : public Layer<T> {
 
   Conv2DOptions o_;
   Shape in_;
-  cpu::ConvGeometry g_;  // this way's input channels
+  ConvGeometry g_;       // this way's input channels
   int64_t filters_ = 0;  // this way's filters
   TpSlice slice_;        // column: of the filters; otherwise of the input channels
   const TensorParallel* tp_ = nullptr;

@@ -1,4 +1,5 @@
-// 2-D convolution on NHWC images, computed as im2col + GEMM (core/cpu/im2col.hpp).
+// 2-D convolution on NHWC images, computed as im2col + GEMM through the backend (Backend::Im2Col),
+// or in one library call where the backend takes it (Backend::ConvForward).
 //
 // Input (B, H, W, C); kernel (KH, KW, C, F); bias (F); output (B, OH, OW, F). Padding "same"
 // (output ceil(H / stride)) or "valid". The batch is processed in chunks so the im2col buffer

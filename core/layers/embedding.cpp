@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/backend/device_runtime.hpp"
 #include "core/init.hpp"
 
 namespace shardflow {
@@ -112,8 +113,9 @@ class Embedding final : public Layer<T> {
     return static_cast<int64_t>(v);
   }
 
+  // The lookups are host loops over the indices: a device whose tensors are host memory only.
   static void CheckCpu(const Tensor& t) {
-    if (t.device() != Device::kCpu) {
+    if (!DeviceSupports(t.device(), DeviceFeature::kHostMemory)) {
       throw Error(ErrorCode::kInvalidArgument, "embedding runs on CPU tensors only",
                   {.key = "model"});
     }

@@ -145,7 +145,7 @@ TEST_F(HostTwin, ConvolutionDataMovement) {
   for (const Case c :
        {Case{5, 5, 1, 3, 3, 1, true}, Case{7, 6, 3, 5, 3, 2, true}, Case{7, 7, 2, 3, 3, 2, false},
         Case{4, 4, 2, 1, 1, 1, true}, Case{6, 5, 2, 2, 4, 3, true}}) {
-    const auto g = cpu::MakeConvGeometry(c.h, c.w, c.c, c.kh, c.kw, c.stride, c.same);
+    const auto g = MakeConvGeometry(c.h, c.w, c.c, c.kh, c.kw, c.stride, c.same);
     const int64_t batch = 2, rows = batch * g.oh * g.ow, row = c.kh * c.kw * c.c;
     const auto x = Random<float>(batch * c.h * c.w * c.c, 15);
     std::vector<float> cols1(rows * row), cols2(rows * row, 99.0f);
@@ -392,8 +392,12 @@ TEST_F(HostTwin, OptimizerUpdatesAndTheLstmCell) {
 // kernel call through the CUDA backend's index kernels.
 class TwinAsCpu {
  public:
-  TwinAsCpu() { RegisterBackend<float>(Device::kCpu, &UnderTest<float>()); }
-  ~TwinAsCpu() { RegisterBackend<float>(Device::kCpu, &cpu::CpuBackend<float>()); }
+  TwinAsCpu() {
+    DeviceRuntime twin = cpu::CpuRuntime();
+    twin.f32 = &UnderTest<float>();
+    RegisterDeviceRuntime(twin);
+  }
+  ~TwinAsCpu() { RegisterDeviceRuntime(cpu::CpuRuntime()); }
 };
 
 struct TrainRun {

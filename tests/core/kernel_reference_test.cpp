@@ -99,7 +99,7 @@ TEST(KernelReference, GemmBetaZeroIgnoresNaN) {
 
 // Direct convolution, NHWC, kernel (KH, KW, C, F): the definition the GEMM version must match.
 std::vector<float> NaiveConv(const std::vector<float>& x, const float* w, const float* bias,
-                             int64_t b, const cpu::ConvGeometry& g, int64_t f) {
+                             int64_t b, const ConvGeometry& g, int64_t f) {
   std::vector<float> y(b * g.oh * g.ow * f);
   for (int64_t n = 0; n < b; ++n)
     for (int64_t i = 0; i < g.oh; ++i)
@@ -147,7 +147,7 @@ TEST(KernelReference, ConvMatchesDirectConvolution) {
     Tensor x(DType::kFloat32, {k.batch, k.h, k.w, k.c});
     Fill(x.data<float>(), x.num_elements(), 10);
     const Tensor y = layer->Forward(x, {});
-    const auto g = cpu::MakeConvGeometry(k.h, k.w, k.c, k.kh, k.kw, k.stride, k.same);
+    const auto g = MakeConvGeometry(k.h, k.w, k.c, k.kh, k.kw, k.stride, k.same);
     std::vector<float> xv(x.data<float>(), x.data<float>() + x.num_elements());
     const auto ref = NaiveConv(xv, arena.param(0), arena.param(1), k.batch, g, k.f);
     ASSERT_EQ(y.num_elements(), static_cast<int64_t>(ref.size()));
@@ -157,12 +157,12 @@ TEST(KernelReference, ConvMatchesDirectConvolution) {
 
 TEST(KernelReference, SameGeometryMatchesTensorFlow) {
   // TF: out = ceil(in / stride), the odd padding pixel at the bottom/right.
-  const auto g = cpu::MakeConvGeometry(28, 27, 1, 5, 4, 2, true);
+  const auto g = MakeConvGeometry(28, 27, 1, 5, 4, 2, true);
   EXPECT_EQ(g.oh, 14);
   EXPECT_EQ(g.ow, 14);
   EXPECT_EQ(g.pad_top, 1);   // total 3
   EXPECT_EQ(g.pad_left, 1);  // total 3
-  EXPECT_THROW(cpu::MakeConvGeometry(3, 3, 1, 5, 5, 1, false), Error);
+  EXPECT_THROW(MakeConvGeometry(3, 3, 1, 5, 5, 1, false), Error);
 }
 
 TEST(KernelReference, DenseMatchesNaiveMatmul) {

@@ -82,7 +82,7 @@ TEST_F(OneDnnConv, MatchesTheGemmTwinOnEveryPass) {
 TEST_F(OneDnnConv, ReallyRunsTheLibrary) {
   // Not a tautology of the twin test: forced oneDNN must take every pass of these shapes.
   cpu::SetConvKernel(cpu::ConvKernel::kOneDnn);
-  const cpu::ConvGeometry g = cpu::MakeConvGeometry(9, 9, 6, 3, 3, 2, true);
+  const ConvGeometry g = MakeConvGeometry(9, 9, 6, 3, 3, 2, true);
   for (auto pass :
        {cpu::ConvPass::kForward, cpu::ConvPass::kBackwardData, cpu::ConvPass::kBackwardFilter}) {
     std::string impl;
@@ -124,7 +124,7 @@ TEST_F(OneDnnConv, KernelGradientIsAddedNotWritten) {
 TEST_F(OneDnnConv, AutomaticChoiceFollowsTheRule) {
   cpu::SetConvKernel(cpu::ConvKernel::kAuto);
   // The CNN preset's second convolution: oneDNN has direct kernels for every pass.
-  const cpu::ConvGeometry g = cpu::MakeConvGeometry(14, 14, 32, 5, 5, 1, true);
+  const ConvGeometry g = MakeConvGeometry(14, 14, 32, 5, 5, 1, true);
   for (auto pass :
        {cpu::ConvPass::kForward, cpu::ConvPass::kBackwardData, cpu::ConvPass::kBackwardFilter}) {
     std::string impl;
@@ -132,7 +132,7 @@ TEST_F(OneDnnConv, AutomaticChoiceFollowsTheRule) {
     EXPECT_EQ(takes, impl.find("gemm") == std::string::npos) << cpu::ConvPassName(pass) << impl;
   }
   // One input channel: backward data stays with the twin (oneDNN's direct kernel ran 18 GFLOP/s).
-  const cpu::ConvGeometry first = cpu::MakeConvGeometry(28, 28, 1, 5, 5, 1, true);
+  const ConvGeometry first = MakeConvGeometry(28, 28, 1, 5, 5, 1, true);
   EXPECT_FALSE(cpu::LibraryConvTakes(first, 32, 64, cpu::ConvPass::kBackwardData));
 }
 

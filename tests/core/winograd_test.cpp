@@ -102,9 +102,7 @@ std::string Name(const Shape5& s) {
          std::to_string(s.f) + ", batch " + std::to_string(s.batch);
 }
 
-cpu::ConvGeometry Geometry(const Shape5& s) {
-  return cpu::MakeConvGeometry(s.h, s.w, s.c, 5, 5, 1, true);
-}
+ConvGeometry Geometry(const Shape5& s) { return MakeConvGeometry(s.h, s.w, s.c, 5, 5, 1, true); }
 
 TEST(Winograd, ForwardMatchesTheDirectSum) {
   for (const Shape5& s : Shapes()) {
@@ -168,14 +166,14 @@ TEST(Winograd, SameBitsForAnyThreadCount) {
 }
 
 TEST(Winograd, ShapeRuleAndKernelChoice) {
-  EXPECT_TRUE(cpu::WinogradApplies(cpu::MakeConvGeometry(14, 14, 32, 5, 5, 1, true), 64));
-  EXPECT_FALSE(cpu::WinogradApplies(cpu::MakeConvGeometry(28, 28, 1, 5, 5, 1, true), 32));
-  EXPECT_FALSE(cpu::WinogradApplies(cpu::MakeConvGeometry(14, 14, 32, 5, 5, 1, true), 12));
-  EXPECT_FALSE(cpu::WinogradApplies(cpu::MakeConvGeometry(14, 14, 32, 3, 3, 1, true), 64));
-  EXPECT_FALSE(cpu::WinogradApplies(cpu::MakeConvGeometry(14, 14, 32, 5, 5, 2, true), 64));
-  EXPECT_FALSE(cpu::WinogradApplies(cpu::MakeConvGeometry(14, 14, 32, 5, 5, 1, false), 64));
+  EXPECT_TRUE(cpu::WinogradApplies(MakeConvGeometry(14, 14, 32, 5, 5, 1, true), 64));
+  EXPECT_FALSE(cpu::WinogradApplies(MakeConvGeometry(28, 28, 1, 5, 5, 1, true), 32));
+  EXPECT_FALSE(cpu::WinogradApplies(MakeConvGeometry(14, 14, 32, 5, 5, 1, true), 12));
+  EXPECT_FALSE(cpu::WinogradApplies(MakeConvGeometry(14, 14, 32, 3, 3, 1, true), 64));
+  EXPECT_FALSE(cpu::WinogradApplies(MakeConvGeometry(14, 14, 32, 5, 5, 2, true), 64));
+  EXPECT_FALSE(cpu::WinogradApplies(MakeConvGeometry(14, 14, 32, 5, 5, 1, false), 64));
   const cpu::ConvKernel before = cpu::CurrentConvKernel();
-  const cpu::ConvGeometry g = cpu::MakeConvGeometry(14, 14, 32, 5, 5, 1, true);
+  const ConvGeometry g = MakeConvGeometry(14, 14, 32, 5, 5, 1, true);
   cpu::SetConvKernel(cpu::ConvKernel::kAuto);
   EXPECT_TRUE(cpu::WinogradTakes(g, 64, 4));
   EXPECT_FALSE(cpu::WinogradTakes(g, 64, 3)) << "below kWinogradMinBatch";

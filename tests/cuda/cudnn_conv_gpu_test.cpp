@@ -11,6 +11,7 @@
 #include "core/backend/host_twin.hpp"
 #include "core/backend/kernels/spatial.hpp"
 #include "core/cpu/onednn_conv.hpp"
+#include "core/cuda/cudnn_conv.hpp"
 #include "core/random.hpp"
 #include "tests/cuda/gpu_reference.hpp"
 
@@ -34,7 +35,7 @@ struct Case {
 
 template <typename T>
 void CheckPasses(const Case& c, double tol) {
-  const cpu::ConvGeometry g = cpu::MakeConvGeometry(c.h, c.w, c.c, c.k, c.k, c.stride, c.same);
+  const ConvGeometry g = MakeConvGeometry(c.h, c.w, c.c, c.k, c.k, c.stride, c.same);
   const int64_t kkc = g.kh * g.kw * g.c, rows = c.batch * g.oh * g.ow;
   const std::vector<double> x = Seeded(c.batch * g.h * g.w * g.c, 1), w = Seeded(kkc * c.f, 2);
   const std::vector<double> bias = Seeded(c.f, 3), dy = Seeded(rows * c.f, 4);
@@ -86,16 +87,22 @@ TEST_F(CudnnConvGpu, DoublePassesMatchADoubleReference) {
   for (const Case& c : kCases) CheckPasses<double>(c, 1e-12);
 }
 
-// SHARDFLOW_CONV = own keeps the GPU on im2col + cuBLAS.
+// SHARDFLOW_CUDNN_CONV = off keeps the GPU on im2col + cuBLAS; the CPU's choice (SHARDFLOW_CONV)
+// does not reach the GPU.
 TEST_F(CudnnConvGpu, OwnKernelsLeaveTheLayerOnIm2col) {
-  const cpu::ConvGeometry g = cpu::MakeConvGeometry(6, 6, 2, 3, 3, 1, true);
+  const ConvGeometry g = MakeConvGeometry(6, 6, 2, 3, 3, 1, true);
   std::vector<float> x(2 * 6 * 6 * 2, 1.0f), w(3 * 3 * 2 * 4, 1.0f), y(2 * 6 * 6 * 4);
-  const cpu::ConvKernel before = cpu::CurrentConvKernel();
-  cpu::SetConvKernel(cpu::ConvKernel::kOwn);
+  SetCudnnConv(false);
   const bool taken =
       testing::DeviceMirror<float>().ConvForward(g, 4, 2, x.data(), w.data(), nullptr, y.data());
-  cpu::SetConvKernel(before);
+  SetCudnnConv(true);
   EXPECT_FALSE(taken);
+  const cpu::ConvKernel before = cpu::CurrentConvKernel();
+  cpu::SetConvKernel(cpu::ConvKernel::kOwn);
+  const bool taken_anyway =
+      testing::DeviceMirror<float>().ConvForward(g, 4, 2, x.data(), w.data(), nullptr, y.data());
+  cpu::SetConvKernel(before);
+  EXPECT_TRUE(taken_anyway);
 }
 
 }  // namespace

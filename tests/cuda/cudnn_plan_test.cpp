@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/backend/host_twin.hpp"
@@ -30,7 +31,7 @@ TEST(CudnnPlanTest, EveryPlanOfASweepIsOneCudnnAgreesWith) {
           for (int64_t stride = 1; stride <= 3; ++stride)
             for (bool same : {true, false}) {
               if (!same && (kh > h || kw > w)) continue;
-              const cpu::ConvGeometry g = cpu::MakeConvGeometry(h, w, 3, kh, kw, stride, same);
+              const ConvGeometry g = MakeConvGeometry(h, w, 3, kh, kw, stride, same);
               const CudnnConvShape s = PlanCudnnConv(g, 4, 2);
               const std::string where = "h " + std::to_string(h) + " w " + std::to_string(w) +
                                         " k " + std::to_string(kh) + "x" + std::to_string(kw) +
@@ -54,7 +55,7 @@ TEST(CudnnPlanTest, EveryPlanOfASweepIsOneCudnnAgreesWith) {
 // cuDNN's legacy descriptors refuse a tensor of more than INT_MAX elements: such a plan is not
 // usable (the layer stays on im2col), and the largest usable one is accepted by cuDNN.
 TEST(CudnnPlanTest, TensorsBeyondCudnnsIntRangeAreLeftToTheLayer) {
-  const cpu::ConvGeometry g = cpu::MakeConvGeometry(224, 224, 64, 3, 3, 1, true);
+  const ConvGeometry g = MakeConvGeometry(224, 224, 64, 3, 3, 1, true);
   const CudnnConvShape big = PlanCudnnConv(g, 64, 1024);
   EXPECT_FALSE(big.usable);
   EXPECT_EQ(big.why, "a tensor beyond cuDNN's int range");
@@ -65,7 +66,7 @@ TEST(CudnnPlanTest, TensorsBeyondCudnnsIntRangeAreLeftToTheLayer) {
 }
 
 TEST(CudnnPlanTest, EmptyBatchesAreLeftToTheLayer) {
-  const cpu::ConvGeometry g = cpu::MakeConvGeometry(5, 5, 3, 3, 3, 1, true);
+  const ConvGeometry g = MakeConvGeometry(5, 5, 3, 3, 3, 1, true);
   EXPECT_FALSE(PlanCudnnConv(g, 4, 0).usable);
   EXPECT_FALSE(PlanCudnnConv(g, 0, 2).usable);
 }
@@ -73,15 +74,15 @@ TEST(CudnnPlanTest, EmptyBatchesAreLeftToTheLayer) {
 // The host twin's executor and its im2col, GEMM and col2im kernels.
 struct Twin {
   HostExec exec;
-  std::vector<float> Conv(const cpu::ConvGeometry& g, int64_t b, int64_t f,
-                          const std::vector<float>& x, const std::vector<float>& w) {
+  std::vector<float> Conv(const ConvGeometry& g, int64_t b, int64_t f, const std::vector<float>& x,
+                          const std::vector<float>& w) {
     const int64_t rows = b * g.oh * g.ow, kkc = g.kh * g.kw * g.c;
     std::vector<float> cols(static_cast<size_t>(rows * kkc)), y(static_cast<size_t>(rows * f));
     exec.Run(rows * kkc, kernels::Im2ColK<float>{g, x.data(), cols.data()});
     exec.Gemm(false, false, rows, f, kkc, 1.0f, cols.data(), kkc, w.data(), f, 0.0f, y.data(), f);
     return y;
   }
-  std::vector<float> Cols(const cpu::ConvGeometry& g, int64_t b, const std::vector<float>& x) {
+  std::vector<float> Cols(const ConvGeometry& g, int64_t b, const std::vector<float>& x) {
     const int64_t rows = b * g.oh * g.ow, kkc = g.kh * g.kw * g.c;
     std::vector<float> cols(static_cast<size_t>(rows * kkc));
     exec.Run(rows * kkc, kernels::Im2ColK<float>{g, x.data(), cols.data()});
@@ -96,8 +97,8 @@ std::vector<float> Seeded(int64_t n, uint64_t stream) {
 }
 
 // The geometry the library sees: the plan's padded input, symmetric padding, our output size.
-cpu::ConvGeometry LibraryView(const cpu::ConvGeometry& g, const CudnnConvShape& s) {
-  cpu::ConvGeometry p = g;
+ConvGeometry LibraryView(const ConvGeometry& g, const CudnnConvShape& s) {
+  ConvGeometry p = g;
   p.h = s.h;
   p.w = s.w;
   p.pad_top = s.pad_h;
@@ -115,10 +116,10 @@ TEST(CudnnPlanTest, PaddingLayoutAndCropReproduceOurConvolutionBitForBit) {
                         {6, 6, 3, 3, 1, 2, 2, true}, {28, 28, 1, 3, 2, 2, 1, true}};
   Twin t;
   for (const Case& c : cases) {
-    const cpu::ConvGeometry g = cpu::MakeConvGeometry(c.h, c.w, c.c, c.k, c.k, c.stride, c.same);
+    const ConvGeometry g = MakeConvGeometry(c.h, c.w, c.c, c.k, c.k, c.stride, c.same);
     const CudnnConvShape s = PlanCudnnConv(g, c.f, c.batch);
     ASSERT_TRUE(s.usable) << s.why;
-    const cpu::ConvGeometry lib = LibraryView(g, s);
+    const ConvGeometry lib = LibraryView(g, s);
     const int64_t kkc = g.kh * g.kw * g.c, rows = c.batch * g.oh * g.ow;
     const std::vector<float> x = Seeded(c.batch * g.h * g.w * g.c, 1), w = Seeded(kkc * c.f, 2);
     const std::vector<float> dy = Seeded(rows * c.f, 3), dw0 = Seeded(kkc * c.f, 4);
@@ -159,6 +160,28 @@ TEST(CudnnPlanTest, PaddingLayoutAndCropReproduceOurConvolutionBitForBit) {
     t.exec.Run(kkc * c.f, kernels::TransposeAddK<float>{c.f, kkc, dw_f.data(), dw_lib.data()});
     EXPECT_EQ(dw_lib, dw_ours) << where;
   }
+}
+
+// The GPU's convolution switch is its own (SHARDFLOW_CUDNN_CONV), not the CPU's SHARDFLOW_CONV.
+TEST(CudnnPlanTest, TheConvolutionSwitchIsTheGpusOwn) {
+  EXPECT_TRUE(ParseCudnnConv(nullptr));
+  EXPECT_TRUE(ParseCudnnConv("on"));
+  EXPECT_FALSE(ParseCudnnConv("off"));
+  for (const char* bad : {"own", "ON", "1"}) {
+    try {
+      ParseCudnnConv(bad);
+      FAIL() << "no error for " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(std::string("SHARDFLOW_CUDNN_CONV '") + bad + "'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  SetCudnnConv(false);
+  EXPECT_FALSE(CudnnConvOn());
+  SetCudnnConv(true);
+  EXPECT_TRUE(CudnnConvOn());
 }
 
 }  // namespace

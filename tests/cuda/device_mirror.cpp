@@ -55,20 +55,20 @@ class Mirror final : public Backend<T> {
     Gpu().Gemm(ta, tb, m, n, k, alpha, da.get(), lda, db.get(), ldb, beta, dc.get(), ldc);
     dc.Back();
   }
-  void Im2Col(const cpu::ConvGeometry& g, int64_t batch, const T* x, T* cols) override {
+  void Im2Col(const ConvGeometry& g, int64_t batch, const T* x, T* cols) override {
     Mirrored<T> dx(x, batch * g.h * g.w * g.c),
         dcols(cols, batch * g.oh * g.ow * g.kh * g.kw * g.c);
     Gpu().Im2Col(g, batch, dx.get(), dcols.get());
     dcols.Back();
   }
-  void Col2ImAdd(const cpu::ConvGeometry& g, int64_t batch, const T* cols, T* dx) override {
+  void Col2ImAdd(const ConvGeometry& g, int64_t batch, const T* cols, T* dx) override {
     Mirrored<T> dcols(cols, batch * g.oh * g.ow * g.kh * g.kw * g.c),
         ddx(dx, batch * g.h * g.w * g.c);
     Gpu().Col2ImAdd(g, batch, dcols.get(), ddx.get());
     ddx.Back();
   }
   // Whole convolution passes (cuDNN on the GPU); false leaves the layer on im2col + GEMM.
-  bool ConvForward(const cpu::ConvGeometry& g, int64_t f, int64_t batch, const T* x, const T* w,
+  bool ConvForward(const ConvGeometry& g, int64_t f, int64_t batch, const T* x, const T* w,
                    const T* bias, T* y) override {
     Mirrored<T> dx(x, batch * g.h * g.w * g.c), dw(w, g.kh * g.kw * g.c * f), db(bias, f),
         dy(y, batch * g.oh * g.ow * f);
@@ -76,16 +76,16 @@ class Mirror final : public Backend<T> {
     dy.Back();
     return true;
   }
-  bool ConvBackwardData(const cpu::ConvGeometry& g, int64_t f, int64_t batch, const T* dy,
-                        const T* w, T* dx) override {
+  bool ConvBackwardData(const ConvGeometry& g, int64_t f, int64_t batch, const T* dy, const T* w,
+                        T* dx) override {
     Mirrored<T> ddy(dy, batch * g.oh * g.ow * f), dw(w, g.kh * g.kw * g.c * f),
         ddx(dx, batch * g.h * g.w * g.c);
     if (!Gpu().ConvBackwardData(g, f, batch, ddy.get(), dw.get(), ddx.get())) return false;
     ddx.Back();
     return true;
   }
-  bool ConvBackwardFilter(const cpu::ConvGeometry& g, int64_t f, int64_t batch, const T* x,
-                          const T* dy, T* dw) override {
+  bool ConvBackwardFilter(const ConvGeometry& g, int64_t f, int64_t batch, const T* x, const T* dy,
+                          T* dw) override {
     Mirrored<T> dx(x, batch * g.h * g.w * g.c), ddy(dy, batch * g.oh * g.ow * f),
         ddw(dw, g.kh * g.kw * g.c * f);
     if (!Gpu().ConvBackwardFilter(g, f, batch, dx.get(), ddy.get(), ddw.get())) return false;

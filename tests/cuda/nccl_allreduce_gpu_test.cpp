@@ -34,11 +34,10 @@ TEST(NcclAllreduceGpu, EqualsCommAllreduceOverAwkwardBuckets) {
   if (devices < comm.size()) {
     GTEST_SKIP() << comm.size() << " ranks need as many GPUs; " << devices << " visible";
   }
-  cuda::InstallCudaBackend(comm.rank() % devices);
-  RegisterNcclAllreduce();
+  cuda::InstallCudaBackend(comm.rank() % devices, NcclCollectives());
   Communicator own(comm.raw());
   std::unique_ptr<DeviceAllreduce> nccl =
-      (*RegisteredDeviceAllreduce())(own, {.watchdog_seconds = 60});
+      (*DeviceAllreduceFor(Device::kCuda))(own, {.watchdog_seconds = 60});
   EXPECT_EQ(nccl->name(), "nccl");
   EXPECT_EQ(nccl->Finish(), 0.0);  // nothing started: nothing to wait for
 

@@ -44,8 +44,14 @@ class RecordingStaging final : public DeviceStaging {
 
 class DeviceInputTest : public ::testing::Test {
  protected:
-  void SetUp() override { RegisterDeviceStaging(Device::kCuda, &staging_); }
-  void TearDown() override { RegisterDeviceStaging(Device::kCuda, nullptr); }
+  // The simulated device's runtime with the recording staging in it; back to the default after.
+  void SetUp() override { UseStaging(&staging_); }
+  void TearDown() override { UseStaging(nullptr); }
+  static void UseStaging(DeviceStaging* staging) {
+    DeviceRuntime runtime = DeviceRuntimeFor(Device::kCuda);
+    runtime.staging = staging;
+    RegisterDeviceRuntime(runtime);
+  }
   SimulatedCudaDevice device_;
   RecordingStaging staging_;
 };

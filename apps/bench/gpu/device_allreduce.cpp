@@ -86,7 +86,7 @@ int Run(const Options& o, MpiEnvironment& env) {
   comm::Communicator world(comm::Group::kWorld);
   comm::Communicator own(world.raw());  // the device all-reduce's
   std::unique_ptr<comm::DeviceAllreduce> device =
-      (*comm::RegisteredDeviceAllreduce())(own, {.watchdog_seconds = 120});
+      (*comm::DeviceAllreduceFor(Device::kCuda))(own, {.watchdog_seconds = 120});
   const int n = world.size();
   const bool root = env.is_chief();
   DeviceMemory& mem = DeviceMemoryFor(Device::kCuda);
@@ -160,13 +160,13 @@ int RunDeviceAllreduce(int argc, char** argv) {
       [&](MpiEnvironment& env) {
         o = Parse(std::vector<std::string>(argv + 1, argv + argc));
         if (o.simulate) {
-          simulated = std::make_unique<SimulatedCudaDevice>();
-          comm::RegisterDeviceAllreduce(comm::MakeSimulatedDeviceAllreduce);
+          simulated = std::make_unique<SimulatedCudaDevice>(
+              comm::MakeDeviceCollectives(comm::MakeSimulatedDeviceAllreduce));
           return;
         }
 #if defined(SHARDFLOW_BENCH_GPU_CUDA)
-        cuda::InstallCudaBackend(env.local_rank());  // names the device and CUDA's reason
-        comm::RegisterNcclAllreduce();
+        // Names the device and CUDA's reason when it cannot.
+        cuda::InstallCudaBackend(env.local_rank(), comm::NcclCollectives());
 #else
         (void)env;
         throw Error(ErrorCode::kInvalidArgument,

@@ -10,9 +10,9 @@
 #include <cstdint>
 
 #include "core/backend/backend.hpp"
+#include "core/backend/conv_geometry.hpp"
 #include "core/backend/host_device.hpp"
 #include "core/backend/pointwise.hpp"
-#include "core/cpu/im2col.hpp"
 
 namespace shardflow::kernels {
 
@@ -122,7 +122,7 @@ struct GlobalAvgPoolGradK {
 // cols (B*OH*OW, KH*KW*C) from x (B, H, W, C), zeros over the padding. Index: element of cols.
 template <typename T>
 struct Im2ColK {
-  cpu::ConvGeometry g;
+  ConvGeometry g;
   const T* x;
   T* cols;
   SF_HOST_DEVICE void operator()(int64_t idx) const {
@@ -140,7 +140,7 @@ struct Im2ColK {
 // pixel order (oh, ow ascending) as the CPU's scatter does. Index: element of dx.
 template <typename T>
 struct Col2ImAddK {
-  cpu::ConvGeometry g;
+  ConvGeometry g;
   const T* cols;
   T* dx;
   SF_HOST_DEVICE void operator()(int64_t idx) const {

@@ -11,6 +11,7 @@
 #include "comm/device_allreduce.hpp"
 #include "comm/gradient_reducer.hpp"
 #include "core/error.hpp"
+#include "core/host_staging.hpp"
 #include "core/logging.hpp"
 
 namespace shardflow::train {
@@ -51,11 +52,14 @@ class DataParallelStrategy final : public ReplicaStrategy {
   std::vector<GradBucket> buckets_;
   CommProfile profile_;        // the buckets' count and size, for the report's advice
   std::vector<bool> started_;  // this step's, by bucket index
-  // Otherwise (dist.device_allreduce = host, or no NCCL) it reduces them in host memory: each
-  // bucket is copied to `host_grads_` (or the shared window) as backprop finishes it, and the
-  // reduced whole is copied back before the update. On one rank there is no reducer at all.
-  bool stage_ = false;
-  std::vector<float> host_grads_;
+  // Otherwise (dist.device_allreduce = host, or no NCCL) it reduces them in host memory
+  // (`reduced_`): on the CPU that is the arena's gradients themselves (or the shared window that
+  // backs them); a device model's buckets are staged into it (the shared window, or the
+  // staging's own buffer) as backprop finishes them, and the reduced whole is copied back before
+  // the update (HostStaging, a pass-through on the CPU). On one rank with the model on a device
+  // there is no reducer at all.
+  HostStaging staging_;
+  float* reduced_ = nullptr;
   const TestFault fault_ = TestFault::FromEnvironment();
   int64_t step_ = 0;  // the step being trained (the fault hook's)
 };
@@ -75,25 +79,18 @@ void DataParallelStrategy::AttachToModel() {
         std::max(profile_.largest_bucket_mb, static_cast<double>(b.size) * 4 / (1 << 20));
   }
   profile_.buckets = grad_comm_->size() > 1 ? static_cast<int>(buckets.size()) : 0;
-  const bool on_device = arena.device() != Device::kCpu;
+  staging_ = HostStaging(arena.device());
   // One rank with its model on a device: nothing to reduce, and the gradients stay where
   // backprop wrote them (no reducer, no host copy of the arena).
-  if (on_device && grad_comm_->size() == 1) return;
-  if (UseDeviceAllreduce(o, on_device)) {
+  if (!staging_.pass_through() && grad_comm_->size() == 1) return;
+  if (UseDeviceAllreduce(o, arena.device())) {
     AttachDeviceAllreduce(buckets);
     return;
   }
-  stage_ = on_device;
   PlaceGradients();
-  float* reduced = nullptr;
-  if (!on_device) {
-    reduced = arena.grads();
-  } else if (shared_grads_) {
-    reduced = shared_grads_->data();
-  } else {
-    host_grads_.assign(static_cast<size_t>(arena.size()), 0.0f);
-    reduced = host_grads_.data();
-  }
+  reduced_ = staging_.HostSpace(arena.device_grads(), static_cast<size_t>(arena.size()),
+                                shared_grads_ ? shared_grads_->data() : nullptr);
+  float* reduced = reduced_;
   reducer_ = std::make_unique<comm::GradientReducer>(
       *grad_comm_, reduced, slices,
       comm::ReducerOptions{
@@ -105,11 +102,11 @@ void DataParallelStrategy::AttachToModel() {
       [this, reduced](const GradBucket& b) {
         Arena<float>& a = model().arena();
         for (int id : b.params) a.grad(id);  // a gradient still marked zero gets its zeros
-        if (stage_) {  // the bucket starts at its first parameter (not device_grads(): that
-                       // would write every other marked gradient's zeros now)
-          DeviceMemoryFor(a.device())
-              .CopyToHost(reduced + b.offset, a.grad(b.params.front()),
-                          static_cast<size_t>(b.size) * sizeof(float));
+        // The bucket starts at its first parameter (not device_grads(): that would write every
+        // other marked gradient's zeros now). On the CPU it is reduced + b.offset: no copy.
+        if (!b.params.empty()) {
+          staging_.ToHost(a.grad(b.params.front()), static_cast<size_t>(b.size),
+                          reduced + b.offset);
         }
         reducer_->BucketReady(b.index);
         fault_.MaybeKillInAllreduce(ctl().rank(), step_);
@@ -120,7 +117,7 @@ void DataParallelStrategy::AttachToModel() {
 
 void DataParallelStrategy::AttachDeviceAllreduce(const std::vector<GradBucket>& buckets) {
   const TrainerOptions& o = options();
-  device_reduce_ = (*comm::RegisteredDeviceAllreduce())(
+  device_reduce_ = (*comm::DeviceAllreduceFor(model().arena().device()))(
       *grad_comm_, {.watchdog_seconds = o.watchdog_seconds, .host = o.allreduce});
   buckets_ = buckets;
   started_.assign(buckets.size(), false);
@@ -163,12 +160,7 @@ double DataParallelStrategy::FinishGradients() {
   // already ready, whose parameters hold no marks).
   for (int id = 0; id < arena.num_params(); ++id) arena.grad(id);
   const double blocked = reducer_->Finish();
-  if (stage_ && arena.size() > 0) {
-    const float* reduced = shared_grads_ ? shared_grads_->data() : host_grads_.data();
-    DeviceMemoryFor(arena.device())
-        .CopyToDevice(arena.device_grads(), reduced,
-                      static_cast<size_t>(arena.size()) * sizeof(float));
-  }
+  staging_.ToDevice(arena.device_grads(), reduced_, static_cast<size_t>(arena.size()));
   return blocked;
 }
 
@@ -182,10 +174,8 @@ void DataParallelStrategy::PlaceGradients() {
   try {
     shared_grads_ = std::make_unique<comm::SharedFloatBuffer>(
         *grad_comm_, static_cast<size_t>(model().arena().size()));
-    // On the CPU the gradients live in the window; a device model stages into it.
-    if (model().arena().device() == Device::kCpu) {
-      model().arena().UseGradStorage(shared_grads_->data());
-    }
+    // Gradients in host memory (the CPU) live in the window; a device model stages into it.
+    if (staging_.pass_through()) model().arena().UseGradStorage(shared_grads_->data());
   } catch (const comm::ShmUnavailable& e) {
     if (ctl().rank() == 0) {
       SF_LOG(Warn) << "gradients stay in private memory and are staged for the all-reduce: "

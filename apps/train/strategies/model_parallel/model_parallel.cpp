@@ -16,6 +16,8 @@
 #include "comm/allreduce.hpp"
 #include "comm/collectives.hpp"
 #include "comm/device_allreduce.hpp"
+#include "core/backend/device_runtime.hpp"
+#include "core/host_staging.hpp"
 #include "core/host_state.hpp"
 #include "core/logging.hpp"
 #include "core/loss.hpp"
@@ -112,6 +114,9 @@ class ModelParallelStrategy final : public Strategy {
   // communicator of its own), when the program registered one.
   std::unique_ptr<comm::Communicator> device_comm_;
   std::unique_ptr<comm::DeviceAllreduce> device_reduce_;
+  // Where gradients go through host memory (the replicas' average without a device all-reduce,
+  // the finite check): a pass-through on the CPU.
+  HostStaging grads_staging_;
   // The tensor-parallel layers' all-reduce (SUM over this stage's ways), timed.
   std::unique_ptr<apps::TensorSum> tensor_sum_;
   NonfiniteGuard guard_;
@@ -140,6 +145,7 @@ StartPoint ModelParallelStrategy::Setup() {
   model_ = std::make_unique<Sequential<float>>(o_.model_spec, o_.input_shape, options, plan.range);
   optimizer_ = MakeOptimizer(o_.optimizer, model_->arena().size());
   stage_ = std::make_unique<PipelineStage>(*pipe_, *model_);
+  grads_staging_ = HostStaging(model_->arena().device());
   AttachDeviceAllreduce();
   LogGrid(plan.layers);
   return Restore();
@@ -187,13 +193,12 @@ StartPoint ModelParallelStrategy::Restore() {
 }
 
 void ModelParallelStrategy::AttachDeviceAllreduce() {
-  const bool on_device = model_->arena().device() != Device::kCpu;
-  if (!UseDeviceAllreduce(o_, on_device) || grid_.replicas == 1) return;
+  if (!UseDeviceAllreduce(o_, model_->arena().device()) || grid_.replicas == 1) return;
   comm::CommunicatorOptions with_watchdog;
   with_watchdog.discover_topology = false;
   with_watchdog.watchdog = comm::WatchdogOptions{.timeout_seconds = o_.watchdog_seconds};
   device_comm_ = replicas_->Split(0, replicas_->rank(), with_watchdog);
-  device_reduce_ = (*comm::RegisteredDeviceAllreduce())(
+  device_reduce_ = (*comm::DeviceAllreduceFor(model_->arena().device()))(
       *device_comm_, {.watchdog_seconds = o_.watchdog_seconds, .host = o_.allreduce});
   if (env_.ctl->rank() == 0) {
     SF_LOG(Info) << "gradients: averaged over the " << grid_.replicas << " replicas on the device ("
@@ -361,40 +366,37 @@ void ModelParallelStrategy::AverageReplicaGrads() {
   const comm::AllreduceOptions average{.algorithm = o_.allreduce.algorithm,
                                        .mode = comm::ReduceMode::kAverage,
                                        .wire = o_.allreduce.wire};
-  if (arena.device() == Device::kCpu) {
-    comm::Allreduce(*replicas_, arena.grads(), static_cast<size_t>(arena.size()), average);
-    return;
-  }
-  if (device_reduce_) {
-    device_reduce_->Start(arena.device_grads(), static_cast<size_t>(arena.size()));
+  const auto n = static_cast<size_t>(arena.size());
+  if (device_reduce_) {  // only ever made for a model on a device
+    device_reduce_->Start(arena.device_grads(), n);
     device_reduce_->Finish();
     return;
   }
-  Tensor host = arena.grads_tensor().To(Device::kCpu);
-  comm::Allreduce(*replicas_, host.data<float>(), static_cast<size_t>(arena.size()), average);
-  if (host.byte_size() > 0) {
-    DeviceMemoryFor(arena.device())
-        .CopyToDevice(arena.device_grads(), host.raw_data(), host.byte_size());
-  }
+  float* host = grads_staging_.ToHost(arena.device_grads(), n);  // the gradients on the CPU
+  comm::Allreduce(*replicas_, host, n, average);
+  grads_staging_.ToDevice(arena.device_grads(), host, n);
 }
 
 bool ModelParallelStrategy::OwnGradsFinite() {
   Arena<float>& arena = model_->arena();
-  if (arena.device() == Device::kCpu) return AllFinite(arena.grads(), arena.size());
-  const Tensor host = arena.grads_tensor().To(Device::kCpu);
-  return AllFinite(host.data<float>(), arena.size());
+  const float* host =
+      grads_staging_.ToHost(arena.device_grads(), static_cast<size_t>(arena.size()));
+  return AllFinite(host, arena.size());
 }
 
 double ModelParallelStrategy::OwnSquaredNorm() {
   Arena<float>& arena = model_->arena();
-  if (arena.device() != Device::kCpu && place_.way == 0) {  // every parameter: one reduction
+  // Host memory (the CPU) sums each parameter's norm on the host, as the unsplit model's
+  // clipping does; a device sums with its backend.
+  const bool host = DeviceSupports(arena.device(), DeviceFeature::kHostMemory);
+  if (!host && place_.way == 0) {  // every parameter: one reduction
     return BackendFor<float>(arena.device()).SumSquares(arena.size(), arena.device_grads());
   }
   double sum = 0;
   for (int id = 0; id < arena.num_params(); ++id) {
     const ParamSpec& spec = arena.spec(id);
     if (spec.split_axis < 0 && place_.way != 0) continue;
-    if (arena.device() == Device::kCpu) {
+    if (host) {
       const double norm = GlobalNorm(arena.grad(id), spec.size);
       sum += norm * norm;
     } else {

@@ -8,6 +8,7 @@
 
 #include "apps/train/strategies/parameter_server/parameter_server_internal.hpp"
 #include "comm/collectives.hpp"
+#include "core/backend/device_runtime.hpp"
 #include "core/host_state.hpp"
 #include "core/logging.hpp"
 #include "core/trace.hpp"
@@ -23,6 +24,8 @@ StartPoint ParameterServerStrategy::Setup() {
   ps_ = job.Split(0, job.rank(), options);
   group_ = job.Split(server_ ? 1 : 0, job.rank(), options);
   StartPoint start = ReplicaStrategy::Setup();  // every rank: the whole model, resumed
+  pull_staging_ = HostStaging(model().arena().device());
+  push_staging_ = HostStaging(model().arena().device());
   std::vector<int64_t> sizes;
   for (int id : model().arena().arena_order()) sizes.push_back(model().arena().spec(id).size);
   slices_ = CutArena(sizes, num_servers_);
@@ -41,7 +44,7 @@ void ParameterServerStrategy::LogRoles() const {
                        ? std::string("unbounded (asynchronous)")
                        : std::to_string(staleness_) + (staleness_ == 0 ? " (synchronous)" : ""))
                << "; transport " << (rma_ ? "rma (one-sided windows)" : "p2p (messages)");
-  if (options().model.device != Device::kCpu) {
+  if (!DeviceSupports(options().model.device, DeviceFeature::kHostMemory)) {
     SF_LOG(Info) << "parameter server: the workers compute on "
                  << DeviceName(options().model.device)
                  << " (gradients pushed and parameters pulled through host memory); the servers "
@@ -84,27 +87,19 @@ void ParameterServerStrategy::Pull(int64_t step) {
 
 float* ParameterServerStrategy::PullBuffer() {
   Arena<float>& arena = model().arena();
-  if (arena.device() == Device::kCpu) return arena.params();
-  pulled_.resize(static_cast<size_t>(arena.size()));
-  return pulled_.data();
+  pulled_ = pull_staging_.HostSpace(arena.device_params(), static_cast<size_t>(arena.size()));
+  return pulled_;
 }
 
 void ParameterServerStrategy::Landed() {
   Arena<float>& arena = model().arena();
-  if (arena.device() == Device::kCpu || pulled_.empty()) return;
-  DeviceMemoryFor(arena.device())
-      .CopyToDevice(arena.device_params(), pulled_.data(), pulled_.size() * sizeof(float));
+  if (pulled_ == nullptr) return;
+  pull_staging_.ToDevice(arena.device_params(), pulled_, static_cast<size_t>(arena.size()));
 }
 
 const float* ParameterServerStrategy::StagedGrads() {
   Arena<float>& arena = model().arena();
-  if (arena.device() == Device::kCpu) return arena.grads();
-  pushed_.resize(static_cast<size_t>(arena.size()));
-  if (!pushed_.empty()) {
-    DeviceMemoryFor(arena.device())
-        .CopyToHost(pushed_.data(), arena.device_grads(), pushed_.size() * sizeof(float));
-  }
-  return pushed_.data();
+  return push_staging_.ToHost(arena.device_grads(), static_cast<size_t>(arena.size()));
 }
 
 void ParameterServerStrategy::Push(const StepInput& in, bool skipped) {

@@ -16,6 +16,7 @@
 #include "apps/train/strategies/parameter_server/ps_options.hpp"
 #include "apps/train/strategies/parameter_server/ps_placement.hpp"
 #include "comm/rma_window.hpp"
+#include "core/host_staging.hpp"
 
 namespace shardflow::train::ps {
 
@@ -122,9 +123,9 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   void Push(const StepInput& in, bool skipped);
   void WaitPushes();
   void FetchServerState();
-  // A worker on a device: where pulled parameters land (then copied onto the device: Landed)
-  // and pushed gradients leave from (StagedGrads, valid until the pushes complete). On the
-  // CPU, the arena itself.
+  // Where pulled parameters land (then copied onto the device: Landed) and pushed gradients
+  // leave from (StagedGrads, valid until the pushes complete): host copies for a worker on a
+  // device, the arena itself on the CPU (HostStaging passes through).
   float* PullBuffer();
   void Landed();
   const float* StagedGrads();
@@ -165,7 +166,10 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   double pull_s_ = 0;
   PushHead head_;
   comm::RequestList pushes_;
-  std::vector<float> pulled_, pushed_;  // a device worker's host copies
+  // The worker's model's host staging, one for each direction (a pull may land while a push
+  // is in flight), made at Setup; `pulled_` the last PullBuffer.
+  HostStaging pull_staging_, push_staging_;
+  float* pulled_ = nullptr;
   int64_t pull_seq_ = 0, push_seq_ = 0;
   int64_t stop_note_ = 1, stop_target_ = -1;
   comm::RequestList stop_notes_;  // the request to server 0, completed in Finish
