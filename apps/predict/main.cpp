@@ -11,12 +11,12 @@
 #include "apps/common/device_choice.hpp"
 #include "apps/common/install_device.hpp"
 #include "apps/common/pipeline_stage.hpp"
+#include "apps/common/prediction/model_loader.hpp"
+#include "apps/common/prediction/predictor.hpp"
 #include "apps/common/stage_plan.hpp"
 #include "apps/common/tensor_sum.hpp"
-#include "apps/predict/model_loader.hpp"
 #include "apps/predict/predict_config.hpp"
 #include "apps/predict/prediction_output.hpp"
-#include "apps/predict/predictor.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/collectives.hpp"
 #include "core/cpu/gemm.hpp"
@@ -50,7 +50,7 @@ struct Prepared {
   apps::GridShape grid;  // [dist] pipeline_stages x tensor_parallel; data replicas the rest
   apps::RankPlan plan;
   Shape output_shape;  // the whole model's, per sample (a stage's part has its own)
-  LoadedModel loaded;
+  apps::LoadedModel loaded;
   int64_t local_records = 0;
   std::unique_ptr<comm::Communicator> tensor;   // this stage's tensor ways (made in Run)
   std::unique_ptr<apps::TensorSum> tensor_sum;  // the layers' sums over them
@@ -58,9 +58,9 @@ struct Prepared {
 
 // The model's forward pass on this rank: the whole model, or this rank's stage and tensor way
 // of a pipelined model (outputs on the last stage's way 0, the rows' reporter).
-ForwardFn MakeForward(Prepared& p, comm::Communicator& world,
-                      std::unique_ptr<comm::Communicator>* pipe,
-                      std::unique_ptr<apps::PipelineStage>* stage, int micro_batches) {
+apps::ForwardFn MakeForward(Prepared& p, comm::Communicator& world,
+                            std::unique_ptr<comm::Communicator>* pipe,
+                            std::unique_ptr<apps::PipelineStage>* stage, int micro_batches) {
   Sequential<float>& model = *p.loaded.model;
   if (!p.grid.model_parallel()) {
     return [&model](const Tensor& x) { return model.Forward(x, /*training=*/false); };
@@ -103,7 +103,7 @@ int Run(MpiEnvironment& env, PredictAppConfig& config, Prepared& p) {
   comm_options.discover_topology = false;
   comm_options.watchdog = comm::WatchdogOptions{.timeout_seconds = config.train.watchdog_seconds};
   comm::Communicator world(comm::Group::kWorld, comm_options);
-  PredictorSpec spec;
+  apps::PredictorSpec spec;
   spec.batch = {.input_feature = p.options.input_feature,
                 .label_feature = p.options.label_feature,
                 .input_shape = p.options.input_shape,
@@ -130,8 +130,8 @@ int Run(MpiEnvironment& env, PredictAppConfig& config, Prepared& p) {
   const int micro_batches = config.train.micro_batches > 0
                                 ? static_cast<int>(config.train.micro_batches)
                                 : 2 * p.grid.stages;
-  const ForwardFn forward = MakeForward(p, world, &pipe, &stage, micro_batches);
-  const PredictionRows mine = PredictDataset(forward, p.output_shape, records, spec);
+  const apps::ForwardFn forward = MakeForward(p, world, &pipe, &stage, micro_batches);
+  const apps::PredictionRows mine = apps::PredictDataset(forward, p.output_shape, records, spec);
 
   // Exact sums: rows, expected records (undamaged files), labelled, correct, bad records
   // skipped (on_error = skip; each once, by the replica's reporter); error sum.
@@ -151,7 +151,7 @@ int Run(MpiEnvironment& env, PredictAppConfig& config, Prepared& p) {
                                             std::to_string(counts[1]));
     }
   }
-  const PredictionRows all = GatherSorted(world, mine, p.options.task);
+  const apps::PredictionRows all = GatherSorted(world, mine, p.options.task);
   WritePredictions(world, config.output, all, total, p.options.task);
   const double seconds = watch.Seconds();
   if (env.is_chief()) {
@@ -235,7 +235,7 @@ int main(int argc, char** argv) {
         }
         // Errors found here (missing checkpoint or input, a checkpoint that does not fit the
         // model) end every rank with one line and the same exit code.
-        p.loaded = predict::LoadModel(part, config.checkpoint, p.plan.range);
+        p.loaded = apps::LoadModel(part, config.checkpoint, p.plan.range);
         p.local_records =
             pipeline::CountLocalRecords(config.train.data, p.plan.place.replica, p.grid.replicas);
       },
