@@ -2,7 +2,7 @@
 // (core/layers/tensor_parallel.hpp: TensorParallel::sum_float), for a model on any device.
 // The layers pass pointers on their model's device; comm/ reduces host memory, so a device's
 // values are summed in a host copy and copied back (MPI need not be CUDA-aware). Used by
-// training (apps/train/model_parallel.cpp) and prediction (apps/predict).
+// shardflow-train's model_parallel strategy and by shardflow-predict on a grid.
 // Thread-safety: one thread per instance (the model's).
 #pragma once
 
