@@ -2,8 +2,7 @@
 // workers' all-reduce on the same bytes. For each size (the whole parameter set, split over the
 // servers as training splits the arena) every worker pulls the parameters and pushes a gradient
 // of the same size, --iters times:
-//   p2p  the protocol of apps/train/strategies/parameter_server/parameter_server.cpp: a pull
-//   request answered by the
+//   p2p  the protocol of shardflow-train's parameter server: a pull request answered by the
 //        server's event loop (Poll, then a non-blocking send), the push a header and the data,
 //        which the server receives and adds into its buffer;
 //   rma  one-sided: a get of the server's parameters, a summing accumulate of the gradient

@@ -1,5 +1,5 @@
 // shardflow-bench tensorboard [--steps N] [--flush-every K] [--json]: what the training loop's
-// per-step TensorBoard scalars cost rank 0 (apps/train/tensorboard_log.hpp): per step one
+// per-step TensorBoard scalars cost rank 0 (shardflow-train's TensorBoard log): per step one
 // Event of six step/* scalars built, serialized and appended to the buffered events file; a
 // flush every K steps (the metrics line's; default 100). Prints microseconds per step and the
 // event bytes per step, written into a fresh folder under $TMPDIR (or /tmp), removed after.

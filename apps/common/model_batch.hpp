@@ -1,4 +1,5 @@
-// The model's view of a pipeline batch, shared by the apps that run models (train, predict).
+// The model's view of a pipeline batch, shared by the apps that run models (train, predict,
+// serve).
 //
 // Turns a pipeline batch into the model's input and target tensors.
 //

@@ -17,7 +17,7 @@
 // gradient is copied to the host before its send is posted, and a received activation or
 // gradient is host memory that the model's pass copies onto the device (Sequential::Forward and
 // Backward take a tensor on any device). Works with any MPI, CUDA-aware or not.
-// Thread-safety: one thread (the training loop's).
+// Thread-safety: one thread (the training loop's, or shardflow-predict's main thread).
 #pragma once
 
 #include <deque>
@@ -60,8 +60,8 @@ class PipelineStage {
   StageTimes Train(PipelineSchedule schedule, const std::vector<int64_t>& rows, const Tensor& x,
                    uint64_t step, const LossFn& loss);
 
-  // Forward passes only (evaluation): micro-batch outputs reach the last stage, which calls
-  // `sink` with each output and its row range.
+  // Forward passes only (evaluation, prediction): micro-batch outputs reach the last stage, which
+  // calls `sink` with each output and its row range.
   using SinkFn = std::function<void(const Tensor& y, int64_t begin, int64_t end)>;
   void Infer(const std::vector<int64_t>& rows, const Tensor& x, const SinkFn& sink);
 

@@ -2,8 +2,8 @@
 // (core/layers/tensor_parallel.hpp: TensorParallel::sum_float), for a model on any device.
 // The layers pass pointers on their model's device; comm/ reduces host memory, so a device's
 // values are summed in a host copy and copied back (core/host_staging.hpp; MPI need not be
-// CUDA-aware). Used by
-// training (apps/train/strategies/model_parallel/model_parallel.cpp) and prediction (apps/predict).
+// CUDA-aware). Used by shardflow-train's model-parallel strategy and by shardflow-predict on a
+// grid.
 // Thread-safety: one thread per instance (the model's).
 #pragma once
 

@@ -20,7 +20,7 @@ std::vector<T> GatherRows(comm::Communicator& comm, const std::vector<T>& mine) 
   return comm::GatherConcat(comm, mine.data(), mine.size());
 }
 
-void WriteCsv(const std::string& path, const PredictionRows& all, apps::Task task) {
+void WriteCsv(const std::string& path, const apps::PredictionRows& all, apps::Task task) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) throw Error(ErrorCode::kIo, "cannot create the output file", {.file = path});
   const int64_t k = all.num_classes;
@@ -55,9 +55,10 @@ Tensor RowsView(const std::vector<T>& values, Shape shape) {
 
 }  // namespace
 
-PredictionRows GatherSorted(comm::Communicator& comm, const PredictionRows& mine, apps::Task task) {
+apps::PredictionRows GatherSorted(comm::Communicator& comm, const apps::PredictionRows& mine,
+                                  apps::Task task) {
   const int64_t k = mine.num_classes;
-  PredictionRows gathered;
+  apps::PredictionRows gathered;
   gathered.num_classes = k;
   gathered.ids = GatherRows(comm, mine.ids);
   if (task == apps::Task::kClassify) {
@@ -73,7 +74,7 @@ PredictionRows GatherSorted(comm::Communicator& comm, const PredictionRows& mine
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(),
             [&](int64_t a, int64_t b) { return gathered.ids[a] < gathered.ids[b]; });
-  PredictionRows sorted;
+  apps::PredictionRows sorted;
   sorted.num_classes = k;
   sorted.ids.reserve(order.size());
   for (size_t i = 0; i < order.size(); ++i) {
@@ -97,8 +98,8 @@ PredictionRows GatherSorted(comm::Communicator& comm, const PredictionRows& mine
   return sorted;
 }
 
-void WritePredictions(comm::Communicator& comm, const std::string& path, const PredictionRows& all,
-                      int64_t total, apps::Task task) {
+void WritePredictions(comm::Communicator& comm, const std::string& path,
+                      const apps::PredictionRows& all, int64_t total, apps::Task task) {
   const int rank = comm.rank();
   if (rank == 0) {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();

@@ -17,7 +17,7 @@
 
 #include <string>
 
-#include "apps/predict/predictor.hpp"
+#include "apps/common/prediction/predictor.hpp"
 #include "comm/communicator.hpp"
 
 namespace shardflow::predict {
@@ -25,11 +25,12 @@ namespace shardflow::predict {
 // Collective. Rank 0 gets every rank's rows sorted by id; the other ranks get an empty set
 // with num_classes set. Throws Error(kDataLoss) on rank 0 naming the first duplicate id (the
 // other ranks are then ended by the run-phase error policy).
-PredictionRows GatherSorted(comm::Communicator& comm, const PredictionRows& mine, apps::Task task);
+apps::PredictionRows GatherSorted(comm::Communicator& comm, const apps::PredictionRows& mine,
+                                  apps::Task task);
 
 // Collective. `all` is GatherSorted's result (rows on rank 0 only); `total` the global row
 // count (every rank). Creates parent directories. Throws Error(kIo) naming the file.
-void WritePredictions(comm::Communicator& comm, const std::string& path, const PredictionRows& all,
-                      int64_t total, apps::Task task);
+void WritePredictions(comm::Communicator& comm, const std::string& path,
+                      const apps::PredictionRows& all, int64_t total, apps::Task task);
 
 }  // namespace shardflow::predict

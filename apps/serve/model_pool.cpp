@@ -3,7 +3,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "apps/predict/model_loader.hpp"
+#include "apps/common/prediction/model_loader.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
@@ -47,8 +47,7 @@ ModelPool::Loader CheckpointLoader(const apps::ModelSetup& setup, std::string ch
     auto snapshot = std::make_shared<ModelSnapshot>();
     for (int i = 0; i < replicas; ++i) {
       // Every replica loads the same file: the newest may change between two loads.
-      predict::LoadedModel loaded =
-          predict::LoadModel(setup, i == 0 ? checkpoint : snapshot->checkpoint);
+      apps::LoadedModel loaded = apps::LoadModel(setup, i == 0 ? checkpoint : snapshot->checkpoint);
       if (i == 0) snapshot->checkpoint = loaded.checkpoint;
       snapshot->replicas.push_back(std::move(loaded.model));
     }

@@ -1,6 +1,6 @@
 #include "apps/serve/signature.hpp"
 
-#include "apps/predict/predictor.hpp"
+#include "apps/common/prediction/record_outputs.hpp"
 #include "core/error.hpp"
 #include "io/pipeline/feature_spec.hpp"
 
@@ -38,21 +38,16 @@ BatchResults ComputeResults(const Signature& sig, const Tensor& x, const Tensor&
     r.values.resize(static_cast<size_t>(n * width));
     for (int64_t i = 0; i < n; ++i) {
       r.classes[static_cast<size_t>(i)] =
-          predict::SoftmaxRow(out + i * width, width, r.values.data() + i * width);
+          apps::SoftmaxRow(out + i * width, width, r.values.data() + i * width);
     }
     return r;
   }
-  // Reconstruct: as shardflow-predict's per-record error (double sums, stored as float32).
+  // Reconstruct: shardflow-predict's per-record error (summed in double, stored as float32).
   const float* in = x.data<float>();
   r.values.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    double sum = 0;
-    for (int64_t j = 0; j < width; ++j) {
-      const double d = static_cast<double>(out[i * width + j]) - in[i * width + j];
-      sum += d * d;
-    }
     r.values[static_cast<size_t>(i)] =
-        static_cast<float>(width > 0 ? sum / static_cast<double>(width) : 0.0);
+        static_cast<float>(apps::ReconstructionError(out + i * width, in + i * width, width));
   }
   return r;
 }

@@ -1,6 +1,7 @@
-// shardflow-predict's model loader refuses a checkpoint holding NaN or Inf, given as a file or
-// as the newest in a folder, naming the tensor (it would otherwise serve NaN probabilities).
-#include "apps/predict/model_loader.hpp"
+// The model loader (shardflow-predict's and shardflow-serve's) refuses a checkpoint holding NaN
+// or Inf, given as a file or as the newest in a folder, naming the tensor (it would otherwise
+// serve NaN probabilities).
+#include "apps/common/prediction/model_loader.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +11,7 @@
 #include "tests/io/poison_checkpoint.hpp"
 #include "tests/support/test_paths.hpp"
 
-namespace shardflow::predict {
+namespace shardflow::apps {
 namespace {
 
 TEST(ModelLoader, RefusesANonfiniteCheckpointNamingTheTensor) {
@@ -38,4 +39,4 @@ TEST(ModelLoader, RefusesANonfiniteCheckpointNamingTheTensor) {
 }
 
 }  // namespace
-}  // namespace shardflow::predict
+}  // namespace shardflow::apps

@@ -1,6 +1,8 @@
-// PredictDataset and SoftmaxRow on in-memory records: per-record ids (id feature or element id),
-// batches that do not divide the record count, softmax against a naive twin.
-#include "apps/predict/predictor.hpp"
+// PredictDataset, SoftmaxRow and ReconstructionError on in-memory records: per-record ids (id
+// feature or element id), batches that do not divide the record count, softmax against a naive
+// twin.
+#include "apps/common/prediction/predictor.hpp"
+#include "apps/common/prediction/record_outputs.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +11,7 @@
 
 #include "core/error.hpp"
 
-namespace shardflow::predict {
+namespace shardflow::apps {
 namespace {
 
 // Naive twin of SoftmaxRow: exp without the max shift (fine for small logits).
@@ -36,6 +38,13 @@ TEST(SoftmaxRow, LargeLogitsStayFinite) {
   EXPECT_NEAR(probs[0], 1 / (1 + std::exp(-1.0)), 1e-6);
   EXPECT_NEAR(probs[1], std::exp(-1.0) / (1 + std::exp(-1.0)), 1e-6);
   EXPECT_EQ(probs[2], 0.0f);
+}
+
+TEST(ReconstructionError, MeanOfSquaredDifferences) {
+  const std::vector<float> output = {1.0f, 2.0f, 3.5f};
+  const std::vector<float> input = {0.0f, 2.0f, 5.5f};
+  EXPECT_DOUBLE_EQ(ReconstructionError(output.data(), input.data(), 3), 5.0 / 3.0);
+  EXPECT_EQ(ReconstructionError(output.data(), input.data(), 0), 0.0);
 }
 
 // n records of 4 floats, labels i % 3, ids 100 + i except every fourth record (-1: no id).
@@ -143,4 +152,4 @@ TEST(PredictDataset, WrongInputWidthNamesTheFeature) {
 }
 
 }  // namespace
-}  // namespace shardflow::predict
+}  // namespace shardflow::apps

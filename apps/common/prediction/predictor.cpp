@@ -1,11 +1,11 @@
-#include "apps/predict/predictor.hpp"
+#include "apps/common/prediction/predictor.hpp"
 
-#include <cmath>
 #include <cstring>
 
+#include "apps/common/prediction/record_outputs.hpp"
 #include "core/error.hpp"
 
-namespace shardflow::predict {
+namespace shardflow::apps {
 namespace {
 
 // Stacks feature `name` of `records` (each [1, row...]) into one tensor [n, row...].
@@ -69,21 +69,21 @@ class BatchPredictor {
     batch.id = records.front().id;
     batch.where = records.front().where;
     batch.Set(spec_.batch.input_feature, StackFeature(records, spec_.batch.input_feature));
-    apps::BatchSpec bspec = spec_.batch;
+    BatchSpec bspec = spec_.batch;
     const bool labelled = !bspec.label_feature.empty() && records.front().Has(bspec.label_feature);
     if (labelled) {
       batch.Set(bspec.label_feature, StackFeature(records, bspec.label_feature));
     } else {
       bspec.label_feature.clear();
     }
-    const apps::ModelBatch mb = apps::ToModelBatch(batch, bspec, &scratch_);
+    const ModelBatch mb = ToModelBatch(batch, bspec, &scratch_);
     const Tensor out = forward_(mb.x).To(Device::kCpu);  // a model on a device: one copy back
     if (out.num_elements() == 0 && mb.rows > 0) return;  // another rank holds the outputs
     for (const auto& r : records) rows_->ids.push_back(RecordId(r, spec_));
     const int64_t n = mb.rows;
     const int64_t width = n > 0 ? out.num_elements() / n : 0;
     const float* y = out.data<float>();
-    if (spec_.task == apps::Task::kClassify) {
+    if (spec_.task == Task::kClassify) {
       rows_->num_classes = width;
       const size_t base = rows_->probabilities.size();
       rows_->probabilities.resize(base + static_cast<size_t>(n * width));
@@ -106,12 +106,7 @@ class BatchPredictor {
       }
       const float* x = mb.x.data<float>();
       for (int64_t i = 0; i < n; ++i) {
-        double sum = 0;
-        for (int64_t j = 0; j < width; ++j) {
-          const double d = static_cast<double>(y[i * width + j]) - x[i * width + j];
-          sum += d * d;
-        }
-        const double err = width > 0 ? sum / static_cast<double>(width) : 0.0;
+        const double err = ReconstructionError(y + i * width, x + i * width, width);
         rows_->errors.push_back(static_cast<float>(err));
         rows_->error_sum += err;
       }
@@ -127,21 +122,6 @@ class BatchPredictor {
 
 }  // namespace
 
-int64_t SoftmaxRow(const float* logits, int64_t k, float* probs) {
-  if (k <= 0) return -1;
-  int64_t best = 0;
-  for (int64_t j = 1; j < k; ++j) {
-    if (logits[j] > logits[best]) best = j;
-  }
-  const double max = logits[best];
-  double sum = 0;
-  for (int64_t j = 0; j < k; ++j) sum += std::exp(static_cast<double>(logits[j]) - max);
-  for (int64_t j = 0; j < k; ++j) {
-    probs[j] = static_cast<float>(std::exp(static_cast<double>(logits[j]) - max) / sum);
-  }
-  return best;
-}
-
 PredictionRows PredictDataset(Sequential<float>& model, const pipeline::Dataset& records,
                               const PredictorSpec& spec) {
   return PredictDataset([&model](const Tensor& x) { return model.Forward(x, /*training=*/false); },
@@ -151,7 +131,7 @@ PredictionRows PredictDataset(Sequential<float>& model, const pipeline::Dataset&
 PredictionRows PredictDataset(const ForwardFn& forward, const Shape& output_shape,
                               const pipeline::Dataset& records, const PredictorSpec& spec) {
   PredictionRows rows;
-  if (spec.task == apps::Task::kClassify) rows.num_classes = NumElements(output_shape);
+  if (spec.task == Task::kClassify) rows.num_classes = NumElements(output_shape);
   BatchPredictor predictor(forward, spec, &rows);
   std::vector<pipeline::Element> pending;
   pending.reserve(static_cast<size_t>(spec.batch_size));
@@ -169,4 +149,4 @@ PredictionRows PredictDataset(const ForwardFn& forward, const Shape& output_shap
   return rows;
 }
 
-}  // namespace shardflow::predict
+}  // namespace shardflow::apps

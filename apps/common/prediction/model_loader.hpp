@@ -18,7 +18,7 @@
 #include "apps/common/experiment_config.hpp"
 #include "core/model.hpp"
 
-namespace shardflow::predict {
+namespace shardflow::apps {
 
 struct LoadedModel {
   std::unique_ptr<Sequential<float>> model;
@@ -28,7 +28,7 @@ struct LoadedModel {
 // `range`: the layers this rank holds (a pipeline stage); options.model.tensor_parallel: its
 // tensor way. The checkpoint is the whole model's file whatever grid wrote it; a part loads its
 // own parameters (io/checkpoint.hpp).
-LoadedModel LoadModel(const apps::ModelSetup& options, const std::string& checkpoint,
+LoadedModel LoadModel(const ModelSetup& options, const std::string& checkpoint,
                       LayerRange range = {});
 
-}  // namespace shardflow::predict
+}  // namespace shardflow::apps

@@ -4,10 +4,10 @@
 // the pipeline gives with batch_size 1), so every record carries its own element id; the
 // predictor stacks `batch_size` of them into one model batch (a copy of their input and label
 // rows), runs Forward in inference mode and appends, per record:
-//   id:     the record's `id_feature` value when present and >= 0, else the element's id (its
-//           index in the global record order);
+//   id:     the record's `id_feature` value when present and >= 0, else its index in the
+//           global record order (PredictorSpec::record_index), else the element's id;
 //   classify:    the argmax class (first maximum of the logits) and the softmax probabilities,
-//                computed in double and stored as float32;
+//                computed in double and stored as float32 (record_outputs.hpp);
 //   reconstruct: the record's mean squared error between the model output and its input.
 // Labels (the label feature, when the records have it) are counted for accuracy.
 // A model split over ranks (pipeline stages, tensor ways) predicts through a ForwardFn: every
@@ -25,11 +25,11 @@
 #include "core/model.hpp"
 #include "io/pipeline/dataset.hpp"
 
-namespace shardflow::predict {
+namespace shardflow::apps {
 
 struct PredictorSpec {
-  apps::BatchSpec batch;  // label_feature: used when the records have it
-  apps::Task task = apps::Task::kClassify;
+  BatchSpec batch;  // label_feature: used when the records have it
+  Task task = Task::kClassify;
   std::string id_feature;  // "" : element ids only
   // The id of a record without an id feature, from its provenance (the global record index,
   // pipeline::MakeRecordNumbering); unset: the pipeline's element id.
@@ -63,8 +63,4 @@ using ForwardFn = std::function<Tensor(const Tensor& x)>;
 PredictionRows PredictDataset(const ForwardFn& forward, const Shape& output_shape,
                               const pipeline::Dataset& records, const PredictorSpec& spec);
 
-// Softmax of one row of logits into `probs` (double accumulation); returns the argmax (first
-// maximum). Exposed for tests.
-int64_t SoftmaxRow(const float* logits, int64_t k, float* probs);
-
-}  // namespace shardflow::predict
+}  // namespace shardflow::apps

@@ -1,14 +1,13 @@
-#include "apps/predict/model_loader.hpp"
+#include "apps/common/prediction/model_loader.hpp"
 
 #include <filesystem>
 
 #include "core/error.hpp"
 #include "io/checkpoint.hpp"
 
-namespace shardflow::predict {
+namespace shardflow::apps {
 
-LoadedModel LoadModel(const apps::ModelSetup& options, const std::string& checkpoint,
-                      LayerRange range) {
+LoadedModel LoadModel(const ModelSetup& options, const std::string& checkpoint, LayerRange range) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(checkpoint, ec)) {
@@ -32,4 +31,4 @@ LoadedModel LoadModel(const apps::ModelSetup& options, const std::string& checkp
   return out;
 }
 
-}  // namespace shardflow::predict
+}  // namespace shardflow::apps
