@@ -62,11 +62,11 @@ train)
   [ "$(nproc)" -ge 3 ] && transport="rma (one-sided windows)"
   grep -q "parameter server: 2 worker(s) (ranks 0,1, rank 0 the chief), 1 server(s) (ranks 2); max_staleness unbounded (asynchronous); transport $transport" a.log ||
     { cat a.log; fail "no roles line"; }
-  $py - run/summary.json <<'PY' || { cat a.log; fail "summary"; }
+  $py - run/summary.json "${transport%% *}" <<'PY' || { cat a.log; fail "summary"; }
 import json, sys
 s = json.load(open(sys.argv[1]))
 assert s["strategy"] == "parameter_server", s
-assert s["grid"] == "2 workers + 1 server, max_staleness unbounded, rma", s["grid"]  # auto, one node
+assert s["grid"] == "2 workers + 1 server, max_staleness unbounded, " + sys.argv[2], s["grid"]
 assert sum(s["staleness_histogram"]) == 2 * s["steps"], (s["staleness_histogram"], s["steps"])
 # Asynchronous: the accuracy depends on the order pushes arrive in (chance is 0.1).
 assert s["test_accuracy"] > 0.35, s["test_accuracy"]
