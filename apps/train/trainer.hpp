@@ -35,7 +35,7 @@
 #include "core/optim/lr_schedule.hpp"
 #include "core/optim/optimizer.hpp"
 #include "core/run_report.hpp"
-#include "io/checkpoint.hpp"
+#include "io/checkpoint/checkpoint.hpp"
 #include "io/pipeline/dataset.hpp"
 
 namespace shardflow::train {

@@ -13,7 +13,7 @@
 //   3. write: every rank creates every object and writes its own slices; rank 0 writes buffers,
 //      state and config; the file is closed (collective) and fsync'ed by every rank;
 //   4. publish: rank 0 renames the file into place, fsyncs the directory and prunes.
-#include "io/checkpoint.hpp"
+#include "io/checkpoint/checkpoint.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -33,9 +33,9 @@
 
 #include "core/host_state.hpp"
 #include "core/mpi_env.hpp"
-#include "io/checkpoint_format.hpp"
-#include "io/checkpoint_internal.hpp"
-#include "io/hdf5_objects.hpp"
+#include "io/checkpoint/format.hpp"
+#include "io/checkpoint/internal.hpp"
+#include "io/hdf5/objects.hpp"
 
 namespace shardflow {
 namespace {
