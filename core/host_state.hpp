@@ -1,6 +1,6 @@
 // HostStateScope: a model's state (parameters, layer buffers such as batch-norm statistics, and
 // the optimizer's slots) in host memory for the scope's life, so host code that reads or writes
-// it by host pointer (checkpoints, io/checkpoint*.cpp) works unchanged for a model on a device.
+// it by host pointer (checkpoints, io/checkpoint/) works unchanged for a model on a device.
 // Checkpoints stay device-independent this way: a device-trained checkpoint loads into a CPU
 // model and back.
 //

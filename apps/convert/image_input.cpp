@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
-#include "io/hdf5_reader.hpp"
+#include "io/hdf5/reader.hpp"
 #include "io/idx.hpp"
 
 namespace shardflow::convert {

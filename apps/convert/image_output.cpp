@@ -4,7 +4,7 @@
 
 #include "apps/convert/shard_writer.hpp"
 #include "io/example.hpp"
-#include "io/hdf5_writer.hpp"
+#include "io/hdf5/writer.hpp"
 
 namespace shardflow::convert {
 

@@ -8,7 +8,7 @@
 #include "apps/convert/image_input.hpp"
 #include "apps/convert/shard_plan.hpp"
 #include "core/progress.hpp"
-#include "io/hdf5_writer.hpp"
+#include "io/hdf5/writer.hpp"
 
 namespace shardflow::convert {
 

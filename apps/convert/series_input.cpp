@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "io/csv.hpp"
-#include "io/hdf5_reader.hpp"
+#include "io/hdf5/reader.hpp"
 
 namespace shardflow::convert {
 namespace {

@@ -6,7 +6,7 @@
 #include "apps/convert/image_output.hpp"
 #include "apps/convert/shard_writer.hpp"
 #include "io/example.hpp"
-#include "io/hdf5_writer.hpp"
+#include "io/hdf5/writer.hpp"
 
 namespace shardflow::convert {
 

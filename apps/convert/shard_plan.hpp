@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "io/hdf5_reader.hpp"
+#include "io/hdf5/reader.hpp"
 #include "io/pipeline/record_source.hpp"
 
 namespace shardflow::convert {

@@ -19,7 +19,7 @@
 
 #include "apps/inspect/format_handler.hpp"
 #include "core/check_hdf5.hpp"
-#include "io/hdf5_reader.hpp"
+#include "io/hdf5/reader.hpp"
 
 namespace shardflow::inspect {
 namespace {

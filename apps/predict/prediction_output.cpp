@@ -9,7 +9,7 @@
 #include "apps/predict/predict_config.hpp"
 #include "comm/collectives.hpp"
 #include "core/error.hpp"
-#include "io/hdf5_writer.hpp"
+#include "io/hdf5/writer.hpp"
 
 namespace shardflow::predict {
 namespace {

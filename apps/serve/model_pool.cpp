@@ -7,7 +7,7 @@
 #include "core/cpu/gemm.hpp"
 #include "core/error.hpp"
 #include "core/logging.hpp"
-#include "io/checkpoint.hpp"
+#include "io/checkpoint/checkpoint.hpp"
 
 namespace shardflow::serve {
 

@@ -10,7 +10,7 @@
 #include "core/loss.hpp"
 #include "core/metrics.hpp"
 #include "core/trace.hpp"
-#include "io/checkpoint.hpp"
+#include "io/checkpoint/checkpoint.hpp"
 
 namespace shardflow::train {
 

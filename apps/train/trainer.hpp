@@ -37,7 +37,7 @@
 #include "core/optim/lr_schedule.hpp"
 #include "core/optim/optimizer.hpp"
 #include "core/run_report.hpp"
-#include "io/checkpoint.hpp"
+#include "io/checkpoint/checkpoint.hpp"
 #include "io/pipeline/dataset.hpp"
 #include "io/pipeline/input_pipeline.hpp"
 

@@ -7,7 +7,7 @@
 #              -train, -predict and -inspect: exit 3 (data loss) everywhere, one line saying
 #              "the file is truncated" / "it is not an HDF5 file", naming the file, quoting no
 #              source code (before: exit 1 with "H5Fopen(path.c_str(), ...) failed at
-#              io/hdf5_file.cpp:216" from three programs, exit 3 from inspect).
+#              <source file of the HDF5 layer>:216" from three programs, exit 3 from inspect).
 #   disk_full  an HDF5 output on a full device (a link to /dev/full): exit 1 (I/O) with
 #              "No space left on device (errno 28)" and the path, not an HDF5 "Write failed"
 #              chain; an output folder the system refuses: exit 1 naming path and errno, not

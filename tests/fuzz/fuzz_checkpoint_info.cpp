@@ -1,5 +1,5 @@
-// libFuzzer target: checkpoint metadata (io/checkpoint.hpp, ReadCheckpointInfo) on arbitrary
-// bytes written to a scratch .h5 file: HDF5's superblock and object headers, then the
+// libFuzzer target: checkpoint metadata (io/checkpoint/checkpoint.hpp, ReadCheckpointInfo) on
+// arbitrary bytes written to a scratch .h5 file: HDF5's superblock and object headers, then the
 // checkpoint's root attributes (format, version, step, epoch, model_spec, input_shape), the
 // optimizer's name attribute and the parameter datasets' shapes. Bad input must end in
 // shardflow::Error (kDataLoss for a corrupt file, kInvalidArgument for a foreign one).
@@ -19,7 +19,7 @@
 #include "core/model.hpp"
 #include "core/optim/optimizer.hpp"
 #include "fuzz_support.hpp"
-#include "io/checkpoint.hpp"
+#include "io/checkpoint/checkpoint.hpp"
 
 using namespace shardflow;
 

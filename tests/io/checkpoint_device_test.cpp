@@ -13,7 +13,7 @@
 #include "core/backend/host_twin.hpp"
 #include "core/loss.hpp"
 #include "core/random.hpp"
-#include "io/checkpoint.hpp"
+#include "io/checkpoint/checkpoint.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow {

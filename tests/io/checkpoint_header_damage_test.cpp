@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "io/checkpoint.hpp"
+#include "io/checkpoint/checkpoint.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow {

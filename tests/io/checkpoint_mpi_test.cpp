@@ -12,8 +12,8 @@
 #include <fstream>
 #include <map>
 
-#include "io/checkpoint.hpp"
-#include "io/hdf5_objects.hpp"
+#include "io/checkpoint/checkpoint.hpp"
+#include "io/hdf5/objects.hpp"
 #include "tests/support/mpi_scratch.hpp"
 
 namespace shardflow {

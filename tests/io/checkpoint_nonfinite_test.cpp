@@ -10,7 +10,7 @@
 #include <fstream>
 #include <limits>
 
-#include "io/checkpoint.hpp"
+#include "io/checkpoint/checkpoint.hpp"
 #include "tests/io/poison_checkpoint.hpp"
 #include "tests/support/test_paths.hpp"
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "io/checkpoint.hpp"
-#include "io/hdf5_objects.hpp"
+#include "io/checkpoint/checkpoint.hpp"
+#include "io/hdf5/objects.hpp"
 
 namespace shardflow::testing {
 

@@ -12,7 +12,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "io/checkpoint.hpp"
+#include "io/checkpoint/checkpoint.hpp"
 #include "tests/io/checkpoint_part_expect.hpp"
 #include "tests/support/mpi_scratch.hpp"
 

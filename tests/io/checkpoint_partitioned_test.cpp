@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "io/checkpoint.hpp"
-#include "io/checkpoint_layout.hpp"
+#include "io/checkpoint/checkpoint.hpp"
+#include "io/checkpoint/layout.hpp"
 #include "tests/io/checkpoint_part_expect.hpp"
 #include "tests/support/test_paths.hpp"
 

@@ -1,6 +1,6 @@
 // The arena coverage check of collective checkpoints (gaps, overlaps, slices past the end, empty
 // and negative slices) and the arena CRC assembled from slice CRCs.
-#include "io/checkpoint_slices.hpp"
+#include "io/checkpoint/slices.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include "io/checkpoint.hpp"
+#include "io/checkpoint/checkpoint.hpp"
 #include "tests/io/checkpoint_part_expect.hpp"
 #include "tests/support/mpi_scratch.hpp"
 

@@ -1,6 +1,6 @@
 // Checkpoints: bit-identical resume, warm start, refusal of mismatched, truncated and
 // corrupted files, retention of the last N.
-#include "io/checkpoint.hpp"
+#include "io/checkpoint/checkpoint.hpp"
 
 #include <gtest/gtest.h>
 

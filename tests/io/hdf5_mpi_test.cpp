@@ -8,8 +8,8 @@
 #include <cstring>
 #include <memory>
 
-#include "io/hdf5_reader.hpp"
-#include "io/hdf5_writer.hpp"
+#include "io/hdf5/reader.hpp"
+#include "io/hdf5/writer.hpp"
 #include "tests/support/mpi_scratch.hpp"
 #include "tests/support/test_paths.hpp"
 

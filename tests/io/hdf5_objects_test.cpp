@@ -1,6 +1,6 @@
 // Groups, attributes, string datasets, checksummed datasets and flat-range writes on one rank:
 // FlatRangeBlocks against a naive element-by-element twin, and round trips through h5 files.
-#include "io/hdf5_objects.hpp"
+#include "io/hdf5/objects.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

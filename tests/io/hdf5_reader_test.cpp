@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check_hdf5.hpp"
-#include "io/hdf5_reader.hpp"
-#include "io/hdf5_writer.hpp"
+#include "io/hdf5/reader.hpp"
+#include "io/hdf5/writer.hpp"
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::io {

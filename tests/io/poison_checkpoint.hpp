@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/arena.hpp"
-#include "io/checkpoint_slices.hpp"
+#include "io/checkpoint/slices.hpp"
 
 namespace shardflow::testing {
 

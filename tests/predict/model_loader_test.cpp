@@ -7,7 +7,7 @@
 
 #include <limits>
 
-#include "io/checkpoint.hpp"
+#include "io/checkpoint/checkpoint.hpp"
 #include "tests/io/poison_checkpoint.hpp"
 #include "tests/support/test_paths.hpp"
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
-#include "io/checkpoint.hpp"
+#include "io/checkpoint/checkpoint.hpp"
 
 namespace shardflow::apps {
 

@@ -8,7 +8,7 @@
 //     fit the model spec (LoadWeights);
 //   Error(kDataLoss) for a damaged file;
 //   Error(kDataLoss) naming the tensor for a checkpoint holding NaN or Inf (in a folder it is
-//     refused, not skipped for an earlier one: io/checkpoint.hpp).
+//     refused, not skipped for an earlier one: io/checkpoint/checkpoint.hpp).
 // Thread-safety: none.
 #pragma once
 
@@ -27,7 +27,7 @@ struct LoadedModel {
 
 // `range`: the layers this rank holds (a pipeline stage); options.model.tensor_parallel: its
 // tensor way. The checkpoint is the whole model's file whatever grid wrote it; a part loads its
-// own parameters (io/checkpoint.hpp).
+// own parameters (io/checkpoint/checkpoint.hpp).
 LoadedModel LoadModel(const ModelSetup& options, const std::string& checkpoint,
                       LayerRange range = {});
 

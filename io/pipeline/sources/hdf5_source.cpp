@@ -2,7 +2,7 @@
 #include <map>
 
 #include "core/thread_annotations.hpp"
-#include "io/hdf5_reader.hpp"
+#include "io/hdf5/reader.hpp"
 #include "io/pipeline/feature_spec.hpp"
 #include "io/pipeline/sources/open_source.hpp"
 #include "io/pipeline/sources/row_source.hpp"

@@ -10,8 +10,8 @@
 
 #include "core/error.hpp"
 #include "core/mpi_env.hpp"
-#include "io/hdf5_reader.hpp"
-#include "io/hdf5_writer.hpp"
+#include "io/hdf5/reader.hpp"
+#include "io/hdf5/writer.hpp"
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include <iomanip>
 
 #include "core/mpi_env.hpp"
-#include "io/checkpoint.hpp"
+#include "io/checkpoint/checkpoint.hpp"
 #include "tests/io/checkpoint_part_util.hpp"
 
 namespace {

@@ -24,7 +24,7 @@
 #include "core/metrics.hpp"
 #include "core/optim/clip.hpp"
 #include "core/trace.hpp"
-#include "io/checkpoint.hpp"
+#include "io/checkpoint/checkpoint.hpp"
 
 namespace shardflow::train {
 namespace {

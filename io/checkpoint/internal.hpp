@@ -1,5 +1,5 @@
-// Pieces shared by the checkpoint writers (io/checkpoint.cpp: whole model and arena slices;
-// io/checkpoint_partitioned.cpp: a model held in parts). Not part of io's interface.
+// Pieces shared by the checkpoint writers (io/checkpoint/checkpoint.cpp: whole model and arena
+// slices; io/checkpoint/partitioned.cpp: a model held in parts). Not part of io's interface.
 // Thread-safety: as the writers (one thread per process); the functions taking a communicator
 // or an MPI-IO file are collective over it.
 #pragma once
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "io/checkpoint.hpp"
-#include "io/checkpoint_format.hpp"
-#include "io/hdf5_file.hpp"
+#include "io/checkpoint/checkpoint.hpp"
+#include "io/checkpoint/format.hpp"
+#include "io/hdf5/file.hpp"
 
 namespace shardflow::checkpoint_internal {
 

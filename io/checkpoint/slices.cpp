@@ -1,4 +1,4 @@
-#include "io/checkpoint_slices.hpp"
+#include "io/checkpoint/slices.hpp"
 
 #include <zlib.h>
 

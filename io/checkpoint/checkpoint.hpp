@@ -1,5 +1,5 @@
 // Training checkpoints in HDF5, readable by h5py, written and read through io's HDF5 layer
-// (io/hdf5_file, io/hdf5_objects). Namespace shardflow (the trainer and predict use it as such).
+// (io/hdf5/file, io/hdf5/objects). Namespace shardflow (the trainer and predict use it as such).
 //
 // File layout (format "shardflow-checkpoint", version 1):
 //   /params/<layer>/<name>     one float32 dataset per parameter, shaped like it
@@ -45,7 +45,7 @@
 // is all-or-nothing: everything is read and checked before the model or optimizer is touched,
 // so a refused file leaves them as they were and the previous checkpoint stays usable.
 // Thread-safety: functions are independent; HDF5 is used from one thread at a time (see
-// io/hdf5_file.hpp). SaveCheckpoint on one rank only (rank 0 writes) or
+// io/hdf5/file.hpp). SaveCheckpoint on one rank only (rank 0 writes) or
 // SaveCheckpointCollective on all ranks of a communicator: never both into one directory.
 #pragma once
 
@@ -56,8 +56,8 @@
 
 #include "core/model.hpp"
 #include "core/optim/optimizer.hpp"
-#include "io/checkpoint_slices.hpp"
-#include "io/hdf5_file.hpp"
+#include "io/checkpoint/slices.hpp"
+#include "io/hdf5/file.hpp"
 
 namespace shardflow {
 

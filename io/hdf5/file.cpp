@@ -1,4 +1,4 @@
-#include "io/hdf5_file.hpp"
+#include "io/hdf5/file.hpp"
 
 #include <algorithm>
 #include <filesystem>

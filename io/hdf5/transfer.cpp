@@ -1,4 +1,4 @@
-#include "io/hdf5_transfer.hpp"
+#include "io/hdf5/transfer.hpp"
 
 #include <algorithm>
 #include <vector>

@@ -13,29 +13,27 @@
 //   3. write: every rank creates every object and writes its own slices; rank 0 writes buffers,
 //      state and config; the file is closed (collective) and fsync'ed by every rank;
 //   4. publish: rank 0 renames the file into place, fsyncs the directory and prunes.
-#include "io/checkpoint.hpp"
+#include "io/checkpoint/checkpoint.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <csignal>
-#include <cstdio>
-#include <cstdlib>
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <iomanip>
 #include <sstream>
 
+#include "core/fault_injection.hpp"
 #include "core/host_state.hpp"
 #include "core/mpi_env.hpp"
-#include "io/checkpoint_format.hpp"
-#include "io/checkpoint_internal.hpp"
-#include "io/hdf5_objects.hpp"
+#include "io/checkpoint/format.hpp"
+#include "io/checkpoint/internal.hpp"
+#include "io/hdf5/objects.hpp"
 
 namespace shardflow {
 namespace {
@@ -370,37 +368,12 @@ Status PrepareDirectory(const CheckpointOptions& options) {
   return Status::Ok();
 }
 
-// Test-only fault injection (the tests of issue 16 and bench/fault_soak.sh):
-// SHARDFLOW_TEST_CHECKPOINT_FAULT=PHASE:N makes rank 0 of the saving ranks raise SIGKILL at PHASE
-// of this process's N-th checkpoint (1-based): "write" (the temporary file half written),
-// "fsync" (closed, not yet synced), "rename" (synced, not yet renamed), "published" (renamed,
-// the directory not yet synced), "prune" (before older checkpoints are removed). Whatever the
-// phase, a resume must find an intact checkpoint: the previous one, or this one once renamed.
-// "enospc:N" instead makes rank 0's write of the N-th checkpoint fail as a full disk does (the
-// error a real ENOSPC gives, marked as injected), for machines where a small tmpfs cannot be
-// mounted: the run must end with that one line, the partial file gone, the previous checkpoint
-// intact.
+// Test-only fault injection (core/fault_injection.hpp, SHARDFLOW_TEST_CHECKPOINT_FAULT): each
+// phase below is a fault point, reached with the number of the checkpoints this process has
+// begun (1-based). Whatever the phase a process dies at, a resume must find an intact
+// checkpoint: the previous one, or this one once renamed. The first point, kCheckpointWrite, is
+// reached by every saving rank inside the agreed part, so a malformed value ends them together.
 int saves_started = 0;
-
-void MaybeFailWrite(int rank, const std::string& tmp) {
-  const char* env = std::getenv("SHARDFLOW_TEST_CHECKPOINT_FAULT");
-  if (env == nullptr || rank != 0 || env != "enospc:" + std::to_string(saves_started)) return;
-  throw Error(ErrorCode::kIo,
-              std::string("cannot write the HDF5 data: ") + std::strerror(ENOSPC) + " (errno " +
-                  std::to_string(ENOSPC) + ") (injected by SHARDFLOW_TEST_CHECKPOINT_FAULT)",
-              {.file = tmp});
-}
-
-void MaybeDieAt(const char* phase, int rank) {
-  const char* env = std::getenv("SHARDFLOW_TEST_CHECKPOINT_FAULT");
-  if (env == nullptr || rank != 0) return;
-  const std::string spec = env, want = std::string(phase) + ":" + std::to_string(saves_started);
-  if (spec != want) return;
-  std::fprintf(stderr, "SHARDFLOW_TEST_CHECKPOINT_FAULT: SIGKILL at '%s' of checkpoint %d\n", phase,
-               saves_started);
-  std::fflush(stderr);
-  std::raise(SIGKILL);
-}
 
 // Phases 3 and 4 for the file at `tmp`; rank 0 publishes it as `final_path`.
 void WriteAndPublish(io::Communicator comm, const std::string& tmp, const std::string& final_path,
@@ -412,10 +385,10 @@ void WriteAndPublish(io::Communicator comm, const std::string& tmp, const std::s
   try {
     io::Hdf5File file = io::Hdf5File::Create(tmp, comm, {.checksummed_metadata = true});
     write(file);
-    MaybeFailWrite(io::CommRank(comm), tmp);
-    MaybeDieAt("write", io::CommRank(comm));
+    const int rank = io::CommRank(comm);
+    fault::At(fault::Point::kCheckpointWrite, {.rank = rank, .index = saves_started, .file = tmp});
     file.Close();
-    MaybeDieAt("fsync", io::CommRank(comm));
+    fault::At(fault::Point::kCheckpointFsync, {.rank = rank, .index = saves_started});
     local = FsyncPath(tmp, false);
   } catch (const Error& e) {
     local = e.status();
@@ -423,12 +396,12 @@ void WriteAndPublish(io::Communicator comm, const std::string& tmp, const std::s
   io::AgreeOnStatus(comm, local);
   if (io::CommRank(comm) == 0) {
     local = Status::Ok();
-    MaybeDieAt("rename", 0);
+    fault::At(fault::Point::kCheckpointRename, {.rank = 0, .index = saves_started});
     if (std::rename(tmp.c_str(), final_path.c_str()) != 0) {
       local = Status(ErrorCode::kIo, std::string("rename failed: ") + std::strerror(errno),
                      {.file = final_path});
     } else {
-      MaybeDieAt("published", 0);
+      fault::At(fault::Point::kCheckpointPublished, {.rank = 0, .index = saves_started});
       local = FsyncPath(options.dir, true);
     }
   }
@@ -468,7 +441,7 @@ void PublishCheckpoint(io::Communicator comm, const CheckpointOptions& options,
     }
     throw;
   }
-  MaybeDieAt("prune", rank);
+  fault::At(fault::Point::kCheckpointPrune, {.rank = rank, .index = saves_started});
   if (rank == 0 && options.keep_last > 0) {
     std::vector<std::string> all = ListCheckpoints(options);
     for (size_t i = 0; i + static_cast<size_t>(options.keep_last) < all.size(); ++i) {

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "io/hdf5_file.hpp"
+#include "io/hdf5/file.hpp"
 
 namespace shardflow::io::internal {
 

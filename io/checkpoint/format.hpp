@@ -1,5 +1,5 @@
-// Constants of the checkpoint file format (layout documented in io/checkpoint.hpp), shared by
-// the writers (io/checkpoint.cpp) and the reader (io/checkpoint_load.cpp).
+// Constants of the checkpoint file format (layout documented in io/checkpoint/checkpoint.hpp),
+// shared by the writers (io/checkpoint/checkpoint.cpp) and the reader (io/checkpoint/load.cpp).
 // Thread-safety: constants only.
 #pragma once
 

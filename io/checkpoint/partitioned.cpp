@@ -4,11 +4,11 @@
 // Phases, each ending in an agreement so that a failure on any rank is an error on every rank:
 //   1. plan: every rank checks its own part, then all-gathers every rank's summary (layers,
 //      parameters with their slices and run CRCs, buffers, optimizer kind) and computes the
-//      same plan (io/checkpoint_layout.hpp): the whole model's parameters in whole-arena order,
+//      same plan (io/checkpoint/layout.hpp): the whole model's parameters in whole-arena order,
 //      who writes each, and the whole arena's CRC; a gap or overlap is the same error on every
 //      rank. Each rank checks that what it writes is finite.
 //   2. share rank 0's state, optimizer name and iterations;
-//   3. write (io/checkpoint_internal.hpp's PublishCheckpoint): every rank creates every object;
+//   3. write (io/checkpoint/internal.hpp's PublishCheckpoint): every rank creates every object;
 //      a parameter's writers write their slabs of its dataset, and the same elements of each
 //      flat optimizer slot as one strided slab per parameter; a buffer's lowest holder writes
 //      it; rank 0 writes state and config;
@@ -17,11 +17,11 @@
 #include <cstring>
 
 #include "core/host_state.hpp"
-#include "io/checkpoint.hpp"
-#include "io/checkpoint_format.hpp"
-#include "io/checkpoint_internal.hpp"
-#include "io/checkpoint_layout.hpp"
-#include "io/hdf5_objects.hpp"
+#include "io/checkpoint/checkpoint.hpp"
+#include "io/checkpoint/format.hpp"
+#include "io/checkpoint/internal.hpp"
+#include "io/checkpoint/layout.hpp"
+#include "io/hdf5/objects.hpp"
 
 namespace shardflow {
 namespace {

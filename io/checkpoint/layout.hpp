@@ -20,8 +20,8 @@
 
 #include "core/arena.hpp"
 #include "core/error.hpp"
-#include "io/checkpoint_slices.hpp"
-#include "io/hdf5_objects.hpp"
+#include "io/checkpoint/slices.hpp"
+#include "io/hdf5/objects.hpp"
 
 namespace shardflow::checkpoint_layout {
 

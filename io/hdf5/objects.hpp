@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "io/hdf5_file.hpp"
+#include "io/hdf5/file.hpp"
 
 namespace shardflow::io {
 

@@ -1,4 +1,4 @@
-#include "io/hdf5_objects.hpp"
+#include "io/hdf5/objects.hpp"
 
 #include <algorithm>
 #include <cstring>

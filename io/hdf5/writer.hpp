@@ -18,7 +18,7 @@
 #include <memory>
 #include <string>
 
-#include "io/hdf5_file.hpp"
+#include "io/hdf5/file.hpp"
 
 namespace shardflow::io {
 

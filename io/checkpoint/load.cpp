@@ -9,10 +9,10 @@
 #include "core/check_hdf5.hpp"
 #include "core/host_state.hpp"
 #include "core/logging.hpp"
-#include "io/checkpoint.hpp"
-#include "io/checkpoint_format.hpp"
-#include "io/checkpoint_layout.hpp"
-#include "io/hdf5_objects.hpp"
+#include "io/checkpoint/checkpoint.hpp"
+#include "io/checkpoint/format.hpp"
+#include "io/checkpoint/layout.hpp"
+#include "io/hdf5/objects.hpp"
 
 namespace shardflow {
 namespace {

@@ -1,9 +1,9 @@
-#include "io/hdf5_reader.hpp"
+#include "io/hdf5/reader.hpp"
 
 #include <algorithm>
 
 #include "core/check_hdf5.hpp"
-#include "io/hdf5_transfer.hpp"
+#include "io/hdf5/transfer.hpp"
 
 namespace shardflow::io {
 

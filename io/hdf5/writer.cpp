@@ -1,11 +1,11 @@
-#include "io/hdf5_writer.hpp"
+#include "io/hdf5/writer.hpp"
 
 #include <algorithm>
 #include <memory>
 #include <vector>
 
 #include "core/check_hdf5.hpp"
-#include "io/hdf5_transfer.hpp"
+#include "io/hdf5/transfer.hpp"
 
 namespace shardflow::io {
 

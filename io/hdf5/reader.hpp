@@ -11,7 +11,7 @@
 // range) fails on every rank instead of hanging the others. Errors about the file (missing
 // dataset, wrong dtype or rank, misaligned group) are the same on every rank.
 //
-// Rows move in blocks aligned to the dataset's chunks (see io/hdf5_transfer.hpp), straight into
+// Rows move in blocks aligned to the dataset's chunks (see io/hdf5/transfer.hpp), straight into
 // the returned tensor: no intermediate copy, no row-by-row calls.
 //
 // Thread-safety: none (see Hdf5File).
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "io/hdf5_file.hpp"
+#include "io/hdf5/file.hpp"
 
 namespace shardflow::io {
 

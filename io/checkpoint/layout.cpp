@@ -1,4 +1,4 @@
-#include "io/checkpoint_layout.hpp"
+#include "io/checkpoint/layout.hpp"
 
 #include <algorithm>
 #include <cstring>

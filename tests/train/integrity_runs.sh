@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Process-level tests of issue 20 (silent wrong results, lost work, wrong causes) with
-# shardflow-train on small Fashion-MNIST shards made by shardflow-convert. Prints
-# "issue20_runs.sh MODE: ok" last when every check passed.
-#   issue20_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
+# Process-level tests of a run's integrity: no silent wrong results, no lost work, no wrong
+# causes (the items of issue 20). A run never mixes with another run's output or checkpoints, the
+# parallelism knobs never change the results, keys that would be ignored are refused, a damaged
+# or unusable file is named with its true cause, and a killed run's leftovers are cleaned up.
+# shardflow-train (and convert, predict, inspect) on small Fashion-MNIST shards made by
+# shardflow-convert. Prints "integrity_runs.sh MODE: ok" last when every check passed.
+#   integrity_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
 # MODE:
 #   fresh_output  a fresh run into an OUTPUT holding another run's checkpoints is refused (exit 2,
 #                 one line naming the folder), nothing of the old run touched; --overwrite clears
@@ -315,4 +318,4 @@ label_range)
   ;;
 *) fail "unknown mode" ;;
 esac
-echo "issue20_runs.sh $mode: ok"
+echo "integrity_runs.sh $mode: ok"
