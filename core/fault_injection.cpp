@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "core/environment.hpp"
 #include "core/error.hpp"
 
 namespace shardflow::fault {
@@ -107,9 +108,9 @@ const std::vector<Fault>& EnvironmentFaults() {
   static const std::vector<Fault> faults = [] {
     std::vector<Fault> all;
     for (const VariableRow& row : kVariables) {
-      const char* value = std::getenv(row.name);
-      if (value == nullptr) continue;
-      for (const Fault& fault : Parse(row.name, value)) all.push_back(fault);
+      const std::optional<std::string> value = env::Text(row.name);  // core/environment.hpp
+      if (!value) continue;
+      for (const Fault& fault : Parse(row.name, *value)) all.push_back(fault);
     }
     return all;
   }();

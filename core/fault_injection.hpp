@@ -3,11 +3,13 @@
 // enospc_injected) and bench/fault_soak.sh make a process die or fail where a crash or a full
 // disk would. Not for production runs.
 //
-// A test arms faults with SHARDFLOW_TEST_* environment variables, and this file is the only
-// reader of them: they are parsed once per process, the first time a point is reached (or
-// CheckEnvironment is called), and a malformed value is Error(kInvalidArgument) naming the
-// variable and the values it takes, thrown there. Unset or empty: nothing is armed, and reaching
-// a point costs a call and a test of an empty list.
+// A test arms faults with SHARDFLOW_TEST_* environment variables (read through
+// core/environment.hpp, as every SHARDFLOW_* variable), and this file is the only reader of
+// SHARDFLOW_TEST_CHECKPOINT_FAULT (apps/train/test_fault.hpp reads SHARDFLOW_TEST_FAULT): they are
+// parsed once per process, the first time a point is reached (or CheckEnvironment is called), and a
+// malformed value is Error(kInvalidArgument) naming the variable and the values it takes, thrown
+// there. Unset or empty: nothing is armed, and reaching a point costs a call and a test of an empty
+// list.
 //
 // Variables:
 //   SHARDFLOW_TEST_CHECKPOINT_FAULT=PHASE:N  rank 0 of the saving ranks writes the line
