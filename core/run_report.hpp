@@ -94,7 +94,7 @@ struct DeviceInputFigures {
 };
 
 struct RunSummary {
-  std::string strategy;  // how the ranks shared the work ("data_parallel", ...)
+  std::string strategy;  // how the ranks shared the work: the strategy unit's name
   int ranks = 1;
   int64_t per_rank_batch = 0;
   int64_t global_batch = 0;
