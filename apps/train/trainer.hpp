@@ -89,8 +89,8 @@ struct TrainerOptions : apps::ModelSetup {
   // Optimisation.
   OptimizerOptions optimizer;
   LrScheduleOptions schedule;
-  double clip_norm = 0;        // 0: no clipping
-  NonfiniteOptions nonfinite;  // a NaN/Inf loss or gradient: fail or skip the step
+  double clip_norm = 0;                 // 0: no clipping
+  NonfiniteOptions nonfinite;           // a NaN/Inf loss or gradient: fail or skip the step
   EarlyStoppingOptions early_stopping;  // off unless train.early_stopping is set
   int64_t epochs = 1;
   int64_t per_rank_batch = 32;  // this rank's (replica's)
