@@ -15,8 +15,8 @@
 #include "apps/train/replica_strategy.hpp"
 #include "apps/train/strategy_unit.hpp"
 #include "apps/train/trainer.hpp"
-#include "apps/train/trainer_options.hpp"
 #include "tests/support/mpi_scratch.hpp"
+#include "tests/train/options_from_config.hpp"
 #include "tests/train/train_on_tensors.hpp"
 
 namespace shardflow::train {
@@ -86,13 +86,7 @@ StrategyUnit LocalSgdUnit() {
 
 // The strategy's part of the options shardflow-train makes from `ini` on every rank.
 TrainerOptions FromConfig(const std::string& ini, int ranks) {
-  apps::ExperimentConfig config;
-  ConfigSchema schema;
-  apps::RegisterExperimentConfig(schema, &config);
-  DisownTrainerSetKeys(schema);
-  const StrategySchema strategies = DescribeStrategies(schema);
-  schema.ParseString("[data]\nfiles = x.tfrecord\n" + ini, "local_sgd.ini");
-  return MakeTrainerOptions(config, schema, strategies, {.ranks = ranks}, schema.ResolvedIni());
+  return testing::OptionsFromConfig(ini, {.ranks = ranks}, "local_sgd.ini");
 }
 
 constexpr int64_t kRows = 6 * 8 * 4;

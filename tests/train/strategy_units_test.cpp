@@ -10,6 +10,7 @@
 #include "apps/train/strategy_unit.hpp"
 #include "apps/train/trainer_options.hpp"
 #include "core/error.hpp"
+#include "tests/train/options_from_config.hpp"
 
 namespace shardflow::train {
 namespace {
@@ -18,15 +19,7 @@ using Ints = std::vector<int>;
 
 // The options shardflow-train makes from `ini` for `job`; `table` gets the resolved table.
 TrainerOptions Resolve(const std::string& ini, const JobShape& job, std::string* table = nullptr) {
-  apps::ExperimentConfig config;
-  ConfigSchema schema;
-  apps::RegisterExperimentConfig(schema, &config);
-  DisownTrainerSetKeys(schema);
-  const StrategySchema strategies = DescribeStrategies(schema);
-  schema.ParseString("[data]\nfiles = x.tfrecord\n" + ini, "test.ini");
-  TrainerOptions o = MakeTrainerOptions(config, schema, strategies, job, schema.ResolvedIni());
-  if (table != nullptr) *table = schema.ResolvedTable();
-  return o;
+  return testing::OptionsFromConfig(ini, job, "test.ini", table);
 }
 
 // The error `ini` is refused with (empty when it is not).
