@@ -1,21 +1,27 @@
 #include "core/fault_injection.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iterator>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "core/environment.hpp"
 #include "core/error.hpp"
+#include "core/logging.hpp"
 
 namespace shardflow::fault {
 namespace {
 
 constexpr const char* kCheckpointFault = "SHARDFLOW_TEST_CHECKPOINT_FAULT";
+constexpr const char* kTrainFault = "SHARDFLOW_TEST_FAULT";
+constexpr const char* kRowIds = "SHARDFLOW_TEST_ROW_IDS";
 
 // One row per Point, in enumerator order: its spelling, the variable whose values spell it, and
 // how a real failure there begins (for kFailNoSpace; null where none is injected).
@@ -31,6 +37,11 @@ constexpr PointRow kPoints[] = {
     {Point::kCheckpointRename, "rename", kCheckpointFault, nullptr},
     {Point::kCheckpointPublished, "published", kCheckpointFault, nullptr},
     {Point::kCheckpointPrune, "prune", kCheckpointFault, nullptr},
+    {Point::kStepStart, "step", kTrainFault, nullptr},
+    {Point::kBeforeBatch, "batch", kTrainFault, nullptr},
+    {Point::kBatchTaken, "taken", kRowIds, nullptr},
+    {Point::kInAllreduce, "allreduce", kTrainFault, nullptr},
+    {Point::kBeforeCheckpoint, "checkpoint", kTrainFault, nullptr},
 };
 
 constexpr bool RowsInOrder() {
@@ -50,13 +61,18 @@ std::optional<Point> PointNamed(std::string_view variable, std::string_view name
   return std::nullopt;
 }
 
-// A count of 1 or more, in decimal digits only.
-std::optional<int64_t> ParseCount(std::string_view text) {
+// A count of 0 or more, in decimal digits only.
+std::optional<int64_t> ParseNumber(std::string_view text) {
   if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != text.npos) {
     return std::nullopt;
   }
-  const int64_t n = std::stoll(std::string(text));
-  return n >= 1 ? std::optional<int64_t>(n) : std::nullopt;
+  return std::stoll(std::string(text));
+}
+
+// A count of 1 or more.
+std::optional<int64_t> ParseCount(std::string_view text) {
+  const std::optional<int64_t> n = ParseNumber(text);
+  return n && *n >= 1 ? n : std::nullopt;
 }
 
 // PHASE:N or enospc:N.
@@ -86,6 +102,98 @@ std::string CheckpointAnnouncement(const Fault& fault, const Site& site) {
          "' of checkpoint " + std::to_string(site.index);
 }
 
+// One KIND of SHARDFLOW_TEST_FAULT: where it acts, what it does, and whether N is the step at
+// which it acts (else N is milliseconds, every step).
+struct TrainKind {
+  const char* name;
+  Point point;
+  Fault::Action action;
+  bool n_is_step;
+  bool every_rank_allowed;
+};
+constexpr TrainKind kTrainKinds[] = {
+    {"kill", Point::kStepStart, Fault::Action::kKill, true, false},
+    {"hang", Point::kStepStart, Fault::Action::kStop, true, false},
+    {"term", Point::kStepStart, Fault::Action::kTerm, true, true},
+    {"usr1", Point::kStepStart, Fault::Action::kUsr1, true, true},
+    {"slow", Point::kStepStart, Fault::Action::kSleep, false, false},
+    {"slow_input", Point::kBeforeBatch, Fault::Action::kSleep, false, false},
+    {"stall", Point::kBeforeBatch, Fault::Action::kSleep, true, false},
+    {"slow_checkpoint", Point::kBeforeCheckpoint, Fault::Action::kSleep, false, false},
+    {"kill_allreduce", Point::kInAllreduce, Fault::Action::kKill, true, false},
+};
+
+// KIND:RANK:N (KIND:all:N for term and usr1).
+std::vector<Fault> ParseTrainFault(std::string_view value) {
+  const size_t a = value.find(':');
+  const size_t b = a == value.npos ? a : value.find(':', a + 1);
+  const TrainKind* kind = nullptr;
+  for (const TrainKind& k : kTrainKinds) {
+    if (value.substr(0, a) == k.name) kind = &k;
+  }
+  const std::string_view who = b == value.npos ? "" : value.substr(a + 1, b - a - 1);
+  const bool every = kind != nullptr && kind->every_rank_allowed && who == "all";
+  const std::optional<int64_t> rank = every ? Fault::kEveryRank : ParseNumber(who);
+  const int64_t n = b == value.npos ? -1 : ParseNumber(value.substr(b + 1)).value_or(-1);
+  if (kind == nullptr || !rank || *rank > 1'000'000 || n < 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                std::string("bad ") + kTrainFault + " '" + std::string(value) +
+                    "': expected kill:RANK:STEP, hang:RANK:STEP, slow:RANK:MILLISECONDS, "
+                    "slow_checkpoint:RANK:MILLISECONDS, slow_input:RANK:MILLISECONDS, "
+                    "stall:RANK:STEP, kill_allreduce:RANK:STEP, term:RANK|all:STEP or "
+                    "usr1:RANK|all:STEP");
+  }
+  const std::string_view name = kind->name;
+  Fault f{.variable = kTrainFault,
+          .point = kind->point,
+          .action = kind->action,
+          .rank = static_cast<int>(*rank),
+          .index = kind->n_is_step ? n : Fault::kEveryIndex};
+  if (name == "stall") f.millis = 1500;
+  if (name == "kill_allreduce") f.millis = 50;
+  if (!kind->n_is_step) f.millis = n;
+  f.announce = name == "slow_checkpoint";
+  return {f};
+}
+
+std::string SignalName(Fault::Action action) {
+  switch (action) {
+    case Fault::Action::kStop:
+      return "SIGSTOP";
+    case Fault::Action::kTerm:
+      return "SIGTERM";
+    case Fault::Action::kUsr1:
+      return "SIGUSR1";
+    default:
+      return "SIGKILL";
+  }
+}
+
+std::string TrainAnnouncement(const Fault& fault, const Site& site) {
+  const std::string who = std::string(kTrainFault) + ": rank " + std::to_string(site.rank);
+  switch (fault.point) {
+    case Point::kInAllreduce:
+      return who + " raises SIGKILL inside the gradient all-reduce of step " +
+             std::to_string(site.index);
+    case Point::kBeforeCheckpoint:
+      return who + " sleeps " + std::to_string(fault.millis) + " ms before writing a checkpoint";
+    default:
+      return who + " raises " + SignalName(fault.action) + " at step " + std::to_string(site.index);
+  }
+}
+
+// PREFIX: every rank, every step.
+std::vector<Fault> ParseRowIds(std::string_view value) {
+  return {Fault{.variable = kRowIds,
+                .point = Point::kBatchTaken,
+                .action = Fault::Action::kAppend,
+                .rank = Fault::kEveryRank,
+                .index = Fault::kEveryIndex,
+                .path = std::string(value)}};
+}
+
+std::string NoAnnouncement(const Fault&, const Site&) { return ""; }
+
 // One row per variable: its parser, and the line a kKill fault writes before the signal.
 struct VariableRow {
   const char* name;
@@ -94,6 +202,8 @@ struct VariableRow {
 };
 constexpr VariableRow kVariables[] = {
     {kCheckpointFault, ParseCheckpointFault, CheckpointAnnouncement},
+    {kTrainFault, ParseTrainFault, TrainAnnouncement},
+    {kRowIds, ParseRowIds, NoAnnouncement},
 };
 
 const VariableRow* VariableNamed(std::string_view name) {
@@ -117,12 +227,38 @@ const std::vector<Fault>& EnvironmentFaults() {
   return faults;
 }
 
+void Announce(const Fault& fault, const Site& site) {
+  const std::string line = VariableNamed(fault.variable)->announce(fault, site);
+  if (line.empty()) return;
+  if (fault.variable == std::string_view(kCheckpointFault)) {
+    std::fputs((line + "\n").c_str(), stderr);
+    std::fflush(stderr);
+  } else {
+    SF_LOG(Warn) << line;  // the training log's own format (unbuffered)
+  }
+}
+
+void Sleep(int64_t millis) { std::this_thread::sleep_for(std::chrono::milliseconds(millis)); }
+
 [[noreturn]] void Kill(const Fault& fault, const Site& site) {
-  const std::string line = VariableNamed(fault.variable)->announce(fault, site) + "\n";
-  std::fputs(line.c_str(), stderr);
-  std::fflush(stderr);
+  Announce(fault, site);
+  Sleep(fault.millis);
   std::raise(SIGKILL);
   std::abort();  // not reached: SIGKILL cannot be caught
+}
+
+void Signal(const Fault& fault, const Site& site) {
+  Announce(fault, site);
+  const int signal = fault.action == Fault::Action::kStop   ? SIGSTOP
+                     : fault.action == Fault::Action::kTerm ? SIGTERM
+                                                            : SIGUSR1;
+  std::raise(signal);
+  if (signal == SIGTERM) std::raise(signal);  // a second one, as an impatient scheduler sends
+}
+
+void Append(const Fault& fault, const Site& site) {
+  std::ofstream out(fault.path + ".rank" + std::to_string(site.rank), std::ios::app);
+  out << site.line << '\n';
 }
 
 [[noreturn]] void FailNoSpace(const Fault& fault, const Site& site) {
@@ -160,12 +296,26 @@ void At(Point point, const Site& site) { At(EnvironmentFaults(), point, site); }
 
 void At(const std::vector<Fault>& faults, Point point, const Site& site) {
   for (const Fault& fault : faults) {
-    if (fault.point != point || fault.rank != site.rank || fault.index != site.index) continue;
+    if (fault.point != point) continue;
+    if (fault.rank != Fault::kEveryRank && fault.rank != site.rank) continue;
+    if (fault.index != Fault::kEveryIndex && fault.index != site.index) continue;
     switch (fault.action) {
       case Fault::Action::kKill:
         Kill(fault, site);
+      case Fault::Action::kStop:
+      case Fault::Action::kTerm:
+      case Fault::Action::kUsr1:
+        Signal(fault, site);
+        break;
+      case Fault::Action::kSleep:
+        if (fault.announce) Announce(fault, site);
+        Sleep(fault.millis);
+        break;
       case Fault::Action::kFailNoSpace:
         FailNoSpace(fault, site);
+      case Fault::Action::kAppend:
+        Append(fault, site);
+        break;
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "apps/train/training_loop.hpp"
+#include "core/fault_injection.hpp"
 #include "core/logging.hpp"
 #include "core/stop_signal.hpp"
 #include "core/trace.hpp"
@@ -25,12 +26,12 @@ TrainResult TrainingLoop::RunDynamic(const StartPoint& start) {
     {
       SF_TRACE_SCOPE("input");
       if (stall_) stall_->InputBegin(local);
-      fault_.MaybeSlowInput(job_.rank(), local);
+      fault::At(fault::Point::kBeforeBatch, {.rank = job_.rank(), .index = local});
       got = dynamic_->Next(&batch_, &claim);
       if (stall_) stall_->InputEnd();
     }
     if (got) {
-      fault_.MaybeRaise(job_.rank(), local++);
+      fault::At(fault::Point::kStepStart, {.rank = job_.rank(), .index = local++});
       TrainClaimed(claim, t0);
       if (!asked_stop && StopSignal() != 0) {  // every worker meets at the claims so far
         dynamic_->RequestStop();

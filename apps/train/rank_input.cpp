@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <numeric>
 #include <sstream>
 
 #include "comm/collectives.hpp"
-#include "core/environment.hpp"
 #include "core/error.hpp"
+#include "core/fault_injection.hpp"
 #include "io/pipeline/data_options.hpp"
 
 namespace shardflow::train {
@@ -317,16 +316,15 @@ std::string BatchText(const std::vector<int64_t>& batches) {
   return *lo == *hi ? std::to_string(*lo) : std::to_string(*lo) + ".." + std::to_string(*hi);
 }
 
-void MaybeLogRowIds(int rank, int64_t epoch, int64_t step, const pipeline::Element& batch) {
-  const std::string prefix = env::Text("SHARDFLOW_TEST_ROW_IDS").value_or("");
-  if (prefix.empty() || !batch.Has(pipeline::kRowIdFeature)) return;
-  std::ofstream out(std::string(prefix) + ".rank" + std::to_string(rank), std::ios::app);
-  out << epoch << ' ' << step << ' ';
+void LogRowIds(int rank, int64_t epoch, int64_t step, const pipeline::Element& batch) {
+  if (!batch.Has(pipeline::kRowIdFeature)) return;
+  std::ostringstream line;
+  line << epoch << ' ' << step << ' ';
   const Tensor& t = batch.Get(pipeline::kRowIdFeature);
   for (int64_t i = 0; i < t.num_elements(); ++i) {
-    out << (i ? "," : "") << t.data<int64_t>()[i];
+    line << (i ? "," : "") << t.data<int64_t>()[i];
   }
-  out << '\n';
+  fault::At(fault::Point::kBatchTaken, {.rank = rank, .index = step, .line = line.str()});
 }
 
 }  // namespace shardflow::train

@@ -145,8 +145,9 @@ ElasticStart PlanElasticResume(const InputFactories& factories,
 // "6", or "5..6" for uneven per-rank batches (the log's and the elastic resume's word for them).
 std::string BatchText(const std::vector<int64_t>& batches);
 
-// Test hook: with SHARDFLOW_TEST_ROW_IDS=PREFIX set, appends "EPOCH STEP id,id,..." for every
-// batch this rank trains to PREFIX.rankR (the elastic tests count records with it).
-void MaybeLogRowIds(int rank, int64_t epoch, int64_t step, const pipeline::Element& batch);
+// Hands "EPOCH STEP id,id,..." for the batch this rank trains to the test-only observation point
+// fault::Point::kBatchTaken (core/fault_injection.hpp: SHARDFLOW_TEST_ROW_IDS, with which the
+// elastic tests count records). Nothing when the batch carries no record ids.
+void LogRowIds(int rank, int64_t epoch, int64_t step, const pipeline::Element& batch);
 
 }  // namespace shardflow::train

@@ -15,7 +15,7 @@
 // reproduces the uninterrupted run bit for bit: the iterator state, optimizer state and step
 // are restored, dropout masks are keyed by the step, and the learning-rate schedule spans the
 // planned epochs, not max_steps (tests/train/train_runs.sh resume).
-// Testing hook: SHARDFLOW_TEST_FAULT=kill:R:S or hang:R:S (test_fault.hpp).
+// Test-only faults (SHARDFLOW_TEST_FAULT): core/fault_injection.hpp.
 #pragma once
 
 #include <cstdint>

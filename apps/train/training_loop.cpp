@@ -11,6 +11,7 @@
 
 #include "apps/train/run_trace.hpp"
 #include "apps/train/training_loop.hpp"
+#include "core/fault_injection.hpp"
 #include "core/logging.hpp"
 #include "core/stop_signal.hpp"
 #include "core/trace.hpp"
@@ -44,7 +45,7 @@ TrainResult TrainingLoop::Run() {
   const auto loop_start = Clock::now();
   int64_t step = start.step;
   for (; step < plan_.total_steps; ++step) {
-    fault_.MaybeRaise(job_.rank(), step);
+    fault::At(fault::Point::kStepStart, {.rank = job_.rank(), .index = step});
     RunStep(step);
     AfterStep(step);
     if (stop_early_) {  // every rank alike: the evaluation is the same on every rank
@@ -86,7 +87,7 @@ void TrainingLoop::OpenOutputs(int64_t from) {
   if (chief() && o_.tensorboard && !o_.output_dir.empty()) {
     tb_ = std::make_unique<TensorBoardLog>(o_.output_dir + "/tb", from);
   }
-  fault_ = TestFault::FromEnvironment();
+  fault::CheckEnvironment();  // a malformed SHARDFLOW_TEST_* value: refused before any step
   if (o_.early_stopping.on()) early_ = std::make_unique<EarlyStopping>(o_.early_stopping);
   if (o_.stall.factor > 0) {
     stall_ = std::make_unique<StallInspector>(input_ ? &input_->stats() : nullptr, o_.stall,
@@ -220,7 +221,7 @@ void TrainingLoop::RunStep(int64_t step) {
   {
     SF_TRACE_SCOPE("input");
     if (stall_) stall_->InputBegin(step);
-    fault_.MaybeSlowInput(job_.rank(), step);
+    fault::At(fault::Point::kBeforeBatch, {.rank = job_.rank(), .index = step});
     if (!input_->Next(step, &batch_)) {
       throw Error(ErrorCode::kDataLoss,
                   "this rank's input ended at step " + std::to_string(step) + " of " +
@@ -237,7 +238,9 @@ void TrainingLoop::RunStep(int64_t step) {
 
 void TrainingLoop::TrainBatch(int64_t step, Clock::time_point t0, bool epoch_end) {
   const double wait = Since(t0);
-  if (strategy_.counts_samples()) MaybeLogRowIds(steps_->rank(), map_.EpochOf(step), step, batch_);
+  if (strategy_.counts_samples() && fault::Armed(fault::Point::kBatchTaken)) {
+    LogRowIds(steps_->rank(), map_.EpochOf(step), step, batch_);
+  }
   if (!device_input_ && o_.model.device != Device::kCpu) {
     device_input_ = std::make_unique<DeviceInput>(o_.model.device, spec_);
   }
@@ -421,7 +424,7 @@ bool TrainingLoop::MaybeCheckpoint(int64_t step, bool interval_end) {
 // their watchdogs wait on it however long the write takes (comm/watchdog.hpp).
 void TrainingLoop::SaveCheckpoint(int64_t steps_done) {
   const comm::BusyScope busy;
-  TestFault::FromEnvironment().MaybeSlowCheckpoint(job_.rank());
+  fault::At(fault::Point::kBeforeCheckpoint, {.rank = job_.rank()});
   strategy_.SaveCheckpoint(steps_done, plan_.steps_per_epoch, InputState(steps_done));
 }
 

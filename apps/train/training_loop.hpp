@@ -16,7 +16,6 @@
 #include "apps/train/straggler_log.hpp"
 #include "apps/train/strategy.hpp"
 #include "apps/train/tensorboard_log.hpp"
-#include "apps/train/test_fault.hpp"
 #include "apps/train/trainer.hpp"
 #include "comm/collectives.hpp"
 #include "core/progress.hpp"
@@ -104,7 +103,6 @@ class TrainingLoop {
   // A model on a device: its batches staged there, the next during the current step.
   std::unique_ptr<DeviceInput> device_input_;
   pipeline::Element peeked_;
-  TestFault fault_;
   std::unique_ptr<TensorBoardLog> tb_;     // rank 0, [log] tensorboard
   StragglerLog arrivals_;                  // when this rank reached each step's all-reduce
   int64_t first_step_ = 0;                 // of this run (a resumed run starts past 0)

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "apps/train/test_fault.hpp"
 #include "comm/allreduce_shm.hpp"
 #include "comm/device_allreduce.hpp"
 #include "comm/gradient_reducer.hpp"
 #include "core/error.hpp"
+#include "core/fault_injection.hpp"
 #include "core/host_staging.hpp"
 #include "core/logging.hpp"
 
@@ -60,7 +60,6 @@ class DataParallelStrategy final : public ReplicaStrategy {
   // there is no reducer at all.
   HostStaging staging_;
   float* reduced_ = nullptr;
-  const TestFault fault_ = TestFault::FromEnvironment();
   int64_t step_ = 0;  // the step being trained (the fault hook's)
 };
 
@@ -109,7 +108,7 @@ void DataParallelStrategy::AttachToModel() {
                           reduced + b.offset);
         }
         reducer_->BucketReady(b.index);
-        fault_.MaybeKillInAllreduce(ctl().rank(), step_);
+        fault::At(fault::Point::kInAllreduce, {.rank = ctl().rank(), .index = step_});
       },
       arena.specs());
   model().SetGradsReadyHook([this](int layer) { tracker_->LayerDone(layer); });
@@ -134,7 +133,7 @@ void DataParallelStrategy::AttachDeviceAllreduce(const std::vector<GradBucket>& 
         for (int id : b.params) a.grad(id);  // a gradient still marked zero gets its zeros
         device_reduce_->Start(a.grad(b.params.front()), static_cast<size_t>(b.size));
         started_[static_cast<size_t>(b.index)] = true;
-        fault_.MaybeKillInAllreduce(ctl().rank(), step_);
+        fault::At(fault::Point::kInAllreduce, {.rank = ctl().rank(), .index = step_});
       },
       model().arena().specs());
   model().SetGradsReadyHook([this](int layer) { tracker_->LayerDone(layer); });
