@@ -229,6 +229,11 @@ void CheckInputs(TrainerOptions* options) {
   if (!o.eval_input.data.files.empty()) {
     apps::CheckAssembledInput(o.eval_input, o.input_feature, o.input_shape);
   }
+  // Only what the model reads reaches the batch: a column or feature nothing reads (a string of
+  // varying length, say) is dropped after decoding.
+  o.train_input.keep_features = {o.input_feature};
+  if (o.task == apps::Task::kClassify) o.train_input.keep_features.push_back(o.label_feature);
+  o.eval_input.keep_features = o.train_input.keep_features;
   if (o.task == apps::Task::kClassify) {
     const Shape out = DescribeLayers(o.model_spec, o.input_shape, o.model).back().output_shape;
     o.train_input.check_example = apps::LabelRangeCheck(o.label_feature, out.back());

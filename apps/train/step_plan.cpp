@@ -12,7 +12,8 @@
 namespace shardflow::train {
 namespace {
 
-// Above this fraction of an epoch's batches left out, the plan is logged as a warning.
+// Above this fraction of an epoch's batches left out, or as many batches as ranks (more than
+// the last record or so of each shard), the plan is logged as a warning.
 constexpr double kLeftOutWarnFraction = 0.05;
 
 // Every rank learns, and rank 0 logs, how much of each epoch the equal step count leaves out.
@@ -32,7 +33,7 @@ void CountLeftOut(comm::Communicator& ctl, const TrainerOptions& o, int64_t loca
        << plan->batches_left_out_per_epoch * o.per_rank_batch << " records, "
        << std::setprecision(3) << 100.0 * fraction
        << "%) are left out of every epoch (batches_left_out in metrics.jsonl and summary.json)";
-  if (fraction > kLeftOutWarnFraction) {
+  if (fraction > kLeftOutWarnFraction || plan->batches_left_out_per_epoch >= ctl.size()) {
     SF_LOG(Warn) << line.str()
                  << "; the shards are uneven: data.shard_policy = record (or auto) splits the "
                     "records evenly";

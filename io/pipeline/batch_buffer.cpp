@@ -38,9 +38,17 @@ void BatchBuffer::Place(int64_t slot, const Element& element) {
     if (src.dtype() != dst.dtype() || src.shape() != want) {
       ErrorContext ctx = element.where.Context();
       ctx.key = name;
-      ctx.hint =
-          "give every record one shape: images of several sizes take [data] augmentations = "
-          "resize:HxW (or random_crop:HxW); in the Dataset API, PaddedBatch pads";
+      const bool strings = src.dtype() == DType::kUInt8 && dst.dtype() == DType::kUInt8 &&
+                           src.rank() == 1 && want.size() == 1;
+      ctx.hint = strings ? "'" + name +
+                               "' holds strings (or bytes) of varying length: a model reads them "
+                               "through [data] assemble = " +
+                               name +
+                               ":onehot (or :index); a column nothing reads can be left out of "
+                               "csv_columns (or features)"
+                         : "give every record one shape: images of several sizes take [data] "
+                           "augmentations = resize:HxW (or random_crop:HxW); in the Dataset API, "
+                           "PaddedBatch pads";
       throw Error(ErrorCode::kInvalidArgument,
                   "batch: feature '" + name + "' is " + DTypeName(src.dtype()) +
                       ShapeToString(src.shape()) + " but the batch holds " +

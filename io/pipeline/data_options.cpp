@@ -7,6 +7,7 @@
 #include "io/pipeline/list_files.hpp"
 #include "io/pipeline/ops/image_augment.hpp"
 #include "io/pipeline/ops/tensor_ops.hpp"
+#include "io/pipeline/sources/record_index.hpp"
 
 namespace shardflow::pipeline {
 namespace {
@@ -103,10 +104,9 @@ BuiltPipeline BuildPipeline(const DataOptions& o, const SourceFactory& factory, 
   std::shared_ptr<const RecordSource> source = factory(o.format, files);
   if (!source) Bad("format", "no reader for format '" + o.format + "'");
   const ShardPlan plan = o.record_provider ? RecordProviderPlan(*source, o.record_provider)
-                         : o.only_records
-                             ? RecordListPlan(*source, *o.only_records)
-                             : PlanShards(source->Files(), source->SupportsByteRanges(),
-                                          o.shard_policy, num_ranks, rank, o.shard_weights);
+                         : o.only_records  ? RecordListPlan(*source, *o.only_records)
+                                           : PlanSourceShards(*source, o.shard_policy, num_ranks,
+                                                              rank, o.shard_weights);
 
   const int reads =
       o.parallel_reads == kAutotune ? std::min(4, DefaultCpuBudget()) : o.parallel_reads;

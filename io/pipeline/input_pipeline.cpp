@@ -63,6 +63,28 @@ SourceOptions SourceOptionsFor(const InputSpec& spec) {
   return o;
 }
 
+// The features BuildInputPipeline keeps when the app names what it reads
+// (InputSpec::keep_features): those, the augmentations' and the pipeline's own.
+std::vector<std::string> KeptFeatures(const InputSpec& spec) {
+  std::vector<std::string> keep = spec.keep_features;
+  keep.push_back(kRowIdFeature);
+  if (!spec.data.augmentations.empty()) keep.push_back(spec.data.image_feature);
+  for (const std::string& a : spec.data.augmentations) {
+    if (a.rfind("one_hot:", 0) == 0) keep.push_back(a.substr(8, a.find(':', 8) - 8));
+  }
+  return keep;
+}
+
+// `decode`, then every feature not in `keep` dropped.
+MapFn KeepOnly(MapFn decode, std::vector<std::string> keep) {
+  return [decode = std::move(decode), keep = std::move(keep)](Element& e, const MapContext& ctx) {
+    if (decode) decode(e, ctx);
+    std::erase_if(e.features, [&](const auto& f) {
+      return std::find(keep.begin(), keep.end(), f.first) == keep.end();
+    });
+  };
+}
+
 void CheckSpec(const InputSpec& spec) {
   CheckFormatOptions(spec.data.format, spec.format, spec.section);
   if (spec.data.files.empty() && spec.data.format != "images") {
@@ -203,6 +225,7 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
       check(e, ctx);
     };
   }
+  if (!spec.keep_features.empty()) decode = KeepOnly(std::move(decode), KeptFeatures(spec));
   DataOptions data = spec.data;
   data.files = FormatFiles(data.format, spec.format, data.files);
   // The element order depends on the seed, the config and the rank count only: the cycle
@@ -253,8 +276,8 @@ std::shared_ptr<const RecordSource> OpenSpecSource(const InputSpec& spec) {
 int64_t CountLocalRecords(const InputSpec& spec, int rank, int world) {
   CheckSpec(spec);
   const auto source = OpenSpecSource(spec);
-  const ShardPlan plan = PlanShards(source->Files(), source->SupportsByteRanges(),
-                                    spec.data.shard_policy, world, rank, spec.data.shard_weights);
+  const ShardPlan plan =
+      PlanSourceShards(*source, spec.data.shard_policy, world, rank, spec.data.shard_weights);
   return CountPlannedRecords(*source, plan);
 }
 
@@ -323,8 +346,8 @@ int64_t CountLocalTrainingBatches(const InputSpec& spec, int rank, int world) {
   const int64_t batches = CountLocalBatches(spec, rank, world);
   if (batches > 0) return batches;
   const auto source = OpenSpecSource(spec);
-  const ShardPlan plan = PlanShards(source->Files(), source->SupportsByteRanges(),
-                                    spec.data.shard_policy, world, rank, spec.data.shard_weights);
+  const ShardPlan plan =
+      PlanSourceShards(*source, spec.data.shard_policy, world, rank, spec.data.shard_weights);
   // This rank's files and the records it reads from each.
   std::string parts;
   int64_t records = 0;

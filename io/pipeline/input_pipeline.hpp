@@ -64,6 +64,12 @@ struct InputSpec {
   // (e.g. labels within the model's classes); an Error it throws names the example's file and
   // record when its context does (Provenance::Context()).
   MapFn check_example;
+  // Set by the app, not a config key: the features the consumer reads (e.g. the model's input
+  // and label). When set, every other decoded feature is dropped before batching (a CSV column
+  // or TFRecord feature nothing reads, such as a string of varying length, never reaches the
+  // batch), except those the augmentations read (image_feature, one_hot's KEY) and the
+  // pipeline's own (kRowIdFeature). Empty: every feature is batched.
+  std::vector<std::string> keep_features;
 };
 
 // Registers every key of `section` ("data", or e.g. "eval" for a second input) bound to *spec,

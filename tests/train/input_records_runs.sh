@@ -8,6 +8,12 @@
 #   skip_total       JSON lines with 3 bad lines over 2 files and on_error = skip, 2 ranks,
 #                    2 epochs: each bad line is warned once (not once per pass), and the total is
 #                    in the run report, in summary.json (skipped_records) and in predict's output.
+#   csv_rows         a CSV whose first rows are 20x longer than the rest (a long text column),
+#                    with that unused string column declared in csv_columns, on 3 ranks with
+#                    the default shard_policy (auto: byte ranges): every row is trained exactly
+#                    once in each of 2 epochs (counted by SHARDFLOW_TEST_ROW_IDS), nothing is
+#                    left out, and the unused column never reaches batching. Byte ranges cut at
+#                    equal bytes left 30% of such rows out; the column broke batching.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -74,6 +80,30 @@ PY
   [ "$n" = 3 ] || { cat p.log; fail "$n 'skipping bad record' warnings in predict, wanted 3"; }
   grep -q "^predicted 37 records on 2 ranks" p.log || { cat p.log; fail "predict did not give 37 records"; }
   grep -q "^skipped 3 bad records (on_error = skip)$" p.log || { cat p.log; fail "no 'skipped 3 bad records' in predict's output"; }
+  ;;
+csv_rows)
+  $py - <<'PY'
+import random
+rng = random.Random(5)
+with open("rows.csv", "w") as f:
+    f.write("x1,x2,note,label\n")
+    for i in range(300):
+        x1, x2 = rng.gauss(0, 1), rng.gauss(0, 1)
+        note = ("long note " * 40) if i < 90 else "n%d" % i
+        if i % 37 == 5:
+            note = '"two\nlines"'
+        f.write("%.5f,%.5f,%s,%d\n" % (x1, x2, note, int(x1 + x2 > 0)))
+PY
+  # 300 rows over 3 ranks, 10 per rank a step: 10 steps an epoch (steps 0..19), none left out.
+  SHARDFLOW_TEST_ROW_IDS=ids run_train 3 a.log --eval.files= --train.epochs=2 \
+    --train.batch_size=10 --train.warmup_steps=1 --data.files=rows.csv --data.format=csv \
+    --data.features= --data.csv_columns=x1:float32,x2:float32,note:string,label:int64 \
+    --data.assemble=x1,x2 --model.input_feature=input --model.input_shape=2 \
+    --model.spec='dense:4, relu, dense:2' --model.label_feature=label --output run ||
+    { cat a.log; fail "training from the CSV failed"; }
+  grep -q "shard_policy=byte_range" a.log || { cat a.log; fail "auto did not pick byte ranges"; }
+  ! grep -qE "are left out of every epoch|left out [0-9]" a.log || { cat a.log; fail "rows were left out"; }
+  $py "$here/check_row_ids.py" 300 2 20 0 ids || fail "rows not trained exactly once per epoch"
   ;;
 *)
   fail "unknown mode"
