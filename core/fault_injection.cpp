@@ -124,7 +124,7 @@ constexpr TrainKind kTrainKinds[] = {
 };
 
 // KIND:RANK:N (KIND:all:N for term and usr1).
-std::vector<Fault> ParseTrainFault(std::string_view value) {
+Fault ParseOneTrainFault(std::string_view value) {
   const size_t a = value.find(':');
   const size_t b = a == value.npos ? a : value.find(':', a + 1);
   const TrainKind* kind = nullptr;
@@ -153,7 +153,19 @@ std::vector<Fault> ParseTrainFault(std::string_view value) {
   if (name == "kill_allreduce") f.millis = 50;
   if (!kind->n_is_step) f.millis = n;
   f.announce = name == "slow_checkpoint";
-  return {f};
+  return f;
+}
+
+// One fault, or several separated by commas (e.g. slow:0:150,slow_checkpoint:0:2500).
+std::vector<Fault> ParseTrainFault(std::string_view value) {
+  std::vector<Fault> faults;
+  size_t begin = 0;
+  while (true) {
+    const size_t comma = value.find(',', begin);
+    faults.push_back(ParseOneTrainFault(value.substr(begin, comma - begin)));
+    if (comma == value.npos) return faults;
+    begin = comma + 1;
+  }
 }
 
 std::string SignalName(Fault::Action action) {

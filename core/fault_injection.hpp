@@ -21,7 +21,8 @@
 //       full disk does: Error(kIo) "cannot write the HDF5 data: No space left on device
 //       (errno 28) (injected by SHARDFLOW_TEST_CHECKPOINT_FAULT)" naming the temporary file (for
 //       machines where a small tmpfs cannot be mounted).
-//   SHARDFLOW_TEST_FAULT=KIND:RANK:N  one training fault on training rank RANK (0-based):
+//   SHARDFLOW_TEST_FAULT=KIND:RANK:N[,KIND:RANK:N...]  training faults on training rank RANK
+//       (0-based), one or several:
 //       kill:R:S, hang:R:S    SIGKILL, or SIGSTOP, at the start of step S (0-based), after the
 //                             line "SHARDFLOW_TEST_FAULT: rank R raises SIGKILL at step S"
 //       term:R|all:S          SIGTERM twice (the second must not disturb the first's checkpoint),

@@ -27,7 +27,10 @@ else
 fi
 
 echo "== 2/3 train the MLP data-parallel on 2 ranks (configs/fmnist_mlp.ini)"
-"${mpi[@]}" "$bin/shardflow-train" --config configs/fmnist_mlp.ini --output runs/fmnist_mlp "$@"
+# Ctrl-C stops after the current step with a checkpoint (scripts/keep_work.sh); ./run.sh
+# --resume continues.
+scripts/keep_work.sh "${mpi[@]}" "$bin/shardflow-train" --config configs/fmnist_mlp.ini \
+  --output runs/fmnist_mlp "$@"
 
 echo "== 3/3 predict the test set on 2 ranks with the trained model"
 "${mpi[@]}" "$bin/shardflow-predict" --config configs/fmnist_mlp.ini \

@@ -127,17 +127,17 @@ int Run(MpiEnvironment& env, const apps::ExperimentConfig& config, const Trainer
     return json;
   };
   if (result.stopped) {
+    const int status = StopExitStatus(result.stop_signal);
     if (chief) {
       std::ofstream(config.output + "/summary.json") << summary_json().dump(2) << "\n";
       std::printf(
           "stopped by %s after step %lld: checkpoint written in %s; the job exits %d, and "
           "--resume continues it\n",
           result.stop_signal != 0 ? StopSignalName(result.stop_signal) : "a peer's stop signal",
-          static_cast<long long>(result.summary.steps), options.checkpoint.dir.c_str(),
-          kExitPreempted);
+          static_cast<long long>(result.summary.steps), options.checkpoint.dir.c_str(), status);
       std::fflush(stdout);
     }
-    return kExitPreempted;
+    return status;
   }
   if (chief && result.already_complete) {
     std::printf("the run in %s is complete; nothing changed (raise train.epochs to go on)\n",

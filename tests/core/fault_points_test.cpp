@@ -51,6 +51,16 @@ TEST(FaultPointsTest, EveryKindParsesToItsPointAndAction) {
   EXPECT_TRUE(Parse(kTrain, "").empty());
 }
 
+TEST(FaultPointsTest, SeveralFaultsSeparatedByCommas) {
+  const std::vector<Fault> faults = Parse(kTrain, "slow:0:150,slow_checkpoint:0:2500");
+  ASSERT_EQ(faults.size(), 2u);
+  EXPECT_EQ(faults[0].point, Point::kStepStart);
+  EXPECT_EQ(faults[1].point, Point::kBeforeCheckpoint);
+  EXPECT_EQ(faults[1].millis, 2500);
+  EXPECT_THROW(Parse(kTrain, "kill:1:5,"), Error);
+  EXPECT_THROW(Parse(kTrain, "kill:1:5,,hang:0:2"), Error);
+}
+
 TEST(FaultPointsTest, MalformedTrainFaultNamesTheVariableAndTheForms) {
   for (const char* bad : {"kill", "kill:1", "kill:one:5", "kill:all:5", "slow:0:-3", "boom:0:1",
                           "kill:1:5x", "kill:1:5:6", "kill:-1:5", ":1:5"}) {

@@ -12,6 +12,11 @@
 #           came from a peer; resumed, bit-identical again.
 #   mpirun  SIGUSR1 to mpiexec itself while a slowed run trains (mpiexec forwards it to every
 #           rank): exit 75 from mpiexec, a checkpoint, and the resumed run bit-identical.
+#   ctrl_c  Ctrl-C. One process (no mpirun): SIGINT stops it after the step with a checkpoint,
+#           exit 130, and --resume finishes. Under mpirun through scripts/keep_work.sh, with
+#           a checkpoint that takes 2.5 s (longer than mpirun's 1 s + 1 s from its SIGTERM to
+#           SIGKILL): SIGINT to the terminal's process group ends with exit 75, a checkpoint,
+#           and the resumed run bit-identical.
 #   ps      asynchronous parameter servers, every rank signalled at step 10: server 0 picks the
 #           step all workers stop after, they checkpoint there; the servers end too; exit 75; --resume finishes the run, and
 #           a second --resume finds it complete (servers included: nothing waits).
@@ -84,6 +89,52 @@ mpirun)
   wait $pid || rc=$?
   kill $watchdog 2>/dev/null || true
   [ $rc -eq 75 ] || { cat b.log; fail "mpiexec exit status $rc, wanted 75"; }
+  at=$(sed -n 's/^stopped by SIGUSR1 after step \([0-9]*\):.*/\1/p' b.log)
+  [ -n "$at" ] || { cat b.log; fail "no stop line"; }
+  [ -f "run_b/checkpoints/ckpt-$(printf %09d "$at").h5" ] || fail "no checkpoint at step $at"
+  resume_and_compare "$at"
+  ;;
+ctrl_c)
+  common+=(--checkpoint.every_epochs=10)  # only the stop's checkpoint
+  until_metrics() {  # DIR: waits for the first metrics line (the handlers are in place by then)
+    for _ in $(seq 300); do
+      grep -q '"step"' "$1/metrics.jsonl" 2>/dev/null && return 0
+      sleep 0.1
+    done
+  }
+  rc=0
+  SHARDFLOW_TEST_FAULT=slow:0:100 "$bin/shardflow-train" --config "$src/configs/fmnist_mlp.ini" \
+    --no-progress --train.threads=1 "${common[@]}" --output run_c >c.log 2>&1 &
+  pid=$!
+  ( sleep 60; kill -9 $pid 2>/dev/null ) & watchdog=$!
+  until_metrics run_c
+  kill -INT $pid
+  wait $pid || rc=$?
+  kill $watchdog 2>/dev/null || true
+  [ $rc -eq 130 ] || { cat c.log; fail "one process: exit status $rc after SIGINT, wanted 130"; }
+  at=$(sed -n 's/^stopped by SIGINT after step \([0-9]*\):.*the job exits 130.*/\1/p' c.log)
+  [ -n "$at" ] || { cat c.log; fail "one process: no stop line for SIGINT"; }
+  [ -f "run_c/checkpoints/ckpt-$(printf %09d "$at").h5" ] || fail "no checkpoint at step $at"
+  run_train 1 rc.log "${common[@]}" --output run_c --resume || { cat rc.log; fail "resume failed"; }
+  grep -q "resuming from .*ckpt-$(printf %09d "$at").h5 at step $at" rc.log ||
+    { cat rc.log; fail "one process: no resume line"; }
+  # Under mpirun: the terminal's Ctrl-C is SIGINT to the foreground process group, here the
+  # session keep_work.sh leads (python3 gives it a SIGINT not ignored, as a terminal would: a
+  # shell's background job ignores it).
+  rc=0
+  SHARDFLOW_TEST_FAULT=slow:0:150,slow_checkpoint:0:2500 $py -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' setsid "$src/scripts/keep_work.sh" "${mpi[@]}" -np 2 \
+    "$bin/shardflow-train" --config "$src/configs/fmnist_mlp.ini" --no-progress \
+    --train.threads=1 "${common[@]}" --output run_b >b.log 2>&1 &
+  pid=$!
+  ( sleep 60; kill -9 -- -$pid 2>/dev/null ) & watchdog=$!
+  until_metrics run_b
+  kill -INT -- -$pid
+  wait $pid || rc=$?
+  kill $watchdog 2>/dev/null || true
+  [ $rc -eq 75 ] || { cat b.log; fail "keep_work.sh + mpirun: exit status $rc, wanted 75"; }
+  grep -q "keep_work.sh: stopping after the current step" b.log || { cat b.log; fail "no keep_work line"; }
   at=$(sed -n 's/^stopped by SIGUSR1 after step \([0-9]*\):.*/\1/p' b.log)
   [ -n "$at" ] || { cat b.log; fail "no stop line"; }
   [ -f "run_b/checkpoints/ckpt-$(printf %09d "$at").h5" ] || fail "no checkpoint at step $at"
