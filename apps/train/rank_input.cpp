@@ -32,7 +32,8 @@ int64_t EpochMap::PlannedSteps(int64_t epochs) const {
 namespace {
 
 constexpr char kMagic[4] = {'S', 'F', 'R', 'I'};
-constexpr uint32_t kVersion = 1;
+// 1: without the metrics' sums; 2: with them, before the pipeline's state.
+constexpr uint32_t kVersion = 2;
 
 template <typename T>
 void Put(std::string* out, T value) {
@@ -65,6 +66,8 @@ std::string EncodeSavedInput(const SavedInput& s) {
   Put<uint64_t>(&out, s.remainder_ids.size());
   for (int64_t id : s.remainder_ids) Put<int64_t>(&out, id);
   Put<uint8_t>(&out, s.in_remainder ? 1 : 0);
+  for (double v : s.epoch_sums) Put<double>(&out, v);
+  for (double v : s.interval_sums) Put<double>(&out, v);
   Put<uint64_t>(&out, s.pipeline.size());
   out += s.pipeline;
   return out;
@@ -77,7 +80,8 @@ SavedInput DecodeSavedInput(const std::string& bytes) {
     return s;
   }
   size_t pos = 4;
-  if (Get<uint32_t>(bytes, &pos) != kVersion) {
+  const uint32_t version = Get<uint32_t>(bytes, &pos);
+  if (version != 1 && version != kVersion) {
     throw Error(ErrorCode::kDataLoss, "a rank's saved input has an unknown version");
   }
   s.world = Get<int32_t>(bytes, &pos);
@@ -93,6 +97,10 @@ SavedInput DecodeSavedInput(const std::string& bytes) {
   s.remainder_ids.resize(n);
   for (uint64_t i = 0; i < n; ++i) s.remainder_ids[i] = Get<int64_t>(bytes, &pos);
   s.in_remainder = Get<uint8_t>(bytes, &pos) != 0;
+  if (version >= 2) {
+    for (double& v : s.epoch_sums) v = Get<double>(bytes, &pos);
+    for (double& v : s.interval_sums) v = Get<double>(bytes, &pos);
+  }
   const uint64_t length = Get<uint64_t>(bytes, &pos);
   if (length != bytes.size() - pos) {
     throw Error(ErrorCode::kDataLoss, "a rank's saved input in the checkpoint is truncated");
@@ -253,6 +261,10 @@ ElasticStart PlanElasticResume(const InputFactories& f, const std::vector<std::s
   }
   const SavedInput& first = old[0];
   ElasticStart out;
+  out.epoch_sums = first.epoch_sums;
+  for (const SavedInput& o : old) {
+    for (size_t i = 0; i < 3; ++i) out.interval_sums[i] += o.interval_sums[i];
+  }
   std::vector<int64_t> old_batches;
   for (const SavedInput& o : old) old_batches.push_back(o.per_rank_batch);
   const std::vector<int64_t> old_weights = UnevenOnly(old_batches);

@@ -32,6 +32,7 @@
 // Thread-safety: one thread (the training loop's).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -66,6 +67,12 @@ struct SavedInput {
   std::vector<int64_t> remainder_ids;  // this rank's remainder records, while in it
   bool in_remainder = false;           // `pipeline` is the remainder's iterator state
   std::string pipeline;                // the iterator state
+  // The training metrics' running sums (loss sum, correct, rows), so that a resumed run logs
+  // what one never stopped logs: the epoch's so far, as logged (every rank alike), and this
+  // rank's since the last metrics line (reduced over the ranks when the line is written).
+  // Zero in checkpoints from before they were kept.
+  std::array<double, 3> epoch_sums{};
+  std::array<double, 3> interval_sums{};
 };
 std::string EncodeSavedInput(const SavedInput& saved);
 // A state without the header (older checkpoints) is the whole iterator state, world -1.
@@ -127,6 +134,10 @@ struct ElasticStart {
   double lr_scale = 1.0;
   int64_t left_out = 0;  // records of the interrupted epoch no rank trains on
   std::string summary;   // one line for the log
+  // The metrics' running sums (SavedInput): the epoch's (old rank 0's), and every old rank's
+  // partial interval added up (new rank 0 takes them; the sums are reduced over the ranks).
+  std::array<double, 3> epoch_sums{};
+  std::array<double, 3> interval_sums{};
 };
 // `old_states`: every old rank's saved input (rank order), at step `step`; `batches` every new
 // rank's batch (world = its size; uneven when a global batch does not divide: new rank j's rows

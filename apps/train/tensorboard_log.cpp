@@ -43,8 +43,7 @@ void TensorBoardLog::Step(int64_t steps_done, const StepOutput& out, double lear
   train_->AddScalars(steps_done, scalars);
 }
 
-void TensorBoardLog::Interval(const nlohmann::json& line, const double sums[3], bool epoch_end,
-                              bool classify) {
+void TensorBoardLog::Interval(const nlohmann::json& line, const double* epoch_sums, bool classify) {
   // metrics.jsonl key -> TensorBoard tag.
   static const std::pair<const char*, const char*> kTags[] = {
       {"loss", "loss"},
@@ -60,15 +59,11 @@ void TensorBoardLog::Interval(const nlohmann::json& line, const double sums[3], 
   }
   const auto step = line["step"].get<int64_t>();
   train_->AddScalars(step, scalars);
-  for (int i = 0; i < 3; ++i) epoch_sums_[i] += sums[i];
-  if (epoch_end) {
-    if (epoch_sums_[2] > 0) {
-      std::vector<std::pair<std::string, double>> epoch = {
-          {"epoch_loss", epoch_sums_[0] / epoch_sums_[2]}};
-      if (classify) epoch.emplace_back("epoch_accuracy", epoch_sums_[1] / epoch_sums_[2]);
-      train_->AddScalars(step, epoch);
-    }
-    std::fill(epoch_sums_, epoch_sums_ + 3, 0.0);
+  if (epoch_sums != nullptr && epoch_sums[2] > 0) {
+    std::vector<std::pair<std::string, double>> epoch = {
+        {"epoch_loss", epoch_sums[0] / epoch_sums[2]}};
+    if (classify) epoch.emplace_back("epoch_accuracy", epoch_sums[1] / epoch_sums[2]);
+    train_->AddScalars(step, epoch);
   }
   train_->Flush();
 }

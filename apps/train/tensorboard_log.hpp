@@ -44,10 +44,11 @@ class TensorBoardLog {
   // flushed at the next Interval, Evaluation or Histograms (or the end).
   void Step(int64_t steps_done, const StepOutput& out, double learning_rate, double samples,
             double seconds, double input_wait_s);
-  // A metrics.jsonl line of the training loop (keys as written there), with the interval's sums
-  // over the ranks (loss sum, correct, rows); at an epoch end also the epoch's mean loss (and
+  // A metrics.jsonl line of the training loop (keys as written there); at an epoch end
+  // (`epoch_sums` not null: the epoch's loss sum, correct and rows over the ranks, the training
+  // loop's, which a resumed run restores from the checkpoint) also the epoch's mean loss (and
   // accuracy when `classify`).
-  void Interval(const nlohmann::json& line, const double sums[3], bool epoch_end, bool classify);
+  void Interval(const nlohmann::json& line, const double* epoch_sums, bool classify);
   // An evaluation after `steps_done` steps (accuracy < 0: none).
   void Evaluation(int64_t steps_done, double loss, double accuracy);
   // The histograms of `model`'s parameters and gradients when `steps_done` is a multiple of
@@ -57,7 +58,6 @@ class TensorBoardLog {
  private:
   std::string dir_;
   std::unique_ptr<io::EventWriter> train_, validation_;  // validation: opened at first use
-  double epoch_sums_[3] = {0, 0, 0};  // loss sum, correct, rows of the epoch so far
 };
 
 }  // namespace shardflow::train

@@ -150,6 +150,7 @@ void TrainingLoop::OpenInput(const StartPoint& start) {
     map_ = e.map;
     ids = std::move(e.ids);
     lr_scale_ = e.lr_scale;
+    RestoreMetricSums(e.epoch_sums, chief() ? e.interval_sums : std::array<double, 3>{});
   } else if (!start.iterator_state.empty()) {
     saved = DecodeSavedInput(start.iterator_state);
     if (saved.world > 0) {
@@ -163,6 +164,7 @@ void TrainingLoop::OpenInput(const StartPoint& start) {
       map_ = saved.map;
       lr_scale_ = saved.lr_scale;
       if (saved.in_remainder) ids = saved.remainder_ids;
+      RestoreMetricSums(saved.epoch_sums, saved.interval_sums);
     }
   }
   input_ = std::make_unique<RankInput>(inputs_.factories, inputs_.train(), map_, start.step,
@@ -382,8 +384,16 @@ void TrainingLoop::LogInterval(int64_t step) {
     line["batches_left_out"] = plan_.batches_left_out_per_epoch;  // in the epoch just ended
   }
   if (o_.task == Task::kClassify && sums[2] > 0) line["accuracy"] = sums[1] / sums[2];
-  metrics_->Write(line);
   for (int i = 0; i < 3; ++i) epoch_sums_[i] += sums[i];
+  if (map_.EpochEnd(step) && epoch_sums_[2] > 0) {  // the epoch's means, as Keras reports them
+    line["epoch_loss"] = epoch_sums_[0] / epoch_sums_[2];
+    if (o_.task == Task::kClassify) line["epoch_accuracy"] = epoch_sums_[1] / epoch_sums_[2];
+  }
+  metrics_->Write(line);
+  if (tb_) {
+    tb_->Interval(line, map_.EpochEnd(step) ? epoch_sums_.data() : nullptr,
+                  o_.task == Task::kClassify);
+  }
   if (map_.EpochEnd(step)) {
     if (chief() && epoch_sums_[2] > 0) {  // the epoch's training loss, as Keras prints it
       SF_LOG(Info) << "epoch " << map_.EpochOf(step) + 1 << ": train loss "
@@ -393,9 +403,8 @@ void TrainingLoop::LogInterval(int64_t step) {
                            : std::string())
                    << (strategy_.synchronous_metrics() ? "" : " (rank 0's own batches)");
     }
-    std::fill(epoch_sums_, epoch_sums_ + 3, 0.0);
+    epoch_sums_ = {};
   }
-  if (tb_) tb_->Interval(line, sums, map_.EpochEnd(step), o_.task == Task::kClassify);
   if (progress_) {
     progress_->SetMetric("loss", line["loss"].get<double>());
     if (line.contains("accuracy")) progress_->SetMetric("acc", line["accuracy"].get<double>());
@@ -428,10 +437,21 @@ void TrainingLoop::SaveCheckpoint(int64_t steps_done) {
   strategy_.SaveCheckpoint(steps_done, plan_.steps_per_epoch, InputState(steps_done));
 }
 
+void TrainingLoop::RestoreMetricSums(const std::array<double, 3>& epoch,
+                                     const std::array<double, 3>& interval) {
+  epoch_sums_ = epoch;
+  interval_.loss_sum = interval[0];
+  interval_.correct = interval[1];
+  interval_.rows = interval[2];
+}
+
 // What a checkpoint keeps of this rank's input (rank_input.hpp; dynamic sharding: the fence).
 std::string TrainingLoop::InputState(int64_t steps_done) {
   if (!dynamic_) {
-    return EncodeSavedInput(input_->Save(steps_done, strategy_.data_parallel_size(), lr_scale_));
+    SavedInput saved = input_->Save(steps_done, strategy_.data_parallel_size(), lr_scale_);
+    saved.epoch_sums = epoch_sums_;
+    saved.interval_sums = {interval_.loss_sum, interval_.correct, interval_.rows};
+    return EncodeSavedInput(saved);
   }
   SavedInput saved;
   saved.world = strategy_.data_parallel_size();

@@ -52,6 +52,8 @@ class TrainingLoop {
   // The end of a run: final evaluation, checkpoint, the servers released, the report.
   void FinishRun(int64_t steps, Clock::time_point loop_start);
   std::string InputState(int64_t steps_done);
+  // A resumed run's metrics start from the checkpoint's running sums (SavedInput).
+  void RestoreMetricSums(const std::array<double, 3>& epoch, const std::array<double, 3>& interval);
   // Dynamic sharding (dynamic_loop.cpp).
   TrainResult RunDynamic(const StartPoint& start);
   int64_t OpenDynamicInput(const StartPoint& start);
@@ -113,7 +115,7 @@ class TrainingLoop {
   int64_t progress_step_ = 0;              // dynamic: the step the progress bar shows
   // The training metrics of the epoch under way (loss sum, correct, rows; over the ranks when
   // they meet), for the epoch's log line.
-  double epoch_sums_[3] = {0, 0, 0};
+  std::array<double, 3> epoch_sums_{};    // the epoch's loss sum, correct, rows (as logged)
   std::unique_ptr<EarlyStopping> early_;  // train.early_stopping
   bool stop_early_ = false;               // it has decided: the run ends after this step
 };

@@ -9,7 +9,9 @@
 #           impatient second one): the ranks agree after the next step, a checkpoint at step 27, a "stopped" line in metrics.jsonl, exit 75; resumed, the run
 #           matches an uninterrupted one bit for bit (compare_runs.py).
 #   peer    only rank 1 gets SIGUSR1 (step 10): rank 0 stops at the same step (12), says the signal
-#           came from a peer; resumed, bit-identical again.
+#           came from a peer; resumed, bit-identical again. Then with a metrics line every 5
+#           steps (the stop falls inside one): the resumed run's lines, the first included, and
+#           its epoch means equal the uninterrupted run's (the running sums are checkpointed).
 #   mpirun  SIGUSR1 to mpiexec itself while a slowed run trains (mpiexec forwards it to every
 #           rank): exit 75 from mpiexec, a checkpoint, and the resumed run bit-identical.
 #   ctrl_c  Ctrl-C. One process (no mpirun): SIGINT stops it after the step with a checkpoint,
@@ -71,6 +73,14 @@ peer)
   grep -q "stop signal (on a peer): stopping after step 12 of 38" b.log ||
     { cat b.log; fail "rank 0 does not say a peer was signalled"; }
   resume_and_compare 12
+  rm -rf run_a run_b
+  common+=(--train.log_every=5)
+  SHARDFLOW_TEST_FAULT=usr1:1:10 stopped_run b.log 12
+  run_train 2 a.log "${common[@]}" --output run_a || { cat a.log; fail "uninterrupted run failed"; }
+  run_train 2 r.log "${common[@]}" --output run_b --resume || { cat r.log; fail "resume failed"; }
+  $py "$here/compare_runs.py" run_a run_b 38 5 || fail "metrics every 5 steps differ after the resume"
+  sed -n 's/.*\] \(epoch 2: train loss .*\)/\1/p' a.log >ea.txt
+  [ -s ea.txt ] && grep -q -F -f ea.txt r.log || { cat ea.txt; grep "epoch 2" r.log; fail "epoch 2's train loss differs"; }
   ;;
 mpirun)
   # 38 steps of >= 150 ms on rank 0: the signal, sent once the first metrics line is written (the
