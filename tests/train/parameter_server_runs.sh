@@ -13,6 +13,9 @@
 #           the server placed on rank 1 (dist.ps_placement=1) and per node: the same figures.
 #   kill    a worker killed at step 5 ends the job non-zero within 30 s, servers included, over
 #           messages and over one-sided windows.
+#   behind  worker 1 stopped for good (SIGSTOP at step 5) under bounded staleness (1): the server
+#           holding worker 0's pulls says early who they wait for, and its watchdog ends the job
+#           naming worker rank 1 as behind, not the server; over both transports.
 #   sync_resume  synchronous (max_staleness 0) and bounded (2) servers, stopped at step 13
 #           (mid-epoch) and resumed, over both transports: the resumed run's first pulls are
 #           answered (the servers start counting at the resumed step, not 0, which hung) and,
@@ -137,6 +140,21 @@ kill)
     n=$(grep -E -c "process rank 1 .*exited on signal 9" a.log || true)
     [ "$n" -eq 1 ] || { cat a.log; fail "$transport: $n lines say rank 1 died, wanted 1"; }
     [ $took -le 30 ] || fail "$transport: the job took ${took}s to end"
+  done
+  ;;
+behind)
+  for transport in p2p rma; do
+    rc=0
+    SHARDFLOW_TEST_FAULT=hang:1:5 train 3 a.log --output run-$transport \
+      --dist.strategy=parameter_server --dist.ps_transport=$transport --dist.max_staleness=1 \
+      --dist.watchdog_seconds=4 || rc=$?
+    [ $rc -ne 0 ] || { cat a.log; fail "$transport: exit status 0 with a stopped worker"; }
+    grep -q "pulls of worker rank(s) 0 wait for it (dist.max_staleness = 1); the job ends after" \
+      a.log || { cat a.log; fail "$transport: no early line on who the pulls wait for"; }
+    grep -q "parameter server (rank 2) heard nothing for 4 s: worker rank 1 is behind" a.log ||
+      { cat a.log; fail "$transport: the watchdog does not name worker rank 1"; }
+    ! grep -q "waited .* for parameter server" a.log ||
+      { cat a.log; fail "$transport: a worker blamed the server"; }
   done
   ;;
 *) fail "unknown mode" ;;

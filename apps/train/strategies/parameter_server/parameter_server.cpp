@@ -20,7 +20,10 @@ StartPoint ParameterServerStrategy::Setup() {
   const comm::Communicator& job = this->job();
   comm::CommunicatorOptions options;
   options.discover_topology = false;
-  options.watchdog = comm::WatchdogOptions{.timeout_seconds = this->options().watchdog_seconds};
+  // A worker waits longer than a server does (WorkerWaitSeconds): a server holding pulls names
+  // the worker that is behind before the waiting workers blame the server.
+  options.watchdog = comm::WatchdogOptions{
+      .timeout_seconds = server_ ? this->options().watchdog_seconds : WorkerWaitSeconds()};
   ps_ = job.Split(0, job.rank(), options);
   group_ = job.Split(server_ ? 1 : 0, job.rank(), options);
   StartPoint start = ReplicaStrategy::Setup();  // every rank: the whole model, resumed
@@ -323,6 +326,43 @@ void ParameterServerStrategy::AnswerPulls() {
     Grant(source);
     it = pending_pulls_.erase(it);
   }
+  if (pending_pulls_.empty()) {
+    held_since_ = {};
+    held_noted_ = false;
+  } else if (held_since_ == Clock::time_point{}) {
+    held_since_ = Clock::now();
+  }
+}
+
+std::string ParameterServerStrategy::HeldPullsText() const {
+  if (pending_pulls_.empty()) return "";
+  const int64_t slowest = SlowestApplied();
+  std::vector<int> behind, waiting;
+  for (int w = 0; w < num_workers_; ++w) {
+    if (applied_[static_cast<size_t>(w)] == slowest) {
+      behind.push_back(roles_.workers[static_cast<size_t>(w)]);
+    }
+  }
+  for (const auto& [source, step] : pending_pulls_) waiting.push_back(source);
+  std::sort(waiting.begin(), waiting.end());
+  waiting.erase(std::unique(waiting.begin(), waiting.end()), waiting.end());
+  return "worker rank " + RankList(behind) + " is behind (steps up to " + std::to_string(slowest) +
+         " applied) and the pulls of worker rank(s) " + RankList(waiting) +
+         " wait for it (dist.max_staleness = " + std::to_string(staleness_) + ")";
+}
+
+void ParameterServerStrategy::NoteHeldPulls() {
+  const double early = std::min(10.0, options().watchdog_seconds / 3);
+  if (held_noted_ || pending_pulls_.empty() || Since(held_since_) < early) return;
+  held_noted_ = true;
+  SF_LOG(Warn) << "parameter server (rank " << ps_->rank() << "): " << HeldPullsText()
+               << "; the job ends after dist.watchdog_seconds = " << options().watchdog_seconds
+               << " s unless it catches up";
+}
+
+double ParameterServerStrategy::WorkerWaitSeconds() const {
+  const double w = options().watchdog_seconds;
+  return w + std::max(2.0, 0.1 * w);
 }
 
 // The parameters go to the worker (point-to-point), or the worker may now read them (one-sided:
@@ -400,6 +440,14 @@ void ParameterServerStrategy::Serve() {
     if (!e && scanned) continue;
     if (!e) {
       if (++idle > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      NoteHeldPulls();
+      if (Since(heard) > timeout && !pending_pulls_.empty()) {
+        throw Error(ErrorCode::kCommunication,
+                    "parameter server (rank " + std::to_string(ps_->rank()) +
+                        ") heard nothing for " + std::to_string(static_cast<int>(timeout)) +
+                        " s: " + HeldPullsText(),
+                    {.key = "dist.watchdog_seconds"});
+      }
       if (Since(heard) > timeout) {
         std::vector<int> silent;
         for (int w = 0; w < num_workers_; ++w) {

@@ -139,6 +139,14 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   void SendTo(int worker, int tag, std::vector<float> data);
   void CompleteSends(bool wait);
   int64_t SlowestApplied() const;
+  // Who held pulls wait for: "worker rank 1 is behind (steps up to 5 applied) and the pulls of
+  // worker rank(s) 0 wait for it (dist.max_staleness = 1)"; "" when no pull is held.
+  std::string HeldPullsText() const;
+  // Logs once (a warning) who held pulls wait for, early: the watchdog may be minutes away.
+  void NoteHeldPulls();
+  // How long a worker waits for a server: longer than the server's own watchdog, so that a
+  // server holding pulls for a worker that is behind ends the job first, naming that worker.
+  double WorkerWaitSeconds() const;
   template <typename T>
   T RecvValue(int source, int tag);
   // One-sided transport (parameter_server_rma.cpp).
@@ -190,6 +198,8 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   comm::RequestList stop_sends_;
   void DecideStop();
   std::deque<std::pair<int, int64_t>> pending_pulls_;  // (worker, step)
+  Clock::time_point held_since_{};                     // when pending_pulls_ last became non-empty
+  bool held_noted_ = false;
   std::deque<PendingSend> sends_;
   std::vector<double> histogram_ = std::vector<double>(kHistogramBins, 0.0);
   double max_gap_ = 0, pushes_counted_ = 0, staleness_sum_ = 0;

@@ -46,7 +46,8 @@ void ParameterServerStrategy::PublishParams() {
 }
 
 // Reads server `server`'s value until `done(value)`; spins briefly, then naps. A server silent
-// for dist.watchdog_seconds ends the job naming it and what was awaited.
+// for WorkerWaitSeconds (dist.watchdog_seconds and a margin) ends the job naming it and what
+// was awaited.
 template <typename Done>
 void ParameterServerStrategy::WaitFor(int server, const char* what, Done done) const {
   const auto start = Clock::now();
@@ -56,10 +57,10 @@ void ParameterServerStrategy::WaitFor(int server, const char* what, Done done) c
     control_win_->Get(&slot, sizeof(slot), ServerRank(server), offset);
     if (done(slot)) return;
     if (tries > 64) std::this_thread::sleep_for(std::chrono::microseconds(20));
-    if (Since(start) > options().watchdog_seconds) {
+    if (Since(start) > WorkerWaitSeconds()) {
       throw Error(ErrorCode::kCommunication,
                   "worker (rank " + std::to_string(ps_->rank()) + ") waited " +
-                      std::to_string(static_cast<int>(options().watchdog_seconds)) +
+                      std::to_string(static_cast<int>(WorkerWaitSeconds())) +
                       " s for parameter server rank " + std::to_string(ServerRank(server)) + " " +
                       what,
                   {.key = "dist.watchdog_seconds"});
