@@ -302,12 +302,15 @@ void CsvRecordStream::Seek(const CsvStreamPosition& p) {
   line_ = p.line;
 }
 
-CsvHeader ReadCsvHeader(const std::string& path, const CsvDialect& dialect, bool has_header) {
+CsvHeader ReadCsvHeader(const std::string& path, const CsvDialect& dialect, bool has_header,
+                        int64_t skip_records) {
   CsvDialect small = dialect;
   small.read_ahead_bytes = 1 << 14;
   CsvRecordStream in(path, CsvStreamRange{}, small);
   CsvHeader header;
   CsvRecord record;
+  for (int64_t i = 0; i < skip_records && in.Next(&record); ++i) {
+  }
   if (has_header && in.Next(&record)) {
     header.fields.assign(record.fields.begin(), record.fields.end());
   }

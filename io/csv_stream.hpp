@@ -143,15 +143,16 @@ class CsvRecordStream : private ReadWindow {
   std::vector<uint8_t> escaped_;  // per field of the current record: holds a ""
 };
 
-// The header of `path`: the fields of its first record that is not blank or a comment, and
-// where the data after it starts (offset, line). A file without records gives no fields and
-// data_start at its end. Without `has_header`: no fields, and the data starts at 0 (after a
-// byte order mark).
+// The header of `path`: the fields of its first record that is not blank or a comment, after
+// `skip_records` records (metadata lines), and where the data after it starts (offset, line).
+// A file without records gives no fields and data_start at its end. Without `has_header`: no
+// fields, and the data starts after the skipped records (else at 0, after a byte order mark).
 struct CsvHeader {
   std::vector<std::string> fields;
   uint64_t data_start = 0;
   int64_t data_start_line = 1;
 };
-CsvHeader ReadCsvHeader(const std::string& path, const CsvDialect& dialect, bool has_header);
+CsvHeader ReadCsvHeader(const std::string& path, const CsvDialect& dialect, bool has_header,
+                        int64_t skip_records = 0);
 
 }  // namespace shardflow::io

@@ -30,6 +30,10 @@ void Validate(const ConvertOptions& o) {
     throw Error(ErrorCode::kInvalidArgument, what, {.key = key});
   };
   if (o.out_path.empty()) bad("output.path is required", "output.path");
+  if (o.header_lines != 0 && o.format != "text" && o.format != "jsonl" && o.format != "table") {
+    bad("input.header_lines applies to input.format text, jsonl and table, not " + o.format,
+        "input.header_lines");
+  }
   if (o.format == "table") {
     if (o.out_format != "tfrecord")
       bad("input.format=table converts to tfrecord only", "output.format");
@@ -152,7 +156,8 @@ void RegisterConvertOptions(ConfigSchema& schema, ConvertOptions* o) {
   schema.Add("input", "files", &o->files, "text/fixed/jsonl: glob patterns of the input files");
   schema
       .Add("input", "header_lines", &o->header_lines,
-           "text/jsonl: lines skipped at the start of every file")
+           "text/jsonl/table: lines skipped at the start of every file (table: records before "
+           "the header, e.g. a line of metadata)")
       .NonNegative();
   schema.Add("input", "record_bytes", &o->record_bytes, "fixed: bytes per record (CIFAR-10: 3073)")
       .NonNegative();

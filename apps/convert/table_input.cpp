@@ -57,6 +57,7 @@ io::TableStats ChunkStats(const TableInput& in, const TableChunk& chunk,
 TableInput OpenTableInput(const ConvertOptions& o) {
   pipeline::CsvConfig config;
   config.columns = o.table_columns;
+  config.skip_lines = o.header_lines;  // metadata before the header (scikit-learn's CSVs)
   config.header = o.table_header;
   config.column_names = o.column_names;
   config.delimiter = o.delimiter;
@@ -77,7 +78,8 @@ TableInput OpenTableInput(const ConvertOptions& o) {
                                  : c.type == pipeline::CsvColumnType::kString ? DType::kUInt8
                                                                               : DType::kFloat32});
     }
-    in.source = pipeline::OpenJsonLinesSource(pipeline::ListFiles(o.files), {.schema = schema});
+    in.source = pipeline::OpenJsonLinesSource(pipeline::ListFiles(o.files),
+                                              {.schema = schema, .header_lines = o.header_lines});
   } else {
     in.source =
         std::make_shared<pipeline::CsvStreamSource>(pipeline::ListFiles(o.files), in.options);

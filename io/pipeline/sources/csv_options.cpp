@@ -73,6 +73,9 @@ void RegisterCsvOptions(ConfigSchema& s, const std::string& sec, CsvConfig* c) {
             }
           },
           "must be name:int64|float32|float64|string[=default] entries with unique names");
+  s.Add(sec, "csv_skip_lines", &c->skip_lines,
+        "csv: records skipped at the start of every file, before the header (metadata lines)")
+      .NonNegative();
   s.Add(sec, "csv_header", &c->header, "csv: the first record names the columns");
   s.Add(sec, "csv_column_names", &c->column_names,
         "csv: the files' column names (required without a header; replace a header)");
@@ -111,6 +114,7 @@ CsvSourceOptions MakeCsvSourceOptions(const CsvConfig& c, const std::vector<std:
                 {.key = sec + ".csv_columns",
                  .hint = "e.g. csv_columns = temp:float32=0, label:int64 (or features)"});
   }
+  o.skip_lines = c.skip_lines;
   o.header = c.header;
   o.column_names = c.column_names;
   o.na_values = c.na_values;

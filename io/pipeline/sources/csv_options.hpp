@@ -7,6 +7,9 @@
 //                                 '' takes them from `features` (name:dtype:shape[:default]);
 //                                 when set, `features` is not applied to CSV rows (it may
 //                                 describe the converted shards of the same table)
+//   csv_skip_lines       0        records skipped at the start of every file, before the header
+//                                 (a line of metadata, as scikit-learn's CSVs have); blank and
+//                                 comment lines are not counted
 //   csv_header           true     the first record (not blank, not a comment) names the columns
 //   csv_column_names     ''       the file's column names (required when csv_header = false;
 //                                 with a header they replace it)
@@ -33,6 +36,7 @@ namespace shardflow::pipeline {
 
 struct CsvConfig {
   std::vector<std::string> columns;
+  int64_t skip_lines = 0;
   bool header = true;
   std::vector<std::string> column_names;
   std::string delimiter = ",";

@@ -212,7 +212,8 @@ CsvStreamSource::CsvStreamSource(std::vector<std::string> files, CsvSourceOption
     if (io::ResolveCompression(options_.dialect.compression, path) != io::Compression::kNone) {
       byte_ranges_ = false;
     }
-    const io::CsvHeader header = io::ReadCsvHeader(path, options_.dialect, options_.header);
+    const io::CsvHeader header =
+        io::ReadCsvHeader(path, options_.dialect, options_.header, options_.skip_lines);
     std::vector<std::string> names = header.fields;
     if (!options_.column_names.empty()) {
       if (options_.header && names.size() != options_.column_names.size()) {

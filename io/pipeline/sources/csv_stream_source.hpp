@@ -51,6 +51,7 @@ std::vector<CsvColumnSpec> ParseCsvColumns(const std::vector<std::string>& entri
 
 struct CsvSourceOptions {
   std::vector<CsvColumnSpec> columns;     // REQUIRED: the columns read, in this order
+  int64_t skip_lines = 0;                 // records skipped first (metadata before the header)
   bool header = true;                     // the first record names the columns
   std::vector<std::string> column_names;  // the file's columns (REQUIRED without a header)
   std::vector<std::string> na_values;     // fields read as missing besides the empty one

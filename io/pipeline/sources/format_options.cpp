@@ -47,6 +47,13 @@ void RegisterFormatOptions(ConfigSchema& s, const std::string& sec, FormatOption
 }
 
 void CheckFormatOptions(const std::string& format, const FormatOptions& o, const std::string& sec) {
+  if (o.header_lines != 0 && format != "text" && format != "jsonl") {
+    throw Error(ErrorCode::kInvalidArgument,
+                sec + ".header_lines applies to format text and jsonl, not " + format,
+                {.key = sec + ".header_lines",
+                 .hint = format == "csv" ? "csv_skip_lines skips records before a CSV's header"
+                                         : "leave it out"});
+  }
   if (format == "text" && o.line_bytes <= 0) {
     Missing(sec, "line_bytes", format, "the longest line in bytes, e.g. line_bytes = 256");
   }
