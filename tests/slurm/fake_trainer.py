@@ -14,9 +14,13 @@ the batch counts replicas, rank = (stage * D + replica) * T + way (each rank pri
 and host: $SLURMD_NODENAME under Slurm, else the host name).
 A model-parallel run (S*T > 1) writes "grid" and "strategy_figures" (bubble_fraction = ideal +
 0.05 with S > 1, else 0); every run writes peak_rss_mib, [100 + 300/(S*T) + rank] per rank.
+Like shardflow-train (apps/train/run_checks.cpp CheckFreshOutput) it refuses, exit 2, an
+--output that already holds a run's metrics.jsonl, which rank 0 writes first.
 Test hooks (environment): FAKE_TRAINER_FAIL_RANKS=4 fails (exit 1) when run with 4 ranks;
 FAKE_TRAINER_NO_SUMMARY=4 exits 0 without a summary with 4 ranks; FAKE_TRAINER_NO_RSS=1 leaves
-out peak_rss_mib; FAKE_TRAINER_GRID_TEXT replaces the "grid" text.
+out peak_rss_mib; FAKE_TRAINER_GRID_TEXT replaces the "grid" text; FAKE_TRAINER_FACTORS=1.4,1,0.9
+with FAKE_TRAINER_COUNT_DIR=DIR scales samples/s by the k-th factor on the k-th run with the same
+rank count (counted in DIR; cycling), so repeats of a point report different figures.
 """
 import json
 import math
@@ -34,6 +38,19 @@ def env_int(*names, default):
 
 def plural(n, one):
     return f"{n} {one}" + ("" if n == 1 else "s")
+
+
+def run_factor(size):
+    """FAKE_TRAINER_FACTORS[k] on the k-th run with `size` ranks (1 without the hook)."""
+    factors = [float(f) for f in os.environ.get("FAKE_TRAINER_FACTORS", "").split(",") if f]
+    if not factors:
+        return 1.0
+    counter = os.path.join(os.environ["FAKE_TRAINER_COUNT_DIR"], f"runs-{size}")
+    with open(counter, "a+") as f:
+        f.seek(0)
+        k = len(f.readlines())
+        f.write("run\n")
+    return factors[k % len(factors)]
 
 
 def main(argv):
@@ -88,10 +105,20 @@ def main(argv):
     per_rank = batch if semantics == "per_rank" else batch // replicas
     global_batch = per_rank * replicas
     steps = int(values.get("train.max_steps", 50))
+    metrics = os.path.join(output, "metrics.jsonl")
+    if os.path.exists(metrics):
+        print(f"fake_trainer: error: rank {rank}: the output already holds a run (metrics.jsonl); "
+              "a fresh run would mix with it", file=sys.stderr)
+        return 2
     time.sleep(0.2)
-    if rank != 0 or str(size) == os.environ.get("FAKE_TRAINER_NO_SUMMARY"):
+    if rank != 0:
         return 0
-    rate = 1000.0 * size * 0.9 ** math.log2(size) * (1.0 - bubble)
+    os.makedirs(output, exist_ok=True)
+    with open(metrics, "w") as f:
+        f.write('{"step": 1}\n')
+    if str(size) == os.environ.get("FAKE_TRAINER_NO_SUMMARY"):
+        return 0
+    rate = 1000.0 * size * 0.9 ** math.log2(size) * (1.0 - bubble) * run_factor(size)
     samples = steps * global_batch
     wall = samples / rate
     comm = 0.05 * math.log2(size) if size > 1 else 0.0

@@ -54,21 +54,21 @@ has "$out/points/r4_n1_g2x2/run.log" '^fake_trainer: rank 3 on .* is stage 1 rep
 csv=$out/results.csv md=$out/results.md
 [ "$(tail -n +2 "$csv" | cut -d, -f1,16,17 | tr '\n' ' ')" = "1,1,1 2,1,1 4,1,1 2,2,1 4,2,1 4,2,2 " ] ||
   fail "csv rows (ranks,stages,ways): $(tail -n +2 "$csv" | cut -d, -f1,16,17 | tr '\n' ' ')"
-has "$csv" '^ranks,nodes,per_rank_batch,global_batch,steps,samples_per_s,speedup,ideal,efficiency,step_ms,input_ms,compute_ms,comm_ms,test,verdict,stages,tensor_ways,replicas,bubble_fraction,ideal_bubble_fraction,peak_rss_mib$' "csv header"
-has "$csv" '^4,1,64,256,10,3240\.0000,3\.2400,4\.0000,0\.8100,.*,compute-bound,1,1,4,,,403\.0000$' "csv 1x1 4 ranks"
-has "$csv" '^2,1,64,64,10,1440\.0000,1\.0000,1\.0000,1\.0000,.*,2,1,1,0\.2500,0\.2000,251\.0000$' "csv 2x1 2 ranks"
-has "$csv" '^4,1,64,128,10,2592\.0000,1\.8000,2\.0000,0\.9000,.*,2,1,2,0\.2500,0\.2000,253\.0000$' "csv 2x1 4 ranks"
-has "$csv" '^4,1,64,64,10,2592\.0000,1\.0000,1\.0000,1\.0000,.*,2,2,1,0\.2500,0\.2000,178\.0000$' "csv 2x2 4 ranks"
-has "$md" '^\| ranks \| nodes \| stages \| tensor ways \| replicas \| per-replica batch \| global batch \| samples/s \| speed-up \| efficiency \| step ms \| input ms \| compute ms \| comm ms \| bubble \(ideal\) \| peak RSS MiB \| test \| verdict \|$' "md header"
-has "$md" '^\| 4 \| 1 \| 2 \| 1 \| 2 \| 64 \| 128 \| 2592\.0 \| 1\.80 \| 90% \| .* \| 0\.25 \(0\.20\) \| 253 \| acc 0\.8500 \| compute-bound \|$' "md 2x1 4 ranks"
-has "$md" '^\| 2 \| 1 \| 1 \| 1 \| 2 \| 64 \| 128 \| 1800\.0 \| 1\.80 \| 90% \| .* \|  \| 401 \| acc 0\.8500 \| compute-bound \|$' "md 1x1: bubble blank"
+has "$csv" '^ranks,nodes,per_rank_batch,global_batch,steps,samples_per_s,speedup,ideal,efficiency,step_ms,input_ms,compute_ms,comm_ms,test,verdict,stages,tensor_ways,replicas,bubble_fraction,ideal_bubble_fraction,peak_rss_mib,runs,samples_per_s_min,samples_per_s_max,samples_per_s_runs,cores,oversubscribed$' "csv header"
+has "$csv" '^4,1,64,256,10,3240\.0000,3\.2400,4\.0000,0\.8100,.*,compute-bound,1,1,4,,,403\.0000,1,3240\.0000,3240\.0000,3240\.0000,' "csv 1x1 4 ranks"
+has "$csv" '^2,1,64,64,10,1440\.0000,1\.0000,1\.0000,1\.0000,.*,2,1,1,0\.2500,0\.2000,251\.0000,1,' "csv 2x1 2 ranks"
+has "$csv" '^4,1,64,128,10,2592\.0000,1\.8000,2\.0000,0\.9000,.*,2,1,2,0\.2500,0\.2000,253\.0000,1,' "csv 2x1 4 ranks"
+has "$csv" '^4,1,64,64,10,2592\.0000,1\.0000,1\.0000,1\.0000,.*,2,2,1,0\.2500,0\.2000,178\.0000,1,' "csv 2x2 4 ranks"
+has "$md" '^\| ranks \| nodes \| stages \| tensor ways \| replicas \| per-replica batch \| global batch \| samples/s \| speed-up \| efficiency \| step ms \| input ms \| compute ms \| comm ms \| bubble \(ideal\) \| peak RSS MiB \| test \| verdict \| runs \| note \|$' "md header"
+has "$md" '^\| 4 \| 1 \| 2 \| 1 \| 2 \| 64 \| 128 \| 2592\.0 \| 1\.80 \| 90% \| .* \| 0\.25 \(0\.20\) \| 253 \| acc 0\.8500 \| compute-bound \| 1 \| [^|]* \|$' "md 2x1 4 ranks"
+has "$md" '^\| 2 \| 1 \| 1 \| 1 \| 2 \| 64 \| 128 \| 1800\.0 \| 1\.80 \| 90% \| .* \|  \| 401 \| acc 0\.8500 \| compute-bound \| 1 \| [^|]* \|$' "md 1x1: bubble blank"
 has "$md" '^- r2_n1_g2x2: 2 ranks do not factor into data replicas x 2 stages x 2 tensor ways$' "md lists skipped"
 [ -f "$out/scaling.png" ] || ! command -v gnuplot >/dev/null || fail "no plot of the grid series"
 
 # Peak RSS absent: blank; strong scaling divides the global batch by the replicas.
 FAKE_TRAINER_NO_RSS=1 study norss --ranks 4 --grids 2x1 --scaling strong --batch 64 ||
   { cat "$work/norss.log"; fail "strong 2x1 study failed"; }
-has "$work/norss/results.csv" '^4,1,32,64,10,2592\.0000,.*,2,1,2,0\.2500,0\.2000,$' "strong 2x1, no RSS"
+has "$work/norss/results.csv" '^4,1,32,64,10,2592\.0000,.*,2,1,2,0\.2500,0\.2000,,1,' "strong 2x1, no RSS"
 has "$work/norss/results.md" '^\| 4 \| 1 \| 2 \| 1 \| 2 \| 32 \| 64 \| .* \| 0\.25 \(0\.20\) \|  \| acc' "md RSS blank"
 has "$work/norss/points/r4_n1_g2x1/run.log" ' --train\.batch_semantics=global ' "strong semantics"
 
