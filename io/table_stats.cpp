@@ -96,6 +96,7 @@ void TableStats::Merge(const TableStats& o) {
                   {.key = columns[i].name});
     }
     columns[i].numeric.Merge(o.columns[i].numeric);
+    columns[i].missing += o.columns[i].missing;
     for (const auto& [value, n] : o.columns[i].values) columns[i].values[value] += n;
   }
 }
@@ -119,7 +120,10 @@ void AppendJsonString(std::string* out, std::string_view text) {
 }
 
 std::string TableStatsToJson(const TableStats& stats) {
-  std::string j = "{\"rows\": " + std::to_string(stats.rows) + ", \"columns\": [";
+  std::string j = "{\"rows\": " + std::to_string(stats.rows) +
+                  ", \"missing_values\": \"a missing value (empty or an NA value) takes its "
+                  "column's default, which these statistics count like any value; 'missing' "
+                  "says how many\", \"columns\": [";
   for (size_t i = 0; i < stats.columns.size(); ++i) {
     const ColumnStats& c = stats.columns[i];
     j += i > 0 ? ",\n  {" : "\n  {";
@@ -128,6 +132,7 @@ std::string TableStatsToJson(const TableStats& stats) {
     j += ", \"type\": ";
     AppendJsonString(&j, c.type);
     j += std::string(", \"categorical\": ") + (c.categorical ? "true" : "false");
+    j += ", \"missing\": " + std::to_string(c.missing);
     if (c.type != "string") {
       const NumericStats& s = c.numeric;
       j += ", \"count\": " + std::to_string(s.count) + ", \"mean\": " + Double(s.mean) +
@@ -172,6 +177,8 @@ TableStats TableStatsFromJson(std::string_view json, const std::string& source) 
     c.type = std::string(text);
     bool categorical = false;
     if (!o["categorical"].get_bool().get(categorical)) c.categorical = categorical;
+    int64_t missing = 0;
+    if (!o["missing"].get_int64().get(missing)) c.missing = missing;
     if (c.type != "string") {
       c.numeric.count = static_cast<int64_t>(GetDouble(o, "count", source));
       c.numeric.mean = GetDouble(o, "mean", source);

@@ -12,9 +12,11 @@
 // (convert cuts the table into chunks that do not depend on the rank count). std is the
 // population standard deviation sqrt(m2 / count). Categorical columns keep a sorted map from
 // value (bytes; integers in decimal) to count; the vocabulary is its keys in byte order.
-// JSON: {"rows": N, "columns": [{"name", "type", "categorical", "count", "mean", "m2", "std",
-// "min", "max", "vocabulary": [...], "counts": [...]}]}; doubles printed with 17 digits, so a
-// file read back merges to the same bits.
+// JSON: {"rows": N, "missing_values": "...", "columns": [{"name", "type", "categorical",
+// "missing", "count", "mean", "m2", "std", "min", "max", "vocabulary": [...], "counts": [...]}]};
+// doubles printed with 17 digits, so a file read back merges to the same bits. "missing_values"
+// says in words that the defaults of missing values are counted in the statistics; "missing"
+// (optional when read: 0) is how many there were.
 // Errors: a missing file is kNotFound, malformed JSON kInvalidArgument naming the file.
 // Thread-safety: plain values; the functions are reentrant.
 #pragma once
@@ -39,9 +41,12 @@ struct NumericStats {
 
 struct ColumnStats {
   std::string name;
-  std::string type;                       // int64 | float32 | float64 | string
-  bool categorical = false;               // strings always; integers when asked for
-  NumericStats numeric;                   // numeric types
+  std::string type;          // int64 | float32 | float64 | string
+  bool categorical = false;  // strings always; integers when asked for
+  NumericStats numeric;      // numeric types
+  // Rows where the column was missing (empty or an NA value) and took the column's default:
+  // the default is counted in `numeric` and `values` like any value.
+  int64_t missing = 0;
   std::map<std::string, int64_t> values;  // categorical: value -> count
 
   std::vector<std::string> Vocabulary() const;  // the keys of `values`, in byte order

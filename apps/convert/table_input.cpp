@@ -30,6 +30,9 @@ io::TableStats ChunkStats(const TableInput& in, const TableChunk& chunk,
     for (size_t i = 0; i < stats.columns.size(); ++i) {
       io::ColumnStats& s = stats.columns[i];
       const Tensor& t = e.features[i].second;
+      if (e.features.size() > stats.columns.size() && e.features.back().second.data<uint8_t>()[i]) {
+        ++s.missing;  // the CSV source's kCsvMissingFeature: this value is the column's default
+      }
       switch (t.dtype()) {
         case DType::kUInt8:
           ++s.values[std::string(static_cast<const char*>(t.raw_data()), t.byte_size())];
@@ -64,6 +67,7 @@ TableInput OpenTableInput(const ConvertOptions& o) {
   config.na_values = o.na_values;
   TableInput in;
   in.options = pipeline::MakeCsvSourceOptions(config, {}, io::Compression::kAuto, "input");
+  in.options.mark_missing = true;  // counted in the statistics (ChunkStats)
   if (o.table_format == "jsonl") {
     std::vector<pipeline::JsonField> schema;
     for (auto& c : in.options.columns) {

@@ -27,6 +27,16 @@ grep -q "features = id:int64:int64:scalar, x1:float:float32:scalar" convert.np1.
 diff <(cd np1 && ls) <(cd np3 && ls) || fail "file lists differ"
 for f in np1/*; do cmp "$f" "np3/$(basename "$f")" || fail "$f differs between 1 and 3 ranks"; done
 grep -q '"rows": 50000' np1/table-train.stats.json || fail "stats rows"
+# Missing values: x3's NA cells took the default 0, counted in the statistics and said so.
+$py - <<'PY' || fail "stats.json does not count x3's missing values"
+import csv, json
+na = sum(1 for r in csv.DictReader(open("data/table-train.csv")) if r["x3"] in ("", "NA"))
+stats = json.load(open("np1/table-train.stats.json"))
+x3 = next(c for c in stats["columns"] if c["name"] == "x3")
+assert na > 0 and x3["missing"] == na, (na, x3["missing"])
+assert x3["count"] == 50000 and "default" in stats["missing_values"]
+assert next(c for c in stats["columns"] if c["name"] == "x1")["missing"] == 0
+PY
 [ "$(cat np1/table-train.vocab.city.txt | wc -l)" = 6 ] || fail "city vocabulary"
 # The same table as JSON lines (input.table_format = jsonl): 1 and 3 ranks alike, and the same
 # rows and vocabularies as from the CSV.

@@ -84,7 +84,12 @@ class CsvStreamReader : public RecordReader {
                   {.file = stream_.path(), .offset = record_.offset});
     }
     out->features.clear();
-    out->features.reserve(options_.columns.size());
+    out->features.reserve(options_.columns.size() + 1);
+    Tensor missing;
+    if (options_.mark_missing) {
+      missing = Tensor(DType::kUInt8, {static_cast<int64_t>(options_.columns.size())});
+      std::fill_n(missing.data<uint8_t>(), options_.columns.size(), uint8_t{0});
+    }
     for (size_t c = 0; c < options_.columns.size(); ++c) {
       const CsvColumnSpec& spec = options_.columns[c];
       const size_t field = layout_.field_of_column[c];
@@ -94,6 +99,7 @@ class CsvStreamReader : public RecordReader {
       if (IsMissing(text)) {
         if (!spec.default_value) Fail(field, spec, "missing value and the column has no default");
         out->features.emplace_back(spec.name, defaults_[c].Clone());
+        if (options_.mark_missing) missing.data<uint8_t>()[c] = 1;
       } else if (std::optional<Tensor> value = ToTensor(spec.type, text)) {
         out->features.emplace_back(spec.name, std::move(*value));
       } else {
@@ -102,6 +108,7 @@ class CsvStreamReader : public RecordReader {
                  "'");
       }
     }
+    if (options_.mark_missing) out->features.emplace_back(kCsvMissingFeature, std::move(missing));
     out->where.offset = record_.offset;
     out->where.record = record_.line >= 1 ? record_.line - 1 : -1;
     return true;

@@ -56,7 +56,12 @@ struct CsvSourceOptions {
   std::vector<std::string> column_names;  // the file's columns (REQUIRED without a header)
   std::vector<std::string> na_values;     // fields read as missing besides the empty one
   io::CsvDialect dialect;
+  // After the columns, feature kCsvMissingFeature: uint8[columns], 1 where the column was
+  // missing and took its default (shardflow-convert counts them in the table's statistics).
+  bool mark_missing = false;
 };
+
+inline constexpr const char* kCsvMissingFeature = "_missing";
 
 class CsvStreamSource : public RecordSource {
  public:
