@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "apps/convert/table_input.hpp"
 #include "core/error.hpp"
 #include "io/idx.hpp"
 #include "io/pipeline/sources/csv_stream_source.hpp"
@@ -45,7 +46,8 @@ void Validate(const ConvertOptions& o) {
                   {.key = "input.columns",
                    .hint = "e.g. --input.columns=x1:float32,city:string,label:int64"});
     }
-    pipeline::ParseCsvColumns(o.table_columns, "input.columns");
+    TableCsvOptions(o);  // every CSV key checked here, once
+
     if (o.normalize != "none") {
       bad("input.format=table writes raw values and OUT.stats.json; normalise when reading "
           "(data.assemble = NAME:norm)",

@@ -1,5 +1,6 @@
-// shardflow-convert: offline conversion of IDX / CSV / HDF5 inputs into TFRecord shards or one
-// HDF5 file, SPMD under mpirun (apps/convert/convert.hpp).
+// shardflow-convert: offline conversion of IDX, tables, CSV series, HDF5, text, JSON lines,
+// fixed-length records and image folders into TFRecord shards or one HDF5 file, SPMD under
+// mpirun (apps/convert/convert.hpp).
 #include <cstdio>
 #include <cstring>
 
@@ -14,8 +15,9 @@ int main(int argc, char** argv) {
   ConfigSchema schema;
   convert::RegisterConvertOptions(schema, &options);
   AppSpec app("shardflow-convert",
-              "converts IDX images, per-asset CSV series or HDF5 datasets into TFRecord shards "
-              "or one HDF5 file, SPMD under mpirun");
+              "converts IDX images, tables (CSV or JSON lines), per-asset CSV series, HDF5 "
+              "datasets, text lines, JSON lines, fixed-length records and image folders into "
+              "TFRecord shards (or one HDF5 file), SPMD under mpirun");
   return RunMain(
       argc, argv,
       [&](MpiEnvironment& env) {

@@ -57,7 +57,7 @@ io::TableStats ChunkStats(const TableInput& in, const TableChunk& chunk,
 
 }  // namespace
 
-TableInput OpenTableInput(const ConvertOptions& o) {
+pipeline::CsvSourceOptions TableCsvOptions(const ConvertOptions& o) {
   pipeline::CsvConfig config;
   config.columns = o.table_columns;
   config.skip_lines = o.header_lines;  // metadata before the header (scikit-learn's CSVs)
@@ -65,8 +65,12 @@ TableInput OpenTableInput(const ConvertOptions& o) {
   config.column_names = o.column_names;
   config.delimiter = o.delimiter;
   config.na_values = o.na_values;
+  return pipeline::MakeCsvSourceOptions(config, {}, io::Compression::kAuto, "input", "");
+}
+
+TableInput OpenTableInput(const ConvertOptions& o) {
   TableInput in;
-  in.options = pipeline::MakeCsvSourceOptions(config, {}, io::Compression::kAuto, "input");
+  in.options = TableCsvOptions(o);
   in.options.mark_missing = true;  // counted in the statistics (ChunkStats)
   if (o.table_format == "jsonl") {
     std::vector<pipeline::JsonField> schema;

@@ -38,6 +38,11 @@ struct TableInput {
   io::TableStats stats;             // idem (every rank)
 };
 
+// The CSV source options of the [input] table keys. Throws Error(kInvalidArgument) naming the
+// input.* key of a bad value (Validate calls it in the parse phase: one error line, not one per
+// rank).
+pipeline::CsvSourceOptions TableCsvOptions(const ConvertOptions& options);
+
 // Opens input.files with the [input] table keys and plans the chunks. Throws like the source.
 TableInput OpenTableInput(const ConvertOptions& options);
 

@@ -105,26 +105,34 @@ void RegisterCsvOptions(ConfigSchema& s, const std::string& sec, CsvConfig* c) {
 }
 
 CsvSourceOptions MakeCsvSourceOptions(const CsvConfig& c, const std::vector<std::string>& features,
-                                      io::Compression compression, const std::string& sec) {
+                                      io::Compression compression, const std::string& sec,
+                                      const std::string& prefix) {
+  const std::string key = sec + "." + prefix;  // + the key's own name
   CsvSourceOptions o;
   o.columns = c.columns.empty() ? ColumnsFromFeatures(features, sec + ".features")
-                                : ParseCsvColumns(c.columns, sec + ".csv_columns");
+                                : ParseCsvColumns(c.columns, key + "columns");
   if (o.columns.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "format csv needs the columns to read",
-                {.key = sec + ".csv_columns",
-                 .hint = "e.g. csv_columns = temp:float32=0, label:int64 (or features)"});
+                {.key = key + "columns",
+                 .hint = "e.g. " + prefix + "columns = temp:float32=0, label:int64"});
+  }
+  if (!c.header && c.column_names.empty()) {
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        "a CSV file without a header (" + key + "header = false) needs " + key + "column_names",
+        {.key = key + "column_names", .hint = "the files' column names, in order"});
   }
   o.skip_lines = c.skip_lines;
   o.header = c.header;
   o.column_names = c.column_names;
   o.na_values = c.na_values;
   if (!ParseChar(c.delimiter, false, &o.dialect.delimiter)) {
-    throw Error(ErrorCode::kInvalidArgument, "bad csv_delimiter '" + c.delimiter + "'",
-                {.key = sec + ".csv_delimiter"});
+    throw Error(ErrorCode::kInvalidArgument, "bad " + prefix + "delimiter '" + c.delimiter + "'",
+                {.key = key + "delimiter"});
   }
   if (!ParseChar(c.comment, true, &o.dialect.comment)) {
-    throw Error(ErrorCode::kInvalidArgument, "bad csv_comment '" + c.comment + "'",
-                {.key = sec + ".csv_comment"});
+    throw Error(ErrorCode::kInvalidArgument, "bad " + prefix + "comment '" + c.comment + "'",
+                {.key = key + "comment"});
   }
   o.dialect.quoted_newlines = c.quoted_newlines;
   o.dialect.compression = compression;

@@ -49,9 +49,12 @@ struct CsvConfig {
 void RegisterCsvOptions(ConfigSchema& schema, const std::string& section, CsvConfig* config);
 
 // The source options of `config`; columns from `features` when csv_columns is empty. Throws
-// Error(kInvalidArgument) naming "<section>.<key>" for a bad value.
+// Error(kInvalidArgument) naming "<section>.<prefix><key>" for a bad value (the [data] keys
+// are csv_delimiter, ...: prefix "csv_"; shardflow-convert's table input names them
+// input.delimiter, ...: prefix "").
 CsvSourceOptions MakeCsvSourceOptions(const CsvConfig& config,
                                       const std::vector<std::string>& features,
-                                      io::Compression compression, const std::string& section);
+                                      io::Compression compression, const std::string& section,
+                                      const std::string& prefix = "csv_");
 
 }  // namespace shardflow::pipeline
