@@ -9,6 +9,7 @@
 #include "apps/predict/predict_config.hpp"
 #include "comm/collectives.hpp"
 #include "core/error.hpp"
+#include "io/hdf5/objects.hpp"
 #include "io/hdf5/writer.hpp"
 
 namespace shardflow::predict {
@@ -20,12 +21,13 @@ std::vector<T> GatherRows(comm::Communicator& comm, const std::vector<T>& mine) 
   return comm::GatherConcat(comm, mine.data(), mine.size());
 }
 
-void WriteCsv(const std::string& path, const apps::PredictionRows& all, apps::Task task) {
+void WriteCsv(const std::string& path, const apps::PredictionRows& all, apps::Task task,
+              bool labelled) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) throw Error(ErrorCode::kIo, "cannot create the output file", {.file = path});
   const int64_t k = all.num_classes;
   if (task == apps::Task::kClassify) {
-    std::fputs("id,class", f);
+    std::fputs(labelled ? "id,label,class" : "id,class", f);
     for (int64_t j = 0; j < k; ++j) std::fprintf(f, ",p%lld", static_cast<long long>(j));
   } else {
     std::fputs("id,error", f);
@@ -33,8 +35,12 @@ void WriteCsv(const std::string& path, const apps::PredictionRows& all, apps::Ta
   std::fputc('\n', f);
   for (int64_t i = 0; i < all.rows(); ++i) {
     if (task == apps::Task::kClassify) {
-      std::fprintf(f, "%lld,%lld", static_cast<long long>(all.ids[i]),
-                   static_cast<long long>(all.classes[i]));
+      std::fprintf(f, "%lld,", static_cast<long long>(all.ids[i]));
+      if (labelled) {
+        if (all.labels[i] >= 0) std::fprintf(f, "%lld", static_cast<long long>(all.labels[i]));
+        std::fputc(',', f);  // an unlabelled record's label is empty
+      }
+      std::fprintf(f, "%lld", static_cast<long long>(all.classes[i]));
       for (int64_t j = 0; j < k; ++j) std::fprintf(f, ",%.9g", all.probabilities[i * k + j]);
     } else {
       std::fprintf(f, "%lld,%.9g", static_cast<long long>(all.ids[i]), all.errors[i]);
@@ -63,6 +69,7 @@ apps::PredictionRows GatherSorted(comm::Communicator& comm, const apps::Predicti
   gathered.ids = GatherRows(comm, mine.ids);
   if (task == apps::Task::kClassify) {
     gathered.classes = GatherRows(comm, mine.classes);
+    gathered.labels = GatherRows(comm, mine.labels);
     gathered.probabilities = GatherRows(comm, mine.probabilities);
   } else {
     gathered.errors = GatherRows(comm, mine.errors);
@@ -89,6 +96,7 @@ apps::PredictionRows GatherSorted(comm::Communicator& comm, const apps::Predicti
     sorted.ids.push_back(id);
     if (task == apps::Task::kClassify) {
       sorted.classes.push_back(gathered.classes[order[i]]);
+      sorted.labels.push_back(gathered.labels[order[i]]);
       const float* p = gathered.probabilities.data() + order[i] * k;
       sorted.probabilities.insert(sorted.probabilities.end(), p, p + k);
     } else {
@@ -99,7 +107,10 @@ apps::PredictionRows GatherSorted(comm::Communicator& comm, const apps::Predicti
 }
 
 void WritePredictions(comm::Communicator& comm, const std::string& path,
-                      const apps::PredictionRows& all, int64_t total, apps::Task task) {
+                      const apps::PredictionRows& all, const PredictionFileInfo& info) {
+  const int64_t total = info.total;
+  const apps::Task task = info.task;
+  const bool labelled = task == apps::Task::kClassify && info.labelled > 0;
   const int rank = comm.rank();
   if (rank == 0) {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -111,7 +122,7 @@ void WritePredictions(comm::Communicator& comm, const std::string& path,
     }
   }
   if (!IsHdf5Output(path)) {
-    if (rank == 0) WriteCsv(path, all, task);
+    if (rank == 0) WriteCsv(path, all, task, labelled);
     return;
   }
   comm::Barrier(comm);  // the directory exists before every rank opens the file
@@ -125,10 +136,20 @@ void WritePredictions(comm::Communicator& comm, const std::string& path,
     writer.CreateDataset("probabilities", DType::kFloat32, {total, k});
     writer.WriteRows("classes", 0, RowsView(all.classes, {mine}));
     writer.WriteRows("probabilities", 0, RowsView(all.probabilities, {mine, k}));
+    if (labelled) {  // -1: a record without a label
+      writer.CreateDataset("labels", DType::kInt64, {total});
+      writer.WriteRows("labels", 0, RowsView(all.labels, {mine}));
+    }
   } else {
     writer.CreateDataset("errors", DType::kFloat32, {total});
     writer.WriteRows("errors", 0, RowsView(all.errors, {mine}));
   }
+  // What made the file (collective: every rank passes the same values).
+  io::WriteAttribute(writer.file(), "/", "checkpoint", info.checkpoint);
+  io::WriteAttribute(writer.file(), "/", "input", info.input);
+  io::WriteAttribute(writer.file(), "/", "task",
+                     std::string(task == apps::Task::kClassify ? "classify" : "reconstruct"));
+  io::WriteAttribute(writer.file(), "/", "records", total);
   writer.Close();
 }
 

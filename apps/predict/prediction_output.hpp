@@ -28,9 +28,20 @@ namespace shardflow::predict {
 apps::PredictionRows GatherSorted(comm::Communicator& comm, const apps::PredictionRows& mine,
                                   apps::Task task);
 
-// Collective. `all` is GatherSorted's result (rows on rank 0 only); `total` the global row
-// count (every rank). Creates parent directories. Throws Error(kIo) naming the file.
+// What WritePredictions needs besides the rows; the same on every rank.
+struct PredictionFileInfo {
+  int64_t total = 0;  // the global row count
+  apps::Task task = apps::Task::kClassify;
+  int64_t labelled = 0;    // records with a label, over the ranks: > 0 adds a label column
+  std::string checkpoint;  // the checkpoint file the predictions come from
+  std::string input;       // the input files (patterns, as given)
+};
+
+// Collective. `all` is GatherSorted's result (rows on rank 0 only). CSV: id[,label],class,p0..
+// (label empty for a record without one) or id,error; HDF5: datasets ids, classes,
+// probabilities[, labels (-1: none)] or errors, and root attributes checkpoint, input, task
+// and records. Creates parent directories. Throws Error(kIo) naming the file.
 void WritePredictions(comm::Communicator& comm, const std::string& path,
-                      const apps::PredictionRows& all, int64_t total, apps::Task task);
+                      const apps::PredictionRows& all, const PredictionFileInfo& info);
 
 }  // namespace shardflow::predict

@@ -81,8 +81,8 @@ apps::PredictorSpec MakePredictorSpec(const PredictAppConfig& config,
 void PrintReport(const MpiEnvironment& env, const PredictAppConfig& config, const Prepared& p,
                  const int64_t (&counts)[5], double error_sum, double seconds) {
   const int64_t total = counts[0];
-  std::printf("predicted %lld records on %d ranks%s in %.3f s: %.0f records/s\n",
-              static_cast<long long>(total), env.size(),
+  std::printf("predicted %lld records on %d rank%s%s in %.3f s: %.0f records/s\n",
+              static_cast<long long>(total), env.size(), env.size() == 1 ? "" : "s",
               p.grid.model_parallel() ? (" (" + p.grid.ToString() + ")").c_str() : "", seconds,
               seconds > 0 ? static_cast<double>(total) / seconds : 0.0);
   if (p.options.task == apps::Task::kClassify && counts[2] > 0) {
@@ -150,7 +150,16 @@ int Run(MpiEnvironment& env, const PredictAppConfig& config, Prepared& p) {
     }
   }
   const apps::PredictionRows all = GatherSorted(world, mine, p.options.task);
-  WritePredictions(world, config.output, all, total, p.options.task);
+  std::string input;
+  for (const std::string& f : config.train.data.data.files) {
+    input += (input.empty() ? "" : ",") + f;
+  }
+  WritePredictions(world, config.output, all,
+                   {.total = total,
+                    .task = p.options.task,
+                    .labelled = counts[2],
+                    .checkpoint = p.loaded.checkpoint,
+                    .input = input});
   const double seconds = watch.Seconds();
   if (env.is_chief()) PrintReport(env, config, p, counts, error_sum, seconds);
   return 0;

@@ -169,9 +169,10 @@ void Autotuner::Step() {
     if (!decision.empty()) {
       if (options_.log) {
         // Every rank tunes its own pipeline; rank 0 speaks for them at info level, once per
-        // change: each epoch's pipeline starts from the same settings and makes the same moves.
-        if (GetLogRank() <= 0 && FirstTimeInProcess(decision.substr(0, decision.find(" (")))) {
-          SF_LOG(Info) << "autotune: " << decision;
+        // knob (its first move; each epoch's pipeline starts from the same settings and makes
+        // the same moves), the later moves at debug level.
+        if (GetLogRank() <= 0 && FirstTimeInProcess("autotune " + s.name)) {
+          SF_LOG(Info) << "autotune: " << decision << " (its later moves: log.level = debug)";
         } else {
           SF_LOG(Debug) << "autotune: " << decision;
         }

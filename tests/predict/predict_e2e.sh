@@ -33,7 +33,7 @@ predict() {  # predict NP OUTPUT [extra flags...]
 }
 for np in 1 2 3; do
   predict "$np" "$work/p$np.h5" >"$work/p$np.log" 2>&1 || { cat "$work/p$np.log"; fail "predict -np $np failed"; }
-  grep -Eq "^predicted 1000 records on $np ranks in .* records/s$" "$work/p$np.log" ||
+  grep -Eq "^predicted 1000 records on $np ranks? in .* records/s$" "$work/p$np.log" ||
     { cat "$work/p$np.log"; fail "no records/s line (np $np)"; }
   grep -Eq "^accuracy: 0\.[0-9]{4} \([0-9]+ of 1000 labelled records\)$" "$work/p$np.log" ||
     { cat "$work/p$np.log"; fail "no accuracy line (np $np)"; }
@@ -47,14 +47,20 @@ ckpt_file=$(ls "$ckpt_dir"/ckpt-*.h5 | tail -n 1)
   >"$work/csv.log" 2>&1 || { cat "$work/csv.log"; fail "csv predict failed"; }
 
 "$py" - "$work" <<'PY' || fail "output check failed"
-import csv, sys
+import csv, gzip, sys
 import h5py, numpy as np
 work = sys.argv[1]
 expected = np.arange(1000)  # shardflow-convert's ids: the record's index in the source
+with gzip.open("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz") as g:
+    true_labels = np.frombuffer(g.read()[8:8 + 1000], dtype=np.uint8).astype(np.int64)
 ref = None
 for np_ in (1, 2, 3):
     with h5py.File(f"{work}/p{np_}.h5", "r") as f:
         ids, classes, probs = f["ids"][:], f["classes"][:], f["probabilities"][:]
+        labels, attrs = f["labels"][:], dict(f.attrs)
+    assert np.array_equal(labels, true_labels), f"np {np_}: the labels column is not the input's"
+    assert attrs["task"] == b"classify" and attrs["records"] == 1000, attrs
+    assert attrs["checkpoint"].decode().endswith(".h5") and b"fm-*.tfrecord" in attrs["input"], attrs
     assert ids.dtype == np.int64 and classes.dtype == np.int64 and probs.dtype == np.float32
     assert probs.shape == (1000, 10), probs.shape
     assert np.array_equal(ids, expected), f"np {np_}: ids are not the input ids once each, sorted"
@@ -67,11 +73,12 @@ for np_ in (1, 2, 3):
         assert np.abs(probs - ref[1]).max() <= 1e-6, f"np {np_}: probabilities differ from np 1"
 with open(f"{work}/p3.csv", newline="") as fh:
     rows = list(csv.reader(fh))
-assert rows[0] == ["id", "class"] + [f"p{j}" for j in range(10)], rows[0]
+assert rows[0] == ["id", "label", "class"] + [f"p{j}" for j in range(10)], rows[0]
 ids = [int(r[0]) for r in rows[1:]]
 assert ids == list(range(1000)), "csv ids are not the input ids once each, sorted"
-assert [int(r[1]) for r in rows[1:]] == list(ref[0]), "csv classes differ from the HDF5 ones"
-p = np.array([[float(x) for x in r[2:]] for r in rows[1:]])
+assert [int(r[1]) for r in rows[1:]] == list(true_labels), "csv labels are not the input's"
+assert [int(r[2]) for r in rows[1:]] == list(ref[0]), "csv classes differ from the HDF5 ones"
+p = np.array([[float(x) for x in r[3:]] for r in rows[1:]])
 assert np.abs(p - ref[1]).max() <= 1e-6, "csv probabilities differ"
 PY
 # Autoencoder: per-record reconstruction errors.

@@ -83,7 +83,7 @@ PY
   timeout -k 5 60 "${mpi[@]}" -np 1 "$bin/shardflow-predict" --config "$src/configs/fmnist_mlp.ini" \
     --checkpoint run/checkpoints --input 'data/fm-*.tfrecord' --output p.csv >p.log 2>&1 ||
     { cat p.log; fail "predict failed"; }
-  grep -q "^predicted 600 records on 1 ranks" p.log || { cat p.log; fail "no predict line"; }
+  grep -q "^predicted 600 records on 1 rank in" p.log || { cat p.log; fail "no predict line"; }
   # The server in the middle (rank 1) over messages, then one per node (here one node: its
   # highest rank) over one-sided windows.
   for placement in 1 per_node; do

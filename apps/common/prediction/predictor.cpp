@@ -91,6 +91,7 @@ class BatchPredictor {
         const int64_t cls =
             SoftmaxRow(y + i * width, width, &rows_->probabilities[base + i * width]);
         rows_->classes.push_back(cls);
+        rows_->labels.push_back(labelled ? LabelAt(mb.labels, i) : -1);
         if (labelled) {
           ++rows_->labelled;
           if (LabelAt(mb.labels, i) == cls) ++rows_->correct;

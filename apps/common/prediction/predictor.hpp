@@ -42,6 +42,7 @@ struct PredictionRows {
   int64_t num_classes = 0;  // classify: K (columns of probabilities)
   std::vector<int64_t> ids;
   std::vector<int64_t> classes;      // classify
+  std::vector<int64_t> labels;       // classify: each record's label, -1 where it has none
   std::vector<float> probabilities;  // classify: rows x K, row-major
   std::vector<float> errors;         // reconstruct
   int64_t labelled = 0;              // records with a label
