@@ -268,6 +268,10 @@ RequestParser::Status RequestParser::FeedChunked(std::string_view data, size_t* 
       }
       return Status::kNeedMore;
     }
+    if (phase_ != Phase::kTrailers && nl > kMaxChunkLine) {  // as when it arrives in pieces
+      return Fail(
+          400, "chunked body: a chunk size line over " + std::to_string(kMaxChunkLine) + " bytes");
+    }
     const std::string_view line = StripCr(data.substr(0, nl));
     take(nl + 1);
     if (phase_ == Phase::kChunkEnd) {
@@ -283,15 +287,11 @@ RequestParser::Status RequestParser::FeedChunked(std::string_view data, size_t* 
       }
     } else {  // kChunkSize: HEX[;extensions]
       const std::string_view hex = Trim(line.substr(0, line.find(';')));
-      int64_t size = 0;
-      for (const char c : hex) {
-        if (HexValue(c) < 0) {
-          size = -1;
-          break;
-        }
-        size = size * 16 + HexValue(c);
+      int64_t size = hex.empty() || hex.size() > 15 ? -1 : 0;  // 15 digits fit in int64
+      for (size_t i = 0; i < hex.size() && size >= 0; ++i) {
+        size = HexValue(hex[i]) < 0 ? -1 : size * 16 + HexValue(hex[i]);
       }
-      if (hex.empty() || hex.size() > 15 || size < 0) {
+      if (size < 0) {
         return Fail(
             400, "chunked body: bad chunk size " + Quoted(line) + ": expected hexadecimal digits");
       }

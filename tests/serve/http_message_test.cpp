@@ -154,6 +154,13 @@ TEST(HttpMessage, RefusesMalformedRequests) {
               "bad chunk size \"zz\"");
   ExpectError("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n", 400,
               "chunk data longer than its size");
+  // 26 hex digits overflowed int64 before they were counted (found by fuzz_http_request).
+  ExpectError(
+      "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(26, '6') + "\r\n", 400,
+      "bad chunk size");
+  ExpectError(
+      "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;" + std::string(1100, 'e') + "\r\n",
+      400, "a chunk size line over 1024 bytes");
   ExpectError("GET / HTTP/1.1\r\nX: " + std::string(kMaxHeaderBytes, 'x'), 431,
               "request line and headers exceed 65536 bytes");
 }
