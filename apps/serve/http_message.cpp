@@ -210,6 +210,15 @@ RequestParser::Status RequestParser::FeedHeaders(std::string_view data, size_t* 
   }
   *consumed += skip;
   data.remove_prefix(skip);
+  // The request line is checked as soon as it is whole: garbage is refused at once rather than
+  // after the rest of a header block that will never come.
+  if (!line_checked_) {
+    const size_t nl = data.find('\n');
+    if (nl != std::string_view::npos && nl <= kMaxHeaderBytes) {
+      line_checked_ = true;
+      if (ParseRequestLine(StripCr(data.substr(0, nl))) == Status::kError) return Status::kError;
+    }
+  }
   size_t pos = scanned_;
   for (;;) {
     const size_t nl = data.find('\n', pos);
@@ -338,6 +347,7 @@ HttpRequest RequestParser::TakeRequest() {
   body_left_ = 0;
   chunked_ = false;
   expect_continue_ = false;
+  line_checked_ = false;
   return out;
 }
 

@@ -7,7 +7,7 @@
 // Content-Type is not looked at: a body is JSON whatever the header says (TensorFlow Serving
 // reads it the same way; curl -d and urllib send application/x-www-form-urlencoded).
 // A request that cannot be read gets one error, with the status and a one-line message naming
-// what was wrong and where:
+// what was wrong and where (a malformed request line as soon as that line is whole):
 //   400 a malformed request line or header, a Content-Length that is not a byte count (e.g.
 //       `bad Content-Length header "abc": expected a decimal byte count`), both
 //       Content-Length and Transfer-Encoding, a malformed chunk;
@@ -95,7 +95,8 @@ class RequestParser {
 
   const int64_t max_body_bytes_;
   Phase phase_ = Phase::kHeaders;
-  size_t scanned_ = 0;  // header bytes already searched for the end of the headers
+  size_t scanned_ = 0;         // header bytes already searched for the end of the headers
+  bool line_checked_ = false;  // the request line was checked before the headers' end
   HttpRequest request_;
   int64_t body_left_ = 0;  // kBody and kChunkData: bytes of the body or chunk still to come
   bool chunked_ = false;

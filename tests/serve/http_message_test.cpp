@@ -165,6 +165,12 @@ TEST(HttpMessage, RefusesMalformedRequests) {
               "request line and headers exceed 65536 bytes");
 }
 
+TEST(HttpMessage, GarbageIsRefusedOnceItsFirstLineIsWhole) {
+  const Parsed p = Parse(std::string("\x16\x03\x01 TLS hello\r\nmore bytes, no blank line"));
+  ASSERT_EQ(p.status, RequestParser::Status::kError);
+  EXPECT_EQ(p.error.status, 400);
+}
+
 TEST(HttpMessage, IncompleteInputNeedsMore) {
   EXPECT_EQ(Parse("GET / HTTP/1.1\r\nHost: a\r\n").status, RequestParser::Status::kNeedMore);
   EXPECT_EQ(Parse("POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nab").status,
