@@ -38,8 +38,8 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
 
 # io_unit_tests: the pipeline (parallel map, map+batch, prefetch, interleave, autotune, cache,
 # sources); comm_unit_tests: GradientReducer and Watchdog threads; core_unit_tests: the
-# annotated Mutex/CondVar and the tracer; serve_unit_tests: shardflow-serve's batch queue and
-# model replicas under reload.
+# annotated Mutex/CondVar and the tracer; serve_unit_tests: shardflow-serve's batch queue,
+# model replicas under reload, the HTTP connection poller and its worker threads.
 targets=(io_unit_tests comm_unit_tests core_unit_tests serve_unit_tests apps_thread_tests)
 echo "== build ${targets[*]} (-j $jobs)"
 cmake --build "$build" -j "$jobs" --target "${targets[@]}" ||
@@ -51,7 +51,7 @@ declare -A filters=(
   [io_unit_tests]='*'
   [comm_unit_tests]='GradientReducerThreads.*:WatchdogThreads.*'
   [core_unit_tests]='ThreadAnnotations.*:Trace*:PoolTest.*:ConvChunk.ThreadsDoNotChangeResults'
-  [serve_unit_tests]='BatchQueueThreads.*:ModelPoolThreads.*'
+  [serve_unit_tests]='BatchQueueThreads.*:ModelPoolThreads.*:ConnectionPollerThreads.*:WorkerPoolThreads.*'
   [apps_thread_tests]='*'
 )
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=4 suppressions=$root/scripts/tsan.supp ${TSAN_OPTIONS:-}"

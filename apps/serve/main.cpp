@@ -4,7 +4,7 @@
 //   mpirun -np N shardflow-serve ... --port P     (rank r listens on P + r)
 // Requests are queued and grouped into batches (batch_queue.hpp) that num_replicas model
 // instances run (model_pool.hpp); a checkpoint directory is watched for newer checkpoints. On
-// SIGTERM the server stops accepting, answers what it has queued and exits 0.
+// SIGTERM the server stops accepting, answers every request its connections sent and exits 0.
 // shardflow-serve-cuda is this program linked with the CUDA backend (apps/serve/CMakeLists.txt):
 // with train.device = cuda it serves from the rank's GPU, one replica.
 // main() parses the command line; Prepare (prepare.hpp) checks and loads the model in the parse

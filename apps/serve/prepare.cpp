@@ -48,6 +48,9 @@ void UseDevice(const apps::DeviceChoice& choice, const ServeAppConfig& config,
 
 void Prepare(MpiEnvironment& env, const ServeAppConfig& config, Prepared* p) {
   p->port = CheckServeFlags(config);
+  // First, before the model loads: a taken port fails the start at once.
+  p->socket = OpenListenSocket(config.host, p->port == 0 ? 0 : p->port + env.rank(),
+                               config.reuse_port, /*backlog=*/1024);
   // Each rank alone, before the model is loaded (apps/common/device_choice.hpp).
   const apps::DeviceChoice device = apps::SelectDevice({.device = config.train.device,
                                                         .work = "serving",

@@ -29,12 +29,23 @@ void RegisterServeConfig(ConfigSchema& schema, ServeAppConfig* c) {
       .Positive();
   schema
       .Add("serve", "http_threads", &c->http_threads,
-           "HTTP worker threads: connections served at once (a keep-alive connection holds one)")
+           "HTTP worker threads: requests answered at once (an idle keep-alive connection holds "
+           "none); as many more may wait for a thread, beyond that 503 + Retry-After")
       .Positive();
   schema
       .Add("serve", "max_body_bytes", &c->max_body_bytes,
-           "largest request body accepted; larger: 413")
+           "largest request body accepted, whatever its Content-Type; larger: 413 naming both "
+           "sizes")
       .Positive();
+  schema
+      .Add("serve", "idle_timeout_seconds", &c->idle_timeout_seconds,
+           "a keep-alive connection idle this long is closed, and a request left unfinished (no "
+           "byte for this long) gets 408; 0: never")
+      .NonNegative();
+  schema.Add("serve", "reuse_port", &c->reuse_port,
+             "listen with SO_REUSEPORT: servers that all set it share --port, the kernel "
+             "splitting connections among them; false (default): a taken port is an error at "
+             "start, naming the process that holds it");
   schema
       .Add("serve", "watch_seconds", &c->watch_seconds,
            "how often a checkpoint directory is checked for a newer checkpoint (hot reload); "
@@ -47,7 +58,9 @@ void AddServeFlags(AppSpec& app, ServeAppConfig* c) {
            "a checkpoint file, or a directory whose newest intact checkpoint is served (and "
            "watched for newer ones)")
       .Flag("host", &c->host, "ADDR", "address to listen on (default 127.0.0.1)")
-      .Flag("port", &c->port, "P", "port of rank 0 (rank r: P + r; default 8501); 0: any free port")
+      .Flag("port", &c->port, "P",
+            "port of rank 0 (rank r: P + r; default 8501); 0: any free port; a port in use is "
+            "an error at start (exit 2) naming the process that holds it")
       .Flag("model_name", &c->model_name, "NAME",
             "the model's name in /v1/models/NAME (default \"default\")");
 }

@@ -20,8 +20,10 @@ struct ServeAppConfig {
   int64_t batch_timeout_us = 1000;    // how long the first request of a batch waits for others
   int64_t queue_capacity = 1024;      // instances waiting; beyond it: 503 with Retry-After
   int num_replicas = 1;               // model instances (one thread each)
-  int http_threads = 64;              // connections served at once (keep-alive holds one each)
+  int http_threads = 64;              // requests answered at once (as many again may wait)
   int64_t max_body_bytes = 16 << 20;  // larger request bodies: 413
+  double idle_timeout_seconds = 60;   // idle keep-alive connections closed after; 0: never
+  bool reuse_port = false;            // SO_REUSEPORT: share the port with other servers
   double watch_seconds = 1.0;         // checkpoint directory poll interval; 0: no watching
   // Flags.
   std::string checkpoint;  // a checkpoint file or a directory of checkpoints

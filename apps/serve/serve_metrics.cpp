@@ -54,6 +54,11 @@ void ServeMetrics::RecordResponse(int code, double seconds) {
   latency_sum_ += seconds;
 }
 
+void ServeMetrics::RecordHttpResponse(int code) {
+  MutexLock lock(mu_);
+  ++http_responses_[code];
+}
+
 void ServeMetrics::RecordBatch(int64_t rows) {
   MutexLock lock(mu_);
   ++batch_sizes_[static_cast<size_t>(std::clamp<int64_t>(rows, 0, 1023))];
@@ -72,6 +77,12 @@ int64_t ServeMetrics::responses(int code) const {
   return it == responses_.end() ? 0 : it->second;
 }
 
+int64_t ServeMetrics::http_responses(int code) const {
+  MutexLock lock(mu_);
+  const auto it = http_responses_.find(code);
+  return it == http_responses_.end() ? 0 : it->second;
+}
+
 double ServeMetrics::QuantileLocked(double q) const {
   int64_t total = 0;
   for (int64_t n : latency_) total += n;
@@ -88,6 +99,31 @@ double ServeMetrics::QuantileLocked(double q) const {
 double ServeMetrics::LatencyQuantile(double q) const {
   MutexLock lock(mu_);
   return QuantileLocked(q);
+}
+
+void ServeMetrics::RenderLatencyLocked(std::string* out) const {
+  Line(out, "# HELP shardflow_serve_request_latency_seconds Predict latency, receipt to answer.");
+  Line(out, "# TYPE shardflow_serve_request_latency_seconds histogram");
+  int64_t cumulative = 0;
+  for (int b = 0; b < kLatencyBuckets; ++b) {
+    cumulative += latency_[static_cast<size_t>(b)];
+    Line(out, "shardflow_serve_request_latency_seconds_bucket{le=\"%.6g\"} %lld", LatencyBound(b),
+         static_cast<long long>(cumulative));
+  }
+  cumulative += latency_[kLatencyBuckets];
+  Line(out, "shardflow_serve_request_latency_seconds_bucket{le=\"+Inf\"} %lld",
+       static_cast<long long>(cumulative));
+  Line(out, "shardflow_serve_request_latency_seconds_sum %.6f", latency_sum_);
+  Line(out, "shardflow_serve_request_latency_seconds_count %lld",
+       static_cast<long long>(cumulative));
+  Line(out,
+       "# HELP shardflow_serve_request_latency_quantile_seconds Latency quantiles "
+       "(upper bound of the histogram bucket).");
+  Line(out, "# TYPE shardflow_serve_request_latency_quantile_seconds gauge");
+  for (const double q : {0.5, 0.9, 0.99}) {
+    Line(out, "shardflow_serve_request_latency_quantile_seconds{quantile=\"%g\"} %.6g", q,
+         QuantileLocked(q));
+  }
 }
 
 std::string ServeMetrics::Render(int64_t queue_depth) const {
@@ -110,32 +146,19 @@ std::string ServeMetrics::Render(int64_t queue_depth) const {
     Line(&out, "shardflow_serve_responses_total{code=\"%d\"} %lld", code,
          static_cast<long long>(n));
   }
+  Line(&out,
+       "# HELP shardflow_serve_http_responses_total Responses of every route by HTTP status "
+       "code.");
+  Line(&out, "# TYPE shardflow_serve_http_responses_total counter");
+  for (const auto& [code, n] : http_responses_) {
+    Line(&out, "shardflow_serve_http_responses_total{code=\"%d\"} %lld", code,
+         static_cast<long long>(n));
+  }
   Line(&out, "# HELP shardflow_serve_qps Predict requests per second over the last %d s.",
        kWindowSeconds);
   Line(&out, "# TYPE shardflow_serve_qps gauge");
   Line(&out, "shardflow_serve_qps %.3f", static_cast<double>(recent) / span);
-  Line(&out, "# HELP shardflow_serve_request_latency_seconds Predict latency, receipt to answer.");
-  Line(&out, "# TYPE shardflow_serve_request_latency_seconds histogram");
-  int64_t cumulative = 0;
-  for (int b = 0; b < kLatencyBuckets; ++b) {
-    cumulative += latency_[static_cast<size_t>(b)];
-    Line(&out, "shardflow_serve_request_latency_seconds_bucket{le=\"%.6g\"} %lld", LatencyBound(b),
-         static_cast<long long>(cumulative));
-  }
-  cumulative += latency_[kLatencyBuckets];
-  Line(&out, "shardflow_serve_request_latency_seconds_bucket{le=\"+Inf\"} %lld",
-       static_cast<long long>(cumulative));
-  Line(&out, "shardflow_serve_request_latency_seconds_sum %.6f", latency_sum_);
-  Line(&out, "shardflow_serve_request_latency_seconds_count %lld",
-       static_cast<long long>(cumulative));
-  Line(&out,
-       "# HELP shardflow_serve_request_latency_quantile_seconds Latency quantiles "
-       "(upper bound of the histogram bucket).");
-  Line(&out, "# TYPE shardflow_serve_request_latency_quantile_seconds gauge");
-  for (const double q : {0.5, 0.9, 0.99}) {
-    Line(&out, "shardflow_serve_request_latency_quantile_seconds{quantile=\"%g\"} %.6g", q,
-         QuantileLocked(q));
-  }
+  RenderLatencyLocked(&out);
   Line(&out, "# HELP shardflow_serve_batch_size Instances per forward pass.");
   Line(&out, "# TYPE shardflow_serve_batch_size histogram");
   int64_t batches = 0;

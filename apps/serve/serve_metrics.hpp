@@ -1,6 +1,9 @@
 // The server's counters, exposed by GET /metrics in Prometheus' text format (version 0.0.4):
 //   shardflow_serve_requests_total                  predict requests received
 //   shardflow_serve_responses_total{code="..."}     predict responses by HTTP status
+//   shardflow_serve_http_responses_total{code="..."}  every response by HTTP status: all
+//                                                   routes, unknown paths (404) and the
+//                                                   server's own refusals (400, 413, 503, ...)
 //   shardflow_serve_qps                             predict requests per second, last 10 s
 //   shardflow_serve_request_latency_seconds         histogram (receipt to answer)
 //   shardflow_serve_request_latency_quantile_seconds{quantile="0.5|0.9|0.99"}
@@ -34,11 +37,13 @@ class ServeMetrics {
 
   void RecordRequest() EXCLUDES(mu_);
   void RecordResponse(int code, double seconds) EXCLUDES(mu_);
+  void RecordHttpResponse(int code) EXCLUDES(mu_);
   void RecordBatch(int64_t rows) EXCLUDES(mu_);
   void SetModelVersion(int64_t version, bool reloaded) EXCLUDES(mu_);
   // Quantile q in (0, 1] of the predict latency, seconds (0 before any request).
   double LatencyQuantile(double q) const EXCLUDES(mu_);
   int64_t responses(int code) const EXCLUDES(mu_);
+  int64_t http_responses(int code) const EXCLUDES(mu_);
 
   std::string Render(int64_t queue_depth) const EXCLUDES(mu_);
 
@@ -47,11 +52,14 @@ class ServeMetrics {
  private:
   double QuantileLocked(double q) const REQUIRES(mu_);
   void AdvanceWindowLocked(int64_t second) const REQUIRES(mu_);
+  // The latency histogram and its quantiles, in Prometheus text.
+  void RenderLatencyLocked(std::string* out) const REQUIRES(mu_);
 
   const Clock::time_point start_;
   mutable Mutex mu_;
   int64_t requests_ GUARDED_BY(mu_) = 0;
   std::map<int, int64_t> responses_ GUARDED_BY(mu_);
+  std::map<int, int64_t> http_responses_ GUARDED_BY(mu_);
   std::array<int64_t, kLatencyBuckets + 1> latency_ GUARDED_BY(mu_){};
   double latency_sum_ GUARDED_BY(mu_) = 0;
   std::vector<int64_t> batch_sizes_ GUARDED_BY(mu_);  // [b] batches of b rows (b < 1024)

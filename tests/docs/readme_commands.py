@@ -6,13 +6,19 @@ README line, SKIPPED (with the reason) for the few that cannot run here, and
     readme_commands.py SOURCE_DIR BIN_DIR WORK_DIR -- MPIEXEC ARGS...
 The work folder looks like a checkout after ./run.sh: build/bin, configs/, scripts/ and slurm/
 link to the real ones, data/ holds 2,000 training and 1,000 test images as TFRecord shards
-named as ./run.sh names them. The commands run without the OpenMPI root and oversubscription
-settings of the environment: the README must say them itself.
+named as ./run.sh names them, and runs/fmnist_mlp/ the checkpoint of a 2-step training where
+./run.sh trains the MLP (the serving block serves it). The commands run without the OpenMPI
+root and oversubscription settings of the environment: the README must say them itself. The
+README's serving port 8501 becomes a free port of this machine (another server on 8501 would
+make shardflow-serve exit 2, as it should). A README command that waits (the serving block's
+wait for "listening on") must bound its wait itself: those naming a variable of the shell run
+in it, without this test's 60 s limit.
 """
 import os
 import pathlib
 import re
 import shlex
+import socket
 import subprocess
 import sys
 
@@ -59,6 +65,18 @@ def make_data(work, bin_dir, mpi):
                    f"--output.path=data/fmnist-{split}", f"--output.shards={shards}",
                    "--log.level=warn"],
             cwd=work, check=True, timeout=60)
+    # ./run.sh's model, trained for 2 steps: what the serving block serves.
+    subprocess.run(
+        mpi + ["-np", "1", str(bin_dir / "shardflow-train"), "--config", "configs/fmnist_mlp.ini",
+               "--output", "runs/fmnist_mlp", "--train.max_steps=2", "--eval.files=",
+               "--no-progress", "--log.level=warn"],
+        cwd=work, check=True, timeout=60, stdout=subprocess.DEVNULL)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def main():
@@ -74,7 +92,9 @@ def main():
     script = ["set -euo pipefail"]
     ran = 0
     assigned = set()  # shell variables README commands set (server_pid=$!)
+    port = str(free_port())
     for line, command in commands(src / "README.md"):
+        command = re.sub(r"\b8501\b", port, command)
         reason = next((why for pattern, why in SKIP if re.search(pattern, command)), None)
         shown = shlex.quote(f"README.md:{line}: {command}")
         if reason:

@@ -6,6 +6,13 @@
   serve_client.py drain PORT WORK PID  queue full -> 503; SIGTERM answers the queued request
   serve_client.py reconstruct PORT WORK  an autoencoder's errors vs shardflow-predict
   serve_client.py ports BASE WORK N    N ranks answer on BASE..BASE+N-1
+  serve_client.py keepalive PORT WORK  more keep-alive clients than serve.http_threads (4):
+                                       idle ones hold no thread, every request answered 200 or
+                                       503 at once; framing (bad Content-Length, form-encoded
+                                       bodies over 8 KiB, 413 naming the size); 404 in /metrics;
+                                       a reload of a checkpoint of another model: 400
+  serve_client.py drain_keepalive PORT WORK PID  SIGTERM while keep-alive clients have requests
+                                       in flight: every request sent gets a response
 """
 import base64
 import gzip
@@ -17,7 +24,10 @@ import signal
 import struct
 import sys
 import threading
+import socket
 import time
+import urllib.error
+import urllib.request
 import zlib
 
 MODEL = "/v1/models/default"
@@ -174,6 +184,7 @@ def check_api(port, work):
     for line in ('shardflow_serve_responses_total{code="200"}',
                  'shardflow_serve_responses_total{code="400"} 11',
                  'shardflow_serve_responses_total{code="413"} 1',
+                 'shardflow_serve_http_responses_total{code="404"} 4',
                  'shardflow_serve_request_latency_quantile_seconds{quantile="0.99"}',
                  "shardflow_serve_batch_size_count", "shardflow_serve_queue_depth 0",
                  "shardflow_serve_model_version 4"):
@@ -317,6 +328,208 @@ def check_ports(base, n):
                 fail(f"rank {rank}: nothing answers on port {base + rank}")
             time.sleep(0.1)
 
+class _SharedFile:
+    """One buffered reader shared by successive responses of a connection (pipelining)."""
+    def __init__(self, f):
+        self.f = f
+
+    def makefile(self, mode):
+        return self
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def close(self):
+        pass
+
+
+def read_responses(sock, n):
+    """The next n responses on a raw socket: (status, headers, body text)."""
+    shared = _SharedFile(sock.makefile("rb"))
+    out = []
+    for _ in range(n):
+        r = http.client.HTTPResponse(shared)
+        r.begin()
+        out.append((r.status, dict(r.getheaders()), r.read().decode()))
+    return out
+
+
+def predict_request(body):
+    return (f"POST {MODEL}:predict HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n{body}").encode()
+
+
+def check_keepalive_load(port):
+    """Idle keep-alive connections hold no thread; more busy clients than threads: 200 or 503."""
+    idle = [Client(port) for _ in range(8)]  # twice serve.http_threads (4)
+    for c in idle:
+        if c.call("GET", MODEL)[0] != 200:
+            fail("an idle client's first request failed")
+    t0 = time.time()
+    c = Client(port)
+    c.conn.timeout = 5
+    s, _, _ = c.call("GET", MODEL)
+    took = time.time() - t0
+    if s != 200 or took > 1.0:
+        fail(f"a new client behind 8 idle keep-alive connections: {s} after {took:.2f} s")
+    req = json.dumps({"instances": [[7] * 784]})
+    results = []
+    lock = threading.Lock()
+
+    def worker():
+        cl = Client(port)
+        cl.conn.timeout = 10
+        for _ in range(5):
+            t = time.time()
+            try:
+                st, h, body = cl.call("POST", MODEL + ":predict", req)
+                row = (st, h.get("Retry-After"), time.time() - t, body[:100])
+            except OSError as e:
+                row = ("no answer", repr(e), time.time() - t, b"")
+            with lock:
+                results.append(row)
+
+    threads = [threading.Thread(target=worker) for _ in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    bad = [r for r in results if r[0] not in (200, 503) or (r[0] == 503 and r[1] != "1")
+           or r[2] > 5]
+    ok = sum(1 for r in results if r[0] == 200)
+    slowest = max(r[2] for r in results)
+    print(f"keepalive: 12 clients x 5 requests on 4 HTTP threads: {ok} answered 200, "
+          f"{len(results) - ok} 503, slowest {slowest:.2f} s")
+    if len(results) != 60 or bad or ok == 0:
+        fail(f"keep-alive load: {len(results)} of 60 answered; bad: {bad[:3]}")
+    for c in idle:  # still open and served
+        if c.call("GET", MODEL)[0] != 200:
+            fail("an idle keep-alive connection was not served after the load")
+
+
+def check_framing(port):
+    """A bad Content-Length, a form-encoded body over 8 KiB, a body over serve.max_body_bytes."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(f"POST {MODEL}:predict HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\n"
+                 "{}".encode())
+    [(s, h, body)] = read_responses(sock, 1)
+    err = json.loads(body).get("error", "")
+    if s != 400 or 'bad Content-Length header "abc"' not in err or h.get("Connection") != "close":
+        fail(f"Content-Length: abc: {s} {h} {body!r}")
+    sock.close()
+    url = f"http://127.0.0.1:{port}{MODEL}:predict"
+    big = json.dumps({"instances": [list(i) for i in images(3)]})
+    if len(big) <= 8192:
+        fail(f"the form-encoded body is {len(big)} bytes, not over 8 KiB")
+    # What urllib (and curl -d) send by default.
+    r = urllib.request.Request(
+        url, data=big.encode(), headers={"Content-Type": "application/x-www-form-urlencoded"})
+    with urllib.request.urlopen(r, timeout=10) as resp:
+        if resp.status != 200 or len(json.loads(resp.read())["predictions"]) != 3:
+            fail(f"form-encoded body of {len(big)} bytes: {resp.status}")
+    huge = '{"instances": [' + "0," * 150000 + "0]}"
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, data=huge.encode()), timeout=10)
+        fail("a body over serve.max_body_bytes was accepted")
+    except urllib.error.HTTPError as e:
+        want = (f"request body of {len(huge)} bytes (Content-Length) exceeds "
+                "serve.max_body_bytes (200000 bytes)")
+        err = json.loads(e.read()).get("error", "")
+        if e.code != 413 or want not in err:
+            fail(f"oversized body: {e.code} {err!r}, expected 413 with {want!r}")
+    print(f"framing: bad Content-Length 400, form-encoded {len(big)} bytes 200, "
+          f"{len(huge)} bytes 413")
+
+
+def check_keepalive(port, work):
+    check_keepalive_load(port)
+    check_framing(port)
+    c = Client(port)
+    if c.call("GET", "/nowhere")[0] != 404:
+        fail("GET /nowhere is not 404")
+    text = c.call("GET", "/metrics")[2].decode()
+    for line in ('shardflow_serve_http_responses_total{code="404"} 1\n',
+                 'shardflow_serve_http_responses_total{code="400"} 1\n',
+                 'shardflow_serve_http_responses_total{code="413"} 1\n'):
+        if line not in text:
+            fail(f"/metrics lacks {line!r}")
+    # A checkpoint of another model in the served directory: the reload is the client's error.
+    ckdir = f"{work}/ka/checkpoints"
+    other = sorted(os.listdir(f"{work}/other/checkpoints"))[-1]
+    shutil.copy(f"{work}/other/checkpoints/{other}", f"{ckdir}/ckpt-000000099.h5")
+    s, _, body = c.call("POST", MODEL + ":reload")
+    err = json.loads(body).get("error", "")
+    os.remove(f"{ckdir}/ckpt-000000099.h5")
+    if s != 400 or "reload failed, still serving version 4: invalid argument:" not in err:
+        fail(f"reload of another model's checkpoint: {s} {err!r}, expected 400")
+    s, _, body = c.call("GET", MODEL)
+    if json.loads(body)["model_version_status"][0]["version"] != "4":
+        fail(f"after a failed reload: {body!r}")
+    print(f"reload of another model's checkpoint: 400 {err[:120]}...")
+
+
+def check_drain_keepalive(port, work, pid):
+    """SIGTERM while 2 pipelined requests and 10 keep-alive clients (4 HTTP threads) are in
+    flight: every request sent gets a response (200, or 503 at once when no thread was free;
+    the second pipelined one is read during the drain); idle connections are closed."""
+    idle = [Client(port) for _ in range(3)]
+    for c in idle:
+        if c.call("GET", MODEL)[0] != 200:
+            fail("an idle client's first request failed")
+    body = json.dumps({"instances": [[5] * 784]})
+    results = {}
+    sent = [threading.Event() for _ in range(10)]
+
+    def worker(i):
+        cl = Client(port)
+        cl.conn.timeout = 15
+        try:
+            cl.conn.request("POST", MODEL + ":predict", body=body,
+                            headers={"Content-Type": "application/json"})
+            sent[i].set()
+            r = cl.conn.getresponse()
+            results[i] = (r.status, r.getheader("Retry-After"), r.getheader("Connection"),
+                          r.read()[:100], time.time())
+        except OSError as e:
+            results[i] = ("no answer", repr(e), None, b"", time.time())
+            sent[i].set()
+
+    # Two pipelined requests in one write: the first takes a thread, the second stays in the
+    # connection's buffer until the first is answered, after SIGTERM.
+    raw = socket.create_connection(("127.0.0.1", port), timeout=15)
+    raw.sendall(predict_request(body) * 2)
+    time.sleep(0.2)
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(10)]
+    for t in threads:
+        t.start()
+    for e in sent:
+        e.wait(10)
+    time.sleep(0.3)  # the first four wait in the model queue (3 s batch timeout)
+    t0 = time.time()
+    os.kill(pid, signal.SIGTERM)
+    for t in threads:
+        t.join(20)
+    pipelined = read_responses(raw, 2)
+    answered = [r for r in results.values() if r[0] in (200, 503)]
+    late = [r for r in answered if r[0] == 200 and r[4] - t0 > 2.5]
+    statuses = sorted(r[0] for r in answered) + [p[0] for p in pipelined]
+    print(f"drain with keep-alive clients: statuses {statuses}")
+    if len(answered) != 10 or late:
+        fail(f"after SIGTERM: {len(answered)} of 10 answered, late: {late[:2]}, "
+             f"not answered: {[r for r in results.values() if r[0] not in (200, 503)][:3]}")
+    if [r for r in answered if r[0] == 503 and r[1] != "1"]:
+        fail("a 503 without Retry-After: 1")
+    if sum(1 for r in answered if r[0] == 200) < 4 or [r for r in answered
+                                                       if r[0] == 200 and r[2] != "close"]:
+        fail(f"the requests held at SIGTERM: {answered}")
+    if ([p[0] for p in pipelined] != [200, 200] or
+            [p[1].get("Connection") for p in pipelined] != ["keep-alive", "close"]):
+        fail(f"pipelined requests: {pipelined}")
+    for c in idle:
+        c.conn.sock.settimeout(5)
+        if c.conn.sock.recv(1) != b"":
+            fail("an idle keep-alive connection was not closed by the drain")
+
 
 def main():
     mode, port, work = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -330,6 +543,10 @@ def main():
         check_reconstruct(port, work)
     elif mode == "ports":
         check_ports(port, int(sys.argv[4]))
+    elif mode == "keepalive":
+        check_keepalive(port, work)
+    elif mode == "drain_keepalive":
+        check_drain_keepalive(port, work, int(sys.argv[4]))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,17 @@
 #   mpi:     mpirun -np 2 serves on ports P and P+1;
 #   device:  the api checks on the simulated CUDA device against shardflow-predict's
 #            predictions there; two replicas on a device are refused naming serve.num_replicas.
-#   serve_e2e.sh MODE BIN_DIR SCRATCH -- MPIEXEC [ARGS...]     (MODE: all)
+# Mode http (the connections, with serve.http_threads = 4):
+#   port:      a second server on a taken port exits 2 naming the port and the first server's
+#              pid, and the first still answers every request;
+#   keepalive: idle keep-alive connections hold no thread; 12 keep-alive clients x 5 requests:
+#              each answered 200 or 503 + Retry-After within 5 s; a bad Content-Length 400; a
+#              form-encoded body over 8 KiB 200; a body over serve.max_body_bytes 413 naming
+#              its size; 404s in /metrics; a reload of another model's checkpoint 400;
+#   drain:     SIGTERM while 10 keep-alive clients and 2 pipelined requests are in flight:
+#              every request sent is answered (200, or 503 at once when no thread was free),
+#              idle connections are closed, exit 0.
+#   serve_e2e.sh MODE BIN_DIR SCRATCH -- MPIEXEC [ARGS...]     (MODE: all | http)
 set -euo pipefail
 mode=$1 bin=$2 work=$3
 shift 4
@@ -37,10 +47,6 @@ train() {  # train OUTPUT STEPS (300 records: 5 steps an epoch)
     --train.threads=1 --output "$1" --no-progress >"$1.log" 2>&1 || fail "train $1 failed"
 }
 train "$work/run" 4
-train "$work/run8" 8
-"${mpi[@]}" -np 1 "$bin/shardflow-predict" --config "$cfg" --checkpoint "$work/run/checkpoints" \
-  --input "$work/data/fm-*.tfrecord" --output "$work/offline.h5" --train.threads=1 \
-  >"$work/predict.log" 2>&1 || fail "predict failed"
 
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; }
@@ -62,6 +68,48 @@ start_server() {
 }
 
 client() { timeout 60 "$py" "$src/tests/serve/serve_client.py" "$@"; }
+
+if [ "$mode" = http ]; then
+  # Another model's checkpoint (a hidden layer of 16), for the reload that must fail.
+  "${mpi[@]}" -np 1 "$bin/shardflow-train" --config "$cfg" --data.files="$work/data/fm-*.tfrecord" \
+    --eval.files= --train.epochs=1 --train.max_steps=1 --train.threads=1 \
+    --model.spec="flatten, dense:16, relu, dense:10" --output "$work/other" --no-progress \
+    >"$work/other.log" 2>&1 || fail "train other failed"
+  mkdir -p "$work/ka/checkpoints"
+  cp "$work/run/checkpoints/"*.h5 "$work/ka/checkpoints/"
+  http=(--serve.http_threads=4 --serve.max_batch_size=8 --serve.batch_timeout_us=2000)
+  start_server ka --checkpoint "$work/ka/checkpoints" "${http[@]}" --serve.watch_seconds=0 \
+    --serve.max_body_bytes=200000
+  grep -q "^http: 4 threads (serve.http_threads), 4 more requests may wait for one (then 503), idle connections closed after 60 s (serve.idle_timeout_seconds)$" \
+    "$work/ka.log" || fail "no http line with the threads and the idle timeout"
+  # A second server on the taken port: exit 2, one line naming the port and the holder.
+  status=0
+  timeout 30 "$bin/shardflow-serve" --config "$cfg" --port "$port" --train.threads=1 \
+    --checkpoint "$work/ka/checkpoints" >"$work/taken.log" 2>&1 || status=$?
+  [ "$status" = 2 ] || fail "a second server on taken port $port: exit $status, expected 2"
+  grep -q "^\[rank 0\] error: invalid argument: port $port on 127.0.0.1 is in use, held by pid $pid (shardflow-serve) \[key=--port\]" \
+    "$work/taken.log" || fail "the second server's error does not name port $port and pid $pid"
+  [ "$(grep -c . "$work/taken.log")" = 1 ] || fail "the second server printed more than one line"
+  client keepalive "$port" "$work" || fail "keep-alive checks failed"
+  kill -TERM "$pid"
+  wait "$pid" || fail "ka server exited $? after SIGTERM"
+
+  start_server drainka --checkpoint "$work/run/checkpoints" --serve.http_threads=4 \
+    --serve.max_batch_size=64 --serve.batch_timeout_us=3000000
+  client drain_keepalive "$port" "$work" "$pid" || fail "drain with keep-alive clients failed"
+  status=0
+  wait "$pid" || status=$?
+  [ "$status" = 0 ] || fail "SIGTERM with keep-alive clients: exit status $status, expected 0"
+  grep -q "^stopped on SIGTERM: [0-9]* requests answered 200, queue drained$" \
+    "$work/drainka.log" || fail "no drain line"
+  echo "serve_e2e.sh $mode: ok"
+  exit 0
+fi
+
+train "$work/run8" 8
+"${mpi[@]}" -np 1 "$bin/shardflow-predict" --config "$cfg" --checkpoint "$work/run/checkpoints" \
+  --input "$work/data/fm-*.tfrecord" --output "$work/offline.h5" --train.threads=1 \
+  >"$work/predict.log" 2>&1 || fail "predict failed"
 
 # The same API served from the simulated CUDA device (SHARDFLOW_SIMULATE_CUDA=1, --train.device
 # = cuda): its predictions equal shardflow-predict's on that device; two replicas are refused.

@@ -1,5 +1,6 @@
 // ServeMetrics: latency quantiles from the histogram (a bucket's upper bound, within 19% above
-// the value), responses by code, batch sizes, and the Prometheus text.
+// the value), responses by code (predict, and every HTTP response), batch sizes, and the
+// Prometheus text.
 #include "apps/serve/serve_metrics.hpp"
 
 #include <gtest/gtest.h>
@@ -48,6 +49,18 @@ TEST(ServeMetrics, RendersPrometheusText) {
   }
   EXPECT_EQ(m.responses(200), 1);
   EXPECT_EQ(m.responses(503), 0);
+}
+
+TEST(ServeMetrics, CountsEveryHttpResponseByCode) {
+  ServeMetrics m;
+  m.RecordHttpResponse(404);
+  m.RecordHttpResponse(404);
+  m.RecordHttpResponse(200);
+  const std::string text = m.Render(0);
+  EXPECT_NE(text.find("shardflow_serve_http_responses_total{code=\"404\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("shardflow_serve_http_responses_total{code=\"200\"} 1\n"), std::string::npos);
+  EXPECT_EQ(m.http_responses(404), 2);
+  EXPECT_EQ(m.responses(404), 0);  // not a predict response
 }
 
 }  // namespace
