@@ -122,6 +122,11 @@ AppSpec& AppSpec::RequireConfig(bool required) {
   return *this;
 }
 
+AppSpec& AppSpec::HelpKeys(std::vector<std::string> prefixes) {
+  help_keys_ = std::move(prefixes);
+  return *this;
+}
+
 const AppSpec::FlagSpec* AppSpec::FindFlag(const std::string& name) const {
   for (const FlagSpec& flag : flags_) {
     if (flag.name == name) return &flag;
@@ -258,7 +263,19 @@ std::string CommandLineHelp(const ConfigSchema& schema, const AppSpec& app) {
   for (const auto& [name, description] : rows) {
     out << "  " << name << std::string(width + 2 - name.size(), ' ') << description << "\n";
   }
-  out << "\nconfig keys (\"key = default  description [type]\"):\n" << schema.HelpText();
+  if (app.help_keys_.empty()) {
+    out << "\nconfig keys (\"key = default  description [type]\"):\n" << schema.HelpText();
+  } else {
+    out << "\nconfig keys " << app.program_
+        << " reads (\"key = default  description [type]\"); the config's other keys (a "
+           "training config's) are accepted and not used:\n"
+        << schema.HelpText([&](const std::string& key) {
+             for (const std::string& p : app.help_keys_) {
+               if (p.back() == '.' ? key.rfind(p, 0) == 0 : key == p) return true;
+             }
+             return false;
+           });
+  }
   out << "\n" << env::Help();
   return out.str();
 }
@@ -279,9 +296,11 @@ CommandLine ParseCommandLine(int argc, const char* const* argv, ConfigSchema& sc
   return command_line;
 }
 
-void PrintResolvedTable(const ConfigSchema& schema) {
+void PrintResolvedTable(const ConfigSchema& schema, std::string_view all_keys_in) {
   // The table is information: --log.level=warn (or error) hides it; resolved.ini keeps it.
-  if (IsRankZero() && LogEnabled(LogLevel::kInfo)) WriteStderrLines(schema.ResolvedTable());
+  if (IsRankZero() && LogEnabled(LogLevel::kInfo)) {
+    WriteStderrLines(schema.ResolvedTable(all_keys_in));
+  }
 }
 
 }  // namespace shardflow

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/config.hpp"
@@ -66,6 +67,10 @@ class AppSpec {
   AppSpec& PrintResolved(bool print);
   // Whether --config is required. Default false.
   AppSpec& RequireConfig(bool required);
+  // The config keys the help lists: a section ("model.", ending in a dot) or a whole key
+  // ("train.device"); the help says the others are accepted and not used (a program that reads a config
+  // another program also reads). Default: every key.
+  AppSpec& HelpKeys(std::vector<std::string> prefixes);
 
   const std::string& program() const { return program_; }
   bool print_resolved() const { return print_resolved_; }
@@ -94,6 +99,7 @@ class AppSpec {
   size_t positional_min_ = 0;
   bool print_resolved_ = true;
   bool require_config_ = false;
+  std::vector<std::string> help_keys_;
 };
 
 // The config-related part of a command line.
@@ -128,6 +134,8 @@ CommandLine ParseCommandLine(int argc, const char* const* argv, ConfigSchema& sc
 // stdout, followed at once by an error on stderr, it reached shared logs spliced mid-row, since
 // mpirun forwards the two streams in chunks of its own (issue 24, item 3); in one stream the
 // error can only come after the table's last line. Rank 0, log level info or below.
-void PrintResolvedTable(const ConfigSchema& schema);
+// `all_keys_in`: where every key is written (ConfigSchema::ResolvedTable).
+void PrintResolvedTable(const ConfigSchema& schema,
+                        std::string_view all_keys_in = "resolved.ini has every key");
 
 }  // namespace shardflow

@@ -384,17 +384,22 @@ void ConfigSchema::ParseString(std::string_view text, const std::string& name,
   for (const auto& hook : hooks_) hook();
 }
 
-std::string ConfigSchema::HelpText() const {
+std::string ConfigSchema::HelpText(
+    const std::function<bool(const std::string& full_key)>& shown) const {
   size_t width = 0;
   for (const Option* option : OrderedOptions()) {
     width = std::max(width, option->key.size() + 3 + option->default_text.size());
   }
   width = std::min<size_t>(width, 40) + 4;
   std::ostringstream out;
+  const auto listed = [&](const Option* option) {
+    return !option->disowned && (!shown || shown(option->FullKey()));
+  };
   for (const Section& s : sections_) {
-    if (s.options.empty()) continue;
+    if (std::none_of(s.options.begin(), s.options.end(), listed)) continue;
     out << "\n[" << s.name << "]" << (s.description.empty() ? "" : "  " + s.description) << "\n";
     for (const Option* option : s.options) {
+      if (!listed(option)) continue;
       std::string requirements = option->type_name;
       for (const auto& check : option->checks) requirements += ", " + check.second;
       const std::string head = "  " + option->key + " = " + option->default_text;
@@ -414,7 +419,12 @@ void ConfigSchema::ActsWhen(std::string_view full_key, std::function<bool()> act
   option->acts = std::move(acts);
 }
 
-std::string ConfigSchema::ResolvedTable() const {
+void ConfigSchema::Disown(std::string_view full_key) {
+  ActsWhen(full_key, [] { return false; });
+  Find(full_key)->disowned = true;
+}
+
+std::string ConfigSchema::ResolvedTable(std::string_view all_keys_in) const {
   constexpr size_t kValueWidth = 60;
   size_t key_width = 3;
   size_t value_width = 5;
@@ -440,8 +450,8 @@ std::string ConfigSchema::ResolvedTable() const {
         << option->source.ToString() << "\n";
   }
   if (left_out > 0) {
-    out << "  (" << left_out << " keys with no effect on this run left out; resolved.ini has "
-        << "every key)\n";
+    out << "  (" << left_out << " keys with no effect on this run left out; " << all_keys_in
+        << ")\n";
   }
   return out.str();
 }

@@ -74,6 +74,9 @@ struct Option {
   // Whether the key has any effect on this run (e.g. a CSV key when the format is tfrecord does
   // not); unset: it does. Only ResolvedTable looks at it.
   std::function<bool()> acts;
+  // Set by Disown: the key never acts in this program (it sets the value itself); HelpText
+  // leaves it out.
+  bool disowned = false;
   std::string FullKey() const { return section + "." + key; }
 };
 
@@ -202,13 +205,20 @@ class ConfigSchema {
   std::string Suggest(std::string_view full_key) const;
 
   // Every key by section: "  key = default   description [type, checks]".
-  std::string HelpText() const;
+  // `shown`: which keys (section.key) to list; every one when empty. A section without a
+  // shown key is left out.
+  std::string HelpText(const std::function<bool(const std::string& full_key)>& shown = {}) const;
   // Marks a key as acting only while `acts` returns true (called after Parse, when the values
   // it looks at are set). Throws Error(kNotFound) for an unknown key.
   void ActsWhen(std::string_view full_key, std::function<bool()> acts);
+  // Marks a key as never acting in this program (it sets the value itself, e.g. [eval]'s
+  // shuffle_buffer in shardflow-train): left out of HelpText and of the resolved table. The
+  // program refuses a value given for it. Throws Error(kNotFound) for an unknown key.
+  void Disown(std::string_view full_key);
   // "key  value  source" for every key that acts for this run (ActsWhen), aligned; long values
-  // are shortened; a last line counts the keys left out (ResolvedIni has them all).
-  std::string ResolvedTable() const;
+  // are shortened; a last line counts the keys left out and says where every key is written
+  // (`all_keys_in`, e.g. "resolved.ini has every key").
+  std::string ResolvedTable(std::string_view all_keys_in = "resolved.ini has every key") const;
   // INI text with every key, its description as a comment, that re-parses to the same values.
   std::string ResolvedIni() const;
   // Writes ResolvedIni() to `path`. Throws Error(kIo) naming the file.

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 #include "core/environment.hpp"
 #include "core/error.hpp"
@@ -104,6 +106,13 @@ LogLine::~LogLine() {
     if (n <= 0) break;  // nowhere to report a failure to log
     done += static_cast<size_t>(n);
   }
+}
+
+bool FirstTimeInProcess(const std::string& key) {
+  static std::mutex mutex;
+  static std::set<std::string> seen;
+  const std::lock_guard<std::mutex> lock(mutex);
+  return seen.insert(key).second;
 }
 
 }  // namespace shardflow

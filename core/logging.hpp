@@ -32,6 +32,10 @@ LogLevel GetLogLevel();
 bool LogEnabled(LogLevel level);
 
 // The rank printed in the prefix (-1: none). MpiEnvironment sets it.
+// Whether this process has not seen `key` before (a log line said once per process, e.g. a
+// pipeline rebuilt every epoch alike). Thread-safe.
+bool FirstTimeInProcess(const std::string& key);
+
 void SetLogRank(int rank);
 int GetLogRank();
 

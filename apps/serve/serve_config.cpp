@@ -57,12 +57,14 @@ void AddServeFlags(AppSpec& app, ServeAppConfig* c) {
   app.Flag("checkpoint", &c->checkpoint, "CKPT",
            "a checkpoint file, or a directory whose newest intact checkpoint is served (and "
            "watched for newer ones)")
-      .Flag("host", &c->host, "ADDR", "address to listen on (default 127.0.0.1)")
+      .Flag("host", &c->host, "ADDR", "address to listen on")
       .Flag("port", &c->port, "P",
-            "port of rank 0 (rank r: P + r; default 8501); 0: any free port; a port in use is "
-            "an error at start (exit 2) naming the process that holds it")
-      .Flag("model_name", &c->model_name, "NAME",
-            "the model's name in /v1/models/NAME (default \"default\")");
+            "port of rank 0 (rank r: P + r); 0: any free port; a port in use is an error at "
+            "start (exit 2) naming the process that holds it")
+      .Flag("model_name", &c->model_name, "NAME", "the model's name in /v1/models/NAME");
+  // The file that trains also serves: the keys serving reads are listed, the rest accepted.
+  app.HelpKeys({"model.", "serve.", "data.features", "train.device", "train.threads", "train.tf32",
+                "log.level", "log.file"});
 }
 
 int CheckServeFlags(const ServeAppConfig& c) {

@@ -93,7 +93,9 @@ int main(int argc, char** argv) {
               options.tuning.threads, options.tuning.bound_cores, "train.threads");
           if (!w.empty()) SF_LOG(Warn) << w;
         }
-        PrintResolvedTable(schema);
+        // --check writes nothing: say where a run would write every key.
+        PrintResolvedTable(schema, check ? "a run writes every key to OUTPUT/resolved.ini"
+                                         : "resolved.ini has every key");
         if (env.is_chief()) std::printf("%s\n", train::DerivedValues(config, options).c_str());
       },
       [&](MpiEnvironment& env) {

@@ -288,9 +288,7 @@ std::string DerivedValues(const apps::ExperimentConfig& c, const TrainerOptions&
 }
 
 void DisownTrainerSetKeys(ConfigSchema& schema) {
-  for (const auto& [key, instead] : TrainerSetKeys()) {
-    schema.ActsWhen(key, [] { return false; });
-  }
+  for (const auto& [key, instead] : TrainerSetKeys()) schema.Disown(key);
 }
 
 void RefuseTrainerSetKeys(const ConfigSchema& schema) {

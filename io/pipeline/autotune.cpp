@@ -12,17 +12,6 @@
 #include "io/pipeline/parallel_map.hpp"
 
 namespace shardflow::pipeline {
-namespace {
-
-// Whether this process has not logged `change` ("map: 1 -> 2 workers") before.
-bool FirstTimeInProcess(const std::string& change) {
-  static std::mutex mutex;
-  static std::set<std::string> logged;
-  const std::lock_guard<std::mutex> lock(mutex);
-  return logged.insert(change).second;
-}
-
-}  // namespace
 
 int DefaultCpuBudget() {
   cpu_set_t set;

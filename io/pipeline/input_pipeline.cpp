@@ -243,7 +243,10 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
   BuiltPipeline built = BuildPipeline(
       data, WithLabelMap(MakeSourceFactory(SourceOptionsFor(spec)), data.format, spec.format, rank),
       std::move(decode), rank, world);
-  SF_LOG0(Info) << "[" << spec.section << "] " << built.description;
+  // Once per section: evaluation rebuilds its pipeline every epoch, alike.
+  if (FirstTimeInProcess("pipeline [" + spec.section + "] " + built.description)) {
+    SF_LOG0(Info) << "[" << spec.section << "] " << built.description;
+  }
   return built.dataset;
 }
 
