@@ -185,16 +185,24 @@ void Watchdog::ReportStall(uint64_t collective, int64_t running_ns) {
     (a[0] < 0 ? no_answer : a[2] != 0 ? busy : not_joined).push_back(r);
   }
   if (not_joined.empty() && no_answer.empty() && !busy.empty()) return;  // a checkpoint, known
+  // Only the lists that hold a rank; with none, every peer has joined and this rank waits on
+  // the transfer itself.
+  std::string who;
+  const auto add = [&who](const char* what, const std::vector<int>& ranks) {
+    if (!ranks.empty()) who += std::string("; ") + what + ": " + RankList(ranks);
+  };
+  add("ranks that had not joined it", not_joined);
+  add("busy (checkpoint or evaluation)", busy);
+  add("no answer", no_answer);
+  if (who.empty()) who = "; every rank has joined it (the transfer itself is slow)";
   std::fprintf(stderr,
                "[rank %d] stall inspector: collective #%llu %s of %zu bytes has run %.2f s "
-               "(the stall threshold is %.2f s, the watchdog ends the job at %.0f s); ranks that "
-               "had not joined it: %s; busy (checkpoint or evaluation): %s; no answer: %s\n",
+               "(the stall threshold is %.2f s, the watchdog ends the job at %.0f s)%s\n",
                rank_, static_cast<unsigned long long>(collective),
                op_.load(std::memory_order_relaxed), bytes_.load(std::memory_order_relaxed),
                static_cast<double>(running_ns) * 1e-9,
                static_cast<double>(g_stall_ns.load(std::memory_order_relaxed)) * 1e-9,
-               options_.timeout_seconds, RankList(not_joined).c_str(), RankList(busy).c_str(),
-               RankList(no_answer).c_str());
+               options_.timeout_seconds, who.c_str());
 }
 
 void Watchdog::ReportTimeout(uint64_t collective) {

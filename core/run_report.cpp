@@ -181,9 +181,12 @@ std::string FormatReport(const RunSummary& s) {
   std::ostringstream out;
   char line[256];
   out << "== shardflow run report\n";
-  std::snprintf(line, sizeof(line),
-                "ranks %d, batch %lld per rank (%lld global), %lld epochs, %lld steps\n", s.ranks,
-                static_cast<long long>(s.per_rank_batch), static_cast<long long>(s.global_batch),
+  // "(N global)" only where it says something: one data replica's batch is the global one.
+  const std::string global = s.global_batch == s.per_rank_batch
+                                 ? std::string()
+                                 : " (" + std::to_string(s.global_batch) + " global)";
+  std::snprintf(line, sizeof(line), "ranks %d, batch %lld per rank%s, %lld epochs, %lld steps\n",
+                s.ranks, static_cast<long long>(s.per_rank_batch), global.c_str(),
                 static_cast<long long>(s.epochs), static_cast<long long>(s.steps));
   out << line;
   if (s.skipped_steps > 0) {

@@ -167,6 +167,8 @@ stall)
     { cat a.log; fail "no input stall line for rank 1 at step 30"; }
   grep -q "^\[rank 0\] stall inspector: collective #[0-9]* .* has run [0-9.]* s (the stall threshold is 0\.50 s, the watchdog ends the job at 300 s); ranks that had not joined it: \[1\]" a.log ||
     { cat a.log; fail "no collective stall line naming rank 1"; }
+  ! grep "stall inspector: collective" a.log | grep -q ": \[\]" ||
+    { grep "stall inspector" a.log; fail "the collective stall line lists empty rank lists"; }
   [ "$(grep -c "stall inspector: rank" a.log)" -eq 1 ] || { cat a.log; fail "more than one input stall line"; }
   ;;
 *) fail "unknown mode" ;;
