@@ -50,6 +50,7 @@ cmake --build "$build" -j "$jobs" --target "${targets[@]}" ||
 declare -A filters=(
   [io_unit_tests]='*'
   [comm_unit_tests]='GradientReducerThreads.*:WatchdogThreads.*'
+  # (the thread build compiles only these suites' files: tests/CMakeLists.txt names them)
   [core_unit_tests]='ThreadAnnotations.*:Trace*:PoolTest.*:ConvChunk.ThreadsDoNotChangeResults'
   [serve_unit_tests]='BatchQueueThreads.*:ModelPoolThreads.*:ConnectionPollerThreads.*:WorkerPoolThreads.*'
   [apps_thread_tests]='*'
@@ -62,6 +63,12 @@ for t in "${targets[@]}"; do
   log=$build/$t.tsan.log
   if "$build/bin/$t" --gtest_filter="${filters[$t]}" >"$log" 2>&1; then
     grep -E '^\[==========\] .* ran|^\[  (PASSED|SKIPPED) ' "$log"
+    # A filter that matches nothing passes silently: that is a failure here (a renamed suite,
+    # or a file left out of the thread build by tests/CMakeLists.txt).
+    if grep -q '^\[==========\] 0 tests from' "$log"; then
+      echo "$t: the filter '${filters[$t]}' matched no test"
+      failed+=("$t")
+    fi
   else
     tail -n 80 "$log"
     failed+=("$t")

@@ -70,7 +70,7 @@ TEST(CsvSkipLines, HeaderLinesIsRefusedWhereItHasNoEffect) {
         << e.what();
     EXPECT_NE(std::string(e.what()).find("csv_skip_lines"), std::string::npos) << e.what();
   }
-  o.json_schema = {"x:float32"};
+  o.json_schema = "x:float32";
   EXPECT_NO_THROW(CheckFormatOptions("jsonl", o, "data"));
 }
 
