@@ -68,8 +68,8 @@ class AppSpec {
   // Whether --config is required. Default false.
   AppSpec& RequireConfig(bool required);
   // The config keys the help lists: a section ("model.", ending in a dot) or a whole key
-  // ("train.device"); the help says the others are accepted and not used (a program that reads a config
-  // another program also reads). Default: every key.
+  // ("train.device"); the help says the others are accepted and not used (a program that reads a
+  // config another program also reads). Default: every key.
   AppSpec& HelpKeys(std::vector<std::string> prefixes);
 
   const std::string& program() const { return program_; }
