@@ -11,7 +11,7 @@
 #include "apps/convert/shard_plan.hpp"
 
 namespace shardflow::convert {
-namespace {
+namespace convert_logic_test {
 
 // Every record in exactly one shard, shards contiguous and in order, every shard on exactly one
 // rank, a rank's records the union of its shards: for awkward sizes and 1..5 ranks.
@@ -132,5 +132,5 @@ TEST(ChannelStatsTest, NormalizationRules) {
   EXPECT_FALSE(MakeNormalization("none", s, false).enabled());
 }
 
-}  // namespace
+}  // namespace convert_logic_test
 }  // namespace shardflow::convert

@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 
 namespace shardflow::apps {
-namespace {
+namespace device_choice_test {
 
 // Whether `text` holds `part`, printing both when it does not.
 ::testing::AssertionResult Has(const std::string& text, const std::string& part) {
@@ -190,5 +190,5 @@ TEST(DeviceChoiceTest, VisibleDevicesText) {
   EXPECT_EQ(VisibleDevicesText("0,1"), "0,1");
 }
 
-}  // namespace
+}  // namespace device_choice_test
 }  // namespace shardflow::apps

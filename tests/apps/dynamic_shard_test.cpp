@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 
 namespace shardflow::train {
-namespace {
+namespace dynamic_shard_test {
 
 TEST(ClaimPlanTest, CountsBatchesAndNominalSteps) {
   const ClaimPlan p = ClaimPlan::Make(250, 8, 3);  // 32 batches, the last of 2 records
@@ -61,5 +61,5 @@ TEST(ClaimPlanTest, StateRoundTripsAndDamageIsNamed) {
   EXPECT_THROW(DecodeDynamicState("dynamic 12 x", &fence, &records, &batch), Error);
 }
 
-}  // namespace
+}  // namespace dynamic_shard_test
 }  // namespace shardflow::train

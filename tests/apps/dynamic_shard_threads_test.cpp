@@ -19,7 +19,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::train {
-namespace {
+namespace dynamic_shard_threads_test {
 
 constexpr int64_t kRecords = 45;  // 8 records a batch: 6 batches an epoch, the last of 5
 
@@ -180,5 +180,5 @@ TEST_F(DynamicShardThreads, StopLowersTheFenceForBoth) {
   EXPECT_EQ(records, 2 * fence[0].load());
 }
 
-}  // namespace
+}  // namespace dynamic_shard_threads_test
 }  // namespace shardflow::train

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace shardflow::apps {
-namespace {
+namespace model_batch_test {
 
 pipeline::Element BatchOf(Tensor input) {
   pipeline::Element e;
@@ -39,5 +39,5 @@ TEST(ModelBatchTest, Uint8InputsAreScaled) {
   EXPECT_FLOAT_EQ(out.x.data<float>()[1], 0.2f);
 }
 
-}  // namespace
+}  // namespace model_batch_test
 }  // namespace shardflow::apps

@@ -12,7 +12,7 @@
 #include "core/error.hpp"
 
 namespace shardflow::apps {
-namespace {
+namespace model_parallel_logic_test {
 
 template <typename F>
 std::string ErrorOf(F f) {
@@ -170,5 +170,5 @@ TEST(StageSplit, BadBoundariesAreOneClearLine) {
   EXPECT_NE(DescribeStages({2}, mlp).find("stage 1: layers 2-5"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace model_parallel_logic_test
 }  // namespace shardflow::apps

@@ -7,7 +7,7 @@
 #include "core/error.hpp"
 
 namespace shardflow::train {
-namespace {
+namespace ps_placement_test {
 
 using Ranks = std::vector<int>;
 
@@ -81,5 +81,5 @@ TEST(PsPlacement, AutoTransportNeedsOneNodeAndACorePerRank) {
   EXPECT_THROW(ResolvePsTransport("shm", {0, 0}, 2), Error);
 }
 
-}  // namespace
+}  // namespace ps_placement_test
 }  // namespace shardflow::train

@@ -14,7 +14,7 @@
 #include "io/pipeline/dataset.hpp"
 
 namespace shardflow::train {
-namespace {
+namespace rank_input_test {
 
 using pipeline::Dataset;
 
@@ -241,5 +241,5 @@ TEST(ElasticResume, RefusesStatesFromBeforeElasticResume) {
       Error);
 }
 
-}  // namespace
+}  // namespace rank_input_test
 }  // namespace shardflow::train

@@ -10,7 +10,7 @@
 #include "comm/allreduce.hpp"
 
 namespace shardflow::comm {
-namespace {
+namespace allreduce_choice_test {
 
 constexpr size_t KiB = 1024;
 constexpr size_t MiB = KiB * KiB;
@@ -88,5 +88,5 @@ TEST(AllreduceChoice, TwoRanksUseMpiBelow8MiB) {
   Expect(OnePerHost(2), {{1 * MiB, A::kMpi}, {8 * MiB - 4, A::kMpi}, {8 * MiB, A::kRing}});
 }
 
-}  // namespace
+}  // namespace allreduce_choice_test
 }  // namespace shardflow::comm

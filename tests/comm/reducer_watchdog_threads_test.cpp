@@ -30,7 +30,7 @@
 #endif
 
 namespace shardflow::comm {
-namespace {
+namespace reducer_watchdog_threads_test {
 
 // OpenMPI's singleton start-up and shutdown keep blocks LeakSanitizer reports (from plug-ins it
 // has unloaded by then, so no suppression by library name matches them): LeakSanitizer looks
@@ -173,5 +173,5 @@ TEST(WatchdogThreads, DestructionWakesTheThreadInsteadOfWaitingOutThePoll) {
   EXPECT_LT(SecondsSince(start), 5.0);
 }
 
-}  // namespace
+}  // namespace reducer_watchdog_threads_test
 }  // namespace shardflow::comm

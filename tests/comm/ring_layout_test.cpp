@@ -9,7 +9,7 @@
 #include "comm/message_pieces.hpp"
 
 namespace shardflow::comm {
-namespace {
+namespace ring_layout_test {
 
 TEST(BalancedPartTest, CoversTheRangeExactlyInOrder) {
   for (size_t count : {0, 1, 2, 7, 10, 1000, 1001}) {
@@ -104,5 +104,5 @@ TEST(MessagePiecesTest, CountsBeyondIntAreNeverCast) {
   EXPECT_EQ(MessagePieceAt(count, kMpiMaxCount, 5).count, 17);
 }
 
-}  // namespace
+}  // namespace ring_layout_test
 }  // namespace shardflow::comm

@@ -14,7 +14,7 @@
 #include "core/error.hpp"
 
 namespace shardflow::comm {
-namespace {
+namespace wire_format_test {
 
 // Naive twin of FloatToBFloat16: pick the nearer of the two bf16 neighbours, ties to even.
 uint16_t NaiveBFloat16(float x) {
@@ -84,5 +84,5 @@ TEST(WatchdogDescribeTest, SortsRanksByWhatTheyAnswered) {
   EXPECT_NE(text.find("no answer (dead or stuck outside MPI): [3]"), std::string::npos) << text;
 }
 
-}  // namespace
+}  // namespace wire_format_test
 }  // namespace shardflow::comm

@@ -10,7 +10,7 @@
 #include "core/model.hpp"
 
 namespace shardflow {
-namespace {
+namespace arena_test {
 
 TEST(Arena, LaysOutParametersInReverseLayerOrder) {
   Arena<float> a;
@@ -187,5 +187,5 @@ TEST(Arena, TrackerWaitsForEveryLayerOfABucket) {
   EXPECT_EQ(fired, 1);
 }
 
-}  // namespace
+}  // namespace arena_test
 }  // namespace shardflow

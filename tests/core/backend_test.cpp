@@ -9,7 +9,7 @@
 #include <vector>
 
 namespace shardflow {
-namespace {
+namespace backend_test {
 
 TEST(Backend, CpuBackendIsInstalledAndADeviceWithoutOneIsAnError) {
   EXPECT_EQ(BackendFor<float>(Device::kCpu).device(), Device::kCpu);
@@ -51,5 +51,5 @@ TEST(Backend, RepeatAndItsAdjoint) {
   EXPECT_EQ(dx, (std::vector<double>{3, 6, 9, 12}));
 }
 
-}  // namespace
+}  // namespace backend_test
 }  // namespace shardflow

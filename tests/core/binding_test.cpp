@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace shardflow {
-namespace {
+namespace binding_test {
 
 TEST(BindingTest, CoreListsCompress) {
   EXPECT_EQ(FormatCoreList({}), "");
@@ -41,5 +41,5 @@ TEST(BindingTest, CurrentBindingSeesThisProcess) {
   EXPECT_FALSE(b.cores.empty());
 }
 
-}  // namespace
+}  // namespace binding_test
 }  // namespace shardflow

@@ -7,7 +7,7 @@
 #include "core/error.hpp"
 
 namespace shardflow {
-namespace {
+namespace check_macros_test {
 
 TEST(CheckHdf5Test, CapturesHdf5ErrorStackAndPrintsNothing) {
   ::testing::internal::CaptureStderr();
@@ -55,5 +55,5 @@ TEST(CheckZlibTest, DataErrorIsDataLoss) {
   inflateEnd(&stream);
 }
 
-}  // namespace
+}  // namespace check_macros_test
 }  // namespace shardflow

@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 
 namespace shardflow {
-namespace {
+namespace cli_optional_value_test {
 
 struct ResumeApp {
   std::string resume;
@@ -57,5 +57,5 @@ TEST(OptionalValueTest, HelpShowsTheChoices) {
   EXPECT_NE(help.find("  --resume[=latest|auto]  continue a run"), std::string::npos) << help;
 }
 
-}  // namespace
+}  // namespace cli_optional_value_test
 }  // namespace shardflow

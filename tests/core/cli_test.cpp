@@ -10,7 +10,7 @@
 #include "core/mpi_env.hpp"
 
 namespace shardflow {
-namespace {
+namespace cli_test {
 
 struct App {
   int batch_size = 32;
@@ -141,5 +141,5 @@ TEST(CommandLineTest, HelpThrowsEarlyExit) {
   EXPECT_NE(out.find("batch_size = 32"), std::string::npos) << out;
 }
 
-}  // namespace
+}  // namespace cli_test
 }  // namespace shardflow

@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 
 namespace shardflow {
-namespace {
+namespace config_finite_test {
 
 struct Values {
   double lr = 0.1;
@@ -50,5 +50,5 @@ TEST(ConfigFiniteTest, NonFiniteOverridesAndListItemsAreRefused) {
   EXPECT_EQ(ErrorOf("[train]\nlr = 1e6\nmomentum = 0\n[data]\nmean = -1.5, 2\n"), "");
 }
 
-}  // namespace
+}  // namespace config_finite_test
 }  // namespace shardflow

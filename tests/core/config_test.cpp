@@ -13,7 +13,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow {
-namespace {
+namespace config_test {
 
 enum class ShardPolicy { kFile, kRecord, kAuto };
 
@@ -377,5 +377,5 @@ TEST(ConfigTest, CrlfTabsAndEqualsInValuesAgreeWithBoost) {
   EXPECT_EQ(schema.SourceOf("log.name").ToString(), "crlf.ini:4");
 }
 
-}  // namespace
+}  // namespace config_test
 }  // namespace shardflow

@@ -16,7 +16,7 @@
 #include "core/random.hpp"
 
 namespace shardflow {
-namespace {
+namespace conv_chunk_test {
 
 struct Pass {
   std::vector<double> y, dx, grads;
@@ -110,5 +110,5 @@ TEST(ConvChunk, MaxPoolTiesGiveTheFirstMaximumTheGradient) {
   EXPECT_EQ(dx, (std::vector<float>{1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0}));
 }
 
-}  // namespace
+}  // namespace conv_chunk_test
 }  // namespace shardflow

@@ -24,7 +24,7 @@
 #include "core/random.hpp"
 
 namespace shardflow {
-namespace {
+namespace device_runtime_test {
 
 // Every op of the CPU backend, counted. The toy's memory is host memory, so its pointers are the
 // CPU's; only the labels, a Tensor flagged with the toy's device, are viewed as a CPU tensor.
@@ -311,5 +311,5 @@ TEST(DeviceRuntime, AnIncompleteOrMissingRuntimeIsRefusedNamingTheDevice) {
   EXPECT_EQ(&BackendFor<float>(Device::kCpu), &cpu::CpuBackend<float>());
 }
 
-}  // namespace
+}  // namespace device_runtime_test
 }  // namespace shardflow

@@ -10,7 +10,7 @@
 #include "core/model.hpp"
 
 namespace shardflow {
-namespace {
+namespace embedding_test {
 
 struct Built {
   Arena<double> arena;
@@ -115,5 +115,5 @@ TEST(Embedding, BadIndicesAndSpecsAreNamed) {
   EXPECT_THROW(Built("embedding:5:3", {4}), Error);
 }
 
-}  // namespace
+}  // namespace embedding_test
 }  // namespace shardflow

@@ -12,7 +12,7 @@
 #include "core/error.hpp"
 
 namespace shardflow::env {
-namespace {
+namespace environment_test {
 
 // Sets `name` to `value` for its scope (unset when value is null), and restores it.
 class ScopedVariable {
@@ -117,5 +117,5 @@ TEST(Environment, HelpListsEveryVariableOnce) {
   }
 }
 
-}  // namespace
+}  // namespace environment_test
 }  // namespace shardflow::env

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace shardflow {
-namespace {
+namespace error_test {
 
 TEST(ErrorTest, RendersCategoryMessageAndContextOnOneLine) {
   Error e(ErrorCode::kDataLoss, "bad data CRC",
@@ -49,5 +49,5 @@ TEST(ErrorTest, ExitCodes) {
   EXPECT_EQ(ExitCodeFor(ErrorCode::kInternal), 1);
 }
 
-}  // namespace
+}  // namespace error_test
 }  // namespace shardflow

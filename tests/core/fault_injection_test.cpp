@@ -10,7 +10,7 @@
 #include "core/error.hpp"
 
 namespace shardflow::fault {
-namespace {
+namespace fault_injection_test {
 
 constexpr const char* kVariable = "SHARDFLOW_TEST_CHECKPOINT_FAULT";
 
@@ -78,7 +78,7 @@ TEST(FaultInjectionTest, KillAnnouncesThenRaisesSigkill) {
   At(faults, Point::kCheckpointFsync, {.rank = 1, .index = 2});   // another rank
   At(faults, Point::kCheckpointRename, {.rank = 0, .index = 2});  // another phase
   EXPECT_EXIT(At(faults, Point::kCheckpointFsync, {.rank = 0, .index = 2}),
-              testing::KilledBySignal(SIGKILL),
+              ::testing::KilledBySignal(SIGKILL),
               "SHARDFLOW_TEST_CHECKPOINT_FAULT: SIGKILL at 'fsync' of checkpoint 2");
 }
 
@@ -97,5 +97,5 @@ TEST(FaultInjectionTest, EnvironmentIsParsedOnceAndMalformedIsAnError) {
   unsetenv(kVariable);
 }
 
-}  // namespace
+}  // namespace fault_injection_test
 }  // namespace shardflow::fault

@@ -15,7 +15,7 @@
 #include "tests/core/host_twin_support.hpp"
 
 namespace shardflow {
-namespace {
+namespace host_twin_reductions_test {
 
 using namespace twin_testing;  // NOLINT(google-build-using-namespace): the shared helpers
 
@@ -104,5 +104,5 @@ TEST_F(HostTwin, BatchNormTrainingAndInference) {
   }
 }
 
-}  // namespace
+}  // namespace host_twin_reductions_test
 }  // namespace shardflow

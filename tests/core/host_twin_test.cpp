@@ -33,7 +33,7 @@
 #endif
 
 namespace shardflow {
-namespace {
+namespace host_twin_test {
 
 using namespace twin_testing;  // NOLINT(google-build-using-namespace): the shared helpers
 
@@ -560,5 +560,5 @@ TEST_F(HostTwin, HostReadsOfDeviceMemoryAreRefused) {
   EXPECT_EQ(m.Forward(x, false).To(Device::kCpu).shape(), (Shape{2, 4}));
 }
 
-}  // namespace
+}  // namespace host_twin_test
 }  // namespace shardflow

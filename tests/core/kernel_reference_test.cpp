@@ -21,7 +21,7 @@
 #include "core/random.hpp"
 
 namespace shardflow {
-namespace {
+namespace kernel_reference_test {
 
 void Fill(float* p, int64_t n, uint64_t seed) {
   for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(RandomNormal(seed, 0, i));
@@ -186,11 +186,11 @@ TEST(KernelReference, DenseMatchesNaiveMatmul) {
     }
 }
 
-}  // namespace
+}  // namespace kernel_reference_test
 }  // namespace shardflow
 
 namespace shardflow {
-namespace {
+namespace kernel_reference_test {
 
 TEST(KernelReference, GemmResultDoesNotDependOnThreadCount) {
   const int64_t m = 300, n = 200, k = 150;
@@ -288,5 +288,5 @@ TEST(KernelReference, DefaultThreadsFollowTheBindingThenTheNodeShare) {
   ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
 }
 
-}  // namespace
+}  // namespace kernel_reference_test
 }  // namespace shardflow

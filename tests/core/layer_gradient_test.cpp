@@ -14,7 +14,7 @@
 #include "core/random.hpp"
 
 namespace shardflow {
-namespace {
+namespace layer_gradient_test {
 
 void FillNormal(Tensor& t, uint64_t seed, double scale = 1.0) {
   double* p = t.data<double>();
@@ -144,5 +144,5 @@ TEST(LayerGradient, WholeCnnModel) {
   }
 }
 
-}  // namespace
+}  // namespace layer_gradient_test
 }  // namespace shardflow

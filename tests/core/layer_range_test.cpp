@@ -12,7 +12,7 @@
 #include "tests/core/random_tensor.hpp"
 
 namespace shardflow {
-namespace {
+namespace layer_range_test {
 
 Tensor RandomTensor(const Shape& shape, uint64_t stream) {
   return testing::RandomTensor(shape, 5, stream);
@@ -122,5 +122,5 @@ TEST(LayerRangeTest, RangeOutsideTheModelIsRefused) {
   }
 }
 
-}  // namespace
+}  // namespace layer_range_test
 }  // namespace shardflow

@@ -16,7 +16,7 @@
 #include "core/random.hpp"
 
 namespace shardflow {
-namespace {
+namespace learning_test {
 
 TEST(Learning, MlpSeparatesTwoSpirals) {
   const int64_t n = 400;
@@ -120,5 +120,5 @@ TEST(Learning, LossFallsOnFashionMnistSlice) {
   EXPECT_LT(last, first * 0.7) << first << " -> " << last;
 }
 
-}  // namespace
+}  // namespace learning_test
 }  // namespace shardflow

@@ -14,7 +14,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow {
-namespace {
+namespace logging_test {
 
 TEST(LoggingTest, ParsesLevels) {
   EXPECT_EQ(ParseLogLevel("ERROR"), LogLevel::kError);
@@ -71,5 +71,5 @@ TEST(LoggingTest, ThreadsWriteWholeLinesAndLevelsFilter) {
   EXPECT_EQ(count, kThreads * kLines);
 }
 
-}  // namespace
+}  // namespace logging_test
 }  // namespace shardflow

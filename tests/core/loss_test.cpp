@@ -9,7 +9,7 @@
 #include "core/random.hpp"
 
 namespace shardflow {
-namespace {
+namespace loss_test {
 
 TEST(Loss, SoftmaxCrossEntropyValueAndGradient) {
   Tensor z(DType::kFloat64, {3, 4});
@@ -98,5 +98,5 @@ TEST(Metrics, AccuracyAndReconstructionError) {
   EXPECT_DOUBLE_EQ(m.Mean(), 1.0);
 }
 
-}  // namespace
+}  // namespace loss_test
 }  // namespace shardflow

@@ -16,7 +16,7 @@
 #include "core/random.hpp"
 
 namespace shardflow {
-namespace {
+namespace lstm_weights_test {
 
 using kernels::LstmWeightLayout;
 
@@ -107,5 +107,5 @@ TEST(LstmWeights, UnpackingIsThePackingsAdjointAndAdds) {
   }
 }
 
-}  // namespace
+}  // namespace lstm_weights_test
 }  // namespace shardflow

@@ -15,7 +15,7 @@
 #include "tests/core/random_tensor.hpp"
 
 namespace shardflow {
-namespace {
+namespace micro_batch_test {
 
 enum class Order { kF1B1F2B2, kF2B2F1B1, kF1F2B1B2, kF1F2B2B1 };
 
@@ -150,5 +150,5 @@ TEST(MicroBatch, MisuseIsAnError) {
   EXPECT_THROW(other.Backward(dy, mb), Error);
 }
 
-}  // namespace
+}  // namespace micro_batch_test
 }  // namespace shardflow

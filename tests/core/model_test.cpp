@@ -13,7 +13,7 @@
 #include "core/random.hpp"
 
 namespace shardflow {
-namespace {
+namespace model_test {
 
 TEST(Model, MlpPresetShapesAndParameterCount) {
   Sequential<float> m("mlp", {28, 28, 1});
@@ -178,5 +178,5 @@ TEST(Model, ReluFusedIntoMaxPoolingGivesTheUnfusedBits) {
   }
 }
 
-}  // namespace
+}  // namespace model_test
 }  // namespace shardflow

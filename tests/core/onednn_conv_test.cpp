@@ -17,7 +17,7 @@
 #include "tests/core/conv_layer_pass.hpp"
 
 namespace shardflow {
-namespace {
+namespace onednn_conv_test {
 
 using Pass = testing::ConvPass;
 using Case = testing::ConvCase;
@@ -136,5 +136,5 @@ TEST_F(OneDnnConv, AutomaticChoiceFollowsTheRule) {
   EXPECT_FALSE(cpu::LibraryConvTakes(first, 32, 64, cpu::ConvPass::kBackwardData));
 }
 
-}  // namespace
+}  // namespace onednn_conv_test
 }  // namespace shardflow

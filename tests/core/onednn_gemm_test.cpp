@@ -16,7 +16,7 @@
 #include "core/random.hpp"
 
 namespace shardflow {
-namespace {
+namespace onednn_gemm_test {
 
 bool Avx512Target() { return std::string(cpu::GemmTarget()).rfind("x86-64-v4", 0) == 0; }
 
@@ -84,5 +84,5 @@ TEST(OneDnnGemm, TakenProductsMatchTheReferenceWithBitsIndependentOfThreads) {
   }
 }
 
-}  // namespace
+}  // namespace onednn_gemm_test
 }  // namespace shardflow

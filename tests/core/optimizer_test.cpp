@@ -11,7 +11,7 @@
 #include "core/optim/lr_schedule.hpp"
 
 namespace shardflow {
-namespace {
+namespace optimizer_test {
 
 // One kernel (decayed) and one bias (not decayed), two elements each.
 struct Fixture {
@@ -155,5 +155,5 @@ TEST(Init, HeAndGlorotStatistics) {
   EXPECT_THROW(ParseInitKind("xavier2"), Error);
 }
 
-}  // namespace
+}  // namespace optimizer_test
 }  // namespace shardflow

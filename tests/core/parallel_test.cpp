@@ -13,7 +13,7 @@
 #include "core/random.hpp"
 
 namespace shardflow {
-namespace {
+namespace parallel_test {
 
 class PoolTest : public ::testing::Test {
  protected:
@@ -68,5 +68,5 @@ TEST_F(PoolTest, ConcurrentCallersGetTheOneThreadResult) {
   EXPECT_EQ(mismatches.load(), 0);
 }
 
-}  // namespace
+}  // namespace parallel_test
 }  // namespace shardflow

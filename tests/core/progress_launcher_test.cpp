@@ -13,7 +13,7 @@
 #include "core/progress.hpp"
 
 namespace shardflow {
-namespace {
+namespace progress_launcher_test {
 
 // A pseudo-terminal in raw mode (no \n -> \r\n translation): the slave is the reporter's fd.
 class Pty {
@@ -97,5 +97,5 @@ TEST_F(ProgressLauncherTest, ShardflowProgressBarForcesTheBar) {
   EXPECT_NE(RunOnPty().find('\r'), std::string::npos);
 }
 
-}  // namespace
+}  // namespace progress_launcher_test
 }  // namespace shardflow

@@ -7,7 +7,7 @@
 #include <string>
 
 namespace shardflow {
-namespace {
+namespace progress_test {
 
 // A reporter on a fake clock writing to a string.
 struct Fixture {
@@ -187,5 +187,5 @@ TEST(ProgressTest, FormatDuration) {
   EXPECT_EQ(FormatDuration(1.0 / 0.0), "?");
 }
 
-}  // namespace
+}  // namespace progress_test
 }  // namespace shardflow

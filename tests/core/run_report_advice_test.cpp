@@ -7,7 +7,7 @@
 #include "core/run_report.hpp"
 
 namespace shardflow {
-namespace {
+namespace run_report_advice_test {
 
 const StepTimeTotals kComputeBound{
     .wall_s = 10, .input_wait_s = 0.2, .compute_s = 9.5, .comm_s = 0.3};
@@ -56,5 +56,5 @@ TEST(RunReportAdviceTest, AutoShowsTheResolvedValue) {
   EXPECT_NE(v.advice.find("data.parallel_reads (now auto = 1)"), std::string::npos) << v.advice;
 }
 
-}  // namespace
+}  // namespace run_report_advice_test
 }  // namespace shardflow

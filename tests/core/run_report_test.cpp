@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 namespace shardflow {
-namespace {
+namespace run_report_test {
 
 TEST(RunReportTest, InputBoundNamesTheKnob) {
   StepTimeTotals t{.wall_s = 10, .input_wait_s = 4, .compute_s = 5, .comm_s = 1};
@@ -116,5 +116,5 @@ TEST(RunReportTest, SummaryJsonHasTheDocumentedFields) {
   EXPECT_NE(report.find("compute  80.0%"), std::string::npos) << report;
 }
 
-}  // namespace
+}  // namespace run_report_test
 }  // namespace shardflow

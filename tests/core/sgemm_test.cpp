@@ -18,7 +18,7 @@
 #include "core/random.hpp"
 
 namespace shardflow {
-namespace {
+namespace sgemm_test {
 
 class OwnSgemm : public ::testing::Test {
  protected:
@@ -202,5 +202,5 @@ TEST(GemmKernelChoice, SetAndRead) {
   EXPECT_EQ(cpu::CurrentGemmKernel(), before);
 }
 
-}  // namespace
+}  // namespace sgemm_test
 }  // namespace shardflow

@@ -5,7 +5,7 @@
 #include <vector>
 
 namespace shardflow {
-namespace {
+namespace straggler_test {
 
 // `steps` steps of `ranks` ranks that arrive after `base` seconds (input wait `wait`), except
 // `slow`, which arrives `extra_input` + `extra_compute` later.
@@ -133,5 +133,5 @@ TEST(StragglerTest, AShardLikeTheOthersExplainsNothing) {
   EXPECT_EQ(compute.why, "");
 }
 
-}  // namespace
+}  // namespace straggler_test
 }  // namespace shardflow

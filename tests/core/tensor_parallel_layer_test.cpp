@@ -14,7 +14,7 @@
 #include "fake_tensor_group.hpp"
 
 namespace shardflow {
-namespace {
+namespace tensor_parallel_layer_test {
 
 using testing_tp::FakeTensorGroup;
 using testing_tp::RunWays;
@@ -193,5 +193,5 @@ TEST(TensorParallelRefusal, ValidSpecsBuild) {
   EXPECT_EQ(BuildError("lstm_autoencoder", {5, 3}, 4), "");
 }
 
-}  // namespace
+}  // namespace tensor_parallel_layer_test
 }  // namespace shardflow

@@ -20,7 +20,7 @@
 #include "tests/core/random_tensor.hpp"
 
 namespace shardflow {
-namespace {
+namespace tensor_parallel_test {
 
 using testing_tp::FakeTensorGroup;
 using testing_tp::RunWays;
@@ -298,5 +298,5 @@ TEST(TensorParallel, OneWayIsTheUnmarkedModelBitForBit) {
   }
 }
 
-}  // namespace
+}  // namespace tensor_parallel_test
 }  // namespace shardflow

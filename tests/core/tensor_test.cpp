@@ -5,7 +5,7 @@
 #include <string>
 
 namespace shardflow {
-namespace {
+namespace tensor_test {
 
 TEST(TensorTest, OwningTensorIsZeroedAndTyped) {
   Tensor t(DType::kFloat32, {2, 3});
@@ -62,5 +62,5 @@ TEST(TensorTest, HostAccessToADeviceTensorIsAnError) {
   EXPECT_THROW(t.device_data<int32_t>(), Error);  // the dtype is still checked
 }
 
-}  // namespace
+}  // namespace tensor_test
 }  // namespace shardflow

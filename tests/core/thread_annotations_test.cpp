@@ -10,7 +10,7 @@
 #include <thread>
 
 namespace shardflow {
-namespace {
+namespace thread_annotations_test {
 
 // True when no one holds `mu` (taken and given back at once).
 bool IsFree(Mutex& mu) {
@@ -88,5 +88,5 @@ TEST(ThreadAnnotations, CondVarHandsEveryItemOverInOrder) {
   producer.join();
 }
 
-}  // namespace
+}  // namespace thread_annotations_test
 }  // namespace shardflow

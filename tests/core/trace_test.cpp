@@ -15,7 +15,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow {
-namespace {
+namespace trace_test {
 
 using nlohmann::json;
 
@@ -305,5 +305,5 @@ TEST(TraceTest, MergeCorrectsClockOffsetAndDrift) {
   EXPECT_NEAR(merged["otherData"]["clock_error_us"].get<double>(), 3.0, 1e-9);
 }
 
-}  // namespace
+}  // namespace trace_test
 }  // namespace shardflow

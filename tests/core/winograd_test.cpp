@@ -18,7 +18,7 @@
 #include "tests/core/conv_layer_pass.hpp"
 
 namespace shardflow {
-namespace {
+namespace winograd_test {
 
 struct Shape5 {
   int64_t h, w, c, f, batch;
@@ -225,5 +225,5 @@ TEST(Winograd, ConvLayerMatchesTheGemmTwin) {
   EXPECT_NE(own.grads, wino.grads) << "the same bits: Winograd's kernel gradient did not run";
 }
 
-}  // namespace
+}  // namespace winograd_test
 }  // namespace shardflow

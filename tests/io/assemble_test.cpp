@@ -12,7 +12,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace assemble_test {
 
 using testing::Drain;
 using testing::ErrorText;
@@ -142,5 +142,5 @@ TEST_F(AssembleTest, ErrorsNameTheKeyOrTheRecord) {
             "assemble: 'city' is uint8[5], the layout expects 1 numbers");
 }
 
-}  // namespace
+}  // namespace assemble_test
 }  // namespace shardflow::pipeline

@@ -14,7 +14,7 @@
 #include "pipeline_test_util.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace autotune_starved_test {
 
 // The percentages after `label` ("starved 42%") in every decision.
 std::vector<double> Percentages(const std::vector<std::string>& decisions,
@@ -62,5 +62,5 @@ TEST(PipelineAutotune, StarvedAndUtilAreAtMostAllOfTheInterval) {
   for (const std::string& d : decisions) SCOPED_TRACE(d);
 }
 
-}  // namespace
+}  // namespace autotune_starved_test
 }  // namespace shardflow::pipeline

@@ -17,7 +17,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow {
-namespace {
+namespace checkpoint_device_test {
 
 constexpr const char* kSpec =
     "conv:4:3x3:same, batchnorm, relu, maxpool:2, flatten, dropout:0.2, dense:5";
@@ -110,5 +110,5 @@ TEST(CheckpointDevice, AFailedLoadLeavesTheDeviceModelAsItWas) {
   EXPECT_EQ(m.arena().device(), Device::kCuda);
 }
 
-}  // namespace
+}  // namespace checkpoint_device_test
 }  // namespace shardflow

@@ -14,7 +14,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow {
-namespace {
+namespace checkpoint_header_damage_test {
 
 std::string ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -70,5 +70,5 @@ TEST(CheckpointHeaderDamage, FlippedHeaderBytesAreDataLossAndResumeFallsBack) {
   std::ofstream(second, std::ios::binary | std::ios::trunc) << bytes;
 }
 
-}  // namespace
+}  // namespace checkpoint_header_damage_test
 }  // namespace shardflow

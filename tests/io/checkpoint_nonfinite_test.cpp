@@ -15,7 +15,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow {
-namespace {
+namespace checkpoint_nonfinite_test {
 
 constexpr const char* kSpec = "dense:6, relu, batchnorm, dense:3";
 const Shape kInput = {4};
@@ -117,5 +117,5 @@ TEST(CheckpointNonfinite, EveryLoadPathRefusesAPoisonedFile) {
   EXPECT_NO_THROW(LoadCheckpoint(earlier, r, ropt.get()));
 }
 
-}  // namespace
+}  // namespace checkpoint_nonfinite_test
 }  // namespace shardflow

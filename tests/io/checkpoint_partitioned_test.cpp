@@ -15,7 +15,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow {
-namespace {
+namespace checkpoint_partitioned_test {
 
 namespace cl = checkpoint_layout;
 using testing::FileContents;
@@ -320,5 +320,5 @@ TEST(PartitionedCheckpoint, AParameterReadWholeIsCheckedAgainstItsCrc) {
   LoadWeights(path, way->part);
 }
 
-}  // namespace
+}  // namespace checkpoint_partitioned_test
 }  // namespace shardflow

@@ -8,7 +8,7 @@
 #include <random>
 
 namespace shardflow {
-namespace {
+namespace checkpoint_slices_test {
 
 using ::testing::HasSubstr;
 
@@ -67,5 +67,5 @@ TEST(CombineSliceCrcs, EqualsTheCrcOfTheWholeArena) {
   EXPECT_EQ(CombineSliceCrcs({}), Crc32(nullptr, 0));
 }
 
-}  // namespace
+}  // namespace checkpoint_slices_test
 }  // namespace shardflow

@@ -19,7 +19,7 @@
 extern "C" const char* __lsan_default_suppressions() { return "leak:libhdf5_openmpi.so\n"; }
 
 namespace shardflow {
-namespace {
+namespace checkpoint_test {
 
 constexpr const char* kSpec =
     "conv:4:3x3:same, batchnorm, relu, maxpool:2, flatten, dropout:0.2, dense:5";
@@ -212,5 +212,5 @@ TEST(Checkpoint, MissingFileIsNotFound) {
   }
 }
 
-}  // namespace
+}  // namespace checkpoint_test
 }  // namespace shardflow

@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace shardflow::io {
-namespace {
+namespace crc32c_test {
 
 // Bit-at-a-time CRC32C: the naive twin of both fast implementations.
 uint32_t NaiveCrc32c(const uint8_t* p, size_t n) {
@@ -104,5 +104,5 @@ TEST(Crc32c, ExtendIsIncremental) {
   }
 }
 
-}  // namespace
+}  // namespace crc32c_test
 }  // namespace shardflow::io

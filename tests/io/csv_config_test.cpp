@@ -11,7 +11,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace csv_config_test {
 
 using testing::Drain;
 using testing::ErrorText;
@@ -80,5 +80,5 @@ TEST(CsvConfig, BadKeysAreNamed) {
             "data.csv_comment");
 }
 
-}  // namespace
+}  // namespace csv_config_test
 }  // namespace shardflow::pipeline

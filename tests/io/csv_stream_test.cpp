@@ -16,7 +16,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace csv_stream_test {
 
 using testing::Drain;
 using testing::ErrorText;
@@ -352,5 +352,5 @@ TEST(CsvStream, MatchesTheWholeFileParserOnRandomTables) {
   }
 }
 
-}  // namespace
+}  // namespace csv_stream_test
 }  // namespace shardflow::pipeline

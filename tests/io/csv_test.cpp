@@ -11,7 +11,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::io {
-namespace {
+namespace csv_test {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -246,5 +246,5 @@ TEST(Csv, TokenizerMatchesNaiveTwinOnRandomText) {
   }
 }
 
-}  // namespace
+}  // namespace csv_test
 }  // namespace shardflow::io

@@ -14,7 +14,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace data_check_finite_test {
 
 constexpr int64_t kRecords = 20;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -23,7 +23,7 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 const std::map<int64_t, std::pair<float, int>> kBad = {
     {3, {kNaN, 0}}, {7, {kInf, 1}}, {12, {-kInf, 0}}, {15, {kNaN, 2}}};
 
-std::string WriteFile(const testing::ScratchDir& dir) {
+std::string WriteFile(const shardflow::testing::ScratchDir& dir) {
   const std::string path = (dir / "mixed.tfrecord").string();
   io::TFRecordWriter w(path);
   for (int64_t r = 0; r < kRecords; ++r) {
@@ -61,7 +61,7 @@ std::vector<int64_t> Labels(const InputSpec& spec) {
 }
 
 TEST(DataCheckFinite, FailNamesFileRecordAndFeature) {
-  testing::ScratchDir dir("check_finite_fail");
+  shardflow::testing::ScratchDir dir("check_finite_fail");
   const std::string path = WriteFile(dir);
   try {
     Labels(Spec(path, "fail", true));
@@ -79,7 +79,7 @@ TEST(DataCheckFinite, FailNamesFileRecordAndFeature) {
 }
 
 TEST(DataCheckFinite, SkipDropsExactlyTheBadRecordsAndCountsThem) {
-  testing::ScratchDir dir("check_finite_skip");
+  shardflow::testing::ScratchDir dir("check_finite_skip");
   const std::string path = WriteFile(dir);
   std::vector<int64_t> want;
   for (int64_t r = 0; r < kRecords; ++r) {
@@ -99,7 +99,7 @@ TEST(DataCheckFinite, SkipDropsExactlyTheBadRecordsAndCountsThem) {
 }
 
 TEST(DataCheckFinite, OffLetsThemThrough) {
-  testing::ScratchDir dir("check_finite_off");
+  shardflow::testing::ScratchDir dir("check_finite_off");
   const std::string path = WriteFile(dir);
   PipelineIterator it = BuildInputPipeline(Spec(path, "fail", false), 0, 1).MakeIterator();
   Element e;
@@ -113,5 +113,5 @@ TEST(DataCheckFinite, OffLetsThemThrough) {
   EXPECT_EQ(nonfinite, static_cast<int64_t>(kBad.size()));
 }
 
-}  // namespace
+}  // namespace data_check_finite_test
 }  // namespace shardflow::pipeline

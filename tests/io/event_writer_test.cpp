@@ -11,7 +11,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::io {
-namespace {
+namespace event_writer_test {
 
 int64_t CountRecords(const std::string& path) {
   TFRecordReader reader(path, {.compression = Compression::kNone});
@@ -73,5 +73,5 @@ TEST(EventWriterTest, ResumeDropsTheStepsPastIt) {
   EXPECT_EQ(EventFiles((dir / "train").string()).size(), 2u);
 }
 
-}  // namespace
+}  // namespace event_writer_test
 }  // namespace shardflow::io

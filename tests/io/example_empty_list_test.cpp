@@ -10,7 +10,7 @@
 #include "io/example.hpp"
 
 namespace shardflow::io {
-namespace {
+namespace example_empty_list_test {
 
 std::string Len(char tag, const std::string& body) {  // bodies here are < 128 bytes
   return std::string(1, tag) + static_cast<char>(body.size()) + body;
@@ -49,5 +49,5 @@ TEST(ExampleEmptyLists, EmptyBytesValuesCopyIntoAnEmptyVector) {
   EXPECT_TRUE(out.empty());
 }
 
-}  // namespace
+}  // namespace example_empty_list_test
 }  // namespace shardflow::io

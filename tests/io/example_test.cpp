@@ -10,7 +10,7 @@
 #include "example_test.pb.h"
 
 namespace shardflow::io {
-namespace {
+namespace example_test {
 
 // Minimal wire writer for hand-built messages.
 std::string Varint(uint64_t v) {
@@ -271,5 +271,5 @@ TEST(ExampleParser, CrossCheckAgainstLibprotobuf) {
   }
 }
 
-}  // namespace
+}  // namespace example_test
 }  // namespace shardflow::io

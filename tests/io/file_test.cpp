@@ -7,7 +7,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::io {
-namespace {
+namespace file_test {
 
 std::string ReadAll(SequentialFile& f, size_t chunk) {
   std::string out, buf(chunk, '\0');
@@ -75,5 +75,5 @@ TEST(MemFile, ReadsAndInjectsFaults) {
   EXPECT_THROW(fs.NewSequentialFile("nope"), Error);
 }
 
-}  // namespace
+}  // namespace file_test
 }  // namespace shardflow::io

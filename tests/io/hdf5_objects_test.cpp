@@ -10,7 +10,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::io {
-namespace {
+namespace hdf5_objects_test {
 
 using ::testing::HasSubstr;
 
@@ -108,5 +108,5 @@ TEST(Hdf5Objects, FlatRangesAttributesAndStringsRoundTrip) {
   }
 }
 
-}  // namespace
+}  // namespace hdf5_objects_test
 }  // namespace shardflow::io

@@ -13,7 +13,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::io {
-namespace {
+namespace hdf5_reader_test {
 
 using testing::FixturesDir;
 using ::testing::HasSubstr;
@@ -350,5 +350,5 @@ TEST(Hdf5Errors, WriterRejectsBadRows) {
               HasSubstr("compression needs a chunked dataset"));
 }
 
-}  // namespace
+}  // namespace hdf5_reader_test
 }  // namespace shardflow::io

@@ -12,7 +12,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::io {
-namespace {
+namespace idx_test {
 
 using ::testing::HasSubstr;
 using testing::ScratchDir;
@@ -185,5 +185,5 @@ TEST(IdxErrors, MissingFileAndMismatchedPair) {
               HasSubstr("expected dtype float32, found uint8"));
 }
 
-}  // namespace
+}  // namespace idx_test
 }  // namespace shardflow::io

@@ -17,7 +17,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace image_fixtures_test {
 
 std::filesystem::path ImagesDir() { return shardflow::testing::FixturesDir() / "images"; }
 
@@ -126,5 +126,5 @@ TEST(ImageFixtures, TruncatedJpegInAFolderFailsOrIsSkipped) {
   EXPECT_EQ(skipping->counters().skipped_records.load(), 1);
 }
 
-}  // namespace
+}  // namespace image_fixtures_test
 }  // namespace shardflow::pipeline

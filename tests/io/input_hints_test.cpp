@@ -13,7 +13,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace input_hints_test {
 
 using testing::Drain;
 using testing::ErrorText;
@@ -51,5 +51,5 @@ TEST(InputHints, ImagesOfSeveralSizesNameTheResizeAugmentation) {
   EXPECT_THAT(what, Not(HasSubstr("padded_batch")));
 }
 
-}  // namespace
+}  // namespace input_hints_test
 }  // namespace shardflow::pipeline

@@ -17,7 +17,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace input_pipeline_formats_test {
 
 using testing::Drain;
 using testing::ErrorText;
@@ -213,5 +213,5 @@ TEST(InputPipelineFormats, MissingRequiredKeyIsNamed) {
               HasSubstr("data.json_schema"));
 }
 
-}  // namespace
+}  // namespace input_pipeline_formats_test
 }  // namespace shardflow::pipeline

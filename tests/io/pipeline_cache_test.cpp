@@ -13,7 +13,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace pipeline_cache_test {
 
 using testing::Drain;
 using testing::RecordText;
@@ -232,5 +232,5 @@ TEST(PipelineCache, FixedLengthSourceReportsTruncationAndMissingFiles) {
   EXPECT_THROW(FixedLengthRecordSource({(dir / "none.bin").string()}, 4), Error);
 }
 
-}  // namespace
+}  // namespace pipeline_cache_test
 }  // namespace shardflow::pipeline

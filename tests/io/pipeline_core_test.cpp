@@ -10,7 +10,7 @@
 #include "pipeline_test_util.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace pipeline_core_test {
 
 using testing::Drain;
 using testing::Range;
@@ -316,5 +316,5 @@ TEST(PipelineCore, CardinalityPropagates) {
             DatasetNode::kUnknownCardinality);
 }
 
-}  // namespace
+}  // namespace pipeline_core_test
 }  // namespace shardflow::pipeline

@@ -7,7 +7,7 @@
 #include "pipeline_test_util.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace pipeline_determinism_test {
 
 using testing::Drain;
 using testing::UnevenFiles;
@@ -92,5 +92,5 @@ TEST(PipelineDeterminism, UniformIntIsInRangeAndRoughlyUniform) {
   for (int c : counts) EXPECT_NEAR(c, 10000, 600);
 }
 
-}  // namespace
+}  // namespace pipeline_determinism_test
 }  // namespace shardflow::pipeline

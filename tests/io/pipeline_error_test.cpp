@@ -9,7 +9,7 @@
 #include "pipeline_test_util.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace pipeline_error_test {
 
 using testing::UnevenFiles;
 using testing::WithinSeconds;
@@ -176,5 +176,5 @@ TEST(PipelineErrors, NondeterministicErrorsStillArrive) {
   });
 }
 
-}  // namespace
+}  // namespace pipeline_error_test
 }  // namespace shardflow::pipeline

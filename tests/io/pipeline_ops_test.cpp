@@ -11,7 +11,7 @@
 #include "pipeline_test_util.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace pipeline_ops_test {
 
 Tensor Gradient(int64_t h, int64_t w, int64_t c) {
   Tensor t(DType::kUInt8, {h, w, c});
@@ -185,5 +185,5 @@ TEST(PipelineOps, NormalizeCastOneHotRawWindows) {
   EXPECT_EQ(shortest.Get("s").dim(0), 0);
 }
 
-}  // namespace
+}  // namespace pipeline_ops_test
 }  // namespace shardflow::pipeline

@@ -18,7 +18,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace pipeline_options_test {
 
 SourceFactory FixedLengthFactory() {
   return [](const std::string& format,
@@ -149,5 +149,5 @@ TEST(PipelineAutotuneLog, TheSameChangeIsLoggedOnce) {
   std::remove(path);
 }
 
-}  // namespace
+}  // namespace pipeline_options_test
 }  // namespace shardflow::pipeline

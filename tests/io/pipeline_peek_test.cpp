@@ -12,7 +12,7 @@
 #include "pipeline_test_util.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace pipeline_peek_test {
 
 using testing::Range;
 using testing::WithinSeconds;
@@ -137,5 +137,5 @@ TEST(PipelinePeek, NondeterministicAndSequentialStagesPeekNothing) {
   });
 }
 
-}  // namespace
+}  // namespace pipeline_peek_test
 }  // namespace shardflow::pipeline

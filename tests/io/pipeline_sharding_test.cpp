@@ -14,7 +14,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace pipeline_sharding_test {
 
 using testing::Drain;
 using testing::RecordText;
@@ -199,11 +199,11 @@ TEST(PipelineSharding, EqualStepCountsAcrossRanks) {
   EXPECT_THROW(LocalBatchCount(per_rank[0].Repeat()), Error);
 }
 
-}  // namespace
+}  // namespace pipeline_sharding_test
 }  // namespace shardflow::pipeline
 
 namespace shardflow::pipeline {
-namespace {
+namespace pipeline_sharding_test {
 
 TEST(PipelineSharding, PatternInAMissingFolderMatchesNothing) {
   try {
@@ -215,5 +215,5 @@ TEST(PipelineSharding, PatternInAMissingFolderMatchesNothing) {
   }
 }
 
-}  // namespace
+}  // namespace pipeline_sharding_test
 }  // namespace shardflow::pipeline

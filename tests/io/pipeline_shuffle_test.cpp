@@ -14,7 +14,7 @@
 #include "pipeline_test_util.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace pipeline_shuffle_test {
 
 using testing::Drain;
 using testing::Range;
@@ -177,5 +177,5 @@ TEST(PipelineShuffle, PeakRssWithinOneAndAHalfTimesThePayload) {
 #endif
 }
 
-}  // namespace
+}  // namespace pipeline_shuffle_test
 }  // namespace shardflow::pipeline

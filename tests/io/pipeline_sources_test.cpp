@@ -19,7 +19,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace pipeline_sources_test {
 
 using ::testing::HasSubstr;
 
@@ -88,7 +88,7 @@ std::vector<int64_t> Ids(const Dataset& ds, const std::string& name = "id") {
 // Issue 20.15: a shard truncated at a record boundary during a run made the pipeline end early
 // and training fail with "internal error: the input ended at step 782 of 938", naming no file.
 TEST(TFRecordSource, AFileTruncatedDuringTheRunIsNamed) {
-  testing::ScratchDir dir("tfsource-truncated");
+  shardflow::testing::ScratchDir dir("tfsource-truncated");
   const std::string path = (dir / "a.tfrecord").string();
   WriteExamples(path, 0, 10);
   for (bool ranged : {false, true}) {
@@ -115,7 +115,7 @@ TEST(TFRecordSource, AFileTruncatedDuringTheRunIsNamed) {
 }
 
 TEST(TFRecordSource, PositionAndSeekResumeExactly) {
-  testing::ScratchDir dir("tfsource-seek");
+  shardflow::testing::ScratchDir dir("tfsource-seek");
   WriteExamples((dir / "a.tfrecord").string(), 0, 10);
   for (bool ranged : {false, true}) {
     TFRecordSource source({(dir / "a.tfrecord").string()});
@@ -150,7 +150,7 @@ TEST(TFRecordSource, PositionAndSeekResumeExactly) {
 }
 
 TEST(InputPipeline, SaveAndRestoreStateResumesTheSameBatches) {
-  testing::ScratchDir dir("tfsource-state");
+  shardflow::testing::ScratchDir dir("tfsource-state");
   WriteExamples((dir / "a.tfrecord").string(), 0, 37);
   WriteExamples((dir / "b.tfrecord").string(), 37, 23);
   InputSpec spec;
@@ -182,7 +182,7 @@ TEST(InputPipeline, SaveAndRestoreStateResumesTheSameBatches) {
 }
 
 TEST(InputPipeline, CsvRowsShardedByBytesAreReadOnce) {
-  testing::ScratchDir dir("csv-source");
+  shardflow::testing::ScratchDir dir("csv-source");
   for (int f = 0; f < 2; ++f) {
     std::ofstream out(dir / ("t" + std::to_string(f) + ".csv"));
     out << "x,id,name\n";
@@ -208,7 +208,7 @@ TEST(InputPipeline, CsvRowsShardedByBytesAreReadOnce) {
 }
 
 TEST(InputPipeline, IdxImagesAndLabels) {
-  testing::ScratchDir dir("idx-source");
+  shardflow::testing::ScratchDir dir("idx-source");
   Tensor images(DType::kUInt8, {7, 2, 3});
   Tensor labels(DType::kUInt8, {7});
   for (int64_t i = 0; i < images.num_elements(); ++i) images.data<uint8_t>()[i] = i % 251;
@@ -244,7 +244,7 @@ TEST(InputPipeline, IdxImagesAndLabels) {
 }
 
 TEST(InputPipeline, ImageFeaturesAreDecodedToTheSchemaShape) {
-  testing::ScratchDir dir("image-feature");
+  shardflow::testing::ScratchDir dir("image-feature");
   {
     io::TFRecordWriter w((dir / "img.tfrecord").string());
     for (int64_t id = 0; id < 5; ++id) {
@@ -355,5 +355,5 @@ TEST(RegisterDataOptions, BadValuesNameTheKey) {
               HasSubstr("data.files"));
 }
 
-}  // namespace
+}  // namespace pipeline_sources_test
 }  // namespace shardflow::pipeline

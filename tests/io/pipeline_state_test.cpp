@@ -6,7 +6,7 @@
 #include "pipeline_test_util.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace pipeline_state_test {
 
 using testing::UnevenFiles;
 
@@ -134,5 +134,5 @@ TEST(PipelineState, RejectsForeignOrDamagedBlobs) {
   }
 }
 
-}  // namespace
+}  // namespace pipeline_state_test
 }  // namespace shardflow::pipeline

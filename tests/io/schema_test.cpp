@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace shardflow::io {
-namespace {
+namespace schema_test {
 
 SerializedExample At(const std::string& data, int64_t record) {
   return {data, {"data.tfrecord", 100, record}};
@@ -116,5 +116,5 @@ TEST(Schema, InvalidSchemasAreRejected) {
                Error);
 }
 
-}  // namespace
+}  // namespace schema_test
 }  // namespace shardflow::io

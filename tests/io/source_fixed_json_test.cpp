@@ -9,7 +9,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace source_fixed_json_test {
 
 using testing::Drain;
 using testing::ErrorText;
@@ -230,5 +230,5 @@ TEST(JsonLinesSource, SchemaErrors) {
   EXPECT_EQ(ParseJsonSchema(" a:int64 , b:float32[4] ,").size(), 2u);
 }
 
-}  // namespace
+}  // namespace source_fixed_json_test
 }  // namespace shardflow::pipeline

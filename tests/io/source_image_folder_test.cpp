@@ -11,7 +11,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace source_image_folder_test {
 
 using testing::ErrorText;
 using testing::ExpectHas;
@@ -137,5 +137,5 @@ TEST(ImageFolderSource, CorruptImageFailsNamingFileOrIsSkippedAndCounted) {
   EXPECT_EQ(testing::Drain(Dataset::FromRecordSource(raw, plan)).size(), 9u);
 }
 
-}  // namespace
+}  // namespace source_image_folder_test
 }  // namespace shardflow::pipeline

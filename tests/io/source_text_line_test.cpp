@@ -11,7 +11,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace source_text_line_test {
 
 using testing::Drain;
 using testing::ExpectHas;
@@ -235,5 +235,5 @@ TEST(TextLineSource, ErrorsNameTheFile) {
   EXPECT_EQ(code, ErrorCode::kDataLoss);
 }
 
-}  // namespace
+}  // namespace source_text_line_test
 }  // namespace shardflow::pipeline

@@ -16,7 +16,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::pipeline {
-namespace {
+namespace source_warn_once_test {
 
 using testing::Drain;
 using testing::WriteFile;
@@ -76,5 +76,5 @@ TEST(SourceWarnOnce, PartialFixedRecordIsWarnedOnce) {
   std::remove(log.c_str());
 }
 
-}  // namespace
+}  // namespace source_warn_once_test
 }  // namespace shardflow::pipeline

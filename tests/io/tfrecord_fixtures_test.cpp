@@ -11,7 +11,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::io {
-namespace {
+namespace tfrecord_fixtures_test {
 
 std::string Fixture(const std::string& name) {
   return (testing::FixturesDir() / "tfrecord" / name).string();
@@ -143,5 +143,5 @@ TEST(TFRecordFixtures, MixedFeaturesMatchExpectedValues) {
   }
 }
 
-}  // namespace
+}  // namespace tfrecord_fixtures_test
 }  // namespace shardflow::io

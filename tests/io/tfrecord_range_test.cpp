@@ -13,7 +13,7 @@
 #include "tests/io/tfrecord_test_util.hpp"
 
 namespace shardflow::io {
-namespace {
+namespace tfrecord_range_test {
 
 using test::Frame;
 using test::Framed;
@@ -152,5 +152,5 @@ TEST(TFRecordRanges, DamageAfterASplitIsReportedOnceByTheEarlierRange) {
   EXPECT_THROW(first.Next(&rec), Error);
 }
 
-}  // namespace
+}  // namespace tfrecord_range_test
 }  // namespace shardflow::io

@@ -11,7 +11,7 @@
 #include <fstream>
 
 namespace shardflow::io {
-namespace {
+namespace tfrecord_reader_test {
 
 using test::Frame;
 using test::Framed;
@@ -421,5 +421,5 @@ TEST(TFRecordReader, ByteRangeOnCompressedFileIsRefused) {
   EXPECT_THROW(TFRecordReader("x.gz", o), Error);
 }
 
-}  // namespace
+}  // namespace tfrecord_reader_test
 }  // namespace shardflow::io

@@ -13,7 +13,7 @@
 #include "core/error.hpp"
 
 namespace shardflow::io {
-namespace {
+namespace vocabulary_file_test {
 
 std::string TempPath(const std::string& name) {
   return (std::filesystem::temp_directory_path() /
@@ -76,5 +76,5 @@ TEST(VocabularyFile, BadEscapesAndMissingFilesAreNamed) {
   }
 }
 
-}  // namespace
+}  // namespace vocabulary_file_test
 }  // namespace shardflow::io

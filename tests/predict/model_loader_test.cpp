@@ -12,7 +12,7 @@
 #include "tests/support/test_paths.hpp"
 
 namespace shardflow::apps {
-namespace {
+namespace model_loader_test {
 
 TEST(ModelLoader, RefusesANonfiniteCheckpointNamingTheTensor) {
   testing::ScratchDir dir("predict_nonfinite");
@@ -38,5 +38,5 @@ TEST(ModelLoader, RefusesANonfiniteCheckpointNamingTheTensor) {
   }
 }
 
-}  // namespace
+}  // namespace model_loader_test
 }  // namespace shardflow::apps

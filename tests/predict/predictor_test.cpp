@@ -12,7 +12,7 @@
 #include "core/error.hpp"
 
 namespace shardflow::apps {
-namespace {
+namespace predictor_test {
 
 // Naive twin of SoftmaxRow: exp without the max shift (fine for small logits).
 std::vector<double> NaiveSoftmax(const std::vector<float>& logits) {
@@ -151,5 +151,5 @@ TEST(PredictDataset, WrongInputWidthNamesTheFeature) {
   }
 }
 
-}  // namespace
+}  // namespace predictor_test
 }  // namespace shardflow::apps

@@ -10,7 +10,7 @@
 #include "core/cpu/gemm.hpp"
 
 namespace shardflow::apps {
-namespace {
+namespace threads_binding_test {
 
 TEST(ThreadsBinding, MoreThreadsThanBoundCoresWarnWithTheFlags) {
   const std::string w = ThreadsOverBindingWarning(2, 1, "train.threads");
@@ -38,5 +38,5 @@ TEST(ThreadsBinding, BoundCoresReadsThisProcessesAffinity) {
   EXPECT_LE(bound, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-}  // namespace
+}  // namespace threads_binding_test
 }  // namespace shardflow::apps

@@ -9,7 +9,7 @@
 #include <thread>
 
 namespace shardflow::serve {
-namespace {
+namespace batch_queue_test {
 
 std::shared_ptr<Job> MakeJob(int64_t rows, float tag = 0) {
   auto job = std::make_shared<Job>();
@@ -148,5 +148,5 @@ TEST(BatchQueueThreads, ProducersAndConsumersHandEveryJobOutOnce) {
   EXPECT_EQ(q.depth(), 0);
 }
 
-}  // namespace
+}  // namespace batch_queue_test
 }  // namespace shardflow::serve

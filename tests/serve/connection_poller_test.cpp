@@ -26,7 +26,7 @@
 #include "core/thread_annotations.hpp"
 
 namespace shardflow::serve {
-namespace {
+namespace connection_poller_test {
 
 using std::chrono::milliseconds;
 using SteadyClock = std::chrono::steady_clock;
@@ -359,5 +359,5 @@ TEST(WorkerPoolThreads, RefusesBeyondThreadsPlusWaitingAndRunsWhatItAccepted) {
   EXPECT_EQ(ran.load(), 3);
 }
 
-}  // namespace
+}  // namespace connection_poller_test
 }  // namespace shardflow::serve

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 namespace shardflow::serve {
-namespace {
+namespace http_message_test {
 
 struct Parsed {
   RequestParser::Status status = RequestParser::Status::kNeedMore;
@@ -188,5 +188,5 @@ TEST(HttpMessage, SerializesAResponse) {
   EXPECT_NE(SerializeResponse(r, true).find("Connection: keep-alive\r\n"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace http_message_test
 }  // namespace shardflow::serve

@@ -11,7 +11,7 @@
 #include "core/error.hpp"
 
 namespace shardflow::serve {
-namespace {
+namespace listen_socket_test {
 
 std::string OwnName() {
   std::ifstream in("/proc/self/comm");
@@ -65,5 +65,5 @@ TEST(ListenSocket, AnAddressNotOfThisMachineNamesHost) {
   }
 }
 
-}  // namespace
+}  // namespace listen_socket_test
 }  // namespace shardflow::serve

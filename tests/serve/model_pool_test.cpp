@@ -11,7 +11,7 @@
 #include <thread>
 
 namespace shardflow::serve {
-namespace {
+namespace model_pool_test {
 
 Signature TinySignature() {
   Signature sig;
@@ -102,5 +102,5 @@ TEST(ModelPoolThreads, ReloadUnderLoadDropsNothing) {
   EXPECT_GT(loads.load(), 2);
 }
 
-}  // namespace
+}  // namespace model_pool_test
 }  // namespace shardflow::serve

@@ -11,7 +11,7 @@
 #include "io/pipeline/ops/image_codec.hpp"
 
 namespace shardflow::serve {
-namespace {
+namespace request_json_test {
 
 Signature ImageSignature() {  // uint8 [2, 2, 1]
   Signature sig;
@@ -167,5 +167,5 @@ TEST(ResponseJson, FloatsRoundTripAndStringsAreEscaped) {
   EXPECT_EQ(ErrorResponse("a \"b\"\n"), R"({"error":"a \"b\"\u000a"})");
 }
 
-}  // namespace
+}  // namespace request_json_test
 }  // namespace shardflow::serve

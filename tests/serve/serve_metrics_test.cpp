@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace shardflow::serve {
-namespace {
+namespace serve_metrics_test {
 
 TEST(ServeMetrics, QuantilesAreBucketBoundsJustAboveTheValues) {
   ServeMetrics m;
@@ -63,5 +63,5 @@ TEST(ServeMetrics, CountsEveryHttpResponseByCode) {
   EXPECT_EQ(m.responses(404), 0);  // not a predict response
 }
 
-}  // namespace
+}  // namespace serve_metrics_test
 }  // namespace shardflow::serve

@@ -16,7 +16,7 @@
 #include "core/device_staging.hpp"
 
 namespace shardflow::train {
-namespace {
+namespace device_input_test {
 
 struct Call {
   std::string op;
@@ -153,5 +153,5 @@ TEST_F(DeviceInputTest, WithoutLabelsOnlyTheInputIsCopied) {
   EXPECT_EQ(copies, 1);
 }
 
-}  // namespace
+}  // namespace device_input_test
 }  // namespace shardflow::train

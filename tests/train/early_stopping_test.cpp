@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 
 namespace shardflow::train {
-namespace {
+namespace early_stopping_test {
 
 std::string Refusal(const std::string& text, bool classify = true, bool has_eval = true) {
   try {
@@ -53,5 +53,5 @@ TEST(EarlyStopping, StopsAfterPatienceEvaluationsWithoutImprovement) {
   EXPECT_EQ(accuracy.best_step(), 20);
 }
 
-}  // namespace
+}  // namespace early_stopping_test
 }  // namespace shardflow::train

@@ -13,7 +13,7 @@
 #include "tests/train/options_from_config.hpp"
 
 namespace shardflow::train {
-namespace {
+namespace strategy_units_test {
 
 using Ints = std::vector<int>;
 
@@ -140,5 +140,5 @@ TEST(StrategyUnits, HelpListsEveryUnitWithItsKeys) {
   EXPECT_NE(help.find("[keys: dist.ps_ranks, dist.ps_placement"), std::string::npos) << help;
 }
 
-}  // namespace
+}  // namespace strategy_units_test
 }  // namespace shardflow::train
