@@ -148,6 +148,8 @@ nlohmann::json SummaryToJson(const RunSummary& s) {
   if (!s.peak_rss_mib.empty()) j["peak_rss_mib"] = s.peak_rss_mib;
   if (!s.device_peak_mib.empty()) j["device_peak_mib"] = s.device_peak_mib;
   if (!s.grid.empty()) j["grid"] = s.grid;
+  j["precision"] = s.precision;
+  if (!s.precision_kernels.empty()) j["precision_kernels"] = s.precision_kernels;
   for (const auto& [name, series] : s.strategy_series) j[name] = series;
   for (const auto& [name, value] : s.strategy_figures) j["strategy_figures"][name] = value;
   if (s.device_input.present) {
@@ -198,6 +200,10 @@ std::string FormatReport(const RunSummary& s) {
   }
   if (s.skipped_records > 0) {
     out << "skipped records " << s.skipped_records << " (bad input records, on_error = skip)\n";
+  }
+  if (s.precision != "fp32") {
+    out << "precision       " << s.precision
+        << (s.precision_kernels.empty() ? "" : " (" + s.precision_kernels + ")") << "\n";
   }
   if (!s.strategy.empty()) {
     out << "strategy        " << s.strategy << (s.grid.empty() ? "" : " (" + s.grid + ")");

@@ -1,6 +1,7 @@
 // shardflow-bench step: training throughput of one model on the CPU against the compute limit.
 //
-//   shardflow-bench step [--model mlp|cnn|all] [--batch 128] [--threads 1] [--steps 20] [--json]
+//   shardflow-bench step [--model mlp|cnn|all] [--batch 128] [--threads 1] [--steps 20]
+//                        [--precision fp32|bf16] [--json]
 //
 // In one run it measures
 //   1. training samples/s: forward + softmax cross-entropy + backward + SGD update on random
@@ -15,13 +16,17 @@
 // shape: the fastest of shardflow's GEMM and the library GEMMs the build links (oneDNN's sgemm;
 // OpenBLAS's when installed), or oneDNN's convolution for a convolution's pass (issue 25's
 // target >= 0.8). Both sides are medians over repetitions, since the machine may be shared. It
-// checks the GEMM results and that the loss is finite.
+// checks the GEMM results and that the loss is finite. --precision bf16 installs that precision
+// (core/precision/precision.hpp) for the step and the GEMMs alike (the GEMM line is then oneDNN's
+// bf16 matmul on the step's shapes, conversions included), and leaves out the float libraries'
+// best-of line, which would compare with another precision.
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -37,6 +42,7 @@
 #include "core/model.hpp"
 #include "core/mpi_env.hpp"
 #include "core/optim/optimizer.hpp"
+#include "core/precision/precision.hpp"
 #include "core/random.hpp"
 
 namespace shardflow::bench {
@@ -51,6 +57,7 @@ struct StepArgs {
   std::vector<std::string> models = {"mlp", "cnn"};
   int64_t batch = 128;
   int threads = 1;
+  std::string precision = "fp32";
   int steps = 20;
   bool json = false;
 };
@@ -93,12 +100,15 @@ StepArgs ParseArgs(const std::vector<std::string>& args) {
       a.threads = static_cast<int>(integer(value()));
     } else if (k == "--steps") {
       a.steps = static_cast<int>(integer(value()));
+    } else if (k == "--precision") {
+      a.precision = value();
     } else if (k == "--json") {
       a.json = true;
     } else if (k == "--help" || k == "-h") {
       std::printf(
           "usage: shardflow-bench step [--model mlp|cnn|linear|resnet|all (all)] [--batch 128]\n"
-          "                            [--threads 1] [--steps 20] [--json]\n");
+          "                            [--threads 1] [--steps 20] [--precision fp32|bf16]\n"
+          "                            [--json]\n");
       throw EarlyExit{0};
     } else {
       throw Error(ErrorCode::kInvalidArgument, "unknown flag '" + k + "'",
@@ -106,6 +116,12 @@ StepArgs ParseArgs(const std::vector<std::string>& args) {
     }
   }
   return a;
+}
+
+// "fp32", or the precision and the kernels that run its products ("bf16 (oneDNN brg:...)").
+std::string Kernels(const std::string& precision) {
+  const PrecisionSpec* p = FindPrecision(precision);
+  return p == nullptr ? precision : precision + " (" + p->kernels(Device::kCpu) + ")";
 }
 
 double Median(std::vector<double> v) {
@@ -126,12 +142,13 @@ std::vector<double> TimeGemms(const std::vector<GemmShape>& shapes, double* flop
     *flops += 2.0 * static_cast<double>(g.m) * g.n * g.k * g.count;
   }
   std::vector<std::vector<double>> runs(shapes.size());
+  const bool float_products = InstalledPrecision(Device::kCpu) == "fp32";
   std::vector<std::vector<std::vector<double>>> lib_runs(std::size(kGemmLibraries),
                                                          runs);  // [library][shape][rep]
   for (int rep = 0; rep < 7; ++rep) {
     for (size_t i = 0; i < shapes.size(); ++i) {
       runs[i].push_back(TimeShape(shapes[i], bufs[i]));
-      for (size_t l = 0; l < std::size(kGemmLibraries); ++l) {
+      for (size_t l = 0; l < std::size(kGemmLibraries) && float_products; ++l) {
         lib_runs[l][i].push_back(TimeLibraryShape(kGemmLibraries[l], shapes[i], bufs[i]));
       }
     }
@@ -141,7 +158,8 @@ std::vector<double> TimeGemms(const std::vector<GemmShape>& shapes, double* flop
   for (size_t i = 0; i < shapes.size(); ++i) {
     out.push_back(Median(runs[i]));
     double b = out.back();
-    for (auto& lib : lib_runs) b = std::min(b, Median(lib[i]));
+    for (auto& lib : lib_runs)
+      if (float_products) b = std::min(b, Median(lib[i]));
     best->push_back(b);
   }
   return out;
@@ -165,7 +183,10 @@ double BestTime(Sequential<float>& m, int64_t batch, const std::vector<GemmShape
     }
   }
   for (size_t c = 0; c < convs.size(); ++c) {
-    const ConvPassTimes lib = TimeLibraryConv(convs[c], batch, 7);
+    const double inf = std::numeric_limits<double>::infinity();
+    const ConvPassTimes lib = InstalledPrecision(Device::kCpu) == "fp32"
+                                  ? TimeLibraryConv(convs[c], batch, 7)
+                                  : ConvPassTimes{inf, inf, inf};
     best += std::min(by_gemm[c][0], lib.fwd) + std::min(by_gemm[c][1], lib.dw) +
             std::min(by_gemm[c][2], lib.dx);
   }
@@ -175,6 +196,7 @@ double BestTime(Sequential<float>& m, int64_t batch, const std::vector<GemmShape
 int RunStep(const std::vector<std::string>& argv) {
   const StepArgs args = ParseArgs(argv);
   cpu::SetIntraOpThreads(args.threads);
+  InstallPrecision(Device::kCpu, args.precision);
   for (const std::string& name : args.models) {
     Sequential<float> m(name, {28, 28, 1});
     auto opt = MakeOptimizer({.name = "sgd", .momentum = 0.9}, m.arena().size());
@@ -239,9 +261,10 @@ int RunStep(const std::vector<std::string>& argv) {
     const double best_limit = best_rate / train_flops;
 
     std::printf(
-        "model %s, batch %lld, threads %d, kernels %s, %d steps: %.0f samples/s (%.2f ms/step)\n",
+        "model %s, batch %lld, threads %d, kernels %s, precision %s, %d steps: %.0f samples/s "
+        "(%.2f ms/step)\n",
         name.c_str(), static_cast<long long>(args.batch), cpu::IntraOpThreads(), cpu::GemmTarget(),
-        args.steps, samples_per_s, 1e3 * step_time);
+        Kernels(args.precision).c_str(), args.steps, samples_per_s, 1e3 * step_time);
     std::printf(
         "  training FLOPs/sample %.3g; sgemm on the step's shapes %.1f GFLOP/s -> limit "
         "%.0f samples/s; ratio %.2f (target >= 0.5); achieved %.1f GFLOP/s\n",
@@ -270,6 +293,8 @@ int RunStep(const std::vector<std::string>& argv) {
                           {"model", name},
                           {"batch", args.batch},
                           {"threads", cpu::IntraOpThreads()},
+                          {"precision", args.precision},
+                          {"precision_kernels", Kernels(args.precision)},
                           {"steps", args.steps},
                           {"samples_per_s", samples_per_s},
                           {"train_flops_per_sample", train_flops},

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "core/backend/backend.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/cpu/onednn_conv.hpp"
 #include "core/error.hpp"
@@ -132,8 +133,9 @@ double TimeCalls(const GemmShape& g, GemmBuffers& buf, const Call& call) {
 
 double TimeShape(const GemmShape& g, GemmBuffers& buf) {
   return TimeCalls(g, buf, [&] {
-    cpu::Gemm<float>(g.ta, g.tb, g.m, g.n, g.k, 1.0f, buf.a.data(), g.ta ? g.m : g.k, buf.b.data(),
-                     g.tb ? g.k : g.n, 0.0f, buf.c.data(), g.n);
+    BackendFor<float>(Device::kCpu)
+        .Gemm(g.ta, g.tb, g.m, g.n, g.k, 1.0f, buf.a.data(), g.ta ? g.m : g.k, buf.b.data(),
+              g.tb ? g.k : g.n, 0.0f, buf.c.data(), g.n);
   });
 }
 

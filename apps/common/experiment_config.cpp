@@ -88,6 +88,12 @@ void RegisterTrainSection(ConfigSchema& s, ExperimentConfig* c) {
         "on a device: copy the next batch (already read ahead by data.prefetch) into pinned "
         "memory and onto the device while the current step computes (false: each batch is "
         "copied when its step starts)");
+  s.AddChoice("train", "precision", &c->precision, {"fp32", "bf16", "auto"},
+              "how matrix products compute: fp32; bf16 (mixed precision as Keras' mixed_bfloat16 "
+              "and PyTorch's autocast: products of bf16-rounded inputs summed in float, on "
+              "oneDNN's AMX or AVX512-BF16 kernels; weights, optimizer state, losses, gradients "
+              "and checkpoints stay float; refused on a CPU with neither); auto: bf16 where the "
+              "CPU has it, else fp32");
   s.Add("train", "tf32", &c->tf32,
         "on a GPU: TF32 tensor cores for float GEMMs (cuBLAS) and convolutions (cuDNN); faster, "
         "with a 10-bit mantissa in the products, so results no longer track the CPU's");

@@ -5,6 +5,7 @@
 
 #include "apps/common/device_choice.hpp"
 #include "apps/common/install_device.hpp"
+#include "apps/common/use_precision.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/logging.hpp"
 #include "io/pipeline/input_pipeline.hpp"
@@ -53,6 +54,7 @@ void Prepare(MpiEnvironment& env, PredictAppConfig* config, Prepared* p) {
   p->grid =
       apps::MakeGridShape(env.size(), config->train.pipeline_stages, config->train.tensor_parallel);
   UseDevice(device, config->train.tf32, &p->options);
+  apps::UsePrecision(config->train.precision, device.device, env.is_chief());
   p->plan = apps::PlanRank(p->options, p->grid,
                            std::vector<int>(config->train.stage_boundaries.begin(),
                                             config->train.stage_boundaries.end()),

@@ -6,6 +6,7 @@
 
 #include "apps/common/device_choice.hpp"
 #include "apps/common/install_device.hpp"
+#include "apps/common/use_precision.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/error.hpp"
 
@@ -36,6 +37,7 @@ void UseDevice(const apps::DeviceChoice& choice, const ServeAppConfig& config,
   }
   setup->model.device = choice.device;
   const apps::InstalledDevice installed = apps::InstallDevice(choice, config.train.tf32);
+  apps::UsePrecision(config.train.precision, choice.device, true);
 #if defined(SHARDFLOW_APP_CUDA)
   if (installed == apps::InstalledDevice::kGpu) p->thread_setup = [] { cuda::UseOnThisThread(); };
 #else

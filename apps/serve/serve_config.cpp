@@ -63,8 +63,8 @@ void AddServeFlags(AppSpec& app, ServeAppConfig* c) {
             "start (exit 2) naming the process that holds it")
       .Flag("model_name", &c->model_name, "NAME", "the model's name in /v1/models/NAME");
   // The file that trains also serves: the keys serving reads are listed, the rest accepted.
-  app.HelpKeys({"model.", "serve.", "data.features", "train.device", "train.threads", "train.tf32",
-                "log.level", "log.file"});
+  app.HelpKeys({"model.", "serve.", "data.features", "train.device", "train.threads",
+                "train.precision", "train.tf32", "log.level", "log.file"});
 }
 
 int CheckServeFlags(const ServeAppConfig& c) {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "apps/common/device_choice.hpp"
+#include "apps/common/use_precision.hpp"
 #include "apps/train/memory_guard.hpp"
 #include "apps/train/run.hpp"
 #include "apps/train/run_checks.hpp"
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
         // Each rank alone, before the costly checks: a rank without the GPU asked for stops the
         // job with its own line (no collective in the parse phase; RunMain agrees on failures).
         device = train::UseTrainingDevice(env, config, kHasCudaBackend, options);
+        apps::UsePrecision(config.precision, device.device, env.is_chief());
         train::SetReplicaBatch(train::ShardOf(options, env.rank()).index, &options);
         train::CheckInputs(&options);
         train::CheckFreshOutput(options, config.overwrite);

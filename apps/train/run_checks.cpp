@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <sstream>
 
 #include "apps/train/trainer_options.hpp"
 #include "core/logging.hpp"
@@ -14,6 +15,35 @@
 
 namespace shardflow::train {
 namespace {
+
+// The value of `key` ("train.precision") in a resolved config's text; "" when absent.
+std::string ResolvedValue(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  std::string line, section;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line[0] == '[' && line.back() == ']') {
+      section = line.substr(1, line.size() - 2);
+      continue;
+    }
+    const size_t eq = line.find(" =");
+    if (eq == std::string::npos || section + "." + line.substr(0, eq) != key) continue;
+    const size_t start = line.find_first_not_of(' ', eq + 2);
+    return start == std::string::npos ? "" : line.substr(start);
+  }
+  return "";
+}
+
+// A checkpoint of another precision loads (it is float in every precision): said once.
+void SayOtherPrecision(const std::string& stored_text, const std::string& current_text,
+                       const std::string& path) {
+  const std::string then = ResolvedValue(stored_text, "train.precision");
+  const std::string now = ResolvedValue(current_text, "train.precision");
+  const std::string was = then.empty() ? "fp32" : then, is = now.empty() ? "fp32" : now;
+  if (was == is) return;
+  SF_LOG0(Info) << path << " was written with train.precision = " << was
+                << "; it loads into this run's train.precision = " << is
+                << " (checkpoints hold float weights and optimizer state in every precision)";
+}
 
 // Whether the checkpoint `info` (read from `path`) fits the model and optimizer of `o`:
 // the same parameters by name and whole shape, whatever grid wrote it or will read it.
@@ -91,6 +121,7 @@ void CheckResumable(const TrainerOptions& o) {
         SF_LOG0(Warn) << *it << " predates run identity hashes: not checked that it was written "
                       << "with this config's model and data";
       }
+      SayOtherPrecision(info.config_text, o.config_text, *it);
       return;
     }
     if (o.resume_if_possible) return;

@@ -13,6 +13,7 @@
 #include "apps/train/training_loop.hpp"
 #include "core/fault_injection.hpp"
 #include "core/logging.hpp"
+#include "core/precision/precision.hpp"
 #include "core/stop_signal.hpp"
 #include "core/trace.hpp"
 #include "io/pipeline/sources/source_counters.hpp"
@@ -565,6 +566,8 @@ void TrainingLoop::Summarize(int64_t steps) {
     for (int64_t b : device_peaks) s.device_peak_mib.push_back(static_cast<double>(b) / (1 << 20));
   }
   SummarizeDeviceInput(wall);
+  s.precision = InstalledPrecision(device);
+  if (const PrecisionSpec* p = FindPrecision(s.precision)) s.precision_kernels = p->kernels(device);
   strategy_.FinishReport(&s);
   // Which rank the others waited for: ranks that meet every step (not asynchronous workers).
   if (strategy_.trains_batches() && strategy_.synchronous_metrics()) {

@@ -17,6 +17,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
 
+#include "core/cpu/build_once.hpp"
 #include "core/cpu/parallel.hpp"
 #include "core/thread_annotations.hpp"
 #endif
@@ -226,30 +227,27 @@ class Cache {
  public:
   // The primitive for (g, f, n, pass, bias); nullptr when oneDNN cannot build one.
   std::shared_ptr<const Prim> Get(const ConvGeometry& g, int64_t f, int64_t n, ConvPass pass,
-                                  bool bias) EXCLUDES(mu_) {
+                                  bool bias) {
     const Key key{g.h,         g.w,        g.c,  g.kh, g.kw, g.stride,
                   g.pad_top,   g.pad_left, g.oh, g.ow, f,    n * 4 + static_cast<int64_t>(pass),
                   bias ? 1 : 0};
-    MutexLock lock(mu_);
-    auto it = prims_.find(key);
-    if (it != prims_.end()) return it->second;
-    std::shared_ptr<Prim> p;
-    try {
-      p = Build(g, f, n, pass, bias);
-      SF_LOG(Debug) << "oneDNN convolution " << g.h << "x" << g.w << "x" << g.c << " " << g.kh
-                    << "x" << g.kw << "/" << g.stride << " -> " << f << ", " << n << " images, "
-                    << ConvPassName(pass) << ": " << p->impl;
-    } catch (const dnnl::error& e) {
-      SF_LOG(Debug) << "oneDNN has no " << ConvPassName(pass) << " convolution for " << g.h << "x"
-                    << g.w << "x" << g.c << " -> " << f << ": " << e.what();
-    }
-    prims_.emplace(key, p);
-    return p;
+    return prims_.Get(key, [&]() -> std::shared_ptr<Prim> {
+      try {
+        std::shared_ptr<Prim> p = Build(g, f, n, pass, bias);
+        SF_LOG(Debug) << "oneDNN convolution " << g.h << "x" << g.w << "x" << g.c << " " << g.kh
+                      << "x" << g.kw << "/" << g.stride << " -> " << f << ", " << n << " images, "
+                      << ConvPassName(pass) << ": " << p->impl;
+        return p;
+      } catch (const dnnl::error& e) {
+        SF_LOG(Debug) << "oneDNN has no " << ConvPassName(pass) << " convolution for " << g.h << "x"
+                      << g.w << "x" << g.c << " -> " << f << ": " << e.what();
+        return nullptr;
+      }
+    });
   }
 
  private:
-  Mutex mu_;
-  std::map<Key, std::shared_ptr<const Prim> > prims_ GUARDED_BY(mu_);
+  BuildOnce<Key, Prim> prims_;
 };
 
 Cache& Prims() {

@@ -11,6 +11,10 @@
 #   resume_cache, resume_file_cache  the same with data.cache = memory (issue 27.2: the saved
 #           state replays a cache the resumed process must refill) or a file cache at 2 ranks
 #           (issue 27.4: one file per rank).
+#   precision  train.precision (issue 48): bf16 on a CPU without it (oneDNN held to AVX2 by
+#           ONEDNN_MAX_CPU_ISA) is refused in one line, exit 2, and auto runs fp32 saying why.
+#           Where the CPU has bf16: resume in bf16 is bit-identical (as resume), summary.json says
+#           bf16, and a bf16 checkpoint resumes as fp32, saying so.
 #   kill    SHARDFLOW_TEST_FAULT=kill:1:S: rank 1 dies at step S; the job must end non-zero. Then
 #           --resume=auto (a requeue) finds no checkpoint: it starts fresh, with the dead run's
 #           metrics.jsonl and TensorBoard events set aside in OUTPUT/unfinished-run-1/.
@@ -63,6 +67,48 @@ resume | resume_cache | resume_file_cache)
   if [ "$mode" = resume_file_cache ]; then
     for r in 0 1; do [ -f cache/fm.rank$r-of-2 ] || fail "no cache file for rank $r"; done
   fi
+  ;;
+precision)
+  convert 3 1200 data/fm
+  files=(--data.files='data/fm-*.tfrecord')
+  rc=0
+  ONEDNN_MAX_CPU_ISA=AVX2 train 2 refused.log "${files[@]}" --train.precision=bf16 --check \
+    --output refused || rc=$?
+  [ $rc -eq 2 ] || { cat refused.log; fail "bf16 without the instructions: exit $rc, wanted 2"; }
+  want="error: invalid argument: train.precision = bf16 cannot run on cpu: this CPU has neither "
+  want+="AVX512-BF16 nor AMX-BF16 \(oneDNN's best instruction set here: avx2\)"
+  n=$(grep -E -c "$want" refused.log || true)
+  [ "$n" -eq 1 ] || { cat refused.log; fail "$n lines refuse bf16, wanted 1"; }
+  [ "$(grep -c error refused.log)" -eq 1 ] || { cat refused.log; fail "more than one error line"; }
+  ONEDNN_MAX_CPU_ISA=AVX2 train 2 auto.log "${files[@]}" --train.precision=auto --check \
+    --output auto || { cat auto.log; fail "auto without bf16 failed"; }
+  grep -q "train.precision = auto runs fp32 (bf16: this CPU has neither" auto.log ||
+    { cat auto.log; fail "auto did not say it runs fp32"; }
+  rc=0
+  train 2 probe.log "${files[@]}" --train.precision=bf16 --check --output probe || rc=$?
+  if [ $rc -ne 0 ]; then
+    grep -q "train.precision = bf16 cannot run on cpu" probe.log || { cat probe.log; fail "probe"; }
+    echo "this CPU has no bf16: the bf16 runs are not made here ($(grep -o 'this CPU.*)' probe.log))"
+    echo "$script $mode: ok"
+    exit 0
+  fi
+  common=("${files[@]}" --train.batch_size=32 --train.epochs=2 --train.warmup_steps=3
+          --train.log_every=1 --train.optimizer=adam --train.lr=0.002 --checkpoint.keep_last=0
+          --data.shuffle_buffer=500 --train.precision=bf16)
+  train 2 a.log "${common[@]}" --checkpoint.every_steps=25 --output run_a ||
+    { cat a.log; fail "run A failed"; }
+  grep -q '"precision": *"bf16"' run_a/summary.json || fail "summary.json does not say bf16"
+  grep -q '"precision_kernels": *"oneDNN [^"]*bf16' run_a/summary.json ||
+    fail "summary.json does not name the bf16 kernels"
+  train 2 b1.log "${common[@]}" --train.max_steps=25 --output run_b ||
+    { cat b1.log; fail "run B (first part) failed"; }
+  cp -r run_b run_c
+  train 2 b2.log "${common[@]}" --output run_b --resume || { cat b2.log; fail "resume failed"; }
+  $py "$here/compare_runs.py" run_a run_b 38 || fail "bf16 runs differ"
+  train 2 c.log "${common[@]}" --train.precision=fp32 --train.max_steps=26 --output run_c \
+    --resume || { cat c.log; fail "the bf16 checkpoint did not resume as fp32"; }
+  grep -q "ckpt-000000025.h5 was written with train.precision = bf16; it loads into this run's train.precision = fp32" c.log ||
+    { cat c.log; fail "resuming a bf16 checkpoint as fp32 did not say so"; }
   ;;
 kill)
   convert 3 1200 data/fm
