@@ -9,7 +9,9 @@
 // all interleaved in each of --reps rounds (the machine may be shared), and prints the median
 // GFLOP/s of each, own / Eigen, and the whole step's GEMM time per contender and at the fastest
 // per shape. On a CPU without
-// AVX-512 all three are Eigen's x86-64-v3 kernel. Results are checked.
+// AVX-512 all three are Eigen's x86-64-v3 kernel. Where the CPU has bf16 products, they run as
+// one more contender (bf16: core/precision/bf16/, the rounding included) and the step's bf16
+// rate over auto's is printed. Results are checked.
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -24,6 +26,8 @@
 #include "core/cpu/gemm.hpp"
 #include "core/cpu/gemm_isa.hpp"
 #include "core/error.hpp"
+#include "core/precision/bf16/cpu_bf16_gemm.hpp"
+#include "core/precision/precision.hpp"
 
 namespace shardflow::bench {
 namespace {
@@ -90,6 +94,17 @@ int RunGemm(const std::vector<std::string>& argv) {
                     return TimeLibraryShape(lib, g, buf);
                   }});
   }
+  // bf16 products (core/precision/bf16/), where the CPU runs them: oneDNN's bf16 matmul with
+  // the rounding of A and B to bf16 included, as a layer pays it. Another precision, so it is
+  // left out of "the fastest per shape".
+  const size_t float_contenders = cs.size();
+  if (bf16::CpuUnsupported().empty()) {
+    std::printf("bf16: oneDNN %s\n", bf16::CpuKernelName().c_str());
+    cs.push_back({"bf16", [](const GemmShape& g, GemmBuffers& buf) {
+                    PrecisionScope bf16(Device::kCpu, "bf16");
+                    return TimeShape(g, buf);
+                  }});
+  }
   const size_t nc = cs.size();
   const cpu::GemmKernel before = cpu::CurrentGemmKernel();
   for (const std::string& name : a.models) {
@@ -119,7 +134,7 @@ int RunGemm(const std::vector<std::string>& argv) {
         med[i] = MedianOf(t[i]);
         total[i] += med[i];
       }
-      best_total += *std::min_element(med.begin(), med.end());
+      best_total += *std::min_element(med.begin(), med.begin() + float_contenders);
       std::printf("  %-12s %-4s %2d %2d %7lld %6lld %6lld %5lld", m.layer_name(g.layer).c_str(),
                   g.what, g.ta, g.tb, static_cast<long long>(g.m), static_cast<long long>(g.n),
                   static_cast<long long>(g.k), static_cast<long long>(g.count));
@@ -135,8 +150,12 @@ int RunGemm(const std::vector<std::string>& argv) {
     }
     std::printf("  step's GEMMs, ms:");
     for (size_t i = 0; i < nc; ++i) std::printf(" %s %.2f,", cs[i].name.c_str(), 1e3 * total[i]);
-    std::printf(" the fastest per shape %.2f (auto %.2fx eigen; fastest / auto %.2f)\n",
+    std::printf(" the fastest float per shape %.2f (auto %.2fx eigen; fastest / auto %.2f)\n",
                 1e3 * best_total, total[0] / total[2], best_total / total[2]);
+    if (nc > float_contenders) {
+      std::printf("  bf16 / auto step's GEMM rate: %.2f (bf16 %.2f ms, auto %.2f ms)\n",
+                  total[2] / total[nc - 1], 1e3 * total[nc - 1], 1e3 * total[2]);
+    }
   }
   cpu::SetGemmKernel(before);
   return 0;

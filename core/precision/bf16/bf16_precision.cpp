@@ -47,7 +47,7 @@ PrecisionSpec Bf16Precision() {
       },
       .auto_declines = [](Device device) -> std::string {
         if (device == Device::kCpu && !CpuHasMatrixUnits()) {
-          return "AVX512-BF16 without AMX: oneDNN's bf16 matmul ran at 0.54x its float rate on "
+          return "AVX512-BF16 without AMX: oneDNN's bf16 matmul ran at half its float rate on "
                  "such a CPU (BENCHMARKS.md)";
         }
         return "";
