@@ -93,7 +93,7 @@ void RegisterTrainSection(ConfigSchema& s, ExperimentConfig* c) {
               "and PyTorch's autocast: products of bf16-rounded inputs summed in float, on "
               "oneDNN's AMX or AVX512-BF16 kernels; weights, optimizer state, losses, gradients "
               "and checkpoints stay float; refused on a CPU with neither); auto: bf16 where the "
-              "CPU has it, else fp32");
+              "CPU has AMX (without it bf16 measured slower), else fp32, saying why");
   s.Add("train", "tf32", &c->tf32,
         "on a GPU: TF32 tensor cores for float GEMMs (cuBLAS) and convolutions (cuDNN); faster, "
         "with a 10-bit mantissa in the products, so results no longer track the CPU's");
