@@ -150,6 +150,7 @@ nlohmann::json SummaryToJson(const RunSummary& s) {
   if (!s.grid.empty()) j["grid"] = s.grid;
   j["precision"] = s.precision;
   if (!s.precision_kernels.empty()) j["precision_kernels"] = s.precision_kernels;
+  if (s.model_gflops_per_s > 0) j["model_gflops_per_s"] = s.model_gflops_per_s;
   for (const auto& [name, series] : s.strategy_series) j[name] = series;
   for (const auto& [name, value] : s.strategy_figures) j["strategy_figures"][name] = value;
   if (s.device_input.present) {
@@ -234,9 +235,14 @@ std::string FormatReport(const RunSummary& s) {
     std::snprintf(line, sizeof(line), "test loss       %.6g\n", *s.test_loss);
     out << line;
   }
-  std::snprintf(line, sizeof(line), "throughput      %.0f samples/s (%.1f s of training)\n",
+  std::snprintf(line, sizeof(line), "throughput      %.0f samples/s (%.1f s of training)",
                 s.samples_per_s, s.times.wall_s);
   out << line;
+  if (s.model_gflops_per_s > 0) {
+    std::snprintf(line, sizeof(line), ", %.1f GFLOP/s of model arithmetic", s.model_gflops_per_s);
+    out << line;
+  }
+  out << "\n";
   std::snprintf(line, sizeof(line),
                 "step time       input wait %5.1f%% | compute %5.1f%% | communication %5.1f%% | "
                 "other %5.1f%% (evaluation, checkpoints, waiting for the slowest rank)\n",

@@ -123,6 +123,10 @@ struct RunSummary {
   // library kernels that ran them ("" for fp32: shardflow's own and oneDNN's float kernels).
   std::string precision = "fp32";
   std::string precision_kernels;
+  // The model's arithmetic rate: 3 x its forward FLOPs per sample (forward, and the two
+  // products of each layer's backward pass) x samples_per_s, in GFLOP/s; 0 when not known (a
+  // model split over ranks).
+  double model_gflops_per_s = 0;
   std::vector<double> peak_rss_mib;  // per rank: the process's peak resident memory
   // Per rank: its device memory at its fullest (DeviceMemory::PeakBytes); empty when no rank's
   // model is on a device; 0 for a rank on the CPU (a parameter server).
@@ -136,13 +140,13 @@ struct RunSummary {
   DeviceInputFigures device_input;
 };
 
-// summary.json: precision, precision_kernels (when set), ranks, global_batch, per_rank_batch,
-// epochs, steps, samples_per_s, test_accuracy or test_loss, skipped_steps, skipped_records,
-// input_wait_fraction, compute_fraction, comm_fraction, verdict, advice, wall_s,
-// aggregate_samples_per_s, peak_rss_mib (per rank); grid, strategy_figures, each strategy_series by
-// its name, and straggler (rank, last_fraction, margin_ms, cause, input_share, steps,
-// last_fraction_per_rank, gather_ms, clear) when set; device_input (batches, overlapped, stage_s,
-// and when the device timed it h2d_stall_s and gpu_busy_fraction) for a model on a device.
+// summary.json: precision, precision_kernels (when set), model_gflops_per_s (when known), ranks,
+// global_batch, per_rank_batch, epochs, steps, samples_per_s, test_accuracy or test_loss,
+// skipped_steps, skipped_records, input_wait_fraction, compute_fraction, comm_fraction, verdict,
+// advice, wall_s, aggregate_samples_per_s, peak_rss_mib (per rank); grid, strategy_figures, each
+// strategy_series by its name, and straggler (rank, last_fraction, margin_ms, cause, input_share,
+// steps, last_fraction_per_rank, gather_ms, clear) when set; device_input (batches, overlapped,
+// stage_s, and when the device timed it h2d_stall_s and gpu_busy_fraction) for a model on a device.
 nlohmann::json SummaryToJson(const RunSummary& s);
 
 // The human-readable end-of-run report (several lines, ending in a newline).

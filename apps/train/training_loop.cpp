@@ -566,6 +566,10 @@ void TrainingLoop::Summarize(int64_t steps) {
     for (int64_t b : device_peaks) s.device_peak_mib.push_back(static_cast<double>(b) / (1 << 20));
   }
   SummarizeDeviceInput(wall);
+  if (model != nullptr) {
+    s.model_gflops_per_s =
+        3.0 * static_cast<double>(model->FlopsPerSample()) * s.samples_per_s / 1e9;
+  }
   s.precision = InstalledPrecision(device);
   if (const PrecisionSpec* p = FindPrecision(s.precision)) s.precision_kernels = p->kernels(device);
   strategy_.FinishReport(&s);

@@ -116,5 +116,32 @@ TEST(RunReportTest, SummaryJsonHasTheDocumentedFields) {
   EXPECT_NE(report.find("compute  80.0%"), std::string::npos) << report;
 }
 
+// The precision and the model's arithmetic rate: in the report and summary.json when known,
+// absent when not (a model split over ranks; fp32's kernels are shardflow's own).
+TEST(RunReportTest, PrecisionAndModelRateWhenKnown) {
+  RunSummary s;
+  s.samples_per_s = 1000;
+  s.times.wall_s = 2;
+  nlohmann::json j = SummaryToJson(s);
+  EXPECT_EQ(j["precision"], "fp32");
+  EXPECT_FALSE(j.contains("precision_kernels"));
+  EXPECT_FALSE(j.contains("model_gflops_per_s"));
+  EXPECT_EQ(FormatReport(s).find("precision "), std::string::npos);
+  s.precision = "bf16";
+  s.precision_kernels = "oneDNN brg:avx512_core_amx_bf16";
+  s.model_gflops_per_s = 12.25;
+  j = SummaryToJson(s);
+  EXPECT_EQ(j["precision_kernels"], "oneDNN brg:avx512_core_amx_bf16");
+  EXPECT_DOUBLE_EQ(j["model_gflops_per_s"].get<double>(), 12.25);
+  const std::string report = FormatReport(s);
+  EXPECT_NE(report.find("precision       bf16 (oneDNN brg:avx512_core_amx_bf16)\n"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("throughput      1000 samples/s (2.0 s of training), 12.2 GFLOP/s of "
+                        "model arithmetic\n"),
+            std::string::npos)
+      << report;
+}
+
 }  // namespace run_report_test
 }  // namespace shardflow
