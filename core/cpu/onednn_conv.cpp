@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "core/cpu/build_once.hpp"
+#include "core/cpu/onednn_thread.hpp"
 #include "core/cpu/parallel.hpp"
 #include "core/thread_annotations.hpp"
 #endif
@@ -120,30 +121,6 @@ struct Prim {
 
 using Key = std::array<int64_t, 13>;
 
-dnnl::engine& Engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// The calling thread's stream, scratch memory, and one OpenMP thread for oneDNN: the pieces
-// are the parallelism (an OpenMP team inside each would oversubscribe the cores).
-struct ThreadScratch {
-  std::unique_ptr<dnnl::stream> stream;
-  std::vector<uint8_t> bytes;
-  dnnl::stream& Stream() {
-    if (!stream) {
-      omp_set_num_threads(1);
-      stream = std::make_unique<dnnl::stream>(Engine());
-    }
-    return *stream;
-  }
-  uint8_t* Bytes(size_t n) {
-    if (bytes.size() < n) bytes.resize(n);
-    return bytes.data();
-  }
-};
-thread_local ThreadScratch t_scratch;
-
 int64_t PadAfter(int64_t in, int64_t k, int64_t out, int64_t before, int64_t stride) {
   return std::max<int64_t>((out - 1) * stride + k - in - before, 0);
 }
@@ -175,7 +152,7 @@ std::shared_ptr<Prim> Build(const ConvGeometry& g, int64_t f, int64_t n, ConvPas
   const memory::desc any(wdims, kF32, Tag::any);
   const auto algo = dnnl::algorithm::convolution_direct;
   const auto training = dnnl::prop_kind::forward_training;
-  dnnl::engine& eng = Engine();
+  dnnl::engine& eng = OneDnnEngine();
   const dnnl::primitive_attr attr = UserScratch();
   // The forward descriptor: the primitive of the forward pass, the hint of the backward ones.
   const auto fwd = bias ? dnnl::convolution_forward::desc(training, algo, p->image, any,
@@ -294,12 +271,12 @@ void RunOnPieces(const CallPrims& prims, const Pieces& pc, const ArgsFn& args_of
   RunPieces(pc.count, [&](int64_t i) {
     const Prim& p = prims.of(pc, i);
     std::unordered_map<int, memory> args = args_of(p, i, pc.per * i);
-    ThreadScratch& t = t_scratch;
+    OneDnnThread& t = ThisOneDnnThread();
     dnnl::stream& s = t.Stream();
     if (p.scratch > 0) {
       args.emplace(DNNL_ARG_SCRATCHPAD,
                    memory({{static_cast<int64_t>(p.scratch)}, memory::data_type::u8, Tag::a},
-                          Engine(), t.Bytes(p.scratch)));
+                          OneDnnEngine(), t.Bytes(p.scratch)));
     }
     p.prim.execute(s, args);
     s.wait();
@@ -310,15 +287,15 @@ void RunOnPieces(const CallPrims& prims, const Pieces& pc, const ArgsFn& args_of
 const float* WeightsFor(const Prim& p, const float* w, std::vector<float>& buffer) {
   if (!p.reorder) return w;
   buffer.resize(p.weights.get_size() / sizeof(float) + 1);
-  ThreadScratch& t = t_scratch;
+  OneDnnThread& t = ThisOneDnnThread();
   dnnl::stream& s = t.Stream();
   std::unordered_map<int, memory> args{
-      {DNNL_ARG_FROM, memory(p.user_weights, Engine(), const_cast<float*>(w))},
-      {DNNL_ARG_TO, memory(p.weights, Engine(), buffer.data())}};
+      {DNNL_ARG_FROM, memory(p.user_weights, OneDnnEngine(), const_cast<float*>(w))},
+      {DNNL_ARG_TO, memory(p.weights, OneDnnEngine(), buffer.data())}};
   if (p.reorder_scratch > 0) {
     args.emplace(DNNL_ARG_SCRATCHPAD,
                  memory({{static_cast<int64_t>(p.reorder_scratch)}, memory::data_type::u8, Tag::a},
-                        Engine(), t.Bytes(p.reorder_scratch)));
+                        OneDnnEngine(), t.Bytes(p.reorder_scratch)));
   }
   p.weights_reorder.execute(s, args);
   s.wait();
@@ -364,10 +341,10 @@ bool LibraryConvForward(const ConvGeometry& g, int64_t f, int64_t batch, const f
   const int64_t in_image = g.h * g.w * g.c, out_image = g.oh * g.ow * f;
   RunOnPieces(prims, pc, [&](const Prim& p, int64_t, int64_t at) {
     std::unordered_map<int, memory> a{
-        {DNNL_ARG_SRC, memory(p.image, Engine(), Mutable(x + at * in_image))},
-        {DNNL_ARG_WEIGHTS, memory(p.weights, Engine(), Mutable(wp.For(prims, p)))},
-        {DNNL_ARG_DST, memory(p.out, Engine(), y + at * out_image)}};
-    if (with_bias) a.emplace(DNNL_ARG_BIAS, memory(p.bias, Engine(), Mutable(bias)));
+        {DNNL_ARG_SRC, memory(p.image, OneDnnEngine(), Mutable(x + at * in_image))},
+        {DNNL_ARG_WEIGHTS, memory(p.weights, OneDnnEngine(), Mutable(wp.For(prims, p)))},
+        {DNNL_ARG_DST, memory(p.out, OneDnnEngine(), y + at * out_image)}};
+    if (with_bias) a.emplace(DNNL_ARG_BIAS, memory(p.bias, OneDnnEngine(), Mutable(bias)));
     return a;
   });
   return true;
@@ -382,9 +359,9 @@ bool LibraryConvBackwardData(const ConvGeometry& g, int64_t f, int64_t batch, co
   const int64_t in_image = g.h * g.w * g.c, out_image = g.oh * g.ow * f;
   RunOnPieces(prims, pc, [&](const Prim& p, int64_t, int64_t at) {
     return std::unordered_map<int, memory>{
-        {DNNL_ARG_DIFF_DST, memory(p.out, Engine(), Mutable(dy + at * out_image))},
-        {DNNL_ARG_WEIGHTS, memory(p.weights, Engine(), Mutable(wp.For(prims, p)))},
-        {DNNL_ARG_DIFF_SRC, memory(p.image, Engine(), dx + at * in_image)}};
+        {DNNL_ARG_DIFF_DST, memory(p.out, OneDnnEngine(), Mutable(dy + at * out_image))},
+        {DNNL_ARG_WEIGHTS, memory(p.weights, OneDnnEngine(), Mutable(wp.For(prims, p)))},
+        {DNNL_ARG_DIFF_SRC, memory(p.image, OneDnnEngine(), dx + at * in_image)}};
   });
   return true;
 }
@@ -402,22 +379,22 @@ bool LibraryConvBackwardFilter(const ConvGeometry& g, int64_t f, int64_t batch, 
   const int64_t in_image = g.h * g.w * g.c, out_image = g.oh * g.ow * f;
   RunOnPieces(prims, pc, [&](const Prim& p, int64_t i, int64_t at) {
     return std::unordered_map<int, memory>{
-        {DNNL_ARG_SRC, memory(p.image, Engine(), Mutable(x + at * in_image))},
-        {DNNL_ARG_DIFF_DST, memory(p.out, Engine(), Mutable(dy + at * out_image))},
-        {DNNL_ARG_DIFF_WEIGHTS, memory(p.weights, Engine(), parts + i * piece_floats)}};
+        {DNNL_ARG_SRC, memory(p.image, OneDnnEngine(), Mutable(x + at * in_image))},
+        {DNNL_ARG_DIFF_DST, memory(p.out, OneDnnEngine(), Mutable(dy + at * out_image))},
+        {DNNL_ARG_DIFF_WEIGHTS, memory(p.weights, OneDnnEngine(), parts + i * piece_floats)}};
   });
-  ThreadScratch& t = t_scratch;
+  OneDnnThread& t = ThisOneDnnThread();
   dnnl::stream& s = t.Stream();
   for (int64_t i = 0; i < pc.count; ++i) {
     const Prim& p = prims.of(pc, i);
     std::unordered_map<int, memory> args{
-        {DNNL_ARG_FROM, memory(p.weights, Engine(), parts + i * piece_floats)},
-        {DNNL_ARG_TO, memory(p.user_weights, Engine(), dw)}};
+        {DNNL_ARG_FROM, memory(p.weights, OneDnnEngine(), parts + i * piece_floats)},
+        {DNNL_ARG_TO, memory(p.user_weights, OneDnnEngine(), dw)}};
     if (p.reorder_scratch > 0) {
       args.emplace(
           DNNL_ARG_SCRATCHPAD,
           memory({{static_cast<int64_t>(p.reorder_scratch)}, memory::data_type::u8, Tag::a},
-                 Engine(), t.Bytes(p.reorder_scratch)));
+                 OneDnnEngine(), t.Bytes(p.reorder_scratch)));
     }
     p.weights_reorder.execute(s, args);
   }

@@ -7,15 +7,14 @@
 #include <memory>
 #include <vector>
 
-#include "core/cpu/build_once.hpp"
-#include "core/cpu/parallel.hpp"
 #include "core/error.hpp"
-#include "core/thread_annotations.hpp"
 
 #if defined(SHARDFLOW_HAVE_ONEDNN)
-#include <omp.h>
-
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "core/cpu/build_once.hpp"
+#include "core/cpu/onednn_thread.hpp"
+#include "core/cpu/parallel.hpp"
 #endif
 
 namespace shardflow::bf16 {
@@ -56,11 +55,6 @@ namespace {
 
 using dnnl::memory;
 
-dnnl::engine& Engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
 // A cached product of one piece: its primitive and the scratch memory it asks for.
 struct Prim {
   dnnl::matmul prim;
@@ -90,7 +84,8 @@ std::shared_ptr<Prim> Build(const Key& key, float alpha, float beta) {
     ops.append_sum(beta);
     attr.set_post_ops(ops);
   }
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p->a, p->b, p->c), attr, Engine());
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p->a, p->b, p->c), attr,
+                                        cpu::OneDnnEngine());
   p->prim = dnnl::matmul(pd);
   p->scratch = pd.scratchpad_desc().get_size();
   p->impl = pd.impl_info_str();
@@ -109,12 +104,6 @@ int64_t Bits(float x) {
   std::memcpy(&u, &x, sizeof u);
   return u;
 }
-
-struct ThreadScratch {
-  std::unique_ptr<dnnl::stream> stream;
-  std::vector<uint8_t> bytes;
-};
-thread_local ThreadScratch t_scratch;
 
 bool Native(dnnl::cpu_isa isa) {
   const auto bits = static_cast<unsigned>(isa);
@@ -173,9 +162,9 @@ void CpuGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float 
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return;
   }
-  if (const std::string why = CpuUnsupported(); !why.empty()) {
-    throw Error(ErrorCode::kInvalidArgument, "bf16 products: " + why);
-  }
+  // The ISA cannot change while the process runs: asked once, not on every product.
+  static const bool native = CpuUnsupported().empty();
+  if (!native) throw Error(ErrorCode::kInvalidArgument, "bf16 products: " + CpuUnsupported());
   // Packed bf16 copies, as stored: A (M, K) or (K, M); B (K, N) or (N, K).
   std::vector<uint16_t> pa(static_cast<size_t>(m * k)), pb(static_cast<size_t>(k * n));
   RoundRows(a, trans_a ? k : m, trans_a ? m : k, lda, pa.data());
@@ -200,24 +189,20 @@ void CpuGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float 
   cpu::RunPieces(pieces, [&](int64_t i) {
     const Prim& p = i + 1 < pieces ? *full : *tail;
     const int64_t j0 = i * kBf16GemmColumns;
-    ThreadScratch& t = t_scratch;
+    cpu::OneDnnThread& t = cpu::ThisOneDnnThread();
     try {
-      if (!t.stream) {
-        omp_set_num_threads(1);  // the pieces are the parallelism
-        t.stream = std::make_unique<dnnl::stream>(Engine());
-      }
-      if (t.bytes.size() < p.scratch) t.bytes.resize(p.scratch);
-      memory ma(p.a, Engine(), pa.data());
-      memory mb(p.b, Engine(), pb.data() + (trans_b ? j0 * k : j0));
-      memory mc(p.c, Engine(), c + j0);
+      dnnl::engine& eng = cpu::OneDnnEngine();
+      memory ma(p.a, eng, pa.data());
+      memory mb(p.b, eng, pb.data() + (trans_b ? j0 * k : j0));
+      memory mc(p.c, eng, c + j0);
       memory ms(dnnl::memory::desc({static_cast<int64_t>(p.scratch)}, memory::data_type::u8,
                                    memory::format_tag::a),
-                Engine(), t.bytes.data());
-      p.prim.execute(*t.stream, {{DNNL_ARG_SRC, ma},
-                                 {DNNL_ARG_WEIGHTS, mb},
-                                 {DNNL_ARG_DST, mc},
-                                 {DNNL_ARG_SCRATCHPAD, ms}});
-      t.stream->wait();
+                eng, t.Bytes(p.scratch));
+      p.prim.execute(t.Stream(), {{DNNL_ARG_SRC, ma},
+                                  {DNNL_ARG_WEIGHTS, mb},
+                                  {DNNL_ARG_DST, mc},
+                                  {DNNL_ARG_SCRATCHPAD, ms}});
+      t.Stream().wait();
     } catch (const dnnl::error&) {
       failed.store(true);
     }

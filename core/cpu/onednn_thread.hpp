@@ -1,0 +1,45 @@
+// What every oneDNN call of the CPU backend shares (core/cpu/onednn_conv.cpp,
+// core/precision/bf16/cpu_bf16_gemm.cpp): the one CPU engine, and per thread a stream, scratch
+// memory and one OpenMP thread for oneDNN: the calls' pieces run on shardflow's intra-op pool and
+// are the parallelism (an OpenMP team inside each would oversubscribe the cores).
+// Only for files built with oneDNN (SHARDFLOW_HAVE_ONEDNN).
+// Thread-safety: the engine from any thread; a OneDnnThread on its own thread only.
+#pragma once
+
+#include <omp.h>
+
+#include <cstdint>
+#include <memory>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <vector>
+
+namespace shardflow::cpu {
+
+inline dnnl::engine& OneDnnEngine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+struct OneDnnThread {
+  std::unique_ptr<dnnl::stream> stream;
+  std::vector<uint8_t> bytes;
+  dnnl::stream& Stream() {
+    if (!stream) {
+      omp_set_num_threads(1);
+      stream = std::make_unique<dnnl::stream>(OneDnnEngine());
+    }
+    return *stream;
+  }
+  uint8_t* Bytes(size_t n) {
+    if (bytes.size() < n) bytes.resize(n);
+    return bytes.data();
+  }
+};
+
+// The calling thread's.
+inline OneDnnThread& ThisOneDnnThread() {
+  thread_local OneDnnThread t;
+  return t;
+}
+
+}  // namespace shardflow::cpu
