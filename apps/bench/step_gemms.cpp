@@ -147,7 +147,7 @@ double TimeLibraryShape(GemmLibrary lib, const GemmShape& g, GemmBuffers& buf) {
   });
 }
 
-ConvPassTimes TimeLibraryConv(const ConvShape& c, int64_t batch, int reps) {
+ConvPassTimes TimeLibraryConv(const ConvShape& c, int64_t batch, int reps, cpu::ConvData data) {
   const double inf = std::numeric_limits<double>::infinity();
   ConvPassTimes t{inf, inf, inf};
   if (!cpu::OneDnnBuilt()) return t;
@@ -168,14 +168,15 @@ ConvPassTimes TimeLibraryConv(const ConvShape& c, int64_t batch, int reps) {
     return v[v.size() / 2];
   };
   t.fwd = median([&] {
-    return cpu::LibraryConvForward(g, c.filters, batch, x.data(), w.data(), bias.data(), y.data());
+    return cpu::LibraryConvForward(g, c.filters, batch, x.data(), w.data(), bias.data(), y.data(),
+                                   data);
   });
   t.dw = median([&] {
-    return cpu::LibraryConvBackwardFilter(g, c.filters, batch, x.data(), y.data(), dw.data());
+    return cpu::LibraryConvBackwardFilter(g, c.filters, batch, x.data(), y.data(), dw.data(), data);
   });
   if (c.need_dx) {
     t.dx = median([&] {
-      return cpu::LibraryConvBackwardData(g, c.filters, batch, y.data(), w.data(), x.data());
+      return cpu::LibraryConvBackwardData(g, c.filters, batch, y.data(), w.data(), x.data(), data);
     });
   }
   cpu::SetConvKernel(before);

@@ -8,6 +8,7 @@
 
 #include "apps/bench/library_gemm.hpp"
 #include "core/cpu/im2col.hpp"
+#include "core/cpu/onednn_conv.hpp"
 #include "core/model.hpp"
 
 namespace shardflow::bench {
@@ -33,11 +34,13 @@ std::vector<ConvShape> StepConvs(Sequential<float>& m);
 
 // Seconds of each pass of one convolution on `batch` images through oneDNN (forced; core/cpu/
 // onednn_conv.hpp), medians of `reps`; a pass oneDNN cannot run, or need_dx false for dx, is
-// +infinity. All +infinity in a build without oneDNN.
+// +infinity. All +infinity in a build without oneDNN. `data`: float, or bf16 (the bf16 precision's
+// convolutions, inputs rounded in the call).
 struct ConvPassTimes {
   double fwd, dw, dx;
 };
-ConvPassTimes TimeLibraryConv(const ConvShape& c, int64_t batch, int reps);
+ConvPassTimes TimeLibraryConv(const ConvShape& c, int64_t batch, int reps,
+                              cpu::ConvData data = cpu::ConvData::kFloat);
 
 // The first layer with parameters; layers up to it need no input gradient (as in Sequential).
 int FirstTrainable(const Sequential<float>& m);

@@ -17,6 +17,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
 
+#include "core/cpu/bf16_round.hpp"
 #include "core/cpu/build_once.hpp"
 #include "core/cpu/onednn_thread.hpp"
 #include "core/cpu/parallel.hpp"
@@ -80,20 +81,21 @@ const char* ConvPassName(ConvPass pass) {
 #if !defined(SHARDFLOW_HAVE_ONEDNN)
 
 bool OneDnnBuilt() { return false; }
-bool LibraryConvTakes(const ConvGeometry&, int64_t, int64_t, ConvPass, std::string* impl) {
+bool LibraryConvTakes(const ConvGeometry&, int64_t, int64_t, ConvPass, std::string* impl,
+                      ConvData) {
   if (impl != nullptr) impl->clear();
   return false;
 }
 bool LibraryConvForward(const ConvGeometry&, int64_t, int64_t, const float*, const float*,
-                        const float*, float*) {
+                        const float*, float*, ConvData) {
   return false;
 }
 bool LibraryConvBackwardData(const ConvGeometry&, int64_t, int64_t, const float*, const float*,
-                             float*) {
+                             float*, ConvData) {
   return false;
 }
 bool LibraryConvBackwardFilter(const ConvGeometry&, int64_t, int64_t, const float*, const float*,
-                               float*) {
+                               float*, ConvData) {
   return false;
 }
 
@@ -105,10 +107,15 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 constexpr auto kF32 = memory::data_type::f32;
 
+memory::data_type TypeOf(ConvData data) {
+  return data == ConvData::kBf16 ? memory::data_type::bf16 : kF32;
+}
+
 // One pass of one convolution on n images, built once.
 struct Prim {
   dnnl::primitive prim;
   memory::desc image, out, weights;  // x or dx; y or dy; the kernel as the primitive wants it
+                                     // (x, dy and the kernel in bf16 for ConvData::kBf16)
   memory::desc bias;                 // forward with bias only
   memory::desc user_weights;         // (KH, KW, C, F)
   dnnl::primitive weights_reorder;   // user -> weights (forward, backward data), or
@@ -119,7 +126,7 @@ struct Prim {
   bool direct = false;
 };
 
-using Key = std::array<int64_t, 13>;
+using Key = std::array<int64_t, 14>;
 
 int64_t PadAfter(int64_t in, int64_t k, int64_t out, int64_t before, int64_t stride) {
   return std::max<int64_t>((out - 1) * stride + k - in - before, 0);
@@ -140,26 +147,29 @@ void Finish(Prim& p, const PD& pd, const memory::desc& weights) {
   p.direct = p.impl.find("gemm") == std::string::npos;
 }
 
-std::shared_ptr<Prim> Build(const ConvGeometry& g, int64_t f, int64_t n, ConvPass pass, bool bias) {
+std::shared_ptr<Prim> Build(const ConvGeometry& g, int64_t f, int64_t n, ConvPass pass, bool bias,
+                            ConvData data) {
   auto p = std::make_shared<Prim>();
+  const memory::data_type in = TypeOf(data);  // of x, dy and the kernel
   const memory::dims strides{g.stride, g.stride}, before{g.pad_top, g.pad_left},
       after{PadAfter(g.h, g.kh, g.oh, g.pad_top, g.stride),
             PadAfter(g.w, g.kw, g.ow, g.pad_left, g.stride)};
   const memory::dims wdims{f, g.c, g.kh, g.kw};
-  p->image = memory::desc({n, g.c, g.h, g.w}, kF32, Tag::nhwc);
-  p->out = memory::desc({n, f, g.oh, g.ow}, kF32, Tag::nhwc);
+  const memory::desc x({n, g.c, g.h, g.w}, in, Tag::nhwc), y({n, f, g.oh, g.ow}, kF32, Tag::nhwc);
+  const memory::desc dx({n, g.c, g.h, g.w}, kF32, Tag::nhwc), dy({n, f, g.oh, g.ow}, in, Tag::nhwc);
+  p->image = pass == ConvPass::kBackwardData ? dx : x;
+  p->out = pass == ConvPass::kForward ? y : dy;
   p->user_weights = memory::desc(wdims, kF32, Tag::hwio);
-  const memory::desc any(wdims, kF32, Tag::any);
+  const memory::desc any(wdims, in, Tag::any), any_dw(wdims, kF32, Tag::any);
   const auto algo = dnnl::algorithm::convolution_direct;
   const auto training = dnnl::prop_kind::forward_training;
   dnnl::engine& eng = OneDnnEngine();
   const dnnl::primitive_attr attr = UserScratch();
   // The forward descriptor: the primitive of the forward pass, the hint of the backward ones.
-  const auto fwd = bias ? dnnl::convolution_forward::desc(training, algo, p->image, any,
-                                                          memory::desc({f}, kF32, Tag::a), p->out,
-                                                          strides, before, after)
-                        : dnnl::convolution_forward::desc(training, algo, p->image, any, p->out,
-                                                          strides, before, after);
+  const auto fwd =
+      bias ? dnnl::convolution_forward::desc(
+                 training, algo, x, any, memory::desc({f}, kF32, Tag::a), y, strides, before, after)
+           : dnnl::convolution_forward::desc(training, algo, x, any, y, strides, before, after);
   const dnnl::convolution_forward::primitive_desc fpd(fwd, attr, eng);
   dnnl::primitive_attr rattr = UserScratch();
   memory::desc reorder_from = p->user_weights, reorder_to;
@@ -170,16 +180,14 @@ std::shared_ptr<Prim> Build(const ConvGeometry& g, int64_t f, int64_t n, ConvPas
       reorder_to = fpd.weights_desc();
       break;
     case ConvPass::kBackwardData: {
-      const dnnl::convolution_backward_data::desc d(algo, p->image, any, p->out, strides, before,
-                                                    after);
+      const dnnl::convolution_backward_data::desc d(algo, dx, any, dy, strides, before, after);
       const dnnl::convolution_backward_data::primitive_desc pd(d, attr, eng, fpd);
       Finish<dnnl::convolution_backward_data>(*p, pd, pd.weights_desc());
       reorder_to = pd.weights_desc();
       break;
     }
     case ConvPass::kBackwardFilter: {
-      const dnnl::convolution_backward_weights::desc d(algo, p->image, any, p->out, strides, before,
-                                                       after);
+      const dnnl::convolution_backward_weights::desc d(algo, x, any_dw, dy, strides, before, after);
       const dnnl::convolution_backward_weights::primitive_desc pd(d, attr, eng, fpd);
       Finish<dnnl::convolution_backward_weights>(*p, pd, pd.diff_weights_desc());
       // dw += reorder(piece's dw): a sum post-op accumulates into shardflow's gradient.
@@ -204,16 +212,28 @@ class Cache {
  public:
   // The primitive for (g, f, n, pass, bias); nullptr when oneDNN cannot build one.
   std::shared_ptr<const Prim> Get(const ConvGeometry& g, int64_t f, int64_t n, ConvPass pass,
-                                  bool bias) {
-    const Key key{g.h,         g.w,        g.c,  g.kh, g.kw, g.stride,
-                  g.pad_top,   g.pad_left, g.oh, g.ow, f,    n * 4 + static_cast<int64_t>(pass),
-                  bias ? 1 : 0};
+                                  bool bias, ConvData data) {
+    const Key key{g.h,
+                  g.w,
+                  g.c,
+                  g.kh,
+                  g.kw,
+                  g.stride,
+                  g.pad_top,
+                  g.pad_left,
+                  g.oh,
+                  g.ow,
+                  f,
+                  n * 4 + static_cast<int64_t>(pass),
+                  bias ? 1 : 0,
+                  static_cast<int64_t>(data)};
     return prims_.Get(key, [&]() -> std::shared_ptr<Prim> {
       try {
-        std::shared_ptr<Prim> p = Build(g, f, n, pass, bias);
+        std::shared_ptr<Prim> p = Build(g, f, n, pass, bias, data);
         SF_LOG(Debug) << "oneDNN convolution " << g.h << "x" << g.w << "x" << g.c << " " << g.kh
                       << "x" << g.kw << "/" << g.stride << " -> " << f << ", " << n << " images, "
-                      << ConvPassName(pass) << ": " << p->impl;
+                      << ConvPassName(pass) << (data == ConvData::kBf16 ? " in bf16" : "") << ": "
+                      << p->impl;
         return p;
       } catch (const dnnl::error& e) {
         SF_LOG(Debug) << "oneDNN has no " << ConvPassName(pass) << " convolution for " << g.h << "x"
@@ -242,26 +262,29 @@ struct Pieces {
   int64_t images(int64_t i) const { return i + 1 < count ? per : last; }
 };
 
-bool Takes(const ConvGeometry& g, int64_t f, int64_t batch, ConvPass pass, bool bias,
+bool Takes(const ConvGeometry& g, int64_t f, int64_t batch, ConvPass pass, bool bias, ConvData data,
            std::string* impl) {
   if (impl != nullptr) impl->clear();
   const ConvKernel kernel = CurrentConvKernel();
   if (kernel == ConvKernel::kOwn || kernel == ConvKernel::kWinograd || batch <= 0) return false;
   const Pieces pc(batch);
-  std::shared_ptr<const Prim> p = Prims().Get(g, f, pc.per, pass, bias);
-  if (p == nullptr || (pc.last != pc.per && Prims().Get(g, f, pc.last, pass, bias) == nullptr)) {
+  std::shared_ptr<const Prim> p = Prims().Get(g, f, pc.per, pass, bias, data);
+  if (p == nullptr ||
+      (pc.last != pc.per && Prims().Get(g, f, pc.last, pass, bias, data) == nullptr)) {
     return false;
   }
   if (impl != nullptr) *impl = p->impl;
-  if (kernel == ConvKernel::kOneDnn) return true;
+  if (kernel == ConvKernel::kOneDnn || data == ConvData::kBf16) return true;
   return p->direct && (pass != ConvPass::kBackwardData || g.c >= kMinLibraryDataChannels);
 }
 
 // The primitives of a call's pieces: all but the last take `per` images.
 struct CallPrims {
   std::shared_ptr<const Prim> full, last;
-  CallPrims(const ConvGeometry& g, int64_t f, const Pieces& pc, ConvPass pass, bool bias)
-      : full(Prims().Get(g, f, pc.per, pass, bias)), last(Prims().Get(g, f, pc.last, pass, bias)) {}
+  CallPrims(const ConvGeometry& g, int64_t f, const Pieces& pc, ConvPass pass, bool bias,
+            ConvData data)
+      : full(Prims().Get(g, f, pc.per, pass, bias, data)),
+        last(Prims().Get(g, f, pc.last, pass, bias, data)) {}
   const Prim& of(const Pieces& pc, int64_t i) const { return i + 1 < pc.count ? *full : *last; }
 };
 
@@ -304,6 +327,15 @@ const float* WeightsFor(const Prim& p, const float* w, std::vector<float>& buffe
 
 float* Mutable(const float* p) { return const_cast<float*>(p); }  // oneDNN reads inputs only
 
+// An input of a piece as the primitive reads it: the n floats at x, or for bf16 a copy rounded
+// into the calling thread's slot.
+void* Input(const float* x, int64_t n, ConvData data, int slot) {
+  if (data == ConvData::kFloat) return Mutable(x);
+  uint16_t* out = ThisOneDnnThread().Halves(slot, static_cast<size_t>(n));
+  bf16::RoundRows(x, 1, n, n, out);
+  return out;
+}
+
 // The kernel reordered once per call for the full pieces' primitive, and once more for the last
 // piece's when that one wants another layout.
 class KernelCopies {
@@ -327,21 +359,22 @@ class KernelCopies {
 bool OneDnnBuilt() { return true; }
 
 bool LibraryConvTakes(const ConvGeometry& g, int64_t f, int64_t batch, ConvPass pass,
-                      std::string* impl) {
-  return Takes(g, f, batch, pass, false, impl);
+                      std::string* impl, ConvData data) {
+  return Takes(g, f, batch, pass, false, data, impl);
 }
 
 bool LibraryConvForward(const ConvGeometry& g, int64_t f, int64_t batch, const float* x,
-                        const float* w, const float* bias, float* y) {
+                        const float* w, const float* bias, float* y, ConvData data) {
   const bool with_bias = bias != nullptr;
-  if (!Takes(g, f, batch, ConvPass::kForward, with_bias, nullptr)) return false;
+  if (!Takes(g, f, batch, ConvPass::kForward, with_bias, data, nullptr)) return false;
   const Pieces pc(batch);
-  const CallPrims prims(g, f, pc, ConvPass::kForward, with_bias);
+  const CallPrims prims(g, f, pc, ConvPass::kForward, with_bias, data);
   const KernelCopies wp(prims, w);
   const int64_t in_image = g.h * g.w * g.c, out_image = g.oh * g.ow * f;
-  RunOnPieces(prims, pc, [&](const Prim& p, int64_t, int64_t at) {
+  RunOnPieces(prims, pc, [&](const Prim& p, int64_t i, int64_t at) {
     std::unordered_map<int, memory> a{
-        {DNNL_ARG_SRC, memory(p.image, OneDnnEngine(), Mutable(x + at * in_image))},
+        {DNNL_ARG_SRC, memory(p.image, OneDnnEngine(),
+                              Input(x + at * in_image, pc.images(i) * in_image, data, 0))},
         {DNNL_ARG_WEIGHTS, memory(p.weights, OneDnnEngine(), Mutable(wp.For(prims, p)))},
         {DNNL_ARG_DST, memory(p.out, OneDnnEngine(), y + at * out_image)}};
     if (with_bias) a.emplace(DNNL_ARG_BIAS, memory(p.bias, OneDnnEngine(), Mutable(bias)));
@@ -351,15 +384,16 @@ bool LibraryConvForward(const ConvGeometry& g, int64_t f, int64_t batch, const f
 }
 
 bool LibraryConvBackwardData(const ConvGeometry& g, int64_t f, int64_t batch, const float* dy,
-                             const float* w, float* dx) {
-  if (!Takes(g, f, batch, ConvPass::kBackwardData, false, nullptr)) return false;
+                             const float* w, float* dx, ConvData data) {
+  if (!Takes(g, f, batch, ConvPass::kBackwardData, false, data, nullptr)) return false;
   const Pieces pc(batch);
-  const CallPrims prims(g, f, pc, ConvPass::kBackwardData, false);
+  const CallPrims prims(g, f, pc, ConvPass::kBackwardData, false, data);
   const KernelCopies wp(prims, w);
   const int64_t in_image = g.h * g.w * g.c, out_image = g.oh * g.ow * f;
-  RunOnPieces(prims, pc, [&](const Prim& p, int64_t, int64_t at) {
+  RunOnPieces(prims, pc, [&](const Prim& p, int64_t i, int64_t at) {
     return std::unordered_map<int, memory>{
-        {DNNL_ARG_DIFF_DST, memory(p.out, OneDnnEngine(), Mutable(dy + at * out_image))},
+        {DNNL_ARG_DIFF_DST, memory(p.out, OneDnnEngine(),
+                                   Input(dy + at * out_image, pc.images(i) * out_image, data, 0))},
         {DNNL_ARG_WEIGHTS, memory(p.weights, OneDnnEngine(), Mutable(wp.For(prims, p)))},
         {DNNL_ARG_DIFF_SRC, memory(p.image, OneDnnEngine(), dx + at * in_image)}};
   });
@@ -367,10 +401,10 @@ bool LibraryConvBackwardData(const ConvGeometry& g, int64_t f, int64_t batch, co
 }
 
 bool LibraryConvBackwardFilter(const ConvGeometry& g, int64_t f, int64_t batch, const float* x,
-                               const float* dy, float* dw) {
-  if (!Takes(g, f, batch, ConvPass::kBackwardFilter, false, nullptr)) return false;
+                               const float* dy, float* dw, ConvData data) {
+  if (!Takes(g, f, batch, ConvPass::kBackwardFilter, false, data, nullptr)) return false;
   const Pieces pc(batch);
-  const CallPrims prims(g, f, pc, ConvPass::kBackwardFilter, false);
+  const CallPrims prims(g, f, pc, ConvPass::kBackwardFilter, false, data);
   // Each piece's kernel gradient in its primitive's layout, then dw += each, in piece order.
   const size_t piece_floats =
       std::max(prims.full->weights.get_size(), prims.last->weights.get_size()) / sizeof(float) + 1;
@@ -379,8 +413,10 @@ bool LibraryConvBackwardFilter(const ConvGeometry& g, int64_t f, int64_t batch, 
   const int64_t in_image = g.h * g.w * g.c, out_image = g.oh * g.ow * f;
   RunOnPieces(prims, pc, [&](const Prim& p, int64_t i, int64_t at) {
     return std::unordered_map<int, memory>{
-        {DNNL_ARG_SRC, memory(p.image, OneDnnEngine(), Mutable(x + at * in_image))},
-        {DNNL_ARG_DIFF_DST, memory(p.out, OneDnnEngine(), Mutable(dy + at * out_image))},
+        {DNNL_ARG_SRC, memory(p.image, OneDnnEngine(),
+                              Input(x + at * in_image, pc.images(i) * in_image, data, 0))},
+        {DNNL_ARG_DIFF_DST, memory(p.out, OneDnnEngine(),
+                                   Input(dy + at * out_image, pc.images(i) * out_image, data, 1))},
         {DNNL_ARG_DIFF_WEIGHTS, memory(p.weights, OneDnnEngine(), parts + i * piece_floats)}};
   });
   OneDnnThread& t = ThisOneDnnThread();

@@ -2,11 +2,13 @@
 // backward data and backward filter of a float NHWC convolution in one call each, taken per
 // shape and pass where oneDNN has a direct (non-GEMM) kernel for it; shardflow's im2col + GEMM
 // stays the reference twin and the path for everything else (double, shapes oneDNN serves
-// through its own GEMM, builds without oneDNN).
+// through its own GEMM, builds without oneDNN). The same passes in bf16 (ConvData::kBf16) are
+// the bf16 precision's convolutions (docs/design.md decision 70).
 //
 // Layouts are shardflow's: x (B, H, W, C), y (B, OH, OW, F), kernel (KH, KW, C, F), "same"
 // padding split as TensorFlow does (im2col.hpp). The kernel is reordered into the layout the
-// primitive wants on every call (weights change every step; ~0.1 ms for the CNN's 51k floats).
+// primitive wants on every call (weights change every step; ~0.1 ms for the CNN's 51k floats);
+// in bf16 the reorder rounds it, and each piece rounds its x and dy into per-thread copies.
 //
 // Threads and bits: a call is cut into pieces of at most kImagesPerPiece images, fixed by the
 // batch alone; the pieces run on the intra-op pool (core/cpu/parallel.hpp), each a one-thread
@@ -44,6 +46,12 @@ const char* ConvKernelName(ConvKernel kernel);
 bool OneDnnBuilt();
 
 enum class ConvPass { kForward, kBackwardData, kBackwardFilter };
+
+// The numbers a convolution multiplies. kBf16 (the bf16 precision, core/precision/bf16): x, dy
+// and the kernel are rounded to bf16 (bf16_round.hpp) and their products summed in float; y, dx
+// and dw stay float. oneDNN's bf16 kernels are the only bf16 convolutions (no twin of ours: the
+// fallback is im2col + the bf16 GEMM), so auto takes every shape oneDNN builds a primitive for.
+enum class ConvData { kFloat, kBf16 };
 const char* ConvPassName(ConvPass pass);
 
 inline constexpr int64_t kImagesPerPiece = 16;
@@ -52,17 +60,18 @@ inline constexpr int64_t kMinLibraryDataChannels = 8;
 // Whether the library computes `pass` of the convolution (g, f filters) on `batch` images under
 // the current choice; "" or the oneDNN implementation's name in *impl.
 bool LibraryConvTakes(const ConvGeometry& g, int64_t f, int64_t batch, ConvPass pass,
-                      std::string* impl = nullptr);
+                      std::string* impl = nullptr, ConvData data = ConvData::kFloat);
 
 // Each returns false, touching nothing, when LibraryConvTakes says no.
 // y = conv(x, w) + bias (bias may be null); overwrites y.
 bool LibraryConvForward(const ConvGeometry& g, int64_t f, int64_t batch, const float* x,
-                        const float* w, const float* bias, float* y);
+                        const float* w, const float* bias, float* y,
+                        ConvData data = ConvData::kFloat);
 // dx = the gradient of the input from dy and w; overwrites dx.
 bool LibraryConvBackwardData(const ConvGeometry& g, int64_t f, int64_t batch, const float* dy,
-                             const float* w, float* dx);
+                             const float* w, float* dx, ConvData data = ConvData::kFloat);
 // dw += the gradient of the kernel from x and dy.
 bool LibraryConvBackwardFilter(const ConvGeometry& g, int64_t f, int64_t batch, const float* x,
-                               const float* dy, float* dw);
+                               const float* dy, float* dw, ConvData data = ConvData::kFloat);
 
 }  // namespace shardflow::cpu

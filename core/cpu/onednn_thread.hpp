@@ -1,9 +1,9 @@
 // What every oneDNN call of the CPU backend shares (core/cpu/onednn_conv.cpp,
 // core/precision/bf16/cpu_bf16_gemm.cpp): the one CPU engine, and per thread a stream, scratch
-// memory and one OpenMP thread for oneDNN: the calls' pieces run on shardflow's intra-op pool and
-// are the parallelism (an OpenMP team inside each would oversubscribe the cores).
-// Only for files built with oneDNN (SHARDFLOW_HAVE_ONEDNN).
-// Thread-safety: the engine from any thread; a OneDnnThread on its own thread only.
+// memory, bf16 copies of inputs and one OpenMP thread for oneDNN: the calls' pieces run on
+// shardflow's intra-op pool and are the parallelism (an OpenMP team inside each would oversubscribe
+// the cores). Only for files built with oneDNN (SHARDFLOW_HAVE_ONEDNN). Thread-safety: the engine
+// from any thread; a OneDnnThread on its own thread only.
 #pragma once
 
 #include <omp.h>
@@ -33,6 +33,12 @@ struct OneDnnThread {
   uint8_t* Bytes(size_t n) {
     if (bytes.size() < n) bytes.resize(n);
     return bytes.data();
+  }
+  // Inputs rounded to bf16 for a bf16 primitive (two at most: x and dy).
+  std::vector<uint16_t> halves[2];
+  uint16_t* Halves(int slot, size_t n) {
+    if (halves[slot].size() < n) halves[slot].resize(n);
+    return halves[slot].data();
   }
 };
 

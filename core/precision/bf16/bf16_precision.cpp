@@ -1,13 +1,14 @@
 #include "core/precision/bf16/bf16_precision.hpp"
 
 #include "core/backend/forwarding_backend.hpp"
+#include "core/cpu/onednn_conv.hpp"
 #include "core/precision/bf16/cpu_bf16_gemm.hpp"
 
 namespace shardflow::bf16 {
 namespace {
 
-// The CPU's float backend with bf16 products. Convolutions are not taken whole (the library
-// passes of the CPU backend are float): a layer then runs im2col + Gemm, whose Gemm is bf16.
+// The CPU's float backend with bf16 products: oneDNN's bf16 convolutions for a whole layer pass
+// where oneDNN builds one, else im2col + Gemm, whose Gemm is bf16. Never Winograd (float only).
 class CpuBf16Backend : public ForwardingBackend<float> {
  public:
   using ForwardingBackend<float>::ForwardingBackend;
@@ -17,17 +18,17 @@ class CpuBf16Backend : public ForwardingBackend<float> {
             int64_t ldc) override {
     CpuGemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
-  bool ConvForward(const ConvGeometry&, int64_t, int64_t, const float*, const float*, const float*,
-                   float*) override {
-    return false;
+  bool ConvForward(const ConvGeometry& g, int64_t f, int64_t batch, const float* x, const float* w,
+                   const float* bias, float* y) override {
+    return cpu::LibraryConvForward(g, f, batch, x, w, bias, y, cpu::ConvData::kBf16);
   }
-  bool ConvBackwardData(const ConvGeometry&, int64_t, int64_t, const float*, const float*,
-                        float*) override {
-    return false;
+  bool ConvBackwardData(const ConvGeometry& g, int64_t f, int64_t batch, const float* dy,
+                        const float* w, float* dx) override {
+    return cpu::LibraryConvBackwardData(g, f, batch, dy, w, dx, cpu::ConvData::kBf16);
   }
-  bool ConvBackwardFilter(const ConvGeometry&, int64_t, int64_t, const float*, const float*,
-                          float*) override {
-    return false;
+  bool ConvBackwardFilter(const ConvGeometry& g, int64_t f, int64_t batch, const float* x,
+                          const float* dy, float* dw) override {
+    return cpu::LibraryConvBackwardFilter(g, f, batch, x, dy, dw, cpu::ConvData::kBf16);
   }
   bool LstmForward(const LstmShape&, bool, const float*, const float*, const float*, const float*,
                    float*, std::unique_ptr<LstmSaved>*) override {

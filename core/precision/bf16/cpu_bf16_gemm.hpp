@@ -14,15 +14,11 @@
 #include <cstdint>
 #include <string>
 
+#include "core/cpu/bf16_round.hpp"  // FromFloat, ToFloat, RoundRows
+
 namespace shardflow::bf16 {
 
 inline constexpr int64_t kBf16GemmColumns = 256;
-
-// float -> bf16 bits, rounding to nearest even; a NaN stays a NaN (quiet), infinities stay.
-uint16_t FromFloat(float x);
-float ToFloat(uint16_t bits);
-// The (rows, cols) matrix x with row stride ld, rounded into out packed (row stride cols).
-void RoundRows(const float* x, int64_t rows, int64_t cols, int64_t ld, uint16_t* out);
 
 // "" when this build and CPU run bf16 products natively (oneDNN's ISA has AVX512-BF16 or
 // AMX-BF16); otherwise why not, in words that name what is missing ("this CPU has neither
