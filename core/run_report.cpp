@@ -151,6 +151,10 @@ nlohmann::json SummaryToJson(const RunSummary& s) {
   j["precision"] = s.precision;
   if (!s.precision_kernels.empty()) j["precision_kernels"] = s.precision_kernels;
   if (s.model_gflops_per_s > 0) j["model_gflops_per_s"] = s.model_gflops_per_s;
+  if (s.model_gflops_per_s > 0 && s.peak_gflops_per_s > 0) {
+    j["peak_gflops_per_s"] = s.peak_gflops_per_s;
+    j["fraction_of_peak"] = s.model_gflops_per_s / s.peak_gflops_per_s;
+  }
   for (const auto& [name, series] : s.strategy_series) j[name] = series;
   for (const auto& [name, value] : s.strategy_figures) j["strategy_figures"][name] = value;
   if (s.device_input.present) {
@@ -241,6 +245,14 @@ std::string FormatReport(const RunSummary& s) {
   if (s.model_gflops_per_s > 0) {
     std::snprintf(line, sizeof(line), ", %.1f GFLOP/s of model arithmetic", s.model_gflops_per_s);
     out << line;
+    if (s.peak_gflops_per_s > 0) {
+      std::snprintf(line, sizeof(line), " = %.2f of the %.0f GFLOP/s its %s GEMM reaches here",
+                    s.model_gflops_per_s / s.peak_gflops_per_s, s.peak_gflops_per_s,
+                    s.precision.c_str());
+      out << line;
+      // Model arithmetic counts direct products; Winograd convolutions do fewer.
+      if (s.model_gflops_per_s > s.peak_gflops_per_s) out << " (Winograd does fewer products)";
+    }
   }
   out << "\n";
   std::snprintf(line, sizeof(line),

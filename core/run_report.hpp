@@ -127,6 +127,12 @@ struct RunSummary {
   // products of each layer's backward pass) x samples_per_s, in GFLOP/s; 0 when not known (a
   // model split over ranks).
   double model_gflops_per_s = 0;
+  // The job's peak for its precision: every rank's MeasurePeakGemmRate (core/precision/
+  // peak_rate.hpp), measured on all ranks at once at the end of the run and summed, in GFLOP/s;
+  // 0 when not measured (train.peak_probe). The fraction of peak is model_gflops_per_s / this;
+  // it passes 1 where Winograd convolutions (core/cpu/winograd.hpp) do fewer products than the
+  // direct ones model_gflops_per_s counts (the float CNN preset: 1.06 on 2 ranks here).
+  double peak_gflops_per_s = 0;
   std::vector<double> peak_rss_mib;  // per rank: the process's peak resident memory
   // Per rank: its device memory at its fullest (DeviceMemory::PeakBytes); empty when no rank's
   // model is on a device; 0 for a rank on the CPU (a parameter server).
@@ -140,7 +146,8 @@ struct RunSummary {
   DeviceInputFigures device_input;
 };
 
-// summary.json: precision, precision_kernels (when set), model_gflops_per_s (when known), ranks,
+// summary.json: precision, precision_kernels (when set), model_gflops_per_s (when known),
+// peak_gflops_per_s and fraction_of_peak (when the peak was measured), ranks,
 // global_batch, per_rank_batch, epochs, steps, samples_per_s, test_accuracy or test_loss,
 // skipped_steps, skipped_records, input_wait_fraction, compute_fraction, comm_fraction, verdict,
 // advice, wall_s, aggregate_samples_per_s, peak_rss_mib (per rank); grid, strategy_figures, each

@@ -94,6 +94,10 @@ void RegisterTrainSection(ConfigSchema& s, ExperimentConfig* c) {
               "oneDNN's AMX or AVX512-BF16 kernels; weights, optimizer state, losses, gradients "
               "and checkpoints stay float; refused on a CPU with neither); auto: bf16 where the "
               "CPU has AMX (without it bf16 measured slower), else fp32, saying why");
+  s.AddChoice("train", "peak_probe", &c->peak_probe, {"auto", "on", "off"},
+              "measure the precision's GEMM rate on every rank at once when training ends "
+              "(about 0.1 s) so the report and summary.json state the fraction of that peak the "
+              "model's arithmetic reached; auto: when training took 10 s or more, on the CPU");
   s.Add("train", "tf32", &c->tf32,
         "on a GPU: TF32 tensor cores for float GEMMs (cuBLAS) and convolutions (cuDNN); faster, "
         "with a 10-bit mantissa in the products, so results no longer track the CPU's");

@@ -52,11 +52,12 @@ struct ExperimentConfig {
   int64_t log_every = 50;
   std::string on_nonfinite = "fail";
   int64_t max_skipped_steps = 10;
-  std::string early_stopping;      // METRIC:PATIENCE (apps/train/early_stopping.hpp); "" : off
-  std::string device = "cpu";      // cpu | cuda | auto (apps/common/device_choice.hpp)
-  bool tf32 = false;               // TF32 tensor cores for float GEMMs and convolutions on a GPU
-  std::string precision = "fp32";  // fp32 | bf16 | auto (core/precision/precision.hpp)
-  bool device_prefetch = true;     // stage the next batch on the device during the current step
+  std::string early_stopping;       // METRIC:PATIENCE (apps/train/early_stopping.hpp); "" : off
+  std::string device = "cpu";       // cpu | cuda | auto (apps/common/device_choice.hpp)
+  bool tf32 = false;                // TF32 tensor cores for float GEMMs and convolutions on a GPU
+  std::string precision = "fp32";   // fp32 | bf16 | auto (core/precision/precision.hpp)
+  std::string peak_probe = "auto";  // auto | on | off (core/precision/peak_rate.hpp)
+  bool device_prefetch = true;      // stage the next batch on the device during the current step
   // [dist]
   std::string strategy = "auto";  // a strategy shardflow-train registered, or auto
   std::string allreduce = "auto";

@@ -115,6 +115,7 @@ struct TrainerOptions : apps::ModelSetup {
   bool overlap = true;
   std::string device_allreduce = "auto";  // a model on a device: auto | nccl | host
   bool device_prefetch = true;            // a model on a device: apps/train/device_input.hpp
+  std::string peak_probe = "auto";        // apps/train/peak_probe.hpp
   double watchdog_seconds = 300;
   ModelParallelOptions model_parallel;
   // Ranks claim batches as they go (dynamic_shard.hpp), for strategies whose ranks step

@@ -133,6 +133,7 @@ void SetDistribution(const apps::ExperimentConfig& c, TrainerOptions* o) {
   o->overlap = c.overlap;
   o->device_allreduce = c.device_allreduce;
   o->device_prefetch = c.device_prefetch;
+  o->peak_probe = c.peak_probe;
   o->watchdog_seconds = c.watchdog_seconds;
 }
 

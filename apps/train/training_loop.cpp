@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
+#include "apps/train/peak_probe.hpp"
 #include "apps/train/run_trace.hpp"
 #include "apps/train/training_loop.hpp"
 #include "core/fault_injection.hpp"
@@ -570,6 +571,8 @@ void TrainingLoop::Summarize(int64_t steps) {
     s.model_gflops_per_s =
         3.0 * static_cast<double>(model->FlopsPerSample()) * s.samples_per_s / 1e9;
   }
+  s.peak_gflops_per_s =
+      JobPeakGemmRate(job_, o_.peak_probe, wall, model != nullptr && device == Device::kCpu);
   s.precision = InstalledPrecision(device);
   if (const PrecisionSpec* p = FindPrecision(s.precision)) s.precision_kernels = p->kernels(device);
   strategy_.FinishReport(&s);

@@ -27,6 +27,7 @@
 #include "core/model.hpp"
 #include "core/optim/optimizer.hpp"
 #include "core/precision/bf16/cpu_bf16_gemm.hpp"
+#include "core/precision/peak_rate.hpp"
 #include "core/random.hpp"
 
 namespace shardflow {
@@ -231,6 +232,13 @@ TEST(Precision, ModelsInBf16TrackFp32) {
   CompareModel("conv:4:3x3:same, batchnorm, relu, maxpool:2:2, flatten, dense:10", {8, 8, 2});
   CompareModel("conv:4:3x3:same, residual:4, gap, dense:10", {8, 8, 2});
   CompareModel("lstm:8, dense:3", {5, 2});
+}
+
+TEST(PeakRate, MeasuresTheCpusInstalledGemmOnly) {
+  const double rate = MeasurePeakGemmRate(Device::kCpu, 1);
+  EXPECT_GT(rate, 0.1);  // 2 GFLOP in under 20 s: any CPU that runs this suite
+  EXPECT_LT(rate, 1e5);  // and not a timer that read zero
+  EXPECT_EQ(MeasurePeakGemmRate(Device::kCuda, 1), 0.0);
 }
 
 }  // namespace precision_test

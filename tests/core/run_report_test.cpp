@@ -141,6 +141,21 @@ TEST(RunReportTest, PrecisionAndModelRateWhenKnown) {
                         "model arithmetic\n"),
             std::string::npos)
       << report;
+  EXPECT_FALSE(j.contains("fraction_of_peak"));
+  s.peak_gflops_per_s = 49;
+  j = SummaryToJson(s);
+  EXPECT_DOUBLE_EQ(j["peak_gflops_per_s"].get<double>(), 49);
+  EXPECT_DOUBLE_EQ(j["fraction_of_peak"].get<double>(), 0.25);
+  EXPECT_NE(FormatReport(s).find("12.2 GFLOP/s of model arithmetic = 0.25 of the 49 GFLOP/s its "
+                                 "bf16 GEMM reaches here\n"),
+            std::string::npos)
+      << FormatReport(s);
+  EXPECT_EQ(FormatReport(s).find("Winograd"), std::string::npos);
+  s.peak_gflops_per_s = 10;
+  EXPECT_NE(FormatReport(s).find("= 1.23 of the 10 GFLOP/s its bf16 GEMM reaches here (Winograd "
+                                 "does fewer products)\n"),
+            std::string::npos)
+      << FormatReport(s);
 }
 
 }  // namespace run_report_test

@@ -14,8 +14,9 @@
 #   precision  train.precision (issue 48): bf16 on a CPU without it (oneDNN held to AVX2 by
 #           ONEDNN_MAX_CPU_ISA) is refused in one line, exit 2, and auto runs fp32 saying why.
 #           Where the CPU has bf16: resume in bf16 is bit-identical (as resume), summary.json says
-#           bf16, and a bf16 checkpoint resumes as fp32, saying so (a small CNN: bf16 GEMMs and
-#           oneDNN bf16 convolutions).
+#           bf16 (and, with train.peak_probe = on, with the report, the fraction of peak), and a
+#           bf16 checkpoint resumes as fp32, saying so (a small CNN: bf16 GEMMs and oneDNN bf16
+#           convolutions).
 #   kill    SHARDFLOW_TEST_FAULT=kill:1:S: rank 1 dies at step S; the job must end non-zero. Then
 #           --resume=auto (a requeue) finds no checkpoint: it starts fresh, with the dead run's
 #           metrics.jsonl and TensorBoard events set aside in OUTPUT/unfinished-run-1/.
@@ -97,9 +98,12 @@ precision)
           --train.log_every=1 --train.optimizer=adam --train.lr=0.002 --checkpoint.keep_last=0
           --data.shuffle_buffer=500 --train.precision=bf16
           --model.spec='conv:8:3x3:same, relu, maxpool:2, conv:8:3x3:same, relu, flatten, dense:10')
-  train 2 a.log "${common[@]}" --checkpoint.every_steps=25 --output run_a ||
+  train 2 a.log "${common[@]}" --checkpoint.every_steps=25 --train.peak_probe=on --output run_a ||
     { cat a.log; fail "run A failed"; }
   grep -q '"precision": *"bf16"' run_a/summary.json || fail "summary.json does not say bf16"
+  want="GFLOP/s of model arithmetic = [0-9.]+ of the [0-9]+ GFLOP/s its bf16 GEMM reaches here"
+  grep -qE "$want" a.log || { cat a.log; fail "the report states no fraction of peak"; }
+  grep -q '"fraction_of_peak"' run_a/summary.json || fail "summary.json has no fraction_of_peak"
   grep -q '"precision_kernels": *"oneDNN [^"]*bf16' run_a/summary.json ||
     fail "summary.json does not name the bf16 kernels"
   train 2 b1.log "${common[@]}" --train.max_steps=25 --output run_b ||
