@@ -6,7 +6,9 @@
 # batch 128, SGD momentum 0.9, the same epochs.
 #   bench/compute.sh [--reps 3] [--models mlp,cnn] [--mlp-epochs 3] [--cnn-epochs 1]
 #                    [--resnet-epochs 1]
-#                    [--peers torch,keras] [--bin DIR] [--work DIR]
+#                    [--peers torch,keras] [--precision fp32|bf16] [--bin DIR] [--work DIR]
+# --precision bf16 (issue 48): shardflow with train.precision = bf16 against PyTorch under
+# torch.autocast("cpu", dtype=torch.bfloat16); Keras has no bf16 peer here (use --peers torch).
 # The contenders of a repetition run one after another, the order rotating between repetitions,
 # so load drifts hit them alike; the 1-minute load average before each run is recorded.
 # Counted: whole-epoch wall time. shardflow: the summary's samples/s (samples over the slowest
@@ -23,7 +25,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/.." && pwd)
 bin=$src/build/bin work=/tmp/shardflow-compute-bench reps=3 models=mlp,cnn
-mlp_epochs=3 cnn_epochs=1 resnet_epochs=1 peers=torch,keras
+mlp_epochs=3 cnn_epochs=1 resnet_epochs=1 peers=torch,keras precision=fp32
 while [ $# -gt 0 ]; do
   case "$1" in
     --reps) reps=$2; shift 2 ;;
@@ -32,6 +34,7 @@ while [ $# -gt 0 ]; do
     --cnn-epochs) cnn_epochs=$2; shift 2 ;;
     --resnet-epochs) resnet_epochs=$2; shift 2 ;;
     --peers) peers=$2; shift 2 ;;
+    --precision) precision=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     *) echo "compute.sh: unknown option $1" >&2; exit 2 ;;
@@ -50,7 +53,11 @@ if ! ls data/fmnist-test-*.tfrecord >/dev/null 2>&1; then
   done
 fi
 echo "compute.sh: $(date -u '+%F %T') UTC, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)," \
-  "reps $reps, epochs mlp $mlp_epochs cnn $cnn_epochs resnet $resnet_epochs"
+  "reps $reps, epochs mlp $mlp_epochs cnn $cnn_epochs resnet $resnet_epochs, precision $precision"
+if [ "$precision" = bf16 ] && [[ ",$peers," == *,keras,* ]]; then
+  echo "compute.sh: Keras has no bf16 peer here; use --peers torch" >&2
+  exit 2
+fi
 results=$work/results.jsonl
 : >"$results"
 
@@ -66,7 +73,8 @@ shardflow() {  # shardflow MODEL RANKS THREADS REP EPOCHS
   "${mpi[@]}" "${bind[@]}" -np "$np" "$bin/shardflow-train" --config "$src/configs/fmnist_$model.ini" \
     --data.files='data/fmnist-train-*.tfrecord' --eval.files='data/fmnist-test-*.tfrecord' \
     --no-progress --train.threads="$threads" --train.batch_size=$((128 / np)) \
-    --train.epochs="$epochs" --output "$out" >"$out.log" 2>&1 || { cat "$out.log"; exit 1; }
+    --train.epochs="$epochs" --train.precision="$precision" --output "$out" >"$out.log" 2>&1 ||
+    { cat "$out.log"; exit 1; }
   $py - "$out/summary.json" "$model" "shardflow ${np}x$threads" "$rep" "$load" <<'PY' |
 import json, sys
 s = json.load(open(sys.argv[1]))
@@ -81,6 +89,7 @@ peer() {  # peer torch|keras MODEL REP EPOCHS
   local who=$1 model=$2 rep=$3 epochs=$4 load line
   load=$(cut -d' ' -f1 /proc/loadavg)
   line=$("$here/peers/run_${who}_peer.sh" --model "$model" --epochs "$epochs" --threads 2 \
+    --precision "$precision" \
     2>"runs/$who-$model-rep$rep.err") || { cat "runs/$who-$model-rep$rep.err"; exit 1; }
   $py - "$line" "$model" "$rep" "$load" "$who" <<'PY' | tee -a "$results"
 import json, sys

@@ -10,12 +10,15 @@
 # share the machine; OMP_WAIT_POLICY=PASSIVE so that idle OpenMP workers do not spin on the
 # cores they need). The last lines: medians over the reps, and the ratios of the targets.
 #   bench/serve.sh [--bin DIR] [--seconds S] [--threads T] [--models mlp,cnn] [--reps N]
+#                  [--precision fp32|bf16]
+# --precision: train.precision of the server and of shardflow-predict (issue 48; the model is
+# trained in fp32 either way: checkpoints are float).
 # Targets: CNN at 64 connections, batching on >= 3x batching off; at saturation >= 0.5 of
 # shardflow-predict's offline records/s. Server and client share the machine's cores (loopback).
 # Bounded: about (5 + 3 x 3 x (S + 1)) s per model and rep (S = 5: ~60 s).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-bin=$here/build/bin seconds=5 threads=1 models=mlp,cnn reps=1
+bin=$here/build/bin seconds=5 threads=1 models=mlp,cnn reps=1 precision=fp32
 while [ $# -gt 0 ]; do
   case $1 in
     --bin) bin=$2; shift 2 ;;
@@ -23,6 +26,7 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
+    --precision) precision=$2; shift 2 ;;
     *) echo "serve.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -34,7 +38,7 @@ server_pid=
 trap '[ -n "$server_pid" ] && kill -KILL "$server_pid" 2>/dev/null; rm -rf "$work"' EXIT
 say() { echo "$*" | tee -a "$work/results.txt"; }
 echo "serve.sh: $(date -u '+%F %T') UTC, load average $(cut -d' ' -f1-3 /proc/loadavg)," \
-  "$(nproc) cores, --threads $threads, --seconds $seconds"
+  "$(nproc) cores, --threads $threads, --seconds $seconds, --precision $precision"
 
 "${mpi[@]}" -np 1 "$bin/shardflow-convert" --input.format=idx --input.split=test \
   --input.limit=2000 --output.path="$work/data/fm" --output.shards=2 >"$work/convert.log" 2>&1
@@ -55,7 +59,8 @@ for model in ${models//,/ }; do
     for batch in 256 64 1; do
       offline=$("${mpi[@]}" -np 1 "$bin/shardflow-predict" --config "$cfg" \
         --checkpoint "$work/$model/checkpoints" --input "$work/data/fm-*.tfrecord" \
-        --output "$work/p.h5" --train.threads="$threads" --predict.batch_size="$batch" |
+        --output "$work/p.h5" --train.threads="$threads" --predict.batch_size="$batch" \
+        --train.precision="$precision" |
         sed -n 's/^predicted .*: \([0-9]*\) records\/s$/\1/p')
       say "$model rep $rep offline: shardflow-predict $offline records/s (2000 records, batch $batch)"
     done
@@ -64,7 +69,8 @@ for model in ${models//,/ }; do
       # log could still show the previous server's port.
       log=$work/server-$model-$rep-$mbs.log
       "$bin/shardflow-serve" --config "$cfg" --checkpoint "$work/$model/checkpoints" --port 0 \
-        --train.threads="$threads" --serve.max_batch_size="$mbs" --serve.batch_timeout_us=1000 \
+        --train.threads="$threads" --train.precision="$precision" \
+        --serve.max_batch_size="$mbs" --serve.batch_timeout_us=1000 \
         --serve.watch_seconds=0 >"$log" 2>&1 &
       server_pid=$!
       port=

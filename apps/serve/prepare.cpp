@@ -37,7 +37,6 @@ void UseDevice(const apps::DeviceChoice& choice, const ServeAppConfig& config,
   }
   setup->model.device = choice.device;
   const apps::InstalledDevice installed = apps::InstallDevice(choice, config.train.tf32);
-  apps::UsePrecision(config.train.precision, choice.device, true);
 #if defined(SHARDFLOW_APP_CUDA)
   if (installed == apps::InstalledDevice::kGpu) p->thread_setup = [] { cuda::UseOnThisThread(); };
 #else
@@ -61,6 +60,8 @@ void Prepare(MpiEnvironment& env, const ServeAppConfig& config, Prepared* p) {
                                                         .has_backend = kHasCudaBackend});
   apps::ModelSetup setup = apps::MakeModelSetup(config.train);
   UseDevice(device, config, &setup, p);
+  // On every device: the CPU too (a CPU server once left train.precision = bf16 unapplied).
+  apps::UsePrecision(config.train.precision, device.device, true);
   // Replicas share the rank's cores: each runs its kernels on its share.
   p->threads =
       std::max(1, apps::ResolveThreads(config.train, env.local_size()) / config.num_replicas);

@@ -33,4 +33,5 @@ def parse_args():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--warmup-steps", type=int, default=200)
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     return p.parse_args()

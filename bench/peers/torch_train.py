@@ -6,8 +6,11 @@ weight decay) on the same data (the Debian package dataset-fashion-mnist, the so
 shardflow's TFRecords), global batch 128, on --threads intra-op threads. The data is decoded
 into memory first (not timed); each epoch's wall time counts the shuffle, the batching and
 every training step. Prints one JSON line: per-epoch seconds, samples/s of the whole epochs,
-and test accuracy. Run by bench/peers/run_torch_peer.sh (a venv with torch from the index).
+and test accuracy. --precision bf16 runs the forward pass and the loss (training and test) under
+torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's CPU mixed precision: matmuls and convs
+in bf16 (oneDNN), fp32 master weights and optimizer, as shardflow's train.precision = bf16. Run by bench/peers/run_torch_peer.sh (a venv with torch from the index).
 """
+import contextlib
 import json
 import math
 import time
@@ -88,6 +91,12 @@ def main():
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, rate)
     loss_fn = nn.CrossEntropyLoss()
+
+    def precision():
+        if a.precision == "bf16":
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
     epoch_s = []
     for _ in range(a.epochs):
         m.train()
@@ -96,18 +105,20 @@ def main():
         for i in range(steps_per_epoch):
             idx = order[i * a.batch:(i + 1) * a.batch]
             opt.zero_grad(set_to_none=True)
-            loss = loss_fn(m(x[idx]), y[idx])
+            with precision():
+                loss = loss_fn(m(x[idx]), y[idx])
             loss.backward()
             opt.step()
             sched.step()
         epoch_s.append(time.perf_counter() - t0)
     m.eval()
-    with torch.no_grad():
+    with torch.no_grad(), precision():
         correct = sum(int((m(tx[i:i + 1000]).argmax(1) == ty[i:i + 1000]).sum())
                       for i in range(0, len(tx), 1000))
     samples = steps_per_epoch * a.batch * a.epochs
     print(json.dumps({"peer": "pytorch", "version": torch.__version__, "model": a.model,
                       "threads": a.threads, "epochs": a.epochs, "batch": a.batch,
+                      "precision": a.precision,
                       "epoch_seconds": [round(e, 3) for e in epoch_s],
                       "samples_per_s": round(samples / sum(epoch_s), 1),
                       "loss": round(loss.item(), 4),

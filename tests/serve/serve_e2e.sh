@@ -134,6 +134,32 @@ SHARDFLOW_SIMULATE_CUDA=1 "$bin/shardflow-serve" --config "$cfg" --port 0 --trai
 grep -q "error: invalid argument: train.device = cuda serves with one replica per process, not 2.*\[key=serve.num_replicas\]" \
   "$work/dev2.log" || fail "no error naming serve.num_replicas"
 
+# train.precision = bf16 (issue 48) where the CPU has it: the server says so, and serves what
+# shardflow-predict computes in bf16, which is not what it computes in fp32.
+mkdir -p "$work/bf16"
+if "${mpi[@]}" -np 1 "$bin/shardflow-predict" --config "$cfg" --checkpoint "$work/run/checkpoints" \
+  --input "$work/data/fm-*.tfrecord" --output "$work/bf16/offline.h5" --train.threads=1 \
+  --train.precision=bf16 >"$work/predict-bf16.log" 2>&1; then
+  start_server bf16 --checkpoint "$work/run/checkpoints" --serve.max_batch_size=8 \
+    --serve.batch_timeout_us=2000 --serve.max_body_bytes=200000 --train.precision=bf16
+  grep -q "precision bf16: matrix products on oneDNN" "$work/bf16.log" ||
+    fail "the bf16 server does not say it computes in bf16"
+  client api "$port" "$work/bf16" || fail "api checks in bf16 failed"
+  kill -TERM "$pid"
+  wait "$pid" || fail "bf16 server exited $? after SIGTERM"
+  "$py" - "$work/offline.h5" "$work/bf16/offline.h5" <<'PY' || fail "bf16 predictions equal fp32's"
+import sys, h5py, numpy as np
+a, b = (h5py.File(f, "r")["probabilities"][:] for f in sys.argv[1:])
+d = float(np.abs(a - b).max())
+print(f"bf16 vs fp32 predictions: max |p_bf16 - p_fp32| = {d:.3g}")
+sys.exit(0 if 0 < d < 0.05 else 1)
+PY
+else
+  grep -q "train.precision = bf16 cannot run on cpu" "$work/predict-bf16.log" ||
+    fail "predict in bf16 failed"
+  echo "this CPU has no bf16: the bf16 server is not started here"
+fi
+
 start_server api --checkpoint "$work/run/checkpoints" --serve.max_batch_size=8 \
   --serve.batch_timeout_us=2000 --serve.max_body_bytes=200000 --serve.watch_seconds=0.2
 client api "$port" "$work" || fail "api checks failed"
