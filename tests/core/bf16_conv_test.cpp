@@ -52,10 +52,11 @@ struct Shape {
   }
 };
 
-// Visits every (image, output row, output column, kernel row, kernel column) whose input pixel
-// lies inside the image, with the offsets of x and y's first channel and the kernel's first entry.
+// Visits every product of the convolution: each (image, output pixel, kernel tap) whose input
+// pixel lies inside the image, each input channel c and filter f, with the indexes of x, y and
+// the kernel the product reads or feeds.
 template <typename Fn>
-void ForEachTap(const Shape& s, Fn fn) {
+void ForEachProduct(const Shape& s, Fn fn) {
   const ConvGeometry& g = s.g;
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t oy = 0; oy < g.oh; ++oy)
@@ -64,8 +65,11 @@ void ForEachTap(const Shape& s, Fn fn) {
           for (int64_t kx = 0; kx < g.kw; ++kx) {
             const int64_t iy = oy * g.stride + ky - g.pad_top, ix = ox * g.stride + kx - g.pad_left;
             if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
-            fn(((b * g.h + iy) * g.w + ix) * g.c, ((b * g.oh + oy) * g.ow + ox) * s.f,
-               (ky * g.kw + kx) * g.c * s.f);
+            const int64_t xi = ((b * g.h + iy) * g.w + ix) * g.c,
+                          yi = ((b * g.oh + oy) * g.ow + ox) * s.f,
+                          wi = (ky * g.kw + kx) * g.c * s.f;
+            for (int64_t c = 0; c < g.c; ++c)
+              for (int64_t f = 0; f < s.f; ++f) fn(xi + c, yi + f, wi + c * s.f + f);
           }
 }
 
@@ -77,6 +81,12 @@ struct Reference {
     rounded[at] += R(a) * R(b);
     exact[at] += static_cast<double>(a) * b;
     magnitude[at] += std::fabs(static_cast<double>(a) * b);
+  }
+  // A float term added once, unrounded (the bias; what dw held).
+  void AddFloat(size_t at, float v) {
+    rounded[at] += v;
+    exact[at] += v;
+    magnitude[at] += std::fabs(v);
   }
   void Check(const std::vector<float>& got, int64_t k, const std::string& what) const {
     for (size_t i = 0; i < got.size(); ++i) {
@@ -121,15 +131,8 @@ TEST_F(Bf16Conv, ForwardWithinTheBounds) {
                                         cpu::ConvData::kBf16))
         << s.Name();
     Reference ref(y.size());
-    ForEachTap(s, [&](int64_t xi, int64_t yi, int64_t wi) {
-      for (int64_t c = 0; c < g.c; ++c)
-        for (int64_t f = 0; f < s.f; ++f) ref.Add(yi + f, x[xi + c], w[wi + c * s.f + f]);
-    });
-    for (size_t i = 0; i < y.size(); ++i) {  // the bias is float, added once
-      ref.rounded[i] += bias[i % s.f];
-      ref.exact[i] += bias[i % s.f];
-      ref.magnitude[i] += std::fabs(bias[i % s.f]);
-    }
+    ForEachProduct(s, [&](int64_t xi, int64_t yi, int64_t wi) { ref.Add(yi, x[xi], w[wi]); });
+    for (size_t i = 0; i < y.size(); ++i) ref.AddFloat(i, bias[i % s.f]);
     ref.Check(y, g.c * g.kh * g.kw + 1, "forward " + s.Name());
   }
 }
@@ -143,10 +146,7 @@ TEST_F(Bf16Conv, InputGradientWithinTheBounds) {
                                              cpu::ConvData::kBf16))
         << s.Name();
     Reference ref(dx.size());
-    ForEachTap(s, [&](int64_t xi, int64_t yi, int64_t wi) {
-      for (int64_t c = 0; c < g.c; ++c)
-        for (int64_t f = 0; f < s.f; ++f) ref.Add(xi + c, dy[yi + f], w[wi + c * s.f + f]);
-    });
+    ForEachProduct(s, [&](int64_t xi, int64_t yi, int64_t wi) { ref.Add(xi, dy[yi], w[wi]); });
     ref.Check(dx, s.f * g.kh * g.kw, "input gradient " + s.Name());
   }
 }
@@ -162,15 +162,8 @@ TEST_F(Bf16Conv, KernelGradientWithinTheBoundsAndAdded) {
                                                cpu::ConvData::kBf16))
         << s.Name();
     Reference ref(dw.size());
-    ForEachTap(s, [&](int64_t xi, int64_t yi, int64_t wi) {
-      for (int64_t c = 0; c < g.c; ++c)
-        for (int64_t f = 0; f < s.f; ++f) ref.Add(wi + c * s.f + f, x[xi + c], dy[yi + f]);
-    });
-    for (size_t i = 0; i < dw.size(); ++i) {  // dw += : what was there stays, in float
-      ref.rounded[i] += start[i];
-      ref.exact[i] += start[i];
-      ref.magnitude[i] += std::fabs(start[i]);
-    }
+    ForEachProduct(s, [&](int64_t xi, int64_t yi, int64_t wi) { ref.Add(wi, x[xi], dy[yi]); });
+    for (size_t i = 0; i < dw.size(); ++i) ref.AddFloat(i, start[i]);  // dw +=
     const int64_t pieces = (s.batch + cpu::kImagesPerPiece - 1) / cpu::kImagesPerPiece;
     ref.Check(dw, s.batch * g.oh * g.ow + pieces + 1, "kernel gradient " + s.Name());
   }
