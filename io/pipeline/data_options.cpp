@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 #include <tuple>
+#include <type_traits>
 
 #include "io/pipeline/autotune.hpp"
 #include "io/pipeline/list_files.hpp"
@@ -30,20 +31,34 @@ int64_t ParseInt(const std::string& text, const std::string& spec) {
   return v;
 }
 
-std::vector<float> ParseFloats(const std::string& text, const std::string& spec) {
-  std::vector<float> out;
+// Comma-separated numbers, parsed as T (std::stof for float: out of range is an error).
+template <typename T>
+std::vector<T> ParseNumbers(const std::string& text, const std::string& spec) {
+  std::vector<T> out;
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
     try {
       size_t used = 0;
-      out.push_back(std::stof(item, &used));
+      if constexpr (std::is_same_v<T, float>) {
+        out.push_back(std::stof(item, &used));
+      } else {
+        out.push_back(std::stod(item, &used));
+      }
       if (used != item.size()) throw 0;
     } catch (...) {
       Bad("augmentations", "bad number '" + item + "' in '" + spec + "'");
     }
   }
   return out;
+}
+
+std::vector<float> ParseFloats(const std::string& text, const std::string& spec) {
+  return ParseNumbers<float>(text, spec);
+}
+
+std::vector<double> ParseDoubles(const std::string& text, const std::string& spec) {
+  return ParseNumbers<double>(text, spec);
 }
 
 std::pair<int64_t, int64_t> ParseSize(const std::string& text, const std::string& spec) {
@@ -64,7 +79,7 @@ std::vector<std::string> SplitColons(const std::string& text) {
 // A pair "LO,HI" with 0 < LO <= HI (<= max when max > 0).
 std::pair<double, double> ParseRange(const std::string& text, const std::string& spec,
                                      const char* what, double max) {
-  const std::vector<float> v = ParseFloats(text, spec);
+  const std::vector<double> v = ParseDoubles(text, spec);
   if (v.size() != 2 || !(v[0] > 0 && v[0] <= v[1] && (max <= 0 || v[1] <= max))) {
     Bad("augmentations", std::string(what) + " must be LO,HI with 0 < LO <= HI" +
                              (max > 0 ? " <= 1" : "") + ": '" + spec + "'");
@@ -88,7 +103,7 @@ MapFn ParseCrop(const std::string& name, const std::string& arg, const std::stri
   if (name == "center_crop") {
     double fraction = 0.875;
     if (parts.size() == 2) {
-      const auto f = ParseFloats(parts[1], spec);
+      const auto f = ParseDoubles(parts[1], spec);
       if (f.size() != 1 || !(f[0] > 0 && f[0] <= 1)) {
         Bad("augmentations", "center_crop FRACTION must be one number in (0, 1]: '" + spec + "'");
       }

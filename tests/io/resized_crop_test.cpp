@@ -205,6 +205,16 @@ TEST(ResizedCrop, SpecsParseAndBadSpecsNameTheKey) {
       EXPECT_EQ(e.context().key, "augmentations") << spec << ": " << e.what();
     }
   }
+  // The defaults written out give the default crops.
+  const MapFn implicit = ParseAugmentation("random_resized_crop:8x8", "image", 4);
+  const MapFn written =
+      ParseAugmentation("random_resized_crop:8x8:0.08,1:0.75,1.3333333333333333", "image", 4);
+  for (int64_t id = 0; id < 200; ++id) {
+    Element a = With(jpeg::Noise(31, 57, 1, 1), id), b = With(jpeg::Noise(31, 57, 1, 1), id);
+    implicit(a, {});
+    written(b, {});
+    ASSERT_TRUE(Same(a.Get("image"), b.Get("image"))) << id;
+  }
   DataOptions o;
   o.augmentations = {"random_resized_crop:8x8", "random_flip"};
   EXPECT_TRUE(FusesDecodeAndCrop(o));
