@@ -1,5 +1,5 @@
 // libjpeg error handling shared by the JPEG codec (image_codec.cpp) and the window decoder
-// (jpeg_window.cpp). Internal to io/pipeline/ops: include it after <cstdio> and <jpeglib.h>.
+// (jpeg_window.cpp). Internal to io/pipeline/ops (the only includers of libjpeg).
 //
 // libjpeg reports fatal errors through error_exit, which must not return: JpegErrorExit jumps
 // back to the setjmp of the caller (which must keep no C++ objects with destructors between its
@@ -8,7 +8,11 @@
 // the decode like an error, as TensorFlow's decode_jpeg does and djpeg's exit status says.
 #pragma once
 
+// clang-format off
+#include <cstdio>  // jpeglib.h needs FILE and size_t first
 #include <csetjmp>
+#include <jpeglib.h>
+// clang-format on
 
 namespace shardflow::pipeline::jpeg_detail {
 
