@@ -20,7 +20,8 @@ const std::vector<std::pair<std::string, std::string>>& TrainerSetKeys() {
       {"eval.epochs", "evaluation reads every record once"},
       {"eval.shuffle_buffer", "evaluation reads in order"},
       {"eval.drop_remainder", "evaluation covers every record"},
-      {"eval.augmentations", "evaluation is not augmented"}};
+      {"eval.augmentations", "evaluation is not augmented"},
+      {"eval.fuse_decode_crop", "evaluation is not augmented, so no crop to fuse the decode into"}};
   return keys;
 }
 

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <sstream>
+#include <tuple>
+#include <type_traits>
 
 #include "io/pipeline/autotune.hpp"
 #include "io/pipeline/list_files.hpp"
 #include "io/pipeline/ops/image_augment.hpp"
+#include "io/pipeline/ops/resized_crop.hpp"
 #include "io/pipeline/ops/tensor_ops.hpp"
 #include "io/pipeline/sources/record_index.hpp"
 
@@ -28,14 +31,20 @@ int64_t ParseInt(const std::string& text, const std::string& spec) {
   return v;
 }
 
-std::vector<float> ParseFloats(const std::string& text, const std::string& spec) {
-  std::vector<float> out;
+// Comma-separated numbers, parsed as T (std::stof for float: out of range is an error).
+template <typename T>
+std::vector<T> ParseNumbers(const std::string& text, const std::string& spec) {
+  std::vector<T> out;
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
     try {
       size_t used = 0;
-      out.push_back(std::stof(item, &used));
+      if constexpr (std::is_same_v<T, float>) {
+        out.push_back(std::stof(item, &used));
+      } else {
+        out.push_back(std::stod(item, &used));
+      }
       if (used != item.size()) throw 0;
     } catch (...) {
       Bad("augmentations", "bad number '" + item + "' in '" + spec + "'");
@@ -44,15 +53,85 @@ std::vector<float> ParseFloats(const std::string& text, const std::string& spec)
   return out;
 }
 
+std::vector<float> ParseFloats(const std::string& text, const std::string& spec) {
+  return ParseNumbers<float>(text, spec);
+}
+
+std::vector<double> ParseDoubles(const std::string& text, const std::string& spec) {
+  return ParseNumbers<double>(text, spec);
+}
+
 std::pair<int64_t, int64_t> ParseSize(const std::string& text, const std::string& spec) {
   const size_t x = text.find('x');
   if (x == std::string::npos) Bad("augmentations", "expected HxW in '" + spec + "'");
   return {ParseInt(text.substr(0, x), spec), ParseInt(text.substr(x + 1), spec)};
 }
 
+std::vector<std::string> SplitColons(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ':')) out.push_back(item);
+  if (!text.empty() && text.back() == ':') out.push_back("");
+  return out;
+}
+
+// A pair "LO,HI" with 0 < LO <= HI (<= max when max > 0).
+std::pair<double, double> ParseRange(const std::string& text, const std::string& spec,
+                                     const char* what, double max) {
+  const std::vector<double> v = ParseDoubles(text, spec);
+  if (v.size() != 2 || !(v[0] > 0 && v[0] <= v[1] && (max <= 0 || v[1] <= max))) {
+    Bad("augmentations", std::string(what) + " must be LO,HI with 0 < LO <= HI" +
+                             (max > 0 ? " <= 1" : "") + ": '" + spec + "'");
+  }
+  return {v[0], v[1]};
+}
+
+// random_resized_crop:HxW[:SMIN,SMAX[:RMIN,RMAX]] and center_crop:HxW[:FRACTION].
+MapFn ParseCrop(const std::string& name, const std::string& arg, const std::string& spec,
+                const std::string& feature, uint64_t seed, int channels) {
+  const std::vector<std::string> parts = SplitColons(arg);
+  const size_t most = name == "center_crop" ? 2 : 3;
+  if (parts.empty() || parts.size() > most) {
+    Bad("augmentations",
+        name == "center_crop"
+            ? "expected center_crop:HxW[:FRACTION]: '" + spec + "'"
+            : "expected random_resized_crop:HxW[:SMIN,SMAX[:RMIN,RMAX]]: '" + spec + "'");
+  }
+  auto [h, w] = ParseSize(parts[0], spec);
+  if (h < 1 || w < 1) Bad("augmentations", "crop size must be >= 1: '" + spec + "'");
+  if (name == "center_crop") {
+    double fraction = 0.875;
+    if (parts.size() == 2) {
+      const auto f = ParseDoubles(parts[1], spec);
+      if (f.size() != 1 || !(f[0] > 0 && f[0] <= 1)) {
+        Bad("augmentations", "center_crop FRACTION must be one number in (0, 1]: '" + spec + "'");
+      }
+      fraction = f[0];
+    }
+    return CenterCrop(feature, h, w, fraction, channels);
+  }
+  ResizedCropRange range;
+  if (parts.size() >= 2) {
+    std::tie(range.min_scale, range.max_scale) = ParseRange(parts[1], spec, "scale", 1.0);
+  }
+  if (parts.size() == 3) {
+    std::tie(range.min_ratio, range.max_ratio) = ParseRange(parts[2], spec, "ratio", 0.0);
+  }
+  return RandomResizedCrop(feature, h, w, range, seed, channels);
+}
+
 }  // namespace
 
-MapFn ParseAugmentation(const std::string& spec, const std::string& feature, uint64_t seed) {
+bool FusesDecodeAndCrop(const DataOptions& o) {
+  if (!o.fuse_decode_crop || o.augmentations.empty()) return false;
+  const std::string& first = o.augmentations.front();
+  const std::string name = first.substr(0, first.find(':'));
+  return name == "random_resized_crop" || name == "center_crop";
+}
+
+MapFn ParseAugmentation(const std::string& spec, const std::string& feature, uint64_t seed,
+                        int channels) {
   const size_t colon = spec.find(':');
   const std::string name = spec.substr(0, colon);
   const std::string arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
@@ -60,6 +139,9 @@ MapFn ParseAugmentation(const std::string& spec, const std::string& feature, uin
   if (name == "random_crop") {
     auto [h, w] = ParseSize(arg, spec);
     return RandomCrop(feature, h, w, seed);
+  }
+  if (name == "random_resized_crop" || name == "center_crop") {
+    return ParseCrop(name, arg, spec, feature, seed, channels);
   }
   if (name == "resize") {
     auto [h, w] = ParseSize(arg, spec);
@@ -82,8 +164,10 @@ MapFn ParseAugmentation(const std::string& spec, const std::string& feature, uin
     return OneHot(arg.substr(0, c2), ParseInt(arg.substr(c2 + 1), spec));
   }
   Bad("augmentations", "unknown augmentation '" + spec +
-                           "' (random_flip, random_crop:HxW, resize:HxW, scale:F, "
-                           "normalize:M/S, one_hot:KEY:DEPTH)");
+                           "' (random_flip, random_crop:HxW, "
+                           "random_resized_crop:HxW[:SMIN,SMAX[:RMIN,RMAX]], "
+                           "center_crop:HxW[:FRACTION], resize:HxW, scale:F, normalize:M/S, "
+                           "one_hot:KEY:DEPTH)");
 }
 
 BuiltPipeline BuildPipeline(const DataOptions& o, const SourceFactory& factory, MapFn decode,
@@ -141,7 +225,7 @@ BuiltPipeline BuildPipeline(const DataOptions& o, const SourceFactory& factory, 
   std::vector<MapFn> steps;
   if (decode) steps.push_back(std::move(decode));
   for (const auto& spec : o.augmentations) {
-    steps.push_back(ParseAugmentation(spec, o.image_feature, o.seed));
+    steps.push_back(ParseAugmentation(spec, o.image_feature, o.seed, o.decode_channels));
   }
   if (o.row_ids) {
     steps.push_back([](Element& e, const MapContext&) {

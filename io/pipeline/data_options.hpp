@@ -58,8 +58,18 @@ struct DataOptions {
   // it and count it. false lets such values through to the model.
   bool check_finite = true;
   // Applied after decode, in order: "random_flip", "random_crop:HxW", "resize:HxW",
-  // "scale:F" (cast to float32 and multiply), "normalize:M1,M2,../S1,S2,..", "one_hot:KEY:DEPTH".
+  // "random_resized_crop:HxW[:SMIN,SMAX[:RMIN,RMAX]]" (torchvision's RandomResizedCrop;
+  // defaults 0.08,1 and 0.75,1.3333), "center_crop:HxW[:FRACTION]" (default 0.875; both resize
+  // to HxW, float32, ops/resized_crop.hpp), "scale:F" (cast to float32 and multiply),
+  // "normalize:M1,M2,../S1,S2,..", "one_hot:KEY:DEPTH".
   std::vector<std::string> augmentations;
+  // When the first augmentation is random_resized_crop or center_crop, the image feature's
+  // decode is fused into it (FusesDecodeAndCrop): a JPEG is decoded only in the crop window,
+  // DCT-downscaled when the window is >= 2x the output. false: decode whole, then crop.
+  bool fuse_decode_crop = true;
+  // Not a config key; set by BuildInputPipeline when it fuses: the channels (0, 1, 3) the crop
+  // op decodes encoded image bytes to, the image decode's own.
+  int decode_channels = 0;
   // Feature the augmentations apply to (the decoded image).
   std::string image_feature = "image";
   int64_t batch_size = 32;
@@ -100,7 +110,15 @@ struct BuiltPipeline {
 BuiltPipeline BuildPipeline(const DataOptions& options, const SourceFactory& factory, MapFn decode,
                             int rank, int num_ranks);
 
-// One augmentation spec (see DataOptions::augmentations) as a map function.
-MapFn ParseAugmentation(const std::string& spec, const std::string& feature, uint64_t seed);
+// One augmentation spec (see DataOptions::augmentations) as a map function. `channels`: what the
+// crop ops decode encoded image bytes to (the fused decode; see DataOptions::decode_channels).
+// A bad spec is Error(kInvalidArgument) naming the key `augmentations`.
+MapFn ParseAugmentation(const std::string& spec, const std::string& feature, uint64_t seed,
+                        int channels = 0);
+
+// Whether the image decode is fused into the first augmentation: fuse_decode_crop and the first
+// augmentation is random_resized_crop or center_crop. The decode step (BuildInputPipeline) then
+// leaves JPEG bytes encoded in the image feature for that op.
+bool FusesDecodeAndCrop(const DataOptions& options);
 
 }  // namespace shardflow::pipeline

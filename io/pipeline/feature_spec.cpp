@@ -1,9 +1,11 @@
 #include "io/pipeline/feature_spec.hpp"
 
 #include "io/pipeline/ops/image_codec.hpp"
+#include "io/pipeline/ops/jpeg_window.hpp"
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <unordered_map>
 
@@ -67,6 +69,35 @@ DType DTypeFor(const std::string& s, const std::string& key, const std::string& 
   } catch (const Error&) {
     Bad(key, text, "unknown dtype '" + s + "' (uint8, int32, int64, float32, float64)");
   }
+}
+
+// An image feature's bytes decoded to the spec's shape; with keep_jpeg a JPEG stays encoded
+// (uint8 [n]) once its header's size matches the spec.
+Tensor DecodeImageFeature(const io::FeatureSpec& spec, std::string_view bytes, bool keep_jpeg,
+                          const ErrorContext& ctx) {
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  const bool jpeg = bytes.size() >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
+  Tensor image;
+  Shape shape;
+  try {
+    if (keep_jpeg && jpeg) {
+      const JpegHeader header = ReadJpegHeader(data, bytes.size());
+      shape = {header.height, header.width, spec.shape[2]};
+      image = Tensor(DType::kUInt8, {static_cast<int64_t>(bytes.size())});
+      std::memcpy(image.raw_data(), data, bytes.size());
+    } else {
+      image = DecodeImageBytes(data, bytes.size(), static_cast<int>(spec.shape[2]));
+      shape = image.shape();
+    }
+  } catch (const Error& err) {
+    throw Error(err.code(), std::string("image feature '") + spec.name + "': " + err.what(), ctx);
+  }
+  if (shape != spec.shape) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "image feature '" + spec.name + "' decoded to another shape than the schema's",
+                ctx);
+  }
+  return image;
 }
 
 }  // namespace
@@ -143,7 +174,8 @@ std::vector<std::string> FloatFeatureNames(const std::vector<std::string>& texts
 }
 
 MapFn MakeExampleDecoder(io::Schema all, std::vector<std::string> image_features,
-                         std::string record_feature, uint64_t header_bytes) {
+                         std::string record_feature, uint64_t header_bytes,
+                         std::vector<std::string> encoded_jpeg) {
   // Image features are decoded from an ExampleView; the rest go through the batch parser.
   io::Schema schema;
   std::vector<io::FeatureSpec> images;
@@ -174,8 +206,9 @@ MapFn MakeExampleDecoder(io::Schema all, std::vector<std::string> image_features
   auto shared = std::make_shared<const io::Schema>(std::move(schema));
   auto image_specs = std::make_shared<const std::vector<io::FeatureSpec>>(std::move(images));
   auto order_ptr = std::make_shared<const std::vector<std::string>>(std::move(order));
-  return [shared, image_specs, order_ptr, id, record_feature, header_bytes](Element& e,
-                                                                            const MapContext&) {
+  auto encoded = std::make_shared<const std::vector<std::string>>(std::move(encoded_jpeg));
+  return [shared, image_specs, order_ptr, encoded, id, record_feature, header_bytes](
+             Element& e, const MapContext&) {
     // One parser per (thread, decoder): the parser keeps scratch buffers between examples.
     thread_local std::unordered_map<uint64_t, std::unique_ptr<io::ExampleBatchParser>> parsers;
     auto& parser = parsers[id];
@@ -211,19 +244,8 @@ MapFn MakeExampleDecoder(io::Schema all, std::vector<std::string> image_features
         }
         std::string_view bytes;
         f->ForEachBytes([&](std::string_view v) { bytes = v; });
-        Tensor image;
-        try {
-          image = DecodeImageBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
-                                   static_cast<int>(spec.shape[2]));
-        } catch (const Error& err) {
-          throw Error(err.code(), std::string("image feature '") + spec.name + "': " + err.what(),
-                      ctx);
-        }
-        if (image.shape() != spec.shape) {
-          throw Error(
-              ErrorCode::kInvalidArgument,
-              "image feature '" + spec.name + "' decoded to another shape than the schema's", ctx);
-        }
+        const bool keep = std::find(encoded->begin(), encoded->end(), spec.name) != encoded->end();
+        Tensor image = DecodeImageFeature(spec, bytes, keep, ctx);
         out.emplace_back(spec.name, std::move(image));
       }
       // Back to schema order.

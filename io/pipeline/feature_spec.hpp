@@ -45,8 +45,12 @@ std::vector<std::string> FloatFeatureNames(const std::vector<std::string>& texts
 // REQUIRES: every spec is fixed-length (Error(kInvalidArgument) otherwise).
 // Features named in `image_features` are decoded as images (JPEG/PNG) to the spec's shape; a
 // decoded image of another shape is Error(kInvalidArgument) naming the feature and record.
+// Image features named in `encoded_jpeg` whose bytes are a JPEG stay encoded (uint8 [n]) once
+// the header's size matches the spec (no pixel is decoded): the decode is fused into a crop op
+// (data_options.hpp FusesDecodeAndCrop, ops/resized_crop.hpp). PNGs are decoded as above.
 MapFn MakeExampleDecoder(io::Schema schema, std::vector<std::string> image_features = {},
-                         std::string record_feature = "record", uint64_t header_bytes = 12);
+                         std::string record_feature = "record", uint64_t header_bytes = 12,
+                         std::vector<std::string> encoded_jpeg = {});
 
 // Decode step for tensor formats: keeps the features named in `schema` (in its order), checks
 // each dtype and reshapes to the spec's shape when the element count matches (e.g. HDF5 images

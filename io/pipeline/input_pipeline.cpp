@@ -85,6 +85,26 @@ MapFn KeepOnly(MapFn decode, std::vector<std::string> keep) {
   };
 }
 
+// The channels the image decode asks for when it is fused into the first augmentation
+// (FusesDecodeAndCrop; the crop op then decodes JPEG bytes itself), or -1 when it is not:
+// tfrecord with image_feature an image feature (its spec's C), images with image_feature
+// "image" (data.channels). Not fused: an assembler (it reads decoded features), and images with
+// on_error = skip (the source skips a corrupt image; the crop op could only fail).
+int FusedDecodeChannels(const InputSpec& spec, bool assembled) {
+  if (!FusesDecodeAndCrop(spec.data) || assembled) return -1;
+  if (spec.data.format == "images") {
+    const bool fuse = spec.data.image_feature == "image" && spec.format.on_error == "fail";
+    return fuse ? static_cast<int>(spec.format.channels) : -1;
+  }
+  if (spec.data.format != "tfrecord") return -1;
+  const std::vector<std::string> images = ImageFeatureNames(spec.features);
+  if (std::find(images.begin(), images.end(), spec.data.image_feature) == images.end()) return -1;
+  for (const auto& f : ParseFeatureSpecs(spec.features, spec.section + ".features").features) {
+    if (f.name == spec.data.image_feature) return static_cast<int>(f.shape[2]);
+  }
+  return -1;
+}
+
 void CheckSpec(const InputSpec& spec) {
   CheckFormatOptions(spec.data.format, spec.format, spec.section);
   if (spec.data.files.empty() && spec.data.format != "images") {
@@ -173,8 +193,10 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
         "same element order for any thread count (false: fast elements overtake)");
   s.Add(sec, "seed", &d.seed, "seed of file order, shuffle and random augmentations");
   s.Add(sec, "augmentations", &d.augmentations,
-        "after decode, in order: random_flip, random_crop:HxW, resize:HxW, scale:F, "
-        "normalize:M/S, one_hot:KEY:DEPTH")
+        "after decode, in order: random_flip, random_crop:HxW, "
+        "random_resized_crop:HxW[:SMIN,SMAX[:RMIN,RMAX]] (defaults 0.08,1:0.75,1.3333), "
+        "center_crop:HxW[:FRACTION] (default 0.875), resize:HxW, scale:F, normalize:M/S, "
+        "one_hot:KEY:DEPTH")
       .Check(
           [](const std::vector<std::string>& v) {
             try {
@@ -186,6 +208,9 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
           },
           "must be known augmentations with valid arguments");
   s.Add(sec, "image_feature", &d.image_feature, "feature the augmentations apply to");
+  s.Add(sec, "fuse_decode_crop", &d.fuse_decode_crop,
+        "a first augmentation random_resized_crop or center_crop decodes only its window of a "
+        "JPEG (DCT-downscaled when >= 2x the output); false: decode whole images, then crop");
   s.Add(sec, "batch_size", &d.batch_size, "examples per batch on each rank").Positive();
   s.Add(sec, "drop_remainder", &d.drop_remainder, "drop a last batch smaller than batch_size");
   s.Add(sec, "epochs", &d.epochs, "passes over the data (-1: forever)")
@@ -201,6 +226,8 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
 
 Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
   CheckSpec(spec);
+  const auto assembler = MakeAssembler(spec.assemble, spec.features, spec.section);
+  const int fused = FusedDecodeChannels(spec, assembler != nullptr);
   MapFn decode;
   if (IsExtraFormat(spec.data.format)) {
     decode = MakeFormatDecoder(spec.data.format, spec.format);
@@ -208,11 +235,14 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
     // (csv_columns, when set, are the CSV columns: `features` then describes another format
     // of the same data, e.g. the converted shards, and is not applied to CSV rows.)
     io::Schema schema = ParseFeatureSpecs(spec.features, spec.section + ".features");
+    std::vector<std::string> encoded;
+    if (fused >= 0) encoded.push_back(spec.data.image_feature);
     decode = spec.data.format == "tfrecord"
-                 ? MakeExampleDecoder(std::move(schema), ImageFeatureNames(spec.features))
+                 ? MakeExampleDecoder(std::move(schema), ImageFeatureNames(spec.features), "record",
+                                      12, std::move(encoded))
                  : MakeTensorSelector(std::move(schema));
   }
-  if (auto assembler = MakeAssembler(spec.assemble, spec.features, spec.section)) {
+  if (assembler) {
     decode = [decode = std::move(decode), assembler](Element& e, const MapContext& ctx) {
       if (decode) decode(e, ctx);
       assembler->Apply(e);
@@ -227,6 +257,9 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
   }
   if (!spec.keep_features.empty()) decode = KeepOnly(std::move(decode), KeptFeatures(spec));
   DataOptions data = spec.data;
+  data.decode_channels = std::max(fused, 0);
+  SourceOptions sources = SourceOptionsFor(spec);
+  sources.images.keep_jpeg = fused >= 0;
   data.files = FormatFiles(data.format, spec.format, data.files);
   // The element order depends on the seed, the config and the rank count only: the cycle
   // length (files interleaved) is fixed here, never taken from parallel_reads, the cores or the
@@ -240,9 +273,10 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
     // parallel_reads > 1 where reads wait on the network or disk.
     data.parallel_reads = 1;
   }
-  BuiltPipeline built = BuildPipeline(
-      data, WithLabelMap(MakeSourceFactory(SourceOptionsFor(spec)), data.format, spec.format, rank),
-      std::move(decode), rank, world);
+  BuiltPipeline built =
+      BuildPipeline(data, WithLabelMap(MakeSourceFactory(sources), data.format, spec.format, rank),
+                    std::move(decode), rank, world);
+  if (fused >= 0) built.description += ", decode fused into " + data.augmentations.front();
   // Once per section: evaluation rebuilds its pipeline every epoch, alike.
   if (FirstTimeInProcess("pipeline [" + spec.section + "] " + built.description)) {
     SF_LOG0(Info) << "[" << spec.section << "] " << built.description;

@@ -110,6 +110,16 @@ def idx_seeds():
     put("fuzz_idx", "uint8-empty-0x3", idx(0x08, "B", [0, 3], []))
 
 
+def jpeg_window_seeds():
+    # tests/fixtures/images/photo.jpg (2 KB) after mode bytes: channels, DCT scale, window
+    # top/left/height/width fractions, output size (fuzz_jpeg_window.cpp).
+    photo = open(os.path.join(HERE, "..", "fixtures", "images", "photo.jpg"), "rb").read()
+    put("fuzz_jpeg_window", "photo-whole-c0-s1", bytes([0, 0, 0, 0, 255, 255, 7]) + photo)
+    put("fuzz_jpeg_window", "photo-corner-c1-s2", bytes([1, 1, 200, 180, 40, 60, 3]) + photo)
+    put("fuzz_jpeg_window", "photo-middle-c3-s8", bytes([2, 3, 90, 70, 120, 130, 1]) + photo)
+    put("fuzz_jpeg_window", "photo-cut-c3-s1", bytes([2, 0, 10, 20, 250, 250, 5]) + photo[:1200])
+
+
 def config_seeds():
     full = ("# every key\n[train]\nbatch = 64\nsteps = 0\nlr = 1e-3\nmomentum = 0.5\n"
             "optimizer = ADAM\n\n[data]\nshuffle = false\nname = exp 1\ndims = 8, 4,2\n"
@@ -129,3 +139,4 @@ if __name__ == "__main__":
     csv_stream_seeds()
     idx_seeds()
     config_seeds()
+    jpeg_window_seeds()

@@ -51,18 +51,25 @@ Tensor FlipLeftRight(const Tensor& image) {
 }
 
 Tensor ResizeBilinear(const Tensor& image, int64_t height, int64_t width) {
-  // Half-pixel centres: output pixel (y, x) samples input ((y + .5) * sy - .5, ...), clamped at
-  // the borders; each output is the weighted mean of the four neighbours.
+  return ResizeBilinearRegion(image, 0.0, 0.0, static_cast<double>(image.dim(0)),
+                              static_cast<double>(image.dim(1)), height, width);
+}
+
+Tensor ResizeBilinearRegion(const Tensor& image, double top, double left, double region_height,
+                            double region_width, int64_t height, int64_t width) {
+  // Half-pixel centres: output pixel (y, x) samples input (top + (y + .5) * sy - .5, ...) with
+  // sy = region_height / height, clamped to the image; each output is the weighted mean of the
+  // four neighbours.
   const int64_t h = image.dim(0), w = image.dim(1), c = image.dim(2);
   Tensor out(DType::kFloat32, {height, width, c});
-  const double sy = static_cast<double>(h) / height, sx = static_cast<double>(w) / width;
+  const double sy = region_height / height, sx = region_width / width;
   float* dst = out.data<float>();
   for (int64_t y = 0; y < height; ++y) {
-    const double fy = std::clamp((y + 0.5) * sy - 0.5, 0.0, static_cast<double>(h - 1));
+    const double fy = std::clamp(top + (y + 0.5) * sy - 0.5, 0.0, static_cast<double>(h - 1));
     const int64_t y0 = static_cast<int64_t>(fy), y1 = std::min(y0 + 1, h - 1);
     const double wy = fy - y0;
     for (int64_t x = 0; x < width; ++x) {
-      const double fx = std::clamp((x + 0.5) * sx - 0.5, 0.0, static_cast<double>(w - 1));
+      const double fx = std::clamp(left + (x + 0.5) * sx - 0.5, 0.0, static_cast<double>(w - 1));
       const int64_t x0 = static_cast<int64_t>(fx), x1 = std::min(x0 + 1, w - 1);
       const double wx = fx - x0;
       for (int64_t k = 0; k < c; ++k) {
@@ -70,8 +77,8 @@ Tensor ResizeBilinear(const Tensor& image, int64_t height, int64_t width) {
         const double b = ReadAsDouble(image, (y0 * w + x1) * c + k);
         const double d = ReadAsDouble(image, (y1 * w + x0) * c + k);
         const double f = ReadAsDouble(image, (y1 * w + x1) * c + k);
-        const double top = a + (b - a) * wx, bottom = d + (f - d) * wx;
-        dst[(y * width + x) * c + k] = static_cast<float>(top + (bottom - top) * wy);
+        const double upper = a + (b - a) * wx, lower = d + (f - d) * wx;
+        dst[(y * width + x) * c + k] = static_cast<float>(upper + (lower - upper) * wy);
       }
     }
   }

@@ -28,5 +28,10 @@ MapFn Normalize(std::string feature, std::vector<float> mean, std::vector<float>
 Tensor CropImage(const Tensor& image, int64_t top, int64_t left, int64_t height, int64_t width);
 Tensor FlipLeftRight(const Tensor& image);
 Tensor ResizeBilinear(const Tensor& image, int64_t height, int64_t width);
+// ResizeBilinear of the region [top, top + region_height) x [left, left + region_width) of
+// `image` (fractional pixels; samples clamped to the image): with the region the whole image it
+// is ResizeBilinear exactly. The fused decode-and-crop resizes a DCT-downscaled window by it.
+Tensor ResizeBilinearRegion(const Tensor& image, double top, double left, double region_height,
+                            double region_width, int64_t height, int64_t width);
 
 }  // namespace shardflow::pipeline

@@ -7,33 +7,16 @@
 #include <png.h>
 // clang-format on
 
+#include "io/pipeline/ops/jpeg_errors.hpp"
+
 #include <cstring>
 #include <vector>
 
 namespace shardflow::pipeline {
 namespace {
 
-// libjpeg reports fatal errors through error_exit, which must not return: jump back to the
-// call site (no C++ objects with destructors live between setjmp and the libjpeg calls).
-struct JpegError {
-  jpeg_error_mgr mgr;
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-void JpegErrorExit(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<JpegError*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, err->message);
-  std::longjmp(err->jump, 1);
-}
-
-// Trace messages (level >= 0) are dropped. A warning (level -1) means corrupt data that libjpeg
-// would paper over (premature end of data, bad Huffman codes, extraneous bytes): it fails the
-// decode like an error, as TensorFlow's decode_jpeg does and djpeg's exit status says.
-void JpegOnMessage(j_common_ptr cinfo, int level) {
-  if (level >= 0) return;
-  JpegErrorExit(cinfo);
-}
+using jpeg_detail::JpegError;
+using jpeg_detail::JpegErrorExit;
 
 // TensorFlow's tf.image.rgb_to_grayscale on uint8: x = float32(v) * float32(1/255),
 // g = x_r * 0.2989 + x_g * 0.5870 + x_b * 0.1140 (float32, each product rounded, summed left to
@@ -56,9 +39,9 @@ struct GreyTables {
   }
 };
 
-// uint8 [h, w, n] (n = 1 grey, 2 grey+alpha, 3 RGB, 4 RGBA) to `channels` channels: alpha is
-// dropped or added as 255, grey is replicated to RGB, RGB becomes grey by GreyTables.
-Tensor ConvertChannels(Tensor image, int channels) {
+}  // namespace
+
+Tensor ConvertImageChannels(Tensor image, int channels) {
   const int64_t n = image.dim(2);
   if (channels == 0 || channels == n) return image;
   static const GreyTables tables;
@@ -78,6 +61,8 @@ Tensor ConvertChannels(Tensor image, int channels) {
   }
   return out;
 }
+
+namespace {
 
 // PNG through libpng's own API (not the simplified png_image one, which converts 16-bit
 // samples and colour to grey with gamma). Errors jump back to the setjmp of the phase running.
@@ -153,9 +138,7 @@ Tensor DecodeJpeg(const uint8_t* data, size_t size, int channels) {
   }
   jpeg_decompress_struct cinfo;
   JpegError err;
-  cinfo.err = jpeg_std_error(&err.mgr);
-  err.mgr.error_exit = JpegErrorExit;
-  err.mgr.emit_message = JpegOnMessage;
+  jpeg_detail::InstallJpegErrors(reinterpret_cast<j_common_ptr>(&cinfo), &err);
   Tensor image;
   if (setjmp(err.jump) != 0) {
     jpeg_destroy_decompress(&cinfo);
@@ -177,7 +160,7 @@ Tensor DecodeJpeg(const uint8_t* data, size_t size, int channels) {
   }
   jpeg_finish_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);
-  return ConvertChannels(std::move(image), channels);
+  return ConvertImageChannels(std::move(image), channels);
 }
 
 std::string EncodeJpeg(const Tensor& image, int quality) {
@@ -247,7 +230,7 @@ Tensor DecodePng(const uint8_t* data, size_t size, int channels) {
   }
   png_destroy_read_struct(&png, &info, nullptr);
   if (!ok) throw Error(ErrorCode::kDataLoss, std::string("PNG decode failed: ") + state.message);
-  return ConvertChannels(std::move(image), channels);
+  return ConvertImageChannels(std::move(image), channels);
 }
 
 std::string EncodePng(const Tensor& image) {

@@ -29,6 +29,11 @@ Tensor DecodePng(const uint8_t* data, size_t size, int channels = 0);
 // By signature: JPEG (FF D8 FF) or PNG (89 'P' 'N' 'G'); otherwise Error(kInvalidArgument).
 Tensor DecodeImageBytes(const uint8_t* data, size_t size, int channels = 0);
 
+// uint8 [h, w, n] (n = 1 grey, 2 grey+alpha, 3 RGB, 4 RGBA) to `channels` channels (0: as is):
+// alpha is dropped or added as 255, grey is replicated to RGB, RGB becomes grey by
+// tf.image.rgb_to_grayscale's formula (above). The decoders' last step.
+Tensor ConvertImageChannels(Tensor image, int channels);
+
 // REQUIRES: image is uint8 [h, w, c] with c in {1, 3}; quality 1..100.
 std::string EncodeJpeg(const Tensor& image, int quality = 90);
 // REQUIRES: image is uint8 [h, w, c] with c in {1, 2, 3, 4}.

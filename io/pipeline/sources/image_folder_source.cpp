@@ -10,11 +10,28 @@
 
 #include "io/file.hpp"
 #include "io/pipeline/ops/image_codec.hpp"
+#include "io/pipeline/ops/jpeg_window.hpp"
 
 namespace shardflow::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
+
+Tensor BytesTensor(const std::string& bytes) {
+  Tensor t(DType::kUInt8, {static_cast<int64_t>(bytes.size())});
+  if (!bytes.empty()) std::memcpy(t.raw_data(), bytes.data(), bytes.size());
+  return t;
+}
+
+// The "image" feature: decoded, or with keep_jpeg a JPEG's bytes after a header check.
+Tensor ImageFeature(const std::string& bytes, const ImageFolderOptions& o) {
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  if (o.keep_jpeg && bytes.size() >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF) {
+    ReadJpegHeader(data, bytes.size());
+    return BytesTensor(bytes);
+  }
+  return DecodeImageBytes(data, bytes.size(), o.channels);
+}
 
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -39,8 +56,7 @@ class ImageReader : public RecordReader {
     if (options_.decode) {
       Tensor image;
       try {
-        image = DecodeImageBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
-                                 options_.channels);
+        image = ImageFeature(bytes, options_);
       } catch (const Error& e) {
         Error corrupt(
             ErrorCode::kDataLoss,
@@ -52,9 +68,7 @@ class ImageReader : public RecordReader {
       }
       out->features.emplace_back("image", std::move(image));
     } else {
-      Tensor t(DType::kUInt8, {static_cast<int64_t>(bytes.size())});
-      if (!bytes.empty()) std::memcpy(t.raw_data(), bytes.data(), bytes.size());
-      out->features.emplace_back("encoded", std::move(t));
+      out->features.emplace_back("encoded", BytesTensor(bytes));
     }
     Tensor label(DType::kInt64, Shape{});
     *label.data<int64_t>() = label_;
@@ -168,7 +182,8 @@ std::unique_ptr<RecordReader> ImageFolderSource::Open(size_t file_index, const B
 }
 
 std::string ImageFolderSource::FormatDescription() const {
-  return std::string("images(decode=") + (options_.decode ? "true" : "false") +
+  return std::string("images(decode=") +
+         (options_.decode ? (options_.keep_jpeg ? "true,keep_jpeg" : "true") : "false") +
          ",channels=" + std::to_string(options_.channels) +
          ",on_error=" + OnErrorName(options_.on_error) + ")";
 }

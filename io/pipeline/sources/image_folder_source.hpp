@@ -4,10 +4,10 @@
 //
 // Each image file is one record: features "image" (uint8 [h, w, c], decoded by
 // ops/image_codec's DecodeImageBytes; or "encoded" uint8[n] bytes when decode = false) and
-// "label" (int64 scalar); where.record = 0. Files are listed class by class, names sorted
-// (byte order), so the order is the same on every rank. Shard with the file or record policy
-// (one record per file: no byte ranges). Read and decode in parallel through the pipeline's
-// interleave: Dataset::FromRecordSource(source, plan, {.cycle_length = 8,
+// "label" (int64 scalar); with keep_jpeg a JPEG's "image" is its bytes; where.record = 0. Files are
+// listed class by class, names sorted (byte order), so the order is the same on every rank. Shard
+// with the file or record policy (one record per file: no byte ranges). Read and decode in parallel
+// through the pipeline's interleave: Dataset::FromRecordSource(source, plan, {.cycle_length = 8,
 // .num_parallel_reads = 8}) runs Open()+Next() (read + decode) of 8 files on 8 threads.
 // Errors: a missing root or list file, an empty class-less root, or a bad list line is an Error
 // at construction naming the path (and list line). A file that cannot be read (kIo/kNotFound)
@@ -34,7 +34,11 @@ struct ImageFolderOptions {
   // File name suffixes taken from class folders (case-insensitive). Default jpg, jpeg, png.
   std::vector<std::string> extensions = {".jpg", ".jpeg", ".png"};
   bool decode = true;  // false: feature "encoded" holds the file's bytes. Default true.
-  int channels = 0;    // 0: as stored, 1: grey, 3: RGB (see DecodeImageBytes)
+  // With decode: JPEG files are not decoded but their header is read (a damaged one is a corrupt
+  // image as above) and "image" holds the file's bytes, uint8 [n], for a fused decode-and-crop
+  // op (ops/resized_crop.hpp) to decode only its window; PNGs are decoded. Default false.
+  bool keep_jpeg = false;
+  int channels = 0;                   // 0: as stored, 1: grey, 3: RGB (see DecodeImageBytes)
   OnError on_error = OnError::kFail;  // corrupt image: fail (default) or skip and count
 };
 
