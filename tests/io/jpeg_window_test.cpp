@@ -175,9 +175,11 @@ TEST(JpegWindow, DctScalingStaysCloseToDecodeCropResize) {
 TEST(JpegWindow, DamagedJpegsAreDataLossAsDecodeJpeg) {
   const std::string good = jpeg::Encode(jpeg::Noise(64, 48, 3, 5));
   const ImageWindow whole{0, 0, 64, 48}, bottom{60, 10, 4, 30};
-  // Truncated: the window's rows run past the data.
+  // Truncated: the window's rows run past the data (whole, bottom), or the cut lies below the
+  // window (top): every row is read to the end, so each fails as DecodeJpeg does.
   const std::string cut = good.substr(0, good.size() / 2);
-  for (const ImageWindow& win : {whole, bottom}) {
+  const ImageWindow top{0, 5, 3, 20};
+  for (const ImageWindow& win : {whole, bottom, top}) {
     try {
       DecodeJpegWindow(jpeg::Data(cut), cut.size(), win, 3);
       FAIL() << "expected data loss for " << Text(win);

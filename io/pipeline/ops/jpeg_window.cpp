@@ -82,7 +82,14 @@ bool ReadWindow(JpegWindowReader* r, const ImageWindow& win, uint8_t* row, uint8
     jpeg_read_scanlines(cinfo, &row, 1);
     if (y >= top) std::memcpy(out + (y - top) * out_stride, row + (left - x) * comps, out_stride);
   }
-  // Stop here: the rows below the window are not decoded (jpeg_destroy aborts).
+  // The rows below: entropy-decoded to the end of the data, not reconstructed, so that a JPEG
+  // damaged or cut short below the window fails as a full decode does (as
+  // tf.image.decode_and_crop_jpeg reads to the end too): never a silently short file.
+  // (libjpeg-turbo's skip to the very end reads nothing, so skip to the last row and read it.)
+  const JDIMENSION last = cinfo->output_height - 1;
+  if (cinfo->output_scanline < last) jpeg_skip_scanlines(cinfo, last - cinfo->output_scanline);
+  while (cinfo->output_scanline < cinfo->output_height) jpeg_read_scanlines(cinfo, &row, 1);
+  jpeg_finish_decompress(cinfo);
   return true;
 }
 

@@ -7,16 +7,16 @@
 // How: jpeg_crop_scanline narrows the decoded columns (widened by libjpeg to iMCU boundaries,
 // and by us to one column more on each side that has one, so fancy upsampling sees the same
 // chroma neighbours as in a full decode; the extra columns are trimmed), jpeg_skip_scanlines
-// skips the rows above (entropy-decoded, not reconstructed), and reading stops after the
-// window's last row. Progressive JPEGs work too (libjpeg-turbo buffers the whole coefficient
+// skips the rows above and, after the window, the rows below (entropy-decoded, not
+// reconstructed). Progressive JPEGs work too (libjpeg-turbo buffers the whole coefficient
 // image first, so they gain less).
 //
 // Pixels and errors are DecodeJpeg's (image_codec.hpp): the same channel semantics (channels 0
 // as stored, including a CMYK JPEG's 4 channels; 1 grey by rgb_to_grayscale; 3 RGB) and a
 // corrupt or truncated image, or any libjpeg warning, is Error(kDataLoss) "JPEG decode failed:
 // <libjpeg's message>". With scale 1 the window is exactly CropImage(DecodeJpeg(...)) (tests/io/
-// jpeg_window_test.cpp). What is not read is not checked: damage below the window's last row
-// goes unnoticed, as in the decoders above.
+// jpeg_window_test.cpp). The rows below the window are skipped too (entropy-decoded to the end, not
+// reconstructed), so damage anywhere fails as in a full decode.
 // Thread-safety: reentrant (no global codec state).
 #pragma once
 
