@@ -114,11 +114,16 @@ std::vector<Shape> Shapes() {
 class Bf16Conv : public ::testing::Test {
  protected:
   void SetUp() override {
+    before_ = cpu::CurrentConvKernel();  // first: TearDown restores it after a skip too
     if (!cpu::OneDnnBuilt()) GTEST_SKIP() << "built without oneDNN (SHARDFLOW_ONEDNN=OFF)";
     if (const std::string why = bf16::CpuUnsupported(); !why.empty()) {
       GTEST_SKIP() << "bf16 products cannot run here: " << why;
     }
+    // The suite also runs with SHARDFLOW_CONV=own (the Eigen variants), which declines.
+    cpu::SetConvKernel(cpu::ConvKernel::kAuto);
   }
+  void TearDown() override { cpu::SetConvKernel(before_); }
+  cpu::ConvKernel before_ = cpu::ConvKernel::kAuto;
 };
 
 TEST_F(Bf16Conv, ForwardWithinTheBounds) {
@@ -194,7 +199,6 @@ TEST_F(Bf16Conv, SameBitsForAnyThreadCount) {
 
 TEST_F(Bf16Conv, OwnKernelsDeclineAndTouchNothing) {
   // SHARDFLOW_CONV=own (or winograd): the bf16 precision then runs im2col + the bf16 GEMM.
-  const cpu::ConvKernel before = cpu::CurrentConvKernel();
   const ConvGeometry g = MakeConvGeometry(9, 9, 6, 3, 3, 2, true);
   std::string impl;
   cpu::SetConvKernel(cpu::ConvKernel::kAuto);
@@ -208,7 +212,6 @@ TEST_F(Bf16Conv, OwnKernelsDeclineAndTouchNothing) {
                                          cpu::ConvData::kBf16));
     EXPECT_EQ(y[0], -7.0f);
   }
-  cpu::SetConvKernel(before);
 }
 
 }  // namespace bf16_conv_test
