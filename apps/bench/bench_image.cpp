@@ -1,0 +1,275 @@
+// shardflow-bench image: the ImageNet-class image pipeline's rate (issue 49).
+//
+//   shardflow-bench image [--source DIR] [--work DIR] [--images 256] [--threads 1,2]
+//                         [--epochs 2] [--size 224] [--json]
+//
+// A corpus first, made once in --work (default /tmp/shardflow-image-corpus, reused when it
+// holds --images files): JPEGs in 8 class folders, each a crop of one of the photographs under
+// --source (default /usr/share/wallpapers: Debian's plasma-workspace-wallpapers) at ImageNet's
+// sizes (long side 500, short side 333-375, three in four landscape; the crop covers 30-100%
+// of the photo's short side), resized bilinearly and encoded at quality 90, as ImageNet's
+// validation JPEGs are on average. Then per thread count T, over --epochs passes:
+//   decode only:  DecodeJpeg of every file's bytes (held in memory), on T threads: the
+//                 ceiling the machine's libjpeg-turbo sets;
+//   fused:        the image-folder source -> random_resized_crop:SxS (the decode fused into
+//                 the crop: only the window is decoded, DCT-downscaled when it can be),
+//                 random_flip, normalize with ImageNet's means and stds -> batches of 64,
+//                 data.parallel_calls = T (the real input pipeline, files read from the page
+//                 cache);
+//   unfused:      the same with data.fuse_decode_crop = false (decode whole, then crop).
+// It prints images/s, per thread, and the fused rate / (decode-only rate), and the process's
+// peak resident memory. It checks every batch's shape and that each epoch yields every image.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "apps/bench/bench_flags.hpp"
+#include "apps/bench/bench_registry.hpp"
+#include "core/error.hpp"
+#include "io/pipeline/input_pipeline.hpp"
+#include "io/pipeline/ops/image_augment.hpp"
+#include "io/pipeline/ops/image_codec.hpp"
+
+namespace shardflow::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct ImageArgs {
+  std::string source = "/usr/share/wallpapers";
+  std::string work = "/tmp/shardflow-image-corpus";
+  int images = 256;
+  std::vector<int> threads{1, 2};
+  int epochs = 2;
+  int size = 224;
+  bool json = false;
+};
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The corpus' files, sorted; empty when --work does not hold exactly --images of them.
+std::vector<fs::path> CorpusFiles(const ImageArgs& a) {
+  std::vector<fs::path> files;
+  if (!fs::is_directory(a.work)) return files;
+  for (const auto& e : fs::recursive_directory_iterator(a.work)) {
+    if (e.is_regular_file() && e.path().extension() == ".jpg") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  if (static_cast<int>(files.size()) != a.images) files.clear();
+  return files;
+}
+
+// uint8 [h, w, c] from a float image in [0, 255].
+Tensor ToBytes(const Tensor& f) {
+  Tensor out(DType::kUInt8, f.shape());
+  const float* x = f.data<float>();
+  uint8_t* y = out.data<uint8_t>();
+  for (int64_t i = 0; i < f.num_elements(); ++i) {
+    y[i] = static_cast<uint8_t>(std::clamp(std::lround(x[i]), 0L, 255L));
+  }
+  return out;
+}
+
+std::vector<fs::path> MakeCorpus(const ImageArgs& a) {
+  std::vector<fs::path> photos;
+  if (fs::is_directory(a.source)) {
+    for (const auto& e : fs::recursive_directory_iterator(a.source)) {
+      const std::string ext = e.path().extension().string();
+      if (e.is_regular_file() && (ext == ".jpg" || ext == ".jpeg")) photos.push_back(e.path());
+    }
+  }
+  if (photos.empty()) {
+    throw Error(ErrorCode::kNotFound, "no JPEG photographs under --source " + a.source,
+                {.hint = "apt-get install plasma-workspace-wallpapers, or --source DIR"});
+  }
+  std::sort(photos.begin(), photos.end());
+  fs::remove_all(a.work);
+  std::mt19937_64 rng(49);
+  size_t total = 0;
+  for (int i = 0; i < a.images; ++i) {
+    // Decoded one at a time (a 5120x2880 photograph is 44 MB decoded): the bench's peak
+    // memory is then the pipeline's, not the corpus maker's.
+    const std::string source = ReadFile(photos[static_cast<size_t>(i) % photos.size()]);
+    const Tensor photo =
+        pipeline::DecodeJpeg(reinterpret_cast<const uint8_t*>(source.data()), source.size(), 3);
+    const bool landscape = std::uniform_int_distribution<int>(0, 3)(rng) != 0;
+    const int64_t long_side = 500, short_side = std::uniform_int_distribution<int>(333, 375)(rng);
+    const int64_t oh = landscape ? short_side : long_side, ow = landscape ? long_side : short_side;
+    const int64_t ph = photo.dim(0), pw = photo.dim(1);
+    // A window of the output's aspect covering 30-100% of what fits in the photo.
+    const double fit = std::min(static_cast<double>(ph) / oh, static_cast<double>(pw) / ow);
+    const double f = fit * std::uniform_real_distribution<double>(0.3, 1.0)(rng);
+    const int64_t ch = std::max<int64_t>(1, static_cast<int64_t>(oh * f));
+    const int64_t cw = std::max<int64_t>(1, static_cast<int64_t>(ow * f));
+    const int64_t top = std::uniform_int_distribution<int64_t>(0, ph - ch)(rng);
+    const int64_t left = std::uniform_int_distribution<int64_t>(0, pw - cw)(rng);
+    const Tensor crop = pipeline::CropImage(photo, top, left, ch, cw);
+    const std::string jpeg =
+        pipeline::EncodeJpeg(ToBytes(pipeline::ResizeBilinear(crop, oh, ow)), 90);
+    const fs::path dir = fs::path(a.work) / ("class" + std::to_string(i % 8));
+    fs::create_directories(dir);
+    char name[32];
+    std::snprintf(name, sizeof(name), "img%05d.jpg", i);
+    std::ofstream(dir / name, std::ios::binary) << jpeg;
+    total += jpeg.size();
+  }
+  std::printf("corpus: %d JPEGs in %s from %zu photographs under %s, mean %.1f KB\n", a.images,
+              a.work.c_str(), photos.size(), a.source.c_str(),
+              static_cast<double>(total) / a.images / 1024);
+  return CorpusFiles(a);
+}
+
+double Seconds(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// images/s of DecodeJpeg over every file, `epochs` times, on `threads` threads.
+double DecodeOnlyRate(const std::vector<std::string>& bytes, int threads, int epochs) {
+  const auto t0 = Clock::now();
+  std::vector<std::thread> pool;
+  std::vector<std::string> errors(static_cast<size_t>(threads));  // a thread must not throw
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      try {
+        for (int e = 0; e < epochs; ++e) {
+          for (size_t i = static_cast<size_t>(t); i < bytes.size(); i += threads) {
+            const Tensor img = pipeline::DecodeJpeg(
+                reinterpret_cast<const uint8_t*>(bytes[i].data()), bytes[i].size(), 3);
+            if (img.dim(2) != 3) errors[t] = "decoded a non-RGB image";
+          }
+        }
+      } catch (const Error& err) {
+        errors[t] = err.what();
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  for (const std::string& e : errors) {
+    if (!e.empty()) throw Error(ErrorCode::kDataLoss, "decode only: " + e);
+  }
+  return static_cast<double>(bytes.size()) * epochs / Seconds(t0);
+}
+
+// images/s of the input pipeline (fused or not) over `epochs` passes.
+double PipelineRate(const ImageArgs& a, int threads, bool fuse) {
+  pipeline::InputSpec spec;
+  spec.data.format = "images";
+  spec.format.root = a.work;
+  spec.format.channels = 3;
+  spec.data.batch_size = 64;
+  spec.data.shuffle_buffer = 256;
+  spec.data.parallel_calls = threads;
+  spec.data.epochs = a.epochs;
+  spec.data.seed = 49;
+  spec.data.fuse_decode_crop = fuse;
+  const std::string s = std::to_string(a.size);
+  spec.data.augmentations = {"random_resized_crop:" + s + "x" + s, "random_flip",
+                             "normalize:123.675,116.28,103.53/58.395,57.12,57.375"};
+  const auto t0 = Clock::now();
+  pipeline::PipelineIterator it = pipeline::BuildInputPipeline(spec, 0, 1).MakeIterator();
+  pipeline::Element batch;
+  int64_t images = 0;
+  while (it.Next(&batch)) {
+    const Tensor& x = batch.Get("image");
+    if (x.rank() != 4 || x.dim(1) != a.size || x.dim(2) != a.size || x.dim(3) != 3) {
+      throw Error(ErrorCode::kInternal, "a batch of shape " + ShapeToString(x.shape()));
+    }
+    images += x.dim(0);
+  }
+  const double took = Seconds(t0);
+  if (images != static_cast<int64_t>(a.images) * a.epochs) {
+    throw Error(ErrorCode::kInternal, "the pipeline yielded " + std::to_string(images) +
+                                          " images, not " + std::to_string(a.images * a.epochs));
+  }
+  return static_cast<double>(images) / took;
+}
+
+ImageArgs ParseImageArgs(const std::vector<std::string>& args) {
+  ImageArgs a;
+  for (FlagCursor f(args, "image"); f.Next();) {
+    if (f.Is("--source")) {
+      a.source = f.Value();
+    } else if (f.Is("--work")) {
+      a.work = f.Value();
+    } else if (f.Is("--images")) {
+      a.images = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--epochs")) {
+      a.epochs = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--size")) {
+      a.size = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--threads")) {
+      a.threads.clear();
+      std::stringstream in(f.Value());
+      for (std::string t; std::getline(in, t, ',');)
+        a.threads.push_back(ParsePositive("--threads", t));
+    } else if (f.Is("--json")) {
+      a.json = true;
+    } else {
+      f.Unknown();
+    }
+  }
+  return a;
+}
+
+int RunImage(const std::vector<std::string>& args) {
+  const ImageArgs a = ParseImageArgs(args);
+  std::vector<fs::path> files = CorpusFiles(a);
+  if (files.empty()) files = MakeCorpus(a);
+  std::vector<std::string> bytes;
+  size_t total = 0;
+  for (const fs::path& p : files) {
+    bytes.push_back(ReadFile(p));
+    total += bytes.back().size();
+  }
+  std::printf("image pipeline: %zu JPEGs, mean %.1f KB, output %dx%d, %d epochs\n", files.size(),
+              static_cast<double>(total) / files.size() / 1024, a.size, a.size, a.epochs);
+  std::printf("%8s %14s %14s %14s %12s %12s\n", "threads", "decode img/s", "fused img/s",
+              "unfused img/s", "fused/thread", "fused/decode");
+  for (int t : a.threads) {
+    const double decode = DecodeOnlyRate(bytes, t, a.epochs);
+    const double fused = PipelineRate(a, t, true);
+    const double unfused = PipelineRate(a, t, false);
+    std::printf("%8d %14.0f %14.0f %14.0f %12.0f %12.2f\n", t, decode, fused, unfused, fused / t,
+                fused / decode);
+    if (a.json) {
+      std::printf("%s\n", nlohmann::json{{"bench", "image"},
+                                         {"threads", t},
+                                         {"images", files.size()},
+                                         {"size", a.size},
+                                         {"decode_per_s", decode},
+                                         {"fused_per_s", fused},
+                                         {"unfused_per_s", unfused}}
+                              .dump()
+                              .c_str());
+    }
+  }
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf("peak resident memory %.0f MiB\n", static_cast<double>(usage.ru_maxrss) / 1024);
+  return 0;
+}
+
+}  // namespace
+
+SHARDFLOW_BENCH("image",
+                "JPEG decode-only vs the random_resized_crop pipeline, fused and not (issue 49)",
+                RunImage);
+
+}  // namespace shardflow::bench
