@@ -93,6 +93,28 @@ FeatureSpec FeatureSpec::VarLen(std::string name, FeatureKind kind, DType dtype)
   return s;
 }
 
+bool ShapeMatches(const Shape& shape, const Shape& spec) {
+  if (shape.size() != spec.size()) return false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (spec[i] != kAnySize && spec[i] != shape[i]) return false;
+  }
+  return true;
+}
+
+bool HasAnySize(const Shape& spec) {
+  return std::find(spec.begin(), spec.end(), kAnySize) != spec.end();
+}
+
+std::string SpecShapeText(const Shape& spec) {
+  if (spec.empty()) return "scalar";
+  std::string text;
+  for (size_t i = 0; i < spec.size(); ++i) {
+    if (i > 0) text += 'x';
+    text += spec[i] == kAnySize ? std::string("*") : std::to_string(spec[i]);
+  }
+  return text;
+}
+
 const Tensor& ParsedBatch::Get(std::string_view name) const {
   for (size_t i = 0; i < names.size(); ++i) {
     if (names[i] == name) return values[i];

@@ -47,6 +47,16 @@ struct Schema {
   std::vector<FeatureSpec> features;
 };
 
+// A dimension of any size: "*" in a feature spec's text, an image's height or width
+// (variable-size images, e.g. ImageNet's JPEGs, cropped or resized to one size before batching).
+inline constexpr int64_t kAnySize = -1;
+// True when `shape` has the spec's rank and equals it in every dimension not kAnySize.
+bool ShapeMatches(const Shape& shape, const Shape& spec);
+// True when some dimension is kAnySize.
+bool HasAnySize(const Shape& spec);
+// The spec's shape as its text writes it: "*x*x3", "28x28x1", "scalar".
+std::string SpecShapeText(const Shape& spec);
+
 // One serialized Example and where it came from.
 struct SerializedExample {
   std::string_view data;

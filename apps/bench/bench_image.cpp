@@ -1,22 +1,26 @@
 // shardflow-bench image: the ImageNet-class image pipeline's rate (issue 49).
 //
-//   shardflow-bench image [--source DIR] [--work DIR] [--images 256] [--threads 1,2]
-//                         [--epochs 2] [--size 224] [--json]
+//   shardflow-bench image [--source DIR] [--work DIR] [--images 256] [--long-side 500]
+//                         [--threads 1,2] [--epochs 2] [--size 224] [--corpus-only] [--json]
 //
-// A corpus first, made once in --work (default /tmp/shardflow-image-corpus, reused when it
-// holds --images files): JPEGs in 8 class folders, each a crop of one of the photographs under
-// --source (default /usr/share/wallpapers: Debian's plasma-workspace-wallpapers) at ImageNet's
-// sizes (long side 500, short side 333-375, three in four landscape; the crop covers 30-100%
-// of the photo's short side), resized bilinearly and encoded at quality 90, as ImageNet's
-// validation JPEGs are on average. Then per thread count T, over --epochs passes:
+// A corpus first, made once in --work (default /tmp/shardflow-image-corpus; reused when its
+// corpus.json says the same --images, --long-side and --source): JPEGs in 8 class folders
+// work/images/classK/, each a crop of one of the photographs under --source (default
+// /usr/share/wallpapers: Debian's plasma-workspace-wallpapers) at ImageNet's sizes (long side 500,
+// short side 333-375, three in four landscape; the crop covers 30-100% of the photo's short side),
+// resized bilinearly and encoded at quality 90, as ImageNet's validation JPEGs are on average; and
+// the same files' bytes in 4 TFRecord shards, work/shards/img-*.tfrecord (image/encoded, label:
+// what shardflow-convert --input.format=images writes). --corpus-only stops there (tests make small
+// corpora with --long-side). Then per thread count T, over --epochs passes:
 //   decode only:  DecodeJpeg of every file's bytes (held in memory), on T threads: the
 //                 ceiling the machine's libjpeg-turbo sets;
-//   fused:        the image-folder source -> random_resized_crop:SxS (the decode fused into
-//                 the crop: only the window is decoded, DCT-downscaled when it can be),
+//   fused:        the TFRecord shards -> random_resized_crop:SxS (the decode fused into the
+//                 crop: only the window is decoded, DCT-downscaled when it can be),
 //                 random_flip, normalize with ImageNet's means and stds -> batches of 64,
 //                 data.parallel_calls = T (the real input pipeline, files read from the page
 //                 cache);
-//   unfused:      the same with data.fuse_decode_crop = false (decode whole, then crop).
+//   unfused:      the same with data.fuse_decode_crop = false (decode whole, then crop);
+//   folder:       fused, from the image folder (a file per image) instead of the shards.
 // It prints images/s, per thread, and the fused rate / (decode-only rate), and the process's
 // peak resident memory. It checks every batch's shape and that each epoch yields every image.
 #include <sys/resource.h>
@@ -37,9 +41,11 @@
 #include "apps/bench/bench_flags.hpp"
 #include "apps/bench/bench_registry.hpp"
 #include "core/error.hpp"
+#include "io/example.hpp"
 #include "io/pipeline/input_pipeline.hpp"
 #include "io/pipeline/ops/image_augment.hpp"
 #include "io/pipeline/ops/image_codec.hpp"
+#include "io/tfrecord_writer.hpp"
 
 namespace shardflow::bench {
 namespace {
@@ -54,8 +60,16 @@ struct ImageArgs {
   std::vector<int> threads{1, 2};
   int epochs = 2;
   int size = 224;
+  int long_side = 500;
+  bool corpus_only = false;
   bool json = false;
 };
+
+// What a corpus in --work was made with: it is reused only when they match.
+std::string CorpusStamp(const ImageArgs& a) {
+  return nlohmann::json{{"images", a.images}, {"long_side", a.long_side}, {"source", a.source}}
+      .dump();
+}
 
 std::string ReadFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -64,11 +78,13 @@ std::string ReadFile(const fs::path& path) {
   return s.str();
 }
 
-// The corpus' files, sorted; empty when --work does not hold exactly --images of them.
+// The corpus' files, sorted; empty when --work does not hold the corpus these flags make.
 std::vector<fs::path> CorpusFiles(const ImageArgs& a) {
   std::vector<fs::path> files;
-  if (!fs::is_directory(a.work)) return files;
-  for (const auto& e : fs::recursive_directory_iterator(a.work)) {
+  if (!fs::is_directory(a.work) || ReadFile(fs::path(a.work) / "corpus.json") != CorpusStamp(a)) {
+    return files;
+  }
+  for (const auto& e : fs::recursive_directory_iterator(fs::path(a.work) / "images")) {
     if (e.is_regular_file() && e.path().extension() == ".jpg") files.push_back(e.path());
   }
   std::sort(files.begin(), files.end());
@@ -110,7 +126,10 @@ std::vector<fs::path> MakeCorpus(const ImageArgs& a) {
     const Tensor photo =
         pipeline::DecodeJpeg(reinterpret_cast<const uint8_t*>(source.data()), source.size(), 3);
     const bool landscape = std::uniform_int_distribution<int>(0, 3)(rng) != 0;
-    const int64_t long_side = 500, short_side = std::uniform_int_distribution<int>(333, 375)(rng);
+    // ImageNet's: long side 500, short side 333-375.
+    const int64_t long_side = a.long_side;
+    const int64_t short_side =
+        std::max<int64_t>(1, long_side * std::uniform_int_distribution<int>(333, 375)(rng) / 500);
     const int64_t oh = landscape ? short_side : long_side, ow = landscape ? long_side : short_side;
     const int64_t ph = photo.dim(0), pw = photo.dim(1);
     // A window of the output's aspect covering 30-100% of what fits in the photo.
@@ -123,13 +142,14 @@ std::vector<fs::path> MakeCorpus(const ImageArgs& a) {
     const Tensor crop = pipeline::CropImage(photo, top, left, ch, cw);
     const std::string jpeg =
         pipeline::EncodeJpeg(ToBytes(pipeline::ResizeBilinear(crop, oh, ow)), 90);
-    const fs::path dir = fs::path(a.work) / ("class" + std::to_string(i % 8));
+    const fs::path dir = fs::path(a.work) / "images" / ("class" + std::to_string(i % 8));
     fs::create_directories(dir);
     char name[32];
     std::snprintf(name, sizeof(name), "img%05d.jpg", i);
     std::ofstream(dir / name, std::ios::binary) << jpeg;
     total += jpeg.size();
   }
+  std::ofstream(fs::path(a.work) / "corpus.json") << CorpusStamp(a);
   std::printf("corpus: %d JPEGs in %s from %zu photographs under %s, mean %.1f KB\n", a.images,
               a.work.c_str(), photos.size(), a.source.c_str(),
               static_cast<double>(total) / a.images / 1024);
@@ -167,12 +187,46 @@ double DecodeOnlyRate(const std::vector<std::string>& bytes, int threads, int ep
   return static_cast<double>(bytes.size()) * epochs / Seconds(t0);
 }
 
-// images/s of the input pipeline (fused or not) over `epochs` passes.
-double PipelineRate(const ImageArgs& a, int threads, bool fuse) {
+constexpr int kShards = 4;
+
+// The corpus as TFRecord shards of the files' bytes, as shardflow-convert --input.format=images
+// writes them (image/encoded, label): work/shards/img-0000S-of-00004.tfrecord.
+void WriteShards(const ImageArgs& a, const std::vector<fs::path>& files) {
+  const fs::path dir = fs::path(a.work) / "shards";
+  fs::create_directories(dir);
+  io::ExampleBuilder builder;
+  std::string serialized;
+  for (int s = 0; s < kShards; ++s) {
+    char name[64];
+    std::snprintf(name, sizeof(name), "img-%05d-of-%05d.tfrecord", s, kShards);
+    io::TFRecordWriter writer((dir / name).string());
+    for (size_t i = static_cast<size_t>(s); i < files.size(); i += kShards) {
+      const std::string cls = files[i].parent_path().filename().string();  // "classK"
+      builder.Clear();
+      builder.AddBytes("image/encoded", {ReadFile(files[i])});
+      builder.AddInt64("label", {std::stoll(cls.substr(5))});
+      serialized.clear();
+      builder.SerializeTo(&serialized);
+      writer.Write(serialized);
+    }
+    writer.Close();
+  }
+}
+
+// images/s of the input pipeline over `epochs` passes: from the TFRecord shards (or the image
+// folder with `folder`), the decode fused into the crop or not.
+double PipelineRate(const ImageArgs& a, int threads, bool fuse, bool folder) {
   pipeline::InputSpec spec;
-  spec.data.format = "images";
-  spec.format.root = a.work;
-  spec.format.channels = 3;
+  if (folder) {
+    spec.data.format = "images";
+    spec.format.root = (fs::path(a.work) / "images").string();
+    spec.format.channels = 3;
+  } else {
+    spec.data.format = "tfrecord";
+    spec.data.files = {(fs::path(a.work) / "shards" / "img-*.tfrecord").string()};
+    spec.features = {"image/encoded:image:uint8:*x*x3", "label:int64:int64:scalar"};
+    spec.data.image_feature = "image/encoded";
+  }
   spec.data.batch_size = 64;
   spec.data.shuffle_buffer = 256;
   spec.data.parallel_calls = threads;
@@ -187,7 +241,7 @@ double PipelineRate(const ImageArgs& a, int threads, bool fuse) {
   pipeline::Element batch;
   int64_t images = 0;
   while (it.Next(&batch)) {
-    const Tensor& x = batch.Get("image");
+    const Tensor& x = batch.Get(folder ? "image" : "image/encoded");
     if (x.rank() != 4 || x.dim(1) != a.size || x.dim(2) != a.size || x.dim(3) != 3) {
       throw Error(ErrorCode::kInternal, "a batch of shape " + ShapeToString(x.shape()));
     }
@@ -219,6 +273,10 @@ ImageArgs ParseImageArgs(const std::vector<std::string>& args) {
       std::stringstream in(f.Value());
       for (std::string t; std::getline(in, t, ',');)
         a.threads.push_back(ParsePositive("--threads", t));
+    } else if (f.Is("--long-side")) {
+      a.long_side = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--corpus-only")) {
+      a.corpus_only = true;
     } else if (f.Is("--json")) {
       a.json = true;
     } else {
@@ -231,7 +289,11 @@ ImageArgs ParseImageArgs(const std::vector<std::string>& args) {
 int RunImage(const std::vector<std::string>& args) {
   const ImageArgs a = ParseImageArgs(args);
   std::vector<fs::path> files = CorpusFiles(a);
-  if (files.empty()) files = MakeCorpus(a);
+  if (files.empty()) {
+    files = MakeCorpus(a);
+    WriteShards(a, files);
+  }
+  if (a.corpus_only) return 0;
   std::vector<std::string> bytes;
   size_t total = 0;
   for (const fs::path& p : files) {
@@ -240,14 +302,15 @@ int RunImage(const std::vector<std::string>& args) {
   }
   std::printf("image pipeline: %zu JPEGs, mean %.1f KB, output %dx%d, %d epochs\n", files.size(),
               static_cast<double>(total) / files.size() / 1024, a.size, a.size, a.epochs);
-  std::printf("%8s %14s %14s %14s %12s %12s\n", "threads", "decode img/s", "fused img/s",
-              "unfused img/s", "fused/thread", "fused/decode");
+  std::printf("%8s %13s %13s %13s %13s %12s %12s\n", "threads", "decode img/s", "fused img/s",
+              "unfused img/s", "folder img/s", "fused/thread", "fused/decode");
   for (int t : a.threads) {
     const double decode = DecodeOnlyRate(bytes, t, a.epochs);
-    const double fused = PipelineRate(a, t, true);
-    const double unfused = PipelineRate(a, t, false);
-    std::printf("%8d %14.0f %14.0f %14.0f %12.0f %12.2f\n", t, decode, fused, unfused, fused / t,
-                fused / decode);
+    const double fused = PipelineRate(a, t, true, false);
+    const double unfused = PipelineRate(a, t, false, false);
+    const double folder = PipelineRate(a, t, true, true);
+    std::printf("%8d %13.0f %13.0f %13.0f %13.0f %12.0f %12.2f\n", t, decode, fused, unfused,
+                folder, fused / t, fused / decode);
     if (a.json) {
       std::printf("%s\n", nlohmann::json{{"bench", "image"},
                                          {"threads", t},
@@ -255,7 +318,8 @@ int RunImage(const std::vector<std::string>& args) {
                                          {"size", a.size},
                                          {"decode_per_s", decode},
                                          {"fused_per_s", fused},
-                                         {"unfused_per_s", unfused}}
+                                         {"unfused_per_s", unfused},
+                                         {"folder_fused_per_s", folder}}
                               .dump()
                               .c_str());
     }

@@ -174,6 +174,10 @@ void RegisterConvertOptions(ConfigSchema& schema, ConvertOptions* o) {
                    "or skip and count");
   schema.Add("input", "root", &o->root, "images: folder of class folders root/CLASS/*.jpg|png");
   schema.Add("input", "list", &o->list, "images: list file of path,label lines");
+  schema.AddChoice("input", "image_bytes", &o->image_bytes, {"encoded", "decoded"},
+                   "images: encoded keeps each file's bytes (JPEG/PNG, no re-encode; every image "
+                   "is decoded once to check it) as image/encoded; decoded writes its uint8 "
+                   "values as image_raw");
   schema.Add("input", "columns", &o->table_columns,
              "table: columns written, in order, name:int64|float32|float64|string[=default]");
   schema.AddChoice("input", "table_format", &o->table_format, {"csv", "jsonl"},
@@ -227,8 +231,16 @@ folder names for images from input.root):
   text    line       bytes   the line without "\n" / "\r\n"
   fixed   record     bytes   input.record_bytes bytes
   jsonl   one feature per input.schema field: int64 -> int64, float32 -> float, bytes -> bytes
-  images  image_raw  bytes   decoded uint8 [H,W,C]; shape int64 [H,W,C]; label int64
-Example schema, images (TFRecord, one tf.train.Example per image):
+  images  image/encoded bytes  the file's bytes (JPEG or PNG, not re-encoded); image/format
+                         bytes "jpeg"|"png"; image/height, image/width, image/channels int64;
+                         image/filename bytes (relative to input.root or the list's folder);
+                         label int64. PREFIX.meta.json's data_features reads them back:
+                         image/encoded:image:uint8:*x*xC, label:int64:int64:scalar (any size:
+                         start data.augmentations with random_resized_crop:HxW or
+                         center_crop:HxW). The keys are TensorFlow's ImageNet TFRecords'.
+          with input.image_bytes=decoded: image_raw bytes, decoded uint8 [H,W,C]; shape int64
+                         [H,W,C]; label int64
+Example schema, idx | hdf5 images (TFRecord, one tf.train.Example per image):
   image_raw  bytes   H*W*C uint8 values, row-major [H,W,C], when preprocess.normalize=none and
                      the input is uint8; else float (H*W*C float32 values). PREFIX.meta.json's
                      data_features is the [data] features line that reads the shards back

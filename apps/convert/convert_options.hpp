@@ -23,15 +23,16 @@ struct ConvertOptions {
   std::string time_column = "t";      // csv: the timestamp column; every other column is a channel
   int64_t limit = -1;                 // at most this many output records; -1: all
   // text | fixed | jsonl | images (io/pipeline/sources; see source_input.hpp)
-  std::vector<std::string> files;  // text/fixed/jsonl: glob patterns of the input files
-  int64_t header_lines = 0;        // text/jsonl: lines skipped at the start of every file
-  int64_t record_bytes = 0;        // fixed: bytes per record (> 0)
-  int64_t header_bytes = 0;        // fixed: bytes skipped at the start of every file
-  int64_t footer_bytes = 0;        // fixed: bytes skipped at the end of every file
-  std::string schema;              // jsonl: "name:type,..." (int64|float32|bytes|T[N])
-  std::string on_error = "fail";   // jsonl/images: bad line/image; fixed: partial tail
-  std::string root;                // images: root/CLASS/*.jpg|png
-  std::string list;                // images: a list file of path,label lines
+  std::vector<std::string> files;       // text/fixed/jsonl: glob patterns of the input files
+  int64_t header_lines = 0;             // text/jsonl: lines skipped at the start of every file
+  int64_t record_bytes = 0;             // fixed: bytes per record (> 0)
+  int64_t header_bytes = 0;             // fixed: bytes skipped at the start of every file
+  int64_t footer_bytes = 0;             // fixed: bytes skipped at the end of every file
+  std::string schema;                   // jsonl: "name:type,..." (int64|float32|bytes|T[N])
+  std::string on_error = "fail";        // jsonl/images: bad line/image; fixed: partial tail
+  std::string root;                     // images: root/CLASS/*.jpg|png
+  std::string list;                     // images: a list file of path,label lines
+  std::string image_bytes = "encoded";  // images: encoded (the files' bytes) | decoded
   // table (CSV files of feature and label columns; table_output.hpp); files: input.files
   std::string table_format = "csv";        // csv | jsonl
   std::vector<std::string> table_columns;  // name:int64|float32|float64|string[=default]

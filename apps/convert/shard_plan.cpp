@@ -31,6 +31,7 @@ void RecordCursor::Next(pipeline::Element* e) {
     }
     if (!reader_) reader_ = open_(unit_);
     if (reader_->Next(e)) {
+      e->where.file_index = static_cast<int64_t>(unit_);
       if (id_++ >= start_) return;
       continue;
     }

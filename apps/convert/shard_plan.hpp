@@ -37,8 +37,8 @@ class ShardPlan {
 
 // Reads the global record order from id `start` on: units (files, or a table's chunks) in order,
 // unit u holding ids [first[u], first[u + 1]); `open(u)` opens unit u. Records before `start` in
-// its unit are read and dropped. Next throws kInternal when the units end early (an input that
-// changed during the conversion).
+// its unit are read and dropped. Next sets the record's where.file_index to its unit, and throws
+// kInternal when the units end early (an input that changed during the conversion).
 class RecordCursor {
  public:
   using Opener = std::function<std::unique_ptr<pipeline::RecordReader>(size_t unit)>;

@@ -28,8 +28,10 @@ using pipeline::RecordSource;
 std::shared_ptr<const RecordSource> OpenSource(const ConvertOptions& o) {
   const pipeline::OnError on_error = pipeline::ParseOnError(o.on_error, "input.on_error");
   if (o.format == "images") {
-    return pipeline::OpenImageFolderSource(
-        {.root = o.root, .list_file = o.list, .on_error = on_error});
+    return pipeline::OpenImageFolderSource({.root = o.root,
+                                            .list_file = o.list,
+                                            .keep_encoded = o.image_bytes == "encoded",
+                                            .on_error = on_error});
   }
   const std::vector<std::string> files = pipeline::ListFiles(o.files);
   if (o.format == "text") {
@@ -62,18 +64,44 @@ std::string Bytes(const Tensor& t) {
   return std::string(static_cast<const char*>(t.raw_data()), t.byte_size());
 }
 
+// "jpeg" or "png", from the file's first bytes (the source decoded it, so it is one of them).
+std::string ImageFormatOf(const Tensor& encoded) {
+  const auto* d = encoded.data<uint8_t>();
+  return encoded.num_elements() >= 2 && d[0] == 0xFF && d[1] == 0xD8 ? "jpeg" : "png";
+}
+
+// The image features (see the header): the file's bytes with their decoded shape, or the pixels.
+void AddImageFeatures(const ConvertOptions& o, const pipeline::ImageFolderSource& source,
+                      const Element& e, io::ExampleBuilder* b) {
+  const Tensor& image = e.Get("image");
+  if (o.image_bytes == "decoded") {
+    b->AddBytes("image_raw", {Bytes(image)});
+    b->AddInt64("shape", std::span<const int64_t>(image.shape().data(), image.shape().size()));
+  } else {
+    const Tensor& encoded = e.Get("encoded");
+    const fs::path file = source.Files().at(static_cast<size_t>(e.where.file_index)).name;
+    const fs::path base = o.root.empty() ? fs::path(o.list).parent_path() : fs::path(o.root);
+    b->AddBytes("image/encoded", {Bytes(encoded)});
+    b->AddBytes("image/format", {ImageFormatOf(encoded)});
+    b->AddInt64("image/height", {image.dim(0)});
+    b->AddInt64("image/width", {image.dim(1)});
+    b->AddInt64("image/channels", {image.dim(2)});
+    b->AddBytes("image/filename", {file.lexically_relative(base).generic_string()});
+  }
+  b->AddInt64("label", {*e.Get("label").data<int64_t>()});
+}
+
 // One Example from a source element (see the header for the features).
-void BuildExample(const std::string& format, const Element& e, int64_t id, io::ExampleBuilder* b) {
+void BuildExample(const ConvertOptions& o, const RecordSource& source, const Element& e, int64_t id,
+                  io::ExampleBuilder* b) {
+  const std::string& format = o.format;
   b->Clear();
   if (format == "text") {
     b->AddBytes("line", {Bytes(e.Get("line"))});
   } else if (format == "fixed") {
     b->AddBytes("record", {Bytes(e.Get("bytes"))});
   } else if (format == "images") {
-    const Tensor& image = e.Get("image");
-    b->AddBytes("image_raw", {Bytes(image)});
-    b->AddInt64("shape", std::span<const int64_t>(image.shape().data(), image.shape().size()));
-    b->AddInt64("label", {*e.Get("label").data<int64_t>()});
+    AddImageFeatures(o, static_cast<const pipeline::ImageFolderSource&>(source), e, b);
   } else {
     for (const auto& [name, t] : e.features) {
       if (t.dtype() == DType::kInt64) {
@@ -138,12 +166,14 @@ int RunPipelineSource(MpiEnvironment& env, const ConvertOptions& o, comm::Commun
   io::ExampleBuilder builder;
   std::string serialized;
   Element e;
+  int64_t channels = 0;  // the most any image of this rank has
   for (int64_t s = plan.MyShards().begin; s < plan.MyShards().end; ++s) {
     io::TFRecordWriter writer(ShardFileName(o.out_path, s, plan.shards(), o.compression));
     const io::RowRange ids = plan.ShardRecords(s);
     for (int64_t i = ids.begin; i < ids.end; ++i) {
       cursor.Next(&e);
-      BuildExample(o.format, e, i, &builder);
+      if (o.format == "images") channels = std::max(channels, e.Get("image").dim(2));
+      BuildExample(o, *source, e, i, &builder);
       serialized.clear();
       builder.SerializeTo(&serialized);
       writer.Write(serialized);
@@ -152,6 +182,7 @@ int RunPipelineSource(MpiEnvironment& env, const ConvertOptions& o, comm::Commun
     writer.Close();
   }
   progress.Finish();
+  channels = comm::AllreduceInt64(comm, channels, comm::ReduceOp::kMax);
 
   if (env.rank() == 0) {
     nlohmann::json meta{{"kind", o.format},
@@ -172,6 +203,12 @@ int RunPipelineSource(MpiEnvironment& env, const ConvertOptions& o, comm::Commun
     if (o.format == "images") {
       const auto& images = static_cast<const pipeline::ImageFolderSource&>(*source);
       meta["classes"] = images.class_names();
+      if (o.image_bytes == "encoded") {
+        // What shardflow-train's [data] features reads the shards with (images of any size).
+        meta["data_features"] = "image/encoded:image:uint8:*x*x" +
+                                std::to_string(std::max<int64_t>(channels, 1)) +
+                                ", label:int64:int64:scalar";
+      }
       if (!o.root.empty()) images.WriteLabelMap(o.out_path + ".labels.csv");
     }
     const std::string path = o.out_path + ".meta.json";

@@ -9,7 +9,12 @@
 //   text    line       bytes  the line without its newline
 //   fixed   record     bytes  the record's record_bytes bytes
 //   jsonl   <schema>   int64 / float / bytes, one feature per schema field
-//   images  image_raw  bytes  decoded uint8 [H,W,C]; shape int64 [H,W,C]; label int64
+//   images  image/encoded  bytes  the file's bytes (input.image_bytes = encoded, the default;
+//           each image is decoded once, so a corrupt one fails or is skipped here, not in
+//           training); image/format "jpeg"|"png"; image/height, image/width, image/channels;
+//           image/filename (relative to input.root or the list's folder); label int64.
+//           PREFIX.meta.json's data_features reads them back. With image_bytes = decoded:
+//           image_raw bytes, decoded uint8 [H,W,C]; shape int64 [H,W,C]; label int64
 #pragma once
 
 #include "apps/convert/convert_options.hpp"

@@ -74,13 +74,12 @@ void PrepareInputSpec(PredictAppConfig* c) {
   spec.data.drop_remainder = false;
   spec.data.epochs = 1;
   spec.data.batch_size = 1;
-  std::vector<std::string> kept;
-  for (const std::string& a : spec.data.augmentations) {
-    if (a.rfind("random_", 0) == 0) {
-      SF_LOG0(Info) << "prediction skips the random augmentation '" << a << "' of [data]";
-    } else {
-      kept.push_back(a);
-    }
+  const std::vector<std::string> kept = pipeline::EvaluationAugmentations(spec.data.augmentations);
+  if (kept != spec.data.augmentations) {
+    std::string text;
+    for (const std::string& a : kept) text += (text.empty() ? "" : ", ") + a;
+    SF_LOG0(Info) << "prediction applies [data]'s augmentations without the random ones: "
+                  << (text.empty() ? "none" : text);
   }
   spec.data.augmentations = kept;
   if (!c->id_feature.empty() && spec.data.format == "tfrecord") {

@@ -3,8 +3,9 @@
 // network) plus [predict] and the command-line flags.
 //
 // The input spec is rewritten for prediction (PrepareInputSpec): --input replaces data.files,
-// files are read in listed order, no shuffle, one pass, drop_remainder off, random
-// augmentations dropped (deterministic ones such as resize/scale/normalize are kept), and the
+// files are read in listed order, no shuffle, one pass, drop_remainder off, the augmentations'
+// deterministic counterpart (pipeline::EvaluationAugmentations: random_resized_crop becomes
+// center_crop, other random ones are dropped, resize/scale/normalize are kept), and the
 // pipeline yields single records (batch_size 1) so every record keeps its own element id; the
 // predictor stacks them into model batches of predict.batch_size.
 // Thread-safety: none; call from the main thread during the parse phase.

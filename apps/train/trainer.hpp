@@ -124,7 +124,8 @@ struct TrainerOptions : apps::ModelSetup {
 
   // The input as this rank reads it, resolved from the config's [data] and [eval] (which stay as
   // parsed): this rank's batch and share of the records, one pass per epoch, evaluation in order
-  // and unaugmented, record ids where elastic resume needs them, the label range check.
+  // with data.augmentations' deterministic counterpart (pipeline::EvaluationAugmentations),
+  // record ids where elastic resume needs them, the label range check.
   pipeline::InputSpec train_input;
   pipeline::InputSpec eval_input;
 

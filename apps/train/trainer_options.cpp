@@ -20,8 +20,11 @@ const std::vector<std::pair<std::string, std::string>>& TrainerSetKeys() {
       {"eval.epochs", "evaluation reads every record once"},
       {"eval.shuffle_buffer", "evaluation reads in order"},
       {"eval.drop_remainder", "evaluation covers every record"},
-      {"eval.augmentations", "evaluation is not augmented"},
-      {"eval.fuse_decode_crop", "evaluation is not augmented, so no crop to fuse the decode into"}};
+      {"eval.augmentations",
+       "evaluation applies data.augmentations without the random ones (random_resized_crop "
+       "becomes center_crop)"},
+      {"eval.image_feature", "evaluation augments data.image_feature"},
+      {"eval.fuse_decode_crop", "evaluation fuses the decode into its crop as data does"}};
   return keys;
 }
 
@@ -93,7 +96,11 @@ int64_t SetBatchSizes(const apps::ExperimentConfig& c, int ranks, TrainerOptions
   o->eval_input.data.epochs = 1;
   o->eval_input.data.shuffle_buffer = 0;
   o->eval_input.data.drop_remainder = false;
-  o->eval_input.data.augmentations.clear();
+  // Evaluation sees what training sees, without the randomness: the center crop for a
+  // random-resized one, no flip (pipeline::EvaluationAugmentations).
+  o->eval_input.data.augmentations = pipeline::EvaluationAugmentations(c.data.data.augmentations);
+  o->eval_input.data.image_feature = c.data.data.image_feature;
+  o->eval_input.data.fuse_decode_crop = c.data.data.fuse_decode_crop;
   return per_rank;
 }
 

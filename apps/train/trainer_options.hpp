@@ -39,7 +39,8 @@ void SetReplicaBatch(int index, TrainerOptions* o);
 std::string DerivedValues(const apps::ExperimentConfig& config, const TrainerOptions& o);
 
 // Keys of [data] and [eval] that shardflow-train sets itself (the batch per rank from
-// train.batch_size, one pass per epoch, evaluation in order, whole and unaugmented): they are
+// train.batch_size, one pass per epoch, evaluation in order, whole, with [data]'s augmentations
+// less their randomness): they are
 // left out of its resolved table (DisownTrainerSetKeys, before parsing), and giving one is
 // refused (RefuseTrainerSetKeys, after parsing: Error(kInvalidArgument) naming the key and the
 // one that acts instead).

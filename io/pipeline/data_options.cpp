@@ -130,6 +130,29 @@ bool FusesDecodeAndCrop(const DataOptions& o) {
   return name == "random_resized_crop" || name == "center_crop";
 }
 
+bool SizesImages(const std::vector<std::string>& augmentations) {
+  return std::any_of(augmentations.begin(), augmentations.end(), [](const std::string& a) {
+    const std::string name = a.substr(0, a.find(':'));
+    return name == "random_crop" || name == "random_resized_crop" || name == "center_crop" ||
+           name == "resize";
+  });
+}
+
+std::vector<std::string> EvaluationAugmentations(const std::vector<std::string>& train) {
+  std::vector<std::string> out;
+  for (const std::string& a : train) {
+    const size_t colon = a.find(':');
+    const std::string name = a.substr(0, colon);
+    if (name == "random_resized_crop") {
+      const std::string arg = colon == std::string::npos ? "" : a.substr(colon + 1);
+      out.push_back("center_crop:" + arg.substr(0, arg.find(':')));
+    } else if (name.rfind("random_", 0) != 0) {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
 MapFn ParseAugmentation(const std::string& spec, const std::string& feature, uint64_t seed,
                         int channels) {
   const size_t colon = spec.find(':');

@@ -121,4 +121,13 @@ MapFn ParseAugmentation(const std::string& spec, const std::string& feature, uin
 // leaves JPEG bytes encoded in the image feature for that op.
 bool FusesDecodeAndCrop(const DataOptions& options);
 
+// True when `augmentations` bring every image to one size (random_crop, random_resized_crop,
+// center_crop or resize): what an image feature of any size ("*x*x3") needs before batching.
+bool SizesImages(const std::vector<std::string>& augmentations);
+// The deterministic counterpart of training augmentations, for evaluation and prediction:
+// random_resized_crop:HxW[:...] becomes center_crop:HxW (the central 0.875 of the short side:
+// torchvision's Resize(H / 0.875) + CenterCrop(H), Keras' and tf's ImageNet evaluation); the
+// other random ops (random_flip, random_crop) are dropped; the rest stay, in order.
+std::vector<std::string> EvaluationAugmentations(const std::vector<std::string>& train);
+
 }  // namespace shardflow::pipeline

@@ -46,10 +46,17 @@ io::FeatureKind KindOf(const std::string& s) {
   return io::FeatureKind::kFloat;
 }
 
-Shape ParseShape(const std::string& s, const std::string& key, const std::string& text) {
+// kAnySize ("*") is taken where `any_size` (an image's height and width).
+Shape ParseShape(const std::string& s, const std::string& key, const std::string& text,
+                 bool any_size = false) {
   if (s.empty() || s == "scalar") return {};
   Shape shape;
   for (const auto& d : Split(s, 'x')) {
+    if (d == "*") {
+      if (!any_size) Bad(key, text, "'*' (any size) is for an image's height and width only");
+      shape.push_back(io::kAnySize);
+      continue;
+    }
     size_t used = 0;
     int64_t v = -1;
     try {
@@ -92,9 +99,10 @@ Tensor DecodeImageFeature(const io::FeatureSpec& spec, std::string_view bytes, b
   } catch (const Error& err) {
     throw Error(err.code(), std::string("image feature '") + spec.name + "': " + err.what(), ctx);
   }
-  if (shape != spec.shape) {
+  if (!io::ShapeMatches(shape, spec.shape)) {
     throw Error(ErrorCode::kInvalidArgument,
-                "image feature '" + spec.name + "' decoded to another shape than the schema's",
+                "image feature '" + spec.name + "' decoded to " + ShapeToString(shape) +
+                    ", not the schema's " + io::SpecShapeText(spec.shape),
                 ctx);
   }
   return image;
@@ -113,10 +121,11 @@ io::FeatureSpec ParseFeatureSpec(const std::string& raw, const std::string& key)
     if (f.size() > 5) Bad(key, text, "too many fields");
     spec.kind = KindOf(f[1]);
     spec.dtype = DTypeFor(f[2], key, text);
-    spec.shape = ParseShape(f[3], key, text);
+    spec.shape = ParseShape(f[3], key, text, f[1] == "image");
     if (f[1] == "image" && (spec.dtype != DType::kUInt8 || spec.shape.size() != 3 ||
                             (spec.shape[2] != 1 && spec.shape[2] != 3) || f.size() == 5)) {
-      Bad(key, text, "an image feature is uint8 HxWxC with C 1 or 3, without default");
+      Bad(key, text,
+          "an image feature is uint8 HxWxC with C 1 or 3 (H and W may be '*'), without default");
     }
     if (f.size() == 5) {
       try {

@@ -116,6 +116,21 @@ void CheckSpec(const InputSpec& spec) {
                 {.key = spec.section + ".features",
                  .hint = "e.g. image_raw:bytes:uint8:28x28x1, label:int64:int64:scalar"});
   }
+  // An image of any size must be brought to one before batching.
+  for (const auto& f : ParseFeatureSpecs(spec.features, spec.section + ".features").features) {
+    if (!io::HasAnySize(f.shape)) continue;
+    const bool sized = f.name == spec.data.image_feature && SizesImages(spec.data.augmentations);
+    if (!sized) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "image feature '" + f.name + "' has any size (" + io::SpecShapeText(f.shape) +
+                      "): a batch needs one size",
+                  {.key = spec.section + ".augmentations",
+                   .hint = "set " + spec.section + ".image_feature = " + f.name + " and start " +
+                           spec.section +
+                           ".augmentations with random_resized_crop:HxW, center_crop:HxW or "
+                           "resize:HxW"});
+    }
+  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Inputs and expectations for convert_sources_runs.sh (standard library only).
 
-  convert_sources_data.py make MODE DIR      write the inputs of MODE (text|jsonl|images|fixed)
+  convert_sources_data.py make MODE DIR      write the inputs of MODE (text|jsonl|images|
+                                             images_decoded|fixed)
   convert_sources_data.py check MODE DIR CAT  compare `shardflow-inspect cat` JSON lines (CAT)
                                               with the records MODE's inputs must give, by id
 """
@@ -51,7 +52,9 @@ def jsonl_files():
     return files, objects
 
 
-CLASSES = {"ant": 3, "bee": 2, "cat": 4}  # images per class; bee/img1 is corrupt
+CLASSES = {"ant": 3, "bee": 2, "cat": 4}  # PNGs per class; bee/img1 is corrupt; cat/photo.jpg
+PHOTO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "images",
+                     "photo.jpg")  # a 64x48 RGB JPEG
 
 
 def fixed_files():
@@ -73,7 +76,7 @@ def make(mode, d):
     elif mode == "jsonl":
         for name, body in jsonl_files()[0].items():
             open(os.path.join(d, name), "wb").write(body)
-    elif mode == "images":
+    elif mode.startswith("images"):
         tag = 0
         for cls, n in CLASSES.items():
             os.makedirs(os.path.join(d, cls), exist_ok=True)
@@ -83,6 +86,7 @@ def make(mode, d):
                     data = data[: len(data) // 2]
                 open(os.path.join(d, cls, "img%d.png" % k), "wb").write(data)
                 tag += 1
+        open(os.path.join(d, "cat", "photo.jpg"), "wb").write(open(PHOTO, "rb").read())
     elif mode == "fixed":
         for name, body in fixed_files()[0].items():
             open(os.path.join(d, name), "wb").write(body)
@@ -103,21 +107,40 @@ def check(mode, d, cat):
         want = [(o["key"], o["score"], o["text"], o["emb"]) for o in objects]
         got = [(r["key"]["int64"][0], r["score"]["float"][0], b(r, "text").decode(),
                 [int(x) for x in r["emb"]["float"]]) for r in (recs[i] for i in range(len(recs)))]
-    elif mode == "images":
+    elif mode == "images_decoded":  # input.image_bytes=decoded: the pixels
         want, tag = [], 0
         for label, (cls, n) in enumerate(sorted(CLASSES.items())):
             for k in range(n):
                 if not (cls == "bee" and k == 1):
                     want.append((label, [3 + k, 4, 3], tag))
                 tag += 1
+            if cls == "cat":
+                want.append((label, [48, 64, 3], 0))  # photo.jpg's first value (PIL: 0)
         got = [(r["label"]["int64"][0], r["shape"]["int64"], b(r, "image_raw")[0])
                for r in (recs[i] for i in range(len(recs)))]
-        labels = open(os.path.join(os.path.dirname(cat), "np1", "img.labels.csv")).read()
-        if labels != "0,ant\n1,bee\n2,cat\n":
-            sys.exit("label map: %r" % labels)
+    elif mode == "images":  # the default, input.image_bytes=encoded: the files' bytes
+        want = []
+        for label, (cls, n) in enumerate(sorted(CLASSES.items())):
+            names = ["img%d.png" % k for k in range(n) if not (cls == "bee" and k == 1)]
+            for name in names + (["photo.jpg"] if cls == "cat" else []):
+                body = open(os.path.join(d, cls, name), "rb").read()
+                h, w = (48, 64) if name == "photo.jpg" else (3 + int(name[3]), 4)
+                fmt = "jpeg" if name.endswith(".jpg") else "png"
+                want.append((label, body, fmt, h, w, 3, cls + "/" + name))
+        got = [(r["label"]["int64"][0], b(r, "image/encoded"), b(r, "image/format").decode(),
+                r["image/height"]["int64"][0], r["image/width"]["int64"][0],
+                r["image/channels"]["int64"][0], b(r, "image/filename").decode())
+               for r in (recs[i] for i in range(len(recs)))]
+        meta = json.load(open(os.path.join(os.path.dirname(cat), "np1", "img.meta.json")))
+        if meta.get("data_features") != "image/encoded:image:uint8:*x*x3, label:int64:int64:scalar":
+            sys.exit("meta.json data_features: %r" % meta.get("data_features"))
     else:
         want = fixed_files()[1]
         got = [b(recs[i], "record") for i in range(len(recs))]
+    if mode.startswith("images"):
+        labels = open(os.path.join(os.path.dirname(cat), "np1", "img.labels.csv")).read()
+        if labels != "0,ant\n1,bee\n2,cat\n":
+            sys.exit("label map: %r" % labels)
     if sorted(recs) != list(range(len(recs))):
         sys.exit("ids are not 0..N-1")
     if got != want:

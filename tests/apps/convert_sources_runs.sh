@@ -20,6 +20,8 @@ text) args=(--input.format=text "--input.files=in/*.txt*" --output.path=NP/txt) 
 jsonl) args=(--input.format=jsonl "--input.files=in/*.jsonl" --input.on_error=skip
   "--input.schema=key:int64,score:float32,text:bytes,emb:float32[2]" --output.path=NP/js) ;;
 images) args=(--input.format=images --input.root=in --input.on_error=skip --output.path=NP/img) ;;
+images_decoded) args=(--input.format=images --input.root=in --input.on_error=skip
+  --input.image_bytes=decoded --output.path=NP/img) ;;
 fixed) args=(--input.format=fixed "--input.files=in/*.bin" --input.record_bytes=3073
   --input.header_bytes=4 --output.path=NP/fx) ;;
 *) echo "unknown mode $mode"; exit 2 ;;
@@ -34,6 +36,6 @@ for f in np1/*.tfrecord; do cmp "$f" "np3/$(basename "$f")"; done
 $data check "$mode" in cat.jsonl
 case "$mode" in  # the one bad line / corrupt image is reported once, by rank 0
 jsonl) grep -q "skipped 1 bad lines (input.on_error=skip)" convert.np3.log ;;
-images) grep -q "skipped 1 bad images (input.on_error=skip)" convert.np3.log ;;
+images*) grep -q "skipped 1 bad images (input.on_error=skip)" convert.np3.log ;;
 esac
 echo "convert_sources_runs.sh $mode: ok"

@@ -13,6 +13,7 @@
 
 #include "io/example.hpp"
 #include "io/pipeline/counter_rng.hpp"
+#include "io/pipeline/feature_spec.hpp"
 #include "io/pipeline/input_pipeline.hpp"
 #include "io/pipeline/ops/image_codec.hpp"
 #include "io/pipeline/ops/resized_crop.hpp"
@@ -327,8 +328,65 @@ TEST(ResizedCrop, FusedIntoTheExampleDecode) {
     FAIL() << "expected a shape error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
-    EXPECT_NE(std::string(e.what()).find("another shape"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("decoded to [36,30,3], not the schema's 36x31x3"),
+              std::string::npos)
+        << e.what();
   }
+}
+
+// Variable-size JPEGs (ImageNet's case) under "*x*x3": fused equals unfused; without a crop or
+// resize the spec is refused, naming the feature.
+TEST(ResizedCrop, ImagesOfAnySizeFromExamples) {
+  shardflow::testing::ScratchDir dir("resized_crop_any_size");
+  const std::string path = (dir / "images.tfrecord").string();
+  {
+    io::TFRecordWriter writer(path);
+    for (int i = 0; i < 7; ++i) {  // windows stay under 2x the 24x20 output: no DCT scaling
+      const Tensor img = jpeg::Noise(30 + 3 * i, 38 - 2 * i, 3, static_cast<uint32_t>(i));
+      io::ExampleBuilder ex;
+      ex.AddBytes("image", {jpeg::Encode(img)});
+      ex.AddInt64("label", {i});
+      writer.Write(ex.Serialize());
+    }
+  }
+  InputSpec spec = BaseSpec();
+  spec.data.format = "tfrecord";
+  spec.data.files = {path};
+  spec.features = {"image:image:uint8:*x*x3", "label:int64:int64:scalar"};
+  ExpectFusedEqualsUnfused(spec);
+  spec.check_example = {};
+  spec.data.augmentations = {"random_flip"};
+  try {
+    BuildInputPipeline(spec, 0, 1);
+    FAIL() << "built a pipeline that batches images of any size";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    EXPECT_EQ(e.context().key, "data.augmentations") << e.what();
+    EXPECT_NE(std::string(e.what()).find("image feature 'image' has any size (*x*x3)"),
+              std::string::npos)
+        << e.what();
+  }
+  // '*' is for an image's height and width only.
+  for (const char* bad : {"x:bytes:uint8:*x3", "image:image:uint8:*x*x*", "n:int64:int64:*"}) {
+    EXPECT_THROW(ParseFeatureSpec(bad), Error) << bad;
+  }
+  EXPECT_EQ(ParseFeatureSpec("image:image:uint8:*x224x3").shape, (Shape{io::kAnySize, 224, 3}));
+  EXPECT_EQ(io::SpecShapeText({io::kAnySize, io::kAnySize, 1}), "*x*x1");
+  EXPECT_TRUE(io::ShapeMatches({5, 7, 3}, {io::kAnySize, 7, 3}));
+  EXPECT_FALSE(io::ShapeMatches({5, 7, 1}, {io::kAnySize, 7, 3}));
+  EXPECT_FALSE(io::ShapeMatches({5, 7}, {io::kAnySize, 7, 3}));
+}
+
+TEST(ResizedCrop, EvaluationUsesTheCentreCropAndNoRandomness) {
+  EXPECT_EQ(
+      EvaluationAugmentations({"random_resized_crop:224x200:0.5,1:0.9,1.1", "random_flip",
+                               "random_crop:8x8", "normalize:1,2,3/4,5,6", "scale:0.5"}),
+      (std::vector<std::string>{"center_crop:224x200", "normalize:1,2,3/4,5,6", "scale:0.5"}));
+  EXPECT_EQ(EvaluationAugmentations({"resize:9x9", "center_crop:8x8:1"}),
+            (std::vector<std::string>{"resize:9x9", "center_crop:8x8:1"}));
+  EXPECT_TRUE(SizesImages({"random_flip", "resize:3x3"}));
+  EXPECT_TRUE(SizesImages({"random_crop:3x3"}));
+  EXPECT_FALSE(SizesImages({"random_flip", "normalize:1/2"}));
 }
 
 }  // namespace resized_crop_test

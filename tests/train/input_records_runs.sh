@@ -14,6 +14,9 @@
 #                    once in each of 2 epochs (counted by SHARDFLOW_TEST_ROW_IDS), nothing is
 #                    left out, and the unused column never reaches batching. Byte ranges cut at
 #                    equal bytes left 30% of such rows out; the column broke batching.
+#   jpeg_shards      JPEGs of varied sizes converted keeping their bytes (image/encoded, the
+#                    features line from meta.json: *x*x3), trained through random_resized_crop
+#                    with evaluation's center crop, predicted; without a crop, one line.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -104,6 +107,37 @@ PY
   grep -q "shard_policy=byte_range" a.log || { cat a.log; fail "auto did not pick byte ranges"; }
   ! grep -qE "are left out of every epoch|left out [0-9]" a.log || { cat a.log; fail "rows were left out"; }
   $py "$here/check_row_ids.py" 300 2 20 0 ids || fail "rows not trained exactly once per epoch"
+  ;;
+jpeg_shards)
+  # 16 JPEGs of ImageNet's shapes at long side 48 (made from the fixture photograph by the image
+  # benchmark), converted keeping their bytes, trained on 2 ranks through random_resized_crop
+  # (evaluation: its center crop) and predicted (issue 49).
+  "$bin/shardflow-bench" image --source "$src/tests/fixtures/images" --work corpus --images 16 \
+    --long-side 48 --corpus-only >bench.log 2>&1 || { cat bench.log; fail "making the corpus"; }
+  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-convert" --input.format=images \
+    --input.root=corpus/images --output.shards=3 --output.path=shards/img >convert.log 2>&1 ||
+    { cat convert.log; fail "converting the JPEG folder"; }
+  features=$($py -c 'import json; print(json.load(open("shards/img.meta.json"))["data_features"])')
+  [ "$features" = "image/encoded:image:uint8:*x*x3, label:int64:int64:scalar" ] ||
+    fail "meta.json data_features: $features"
+  jpeg=(--data.files='shards/img-*.tfrecord' --data.features="$features"
+        --data.image_feature=image/encoded --model.input_feature=image/encoded
+        --model.input_shape=8,8,3 --model.spec='flatten, dense:8')
+  # Images of any size without a crop or resize: one line naming the feature, exit 2.
+  rc=0
+  train n.log "${jpeg[@]}" || rc=$?
+  [ "$rc" = 2 ] || { cat n.log; fail "exit $rc for images of any size without a crop, wanted 2"; }
+  [ "$(count "image feature 'image/encoded' has any size (\*x\*x3)" n.log)" -ge 1 ] ||
+    { cat n.log; fail "no error naming the feature of any size"; }
+  train a.log "${jpeg[@]}" --eval.files='shards/img-*.tfrecord' --eval.features="$features" \
+    --data.augmentations='random_resized_crop:8x8,random_flip,scale:0.00392157' ||
+    { cat a.log; fail "training on the JPEG shards"; }
+  grep -q "\[data\] .*decode fused into random_resized_crop:8x8" a.log ||
+    { cat a.log; fail "training did not fuse the decode into the crop"; }
+  grep -q "\[eval\] .*decode fused into center_crop:8x8" a.log ||
+    { cat a.log; fail "evaluation did not center-crop"; }
+  predict p.log || { cat p.log; fail "predicting on the JPEG shards"; }
+  grep -q "^predicted 16 records on 2 ranks" p.log || { cat p.log; fail "predict did not see 16 images"; }
   ;;
 *)
   fail "unknown mode"

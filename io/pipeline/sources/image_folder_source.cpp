@@ -67,6 +67,7 @@ class ImageReader : public RecordReader {
         return false;
       }
       out->features.emplace_back("image", std::move(image));
+      if (options_.keep_encoded) out->features.emplace_back("encoded", BytesTensor(bytes));
     } else {
       out->features.emplace_back("encoded", BytesTensor(bytes));
     }

@@ -4,7 +4,8 @@
 //
 // Each image file is one record: features "image" (uint8 [h, w, c], decoded by
 // ops/image_codec's DecodeImageBytes; or "encoded" uint8[n] bytes when decode = false) and
-// "label" (int64 scalar); with keep_jpeg a JPEG's "image" is its bytes; where.record = 0. Files are
+// "label" (int64 scalar); with keep_jpeg a JPEG's "image" is its bytes; with keep_encoded also
+// "encoded" (the file's bytes); where.record = 0. Files are
 // listed class by class, names sorted (byte order), so the order is the same on every rank. Shard
 // with the file or record policy (one record per file: no byte ranges). Read and decode in parallel
 // through the pipeline's interleave: Dataset::FromRecordSource(source, plan, {.cycle_length = 8,
@@ -38,6 +39,9 @@ struct ImageFolderOptions {
   // image as above) and "image" holds the file's bytes, uint8 [n], for a fused decode-and-crop
   // op (ops/resized_crop.hpp) to decode only its window; PNGs are decoded. Default false.
   bool keep_jpeg = false;
+  // With decode: the file's bytes also as feature "encoded" (uint8 [n]), e.g. for a converter
+  // that checks every image by decoding it and keeps the original bytes. Default false.
+  bool keep_encoded = false;
   int channels = 0;                   // 0: as stored, 1: grey, 3: RGB (see DecodeImageBytes)
   OnError on_error = OnError::kFail;  // corrupt image: fail (default) or skip and count
 };
