@@ -20,6 +20,7 @@ ClaimCounter::ClaimCounter(const Communicator& comm, int owner, int64_t start) :
 }
 
 ClaimCounter::Claim ClaimCounter::Next() const {
+  MutexLock lock(epoch_mu_);
   const int64_t one = 1;
   Claim c;
   SF_CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, owner_, 0, win_.get()));
@@ -30,6 +31,7 @@ ClaimCounter::Claim ClaimCounter::Next() const {
 }
 
 ClaimCounter::Claim ClaimCounter::Peek() const {
+  MutexLock lock(epoch_mu_);
   int64_t both[2] = {0, 0};
   SF_CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, owner_, 0, win_.get()));
   SF_CHECK_MPI(MPI_Get(both, 2, MPI_INT64_T, owner_, 0, 2, MPI_INT64_T, win_.get()));
@@ -38,6 +40,7 @@ ClaimCounter::Claim ClaimCounter::Peek() const {
 }
 
 void ClaimCounter::LowerFence(int64_t value) const {
+  MutexLock lock(epoch_mu_);
   SF_CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, owner_, 0, win_.get()));
   SF_CHECK_MPI(
       MPI_Accumulate(&value, 1, MPI_INT64_T, owner_, 1, 1, MPI_INT64_T, MPI_MIN, win_.get()));

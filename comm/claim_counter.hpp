@@ -16,9 +16,10 @@
 // node (OpenMPI maps the block); on message-emulated transports a claim may wait until the
 // owner enters MPI, which a parameter server's event loop does continually.
 // Errors throw Error(kCommunication) naming the call. Construction and destruction are
-// collective. Thread-safety: Next, Peek and LowerFence may be called from different threads of
-// one rank only if MPI was initialised with MPI_THREAD_MULTIPLE; callers serialise them
-// otherwise (DynamicShard does, under its mutex).
+// collective. Thread-safety: Next, Peek and LowerFence take a mutex for their epoch (MPI allows
+// one process one lock epoch per target window at a time: two threads' concurrent MPI_Win_lock
+// failed with MPI_ERR_RMA_SYNC under load); calling them from several threads of one rank
+// needs MPI_THREAD_MULTIPLE.
 #pragma once
 
 #include <mpi.h>
@@ -28,6 +29,7 @@
 
 #include "comm/communicator.hpp"
 #include "comm/mpi_handle.hpp"
+#include "core/thread_annotations.hpp"
 
 namespace shardflow::comm {
 
@@ -43,13 +45,14 @@ class ClaimCounter {
   ClaimCounter(const ClaimCounter&) = delete;
   ClaimCounter& operator=(const ClaimCounter&) = delete;
 
-  Claim Next() const;
+  Claim Next() const EXCLUDES(epoch_mu_);
   // The next index Next() would hand out, and the fence (no claim made).
-  Claim Peek() const;
-  void LowerFence(int64_t value) const;
+  Claim Peek() const EXCLUDES(epoch_mu_);
+  void LowerFence(int64_t value) const EXCLUDES(epoch_mu_);
 
  private:
-  MpiWin win_;  // not freed while an exception unwinds (mpi_handle.hpp)
+  mutable Mutex epoch_mu_;            // one passive-target epoch of this rank at a time
+  MpiWin win_ GUARDED_BY(epoch_mu_);  // not freed while an exception unwinds (mpi_handle.hpp)
   int64_t* base_ = nullptr;
   int owner_ = 0;
 };

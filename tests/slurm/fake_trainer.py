@@ -15,7 +15,7 @@ and host: $SLURMD_NODENAME under Slurm, else the host name).
 A model-parallel run (S*T > 1) writes "grid" and "strategy_figures" (bubble_fraction = ideal +
 0.05 with S > 1, else 0); every run writes peak_rss_mib, [100 + 300/(S*T) + rank] per rank.
 Like shardflow-train (apps/train/run_checks.cpp CheckFreshOutput) it refuses, exit 2, an
---output that already holds a run's metrics.jsonl, which rank 0 writes first.
+--output that already holds a run's metrics.jsonl (rank 0 checks, then writes it).
 Test hooks (environment): FAKE_TRAINER_FAIL_RANKS=4 fails (exit 1) when run with 4 ranks;
 FAKE_TRAINER_NO_SUMMARY=4 exits 0 without a summary with 4 ranks; FAKE_TRAINER_NO_RSS=1 leaves
 out peak_rss_mib; FAKE_TRAINER_GRID_TEXT replaces the "grid" text; FAKE_TRAINER_FACTORS=1.4,1,0.9
@@ -106,7 +106,9 @@ def main(argv):
     global_batch = per_rank * replicas
     steps = int(values.get("train.max_steps", 50))
     metrics = os.path.join(output, "metrics.jsonl")
-    if os.path.exists(metrics):
+    # Rank 0 alone checks (the real trainer's ranks agree through a collective; these share
+    # nothing): a rank started late under load saw rank 0's fresh metrics.jsonl and refused.
+    if rank == 0 and os.path.exists(metrics):
         print(f"fake_trainer: error: rank {rank}: the output already holds a run (metrics.jsonl); "
               "a fresh run would mix with it", file=sys.stderr)
         return 2

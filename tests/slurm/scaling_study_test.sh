@@ -360,7 +360,9 @@ fi
 
 if [ $failures -ne 0 ]; then
   echo "scaling_study_test $mode: $failures check(s) failed; outputs:" >&2
-  for f in "$work"/*.out "$work"/*.err; do [ -s "$f" ] && { echo "== $f" >&2; tail -30 "$f" >&2; }; done
+  for f in "$work"/*.out "$work"/*.err "$work"/*/points/*/run.log; do
+    [ -s "$f" ] && { echo "== $f" >&2; tail -30 "$f" >&2; }
+  done
   exit 1
 fi
 echo "scaling_study_test $mode: all checks passed"
