@@ -145,6 +145,32 @@ TEST(PipelineOps, ResizeBilinear) {
   EXPECT_FLOAT_EQ(up.data<float>()[15], 12);
 }
 
+// The typed loops (uint8 by table, float32) give exactly (double(x) - mean) / stddev rounded
+// to float, every channel, as the generic path does for other dtypes (int32 here).
+TEST(PipelineOps, NormalizeTypedPathsEqualTheDoubleFormula) {
+  const std::vector<float> mean = {123.675f, 116.28f, 103.53f}, sd = {58.395f, 57.12f, 57.375f};
+  Tensor bytes(DType::kUInt8, {4, 23, 3}), floats(DType::kFloat32, {4, 23, 3}),
+      ints(DType::kInt32, {4, 23, 3});
+  for (int64_t i = 0; i < bytes.num_elements(); ++i) {
+    bytes.data<uint8_t>()[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
+    floats.data<float>()[i] = static_cast<float>(i % 256) + 0.37f * static_cast<float>(i % 7);
+    ints.data<int32_t>()[i] = bytes.data<uint8_t>()[i];
+  }
+  for (const Tensor* in : {&bytes, &floats, &ints}) {
+    Element e = WithFeature("image", *in);
+    Normalize("image", mean, sd)(e, {});
+    const float* got = e.Get("image").data<float>();
+    for (int64_t i = 0; i < in->num_elements(); ++i) {
+      const size_t k = static_cast<size_t>(i % 3);
+      const double x = in->dtype() == DType::kFloat32 ? in->data<float>()[i]
+                       : in->dtype() == DType::kUInt8 ? in->data<uint8_t>()[i]
+                                                      : in->data<int32_t>()[i];
+      ASSERT_EQ(got[i], static_cast<float>((x - mean[k]) / sd[k]))
+          << DTypeName(in->dtype()) << " at " << i;
+    }
+  }
+}
+
 TEST(PipelineOps, NormalizeCastOneHotRawWindows) {
   Element e = WithFeature("image", Gradient(2, 2, 3));
   Normalize("image", {10, 20, 30}, {2, 4, 5})(e, {});

@@ -22,6 +22,37 @@ void CheckHwc(const Tensor& t, const std::string& feature, const char* op) {
   }
 }
 
+// (x - mean[k]) / stddev[k] in double, rounded to float, for channel k = i % c: the
+// arithmetic of the generic path below, typed. uint8 inputs take a table of the 256 values
+// per channel (the same numbers, computed once per element instead of per value).
+void NormalizeFloat(const float* x, int64_t n, const std::vector<float>& mean,
+                    const std::vector<float>& stddev, float* dst) {
+  const size_t c = mean.size();
+  for (int64_t i = 0; i < n; i += static_cast<int64_t>(c)) {
+    for (size_t k = 0; k < c; ++k) {
+      dst[i + static_cast<int64_t>(k)] = static_cast<float>(
+          (static_cast<double>(x[i + static_cast<int64_t>(k)]) - mean[k]) / stddev[k]);
+    }
+  }
+}
+
+void NormalizeBytes(const uint8_t* x, int64_t n, const std::vector<float>& mean,
+                    const std::vector<float>& stddev, float* dst) {
+  const size_t c = mean.size();
+  std::vector<float> table(256 * c);
+  for (size_t k = 0; k < c; ++k) {
+    for (int v = 0; v < 256; ++v) {
+      table[k * 256 + static_cast<size_t>(v)] =
+          static_cast<float>((static_cast<double>(v) - mean[k]) / stddev[k]);
+    }
+  }
+  for (int64_t i = 0; i < n; i += static_cast<int64_t>(c)) {
+    for (size_t k = 0; k < c; ++k) {
+      dst[i + static_cast<int64_t>(k)] = table[k * 256 + x[i + static_cast<int64_t>(k)]];
+    }
+  }
+}
+
 }  // namespace
 
 Tensor CropImage(const Tensor& image, int64_t top, int64_t left, int64_t height, int64_t width) {
@@ -194,6 +225,20 @@ MapFn Normalize(std::string feature, std::vector<float> mean, std::vector<float>
     Tensor out(DType::kFloat32, in.shape());
     const int64_t n = in.num_elements();
     float* dst = out.data<float>();
+    // Per-channel statistics over whole pixels: the typed loops (the per-value dispatch of
+    // ReadAsDouble cost a fifth of the ImageNet input pipeline's time).
+    if (static_cast<int64_t>(mean.size()) == c && n % c == 0) {
+      if (in.dtype() == DType::kFloat32) {
+        NormalizeFloat(in.data<float>(), n, mean, stddev, dst);
+        e.Set(feature, std::move(out));
+        return;
+      }
+      if (in.dtype() == DType::kUInt8) {
+        NormalizeBytes(in.data<uint8_t>(), n, mean, stddev, dst);
+        e.Set(feature, std::move(out));
+        return;
+      }
+    }
     for (int64_t i = 0; i < n; ++i) {
       const size_t k = mean.size() == 1 ? 0 : static_cast<size_t>(i % c);
       dst[i] = static_cast<float>((ReadAsDouble(in, i) - mean[k]) / stddev[k]);
