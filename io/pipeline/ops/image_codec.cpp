@@ -7,6 +7,7 @@
 #include <png.h>
 // clang-format on
 
+#include "io/pipeline/ops/jpeg_color.hpp"
 #include "io/pipeline/ops/jpeg_errors.hpp"
 
 #include <cstring>
@@ -147,9 +148,7 @@ Tensor DecodeJpeg(const uint8_t* data, size_t size, int channels) {
   jpeg_create_decompress(&cinfo);
   jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(&cinfo, TRUE);
-  // Grey from a colour JPEG is computed from RGB (GreyTables), as for PNG, not libjpeg's Y.
-  const bool stored_grey = cinfo.jpeg_color_space == JCS_GRAYSCALE;
-  if (channels == 3 || (channels == 1 && !stored_grey)) cinfo.out_color_space = JCS_RGB;
+  const bool cmyk = jpeg_detail::SetOutputColorSpace(&cinfo, channels);
   jpeg_start_decompress(&cinfo);
   const int64_t h = cinfo.output_height, w = cinfo.output_width, c = cinfo.output_components;
   image = Tensor(DType::kUInt8, {h, w, c});
@@ -159,9 +158,30 @@ Tensor DecodeJpeg(const uint8_t* data, size_t size, int channels) {
     jpeg_read_scanlines(&cinfo, &row, 1);
   }
   jpeg_finish_decompress(&cinfo);
+  const bool adobe = cinfo.saw_Adobe_marker != 0;
   jpeg_destroy_decompress(&cinfo);
+  if (cmyk) image = jpeg_detail::CmykToRgb(image, adobe);
   return ConvertImageChannels(std::move(image), channels);
 }
+
+namespace jpeg_detail {
+
+Tensor CmykToRgb(const Tensor& cmyk, bool adobe_inverted) {
+  const int64_t pixels = cmyk.dim(0) * cmyk.dim(1);
+  Tensor rgb(DType::kUInt8, {cmyk.dim(0), cmyk.dim(1), 3});
+  const uint8_t* in = cmyk.data<uint8_t>();
+  uint8_t* out = rgb.data<uint8_t>();
+  for (int64_t p = 0; p < pixels; ++p, in += 4, out += 3) {
+    const unsigned k = adobe_inverted ? in[3] : 255u - in[3];
+    for (int c = 0; c < 3; ++c) {
+      const unsigned ink = adobe_inverted ? in[c] : 255u - in[c];
+      out[c] = static_cast<uint8_t>((ink * k + 127) / 255);
+    }
+  }
+  return rgb;
+}
+
+}  // namespace jpeg_detail
 
 std::string EncodeJpeg(const Tensor& image, int quality) {
   CheckImage(image, "JPEG encode", 3);

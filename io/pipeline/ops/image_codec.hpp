@@ -10,7 +10,9 @@
 // become their high byte (v >> 8, linear, no gamma), and no gamma is applied anywhere. Asking for
 // other channels: alpha is dropped (or added as 255), grey is replicated to RGB, and RGB becomes
 // grey by tf.image.rgb_to_grayscale's formula for PNG and JPEG alike: float32
-// x = v/255, g = 0.2989 r + 0.5870 g + 0.1140 b, grey = uint8(g * 255.5).
+// x = v/255, g = 0.2989 r + 0.5870 g + 0.1140 b, grey = uint8(g * 255.5). A CMYK (or YCCK)
+// JPEG is 4 channels as stored; asked for RGB or grey it is converted to RGB first (with
+// Adobe's marker: inverted inks, R = C*K/255; ops/jpeg_color.hpp), where libjpeg alone refuses.
 // Thread-safety: all functions are reentrant (no global codec state).
 #pragma once
 

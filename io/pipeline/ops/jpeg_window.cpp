@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "io/pipeline/ops/image_codec.hpp"
+#include "io/pipeline/ops/jpeg_color.hpp"
 #include "io/pipeline/ops/jpeg_errors.hpp"
 
 namespace shardflow::pipeline {
@@ -25,6 +26,7 @@ constexpr JDIMENSION kMinCropWidth = 16;
 struct JpegWindowReader {
   jpeg_decompress_struct cinfo;
   jpeg_detail::JpegError err;
+  bool cmyk = false;  // decoded as CMYK, converted to RGB after (jpeg_color.hpp)
 };
 
 void InitReader(JpegWindowReader* r) {
@@ -42,9 +44,7 @@ bool StartJpeg(JpegWindowReader* r, const uint8_t* data, size_t size, int channe
   jpeg_mem_src(cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(cinfo, TRUE);
   if (scale_denom == 0) return true;
-  // Grey from a colour JPEG is computed from RGB (ConvertImageChannels), not libjpeg's Y.
-  const bool stored_grey = cinfo->jpeg_color_space == JCS_GRAYSCALE;
-  if (channels == 3 || (channels == 1 && !stored_grey)) cinfo->out_color_space = JCS_RGB;
+  r->cmyk = jpeg_detail::SetOutputColorSpace(cinfo, channels);
   cinfo->scale_num = 1;
   cinfo->scale_denom = static_cast<unsigned int>(scale_denom);
   jpeg_calc_output_dimensions(cinfo);
@@ -149,7 +149,9 @@ Tensor DecodeJpegWindow(const uint8_t* data, size_t size, const ImageWindow& win
   Tensor image(DType::kUInt8, {scaled.height, scaled.width, comps});
   std::vector<uint8_t> row(static_cast<size_t>(r.cinfo.output_width) * comps);
   if (!ReadWindow(&r, scaled, row.data(), image.data<uint8_t>())) Fail(&r);
+  const bool adobe = r.cinfo.saw_Adobe_marker != 0;
   jpeg_destroy_decompress(&r.cinfo);
+  if (r.cmyk) image = jpeg_detail::CmykToRgb(image, adobe);
   return ConvertImageChannels(std::move(image), channels);
 }
 
