@@ -77,6 +77,22 @@ TpSplit ParseSplit(const std::string& token, const std::string& text) {
   BadToken(token, "expected the tensor-parallel marker col or row, got '" + text + "'");
 }
 
+// ResNet-50 v1.5 as torchvision builds it (25,557,032 parameters at 1000 classes): the stem
+// conv 7x7/2 and max pool 3x3/2 with Keras' explicit zero padding, then bottleneck stages of
+// 3, 4, 6 and 3 blocks (64, 128, 256, 512 filters, x4 out; stride 2 on the first block's 3x3
+// from the second stage on), global average pooling and a 1000-way dense layer.
+std::string ResNet50Spec() {
+  std::string spec = "pad:3, conv:64:7x7:valid:s2:nobias, batchnorm, relu, pad:1, maxpool:3:2";
+  const int64_t blocks[] = {3, 4, 6, 3}, filters[] = {64, 128, 256, 512};
+  for (int stage = 0; stage < 4; ++stage) {
+    for (int64_t b = 0; b < blocks[stage]; ++b) {
+      spec += ", bottleneck:" + std::to_string(filters[stage]);
+      if (stage > 0 && b == 0) spec += ":2";
+    }
+  }
+  return spec + ", gap, dense:1000";
+}
+
 }  // namespace
 
 std::string PresetSpec(const std::string& name, const Shape& input_shape) {
@@ -90,6 +106,7 @@ std::string PresetSpec(const std::string& name, const Shape& input_shape) {
     return "conv:16:3x3:same, batchnorm, relu, residual:16, residual:32:2, residual:64:2, gap, "
            "dense:10";
   }
+  if (name == "resnet50") return ResNet50Spec();
   if (name == "lstm_autoencoder") {
     if (input_shape.size() != 2) {
       throw Error(ErrorCode::kInvalidArgument,
@@ -145,12 +162,15 @@ std::unique_ptr<Layer<T>> MakeLayerFromSpec(const std::string& token, const Shap
         o.same_padding = true;
       } else if (p[i] == "valid") {
         o.same_padding = false;
+      } else if (p[i] == "nobias") {
+        o.use_bias = false;
       } else if (p[i].size() > 1 && p[i][0] == 's') {
         o.stride = ParsePositive(token, p[i].substr(1), "stride");
       } else if (i + 1 == p.size() && (p[i] == "col" || p[i] == "row")) {
         o.split = ParseSplit(token, p[i]);
       } else {
-        BadToken(token, "expected same, valid, sN (stride) or a last col|row, got '" + p[i] + "'");
+        BadToken(token,
+                 "expected same, valid, sN (stride), nobias or a last col|row, got '" + p[i] + "'");
       }
     }
     return MakeConv2D<T>(o);
@@ -160,6 +180,10 @@ std::unique_ptr<Layer<T>> MakeLayerFromSpec(const std::string& token, const Shap
     Pool2DOptions o{.size = ParsePositive(token, p[1], "pool size"), .max = kind == "maxpool"};
     if (p.size() == 3) o.stride = ParsePositive(token, p[2], "stride");
     return MakePool2D<T>(o);
+  }
+  if (kind == "pad") {
+    ExpectArgs(token, p, 1, 1);
+    return MakeZeroPad<T>(ParsePositive(token, p[1], "padding"));
   }
   if (kind == "gap") {
     ExpectArgs(token, p, 0, 0);
@@ -191,9 +215,10 @@ std::unique_ptr<Layer<T>> MakeLayerFromSpec(const std::string& token, const Shap
     ExpectArgs(token, p, 0, 0);
     return MakeBatchNorm<T>({});
   }
-  if (kind == "residual") {
+  if (kind == "residual" || kind == "bottleneck") {
     ExpectArgs(token, p, 1, 2);
-    ResidualOptions o{.filters = ParsePositive(token, p[1], "filters")};
+    ResidualOptions o{.filters = ParsePositive(token, p[1], "filters"),
+                      .bottleneck = kind == "bottleneck"};
     if (p.size() == 3) o.stride = ParsePositive(token, p[2], "stride");
     return MakeResidual<T>(o);
   }

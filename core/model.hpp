@@ -2,20 +2,23 @@
 //
 // A spec is a comma-separated list of layers (whitespace ignored):
 //   dense:U[:col|:row]      fully connected, U units (time-distributed on sequences)
-//   conv:F:KHxKW[:same|valid][:sS][:col|:row]
-//                           2-D convolution, F filters, optional stride S (default 1)
+//   conv:F:KHxKW[:same|valid][:sS][:nobias][:col|:row]
+//                           2-D convolution, F filters, optional stride S (default 1);
+//                           nobias: no bias (before a batchnorm)
 //   maxpool:K[:S]  avgpool:K[:S]     pooling window K, stride S (default K), valid padding
+//   pad:P                   zero padding of P pixels around each image (H + 2P, W + 2P)
 //   gap                     global average pooling
 //   relu  gelu  tanh  sigmoid
 //   flatten                 (B, ...) -> (B, N)
 //   dropout:R               inverted dropout, rate R in [0, 1)
 //   batchnorm               batch normalisation over the last dimension
 //   residual:F[:S]          basic ResNet block (core/layers/residual.hpp)
+//   bottleneck:F[:S]        ResNet-50's bottleneck block, 4F out (core/layers/residual.hpp)
 //   lstm:H[:seq]            LSTM, H units; ":seq" returns the whole sequence
 //   repeat[:T]              (B, H) -> (B, T, H); T defaults to the model input's length
 //   embedding:N:D:AT        (B, W) -> (B, W - 1 + D): column AT's index into an N x D table
 //                           (core/layers/embedding.hpp)
-// or one of the presets (PresetSpec): linear, mlp, cnn, resnet, lstm_autoencoder.
+// or one of the presets (PresetSpec): linear, mlp, cnn, resnet, resnet50, lstm_autoencoder.
 //
 // Tensor parallelism (core/layers/tensor_parallel.hpp): ":col" marks a column-parallel layer
 // (split over output units / channels), ":row" a row-parallel one (split over input features /
@@ -84,8 +87,13 @@ struct LayerRange {
 //                     maxpool:2, flatten, dense:1024:col, relu, dense:10:row
 //   resnet            conv:16:3x3:same, batchnorm, relu, residual:16, residual:32:2,
 //                     residual:64:2, gap, dense:10     (for 28x28 images)
+//   resnet50          ResNet-50 v1.5 as torchvision builds it, 1000 classes (224x224x3
+//                     images; 25,557,032 parameters): pad:3, conv:64:7x7:valid:s2:nobias,
+//                     batchnorm, relu, pad:1, maxpool:3:2, bottleneck:64 x3, bottleneck:128:2,
+//                     bottleneck:128 x3, bottleneck:256:2, bottleneck:256 x5,
+//                     bottleneck:512:2, bottleneck:512 x2, gap, dense:1000
 //   lstm_autoencoder  lstm:64, repeat:T, lstm:64:seq, dense:F   for input (T, F)
-// The classification presets end in 10 classes. The tensor-parallel markers (:col, :row) say
+// The other classification presets end in 10 classes. The tensor-parallel markers (:col, :row) say
 // which layers a T-way model splits; linear, resnet and lstm_autoencoder split nothing.
 std::string PresetSpec(const std::string& name, const Shape& input_shape);
 

@@ -20,7 +20,8 @@ class Conv2D final : public Layer<T> {
   std::string Describe() const override {
     return "conv:" + std::to_string(o_.filters) + ":" + std::to_string(o_.kernel_h) + "x" +
            std::to_string(o_.kernel_w) + ":" + (o_.same_padding ? "same" : "valid") +
-           (o_.stride != 1 ? ":s" + std::to_string(o_.stride) : "");
+           (o_.stride != 1 ? ":s" + std::to_string(o_.stride) : "") +
+           (o_.use_bias ? "" : ":nobias");
   }
 
   Shape Build(const Shape& in, BuildContext<T>& ctx) override {

@@ -18,18 +18,22 @@ class Residual final : public Layer<T> {
                                                    std::to_string(o.filters) + " and " +
                                                    std::to_string(o.stride));
     }
-    Conv2DOptions c{.filters = o.filters, .kernel_h = 3, .kernel_w = 3, .stride = o.stride};
-    main_.push_back({"conv1/", MakeConv2D<T>(c)});
-    main_.push_back({"bn1/", MakeBatchNorm<T>({})});
-    main_.push_back({"relu1/", MakeActivation<T>(ActivationKind::kRelu)});
-    c.stride = 1;
-    main_.push_back({"conv2/", MakeConv2D<T>(c)});
-    main_.push_back({"bn2/", MakeBatchNorm<T>({})});
+    if (o.bottleneck) {
+      MakeBottleneckPath();
+    } else {
+      Conv2DOptions c{.filters = o.filters, .kernel_h = 3, .kernel_w = 3, .stride = o.stride};
+      main_.push_back({"conv1/", MakeConv2D<T>(c)});
+      main_.push_back({"bn1/", MakeBatchNorm<T>({})});
+      main_.push_back({"relu1/", MakeActivation<T>(ActivationKind::kRelu)});
+      c.stride = 1;
+      main_.push_back({"conv2/", MakeConv2D<T>(c)});
+      main_.push_back({"bn2/", MakeBatchNorm<T>({})});
+    }
     out_relu_ = MakeActivation<T>(ActivationKind::kRelu);
   }
-  std::string kind() const override { return "residual"; }
+  std::string kind() const override { return o_.bottleneck ? "bottleneck" : "residual"; }
   std::string Describe() const override {
-    std::string s = "residual:" + std::to_string(o_.filters);
+    std::string s = kind() + ":" + std::to_string(o_.filters);
     if (o_.stride != 1) s += std::string(":") += std::to_string(o_.stride);
     return s;
   }
@@ -47,14 +51,21 @@ class Residual final : public Layer<T> {
       ctx.prefix = prefix + name;
       s = layer->Build(s, ctx);
     }
-    if (o_.stride != 1 || in[2] != o_.filters) {
-      shortcut_ = MakeConv2D<T>({.filters = o_.filters,
-                                 .kernel_h = 1,
-                                 .kernel_w = 1,
-                                 .stride = o_.stride,
-                                 .same_padding = true});
-      ctx.prefix = prefix + "shortcut/";
-      shortcut_->Build(in, ctx);
+    const int64_t out_channels = o_.bottleneck ? 4 * o_.filters : o_.filters;
+    shortcut_.clear();
+    if (o_.stride != 1 || in[2] != out_channels) {
+      shortcut_.push_back({"shortcut/", MakeConv2D<T>({.filters = out_channels,
+                                                       .kernel_h = 1,
+                                                       .kernel_w = 1,
+                                                       .stride = o_.stride,
+                                                       .same_padding = true,
+                                                       .use_bias = !o_.bottleneck})});
+      if (o_.bottleneck) shortcut_.push_back({"shortcut_bn/", MakeBatchNorm<T>({})});
+      Shape sc = in;
+      for (auto& [name, layer] : shortcut_) {
+        ctx.prefix = prefix + name;
+        sc = layer->Build(sc, ctx);
+      }
     }
     ctx.prefix = prefix;
     out_relu_->Build(s, ctx);
@@ -64,28 +75,32 @@ class Residual final : public Layer<T> {
 
   void Initialize(uint64_t seed) override {
     for (auto& [name, layer] : main_) layer->Initialize(seed);
-    if (shortcut_) shortcut_->Initialize(seed);
+    for (auto& [name, layer] : shortcut_) layer->Initialize(seed);
   }
 
   std::vector<NamedTensor> Buffers() override {
     std::vector<NamedTensor> out;
-    for (auto& [name, layer] : main_)
-      for (NamedTensor b : layer->Buffers()) out.push_back({name + b.name, b.tensor});
+    for (auto* path : {&main_, &shortcut_}) {
+      for (auto& [name, layer] : *path)
+        for (NamedTensor b : layer->Buffers()) out.push_back({name + b.name, b.tensor});
+    }
     return out;
   }
 
   std::unique_ptr<LayerState> NewState() const override {
     auto s = std::make_unique<State>();
     for (auto& [name, layer] : main_) s->main.push_back(layer->NewState());
-    if (shortcut_) s->shortcut = shortcut_->NewState();
+    for (auto& [name, layer] : shortcut_) s->shortcut.push_back(layer->NewState());
     s->out_relu = out_relu_->NewState();
     return s;
   }
 
   int64_t FlopsPerSample() const override {
     int64_t f = 0;
-    for (const auto& [name, layer] : main_) f += layer->FlopsPerSample();
-    return f + (shortcut_ ? shortcut_->FlopsPerSample() : 0);
+    for (auto* path : {&main_, &shortcut_}) {
+      for (const auto& [name, layer] : *path) f += layer->FlopsPerSample();
+    }
+    return f;
   }
 
  protected:
@@ -96,7 +111,10 @@ class Residual final : public Layer<T> {
     State& s = StateAs<State>(st, "residual");
     Tensor h = x;
     for (size_t i = 0; i < main_.size(); ++i) h = main_[i].second->Forward(h, ctx, *s.main[i]);
-    const Tensor sc = shortcut_ ? shortcut_->Forward(x, ctx, *s.shortcut) : x;
+    Tensor sc = x;
+    for (size_t i = 0; i < shortcut_.size(); ++i) {
+      sc = shortcut_[i].second->Forward(sc, ctx, *s.shortcut[i]);
+    }
     Tensor& sum = ReuseBuffer(s.sum, DTypeOf<T>(), WithBatch(b, out_));
     BackendFor<T>(x.device())
         .Add(sum.num_elements(), h.device_data<T>(), sc.device_data<T>(), sum.device_data<T>());
@@ -111,7 +129,10 @@ class Residual final : public Layer<T> {
     for (size_t i = main_.size(); i-- > 0;) {
       g = main_[i].second->Backward(g, need_dx || i > 0, *s.main[i]);
     }
-    const Tensor ds = shortcut_ ? shortcut_->Backward(dsum, need_dx, *s.shortcut) : dsum;
+    Tensor ds = dsum;
+    for (size_t i = shortcut_.size(); i-- > 0;) {
+      ds = shortcut_[i].second->Backward(ds, need_dx || i > 0, *s.shortcut[i]);
+    }
     if (!need_dx) return Tensor();
     Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), g.shape());
     BackendFor<T>(dy.device())
@@ -120,15 +141,35 @@ class Residual final : public Layer<T> {
   }
 
  private:
+  using Path = std::vector<std::pair<std::string, std::unique_ptr<Layer<T>>>>;
   struct State final : LayerState {
-    std::vector<std::unique_ptr<LayerState>> main;
-    std::unique_ptr<LayerState> shortcut, out_relu;
+    std::vector<std::unique_ptr<LayerState>> main, shortcut;
+    std::unique_ptr<LayerState> out_relu;
     Tensor sum, dx;
   };
+
+  // conv 1x1 F, bn, relu, conv 3x3 F stride s, bn, relu, conv 1x1 4F, bn; no biases.
+  void MakeBottleneckPath() {
+    Conv2DOptions c{.filters = o_.filters, .kernel_h = 1, .kernel_w = 1, .use_bias = false};
+    main_.push_back({"conv1/", MakeConv2D<T>(c)});
+    main_.push_back({"bn1/", MakeBatchNorm<T>({})});
+    main_.push_back({"relu1/", MakeActivation<T>(ActivationKind::kRelu)});
+    c.kernel_h = c.kernel_w = 3;
+    c.stride = o_.stride;
+    main_.push_back({"conv2/", MakeConv2D<T>(c)});
+    main_.push_back({"bn2/", MakeBatchNorm<T>({})});
+    main_.push_back({"relu2/", MakeActivation<T>(ActivationKind::kRelu)});
+    c.kernel_h = c.kernel_w = 1;
+    c.stride = 1;
+    c.filters = 4 * o_.filters;
+    main_.push_back({"conv3/", MakeConv2D<T>(c)});
+    main_.push_back({"bn3/", MakeBatchNorm<T>({})});
+  }
+
   ResidualOptions o_;
   Shape in_, out_;
-  std::vector<std::pair<std::string, std::unique_ptr<Layer<T>>>> main_;
-  std::unique_ptr<Layer<T>> shortcut_;
+  Path main_;
+  Path shortcut_;  // empty: identity
   std::unique_ptr<Layer<T>> out_relu_;
 };
 

@@ -110,6 +110,10 @@ TEST(LayerGradient, BatchNormDense) { CheckLayer("batchnorm", {4}, 5); }
 TEST(LayerGradient, BatchNormInference) { CheckLayer("batchnorm", {4}, 3, false); }
 TEST(LayerGradient, ResidualIdentity) { CheckLayer("residual:2", {4, 4, 2}, 2); }
 TEST(LayerGradient, ResidualProjection) { CheckLayer("residual:3:2", {4, 5, 2}, 2); }
+TEST(LayerGradient, BottleneckIdentity) { CheckLayer("bottleneck:1", {3, 3, 4}, 2); }
+TEST(LayerGradient, BottleneckProjection) { CheckLayer("bottleneck:2:2", {4, 5, 3}, 2); }
+TEST(LayerGradient, ZeroPad) { CheckLayer("pad:2", {3, 2, 2}, 2); }
+TEST(LayerGradient, ConvWithoutBias) { CheckLayer("conv:2:3x3:valid:s2:nobias", {5, 6, 2}, 2); }
 TEST(LayerGradient, LstmLastState) { CheckLayer("lstm:3", {4, 2}, 2); }
 TEST(LayerGradient, LstmSequence) { CheckLayer("lstm:3:seq", {3, 2}, 2); }
 TEST(LayerGradient, LstmOneStep) { CheckLayer("lstm:2:seq", {1, 3}, 1); }

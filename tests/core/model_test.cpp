@@ -43,6 +43,29 @@ TEST(Model, ResnetAndLinearPresets) {
   EXPECT_EQ(l.arena().size(), 7850);
 }
 
+// torchvision's resnet50(): 25,557,032 parameters; the stem and stage shapes at 224x224.
+TEST(Model, ResNet50PresetMatchesTorchvision) {
+  Sequential<float> m("resnet50", {224, 224, 3});
+  EXPECT_EQ(m.arena().size(), 25557032);
+  EXPECT_EQ(m.layer_output_shape(1), (Shape{112, 112, 64}));  // conv 7x7/2
+  EXPECT_EQ(m.layer_output_shape(5), (Shape{56, 56, 64}));    // max pool 3x3/2
+  EXPECT_EQ(m.layer_output_shape(6), (Shape{56, 56, 256}));   // first bottleneck
+  EXPECT_EQ(m.layer_output_shape(9), (Shape{28, 28, 512}));
+  EXPECT_EQ(m.layer_output_shape(13), (Shape{14, 14, 1024}));
+  EXPECT_EQ(m.layer_output_shape(19), (Shape{7, 7, 2048}));
+  EXPECT_EQ(m.output_shape(), (Shape{1000}));
+  // Moving mean and variance of 53 batchnorms (1 stem + 16 blocks x 3 + 4 projections).
+  EXPECT_EQ(m.Buffers().size(), 2u * 53);
+  // ~4.1 GMACs a 224x224 image, as torchvision reports (4.09).
+  EXPECT_NEAR(static_cast<double>(m.FlopsPerSample()) / 2e9, 4.1, 0.1);
+  // The spec round-trips (checkpoints store it): the no-bias marker too.
+  EXPECT_EQ(Sequential<float>(m.spec(), {224, 224, 3}).arena().size(), 25557032);
+  // A forward pass on small images.
+  Sequential<float> small("resnet50", {32, 32, 3});
+  Tensor x(DType::kFloat32, {2, 32, 32, 3});
+  EXPECT_EQ(small.Forward(x, true).shape(), (Shape{2, 1000}));
+}
+
 TEST(Model, LstmAutoencoderReconstructsSequenceShape) {
   Sequential<float> m("lstm_autoencoder", {12, 3});
   EXPECT_EQ(m.output_shape(), (Shape{12, 3}));
