@@ -1,7 +1,8 @@
 // shardflow-bench image: the ImageNet-class image pipeline's rate (issue 49).
 //
 //   shardflow-bench image [--source DIR] [--work DIR] [--images 256] [--long-side 500]
-//                         [--threads 1,2] [--epochs 2] [--size 224] [--corpus-only] [--json]
+//                         [--threads 1,2] [--epochs 2] [--size 224] [--memory-epochs N]
+//                         [--corpus-only] [--json]
 //
 // A corpus first, made once in --work (default /tmp/shardflow-image-corpus; reused when its
 // corpus.json says the same --images, --long-side and --source): JPEGs in 8 class folders
@@ -21,9 +22,12 @@
 //                 cache);
 //   unfused:      the same with data.fuse_decode_crop = false (decode whole, then crop);
 //   folder:       fused, from the image folder (a file per image) instead of the shards.
+// --memory-epochs N then runs the fused pipeline N passes at the largest thread count and
+// prints the resident memory after each pass and its growth from the first to the last.
 // It prints images/s, per thread, and the fused rate / (decode-only rate), and the process's
 // peak resident memory. It checks every batch's shape and that each epoch yields every image.
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -61,6 +65,7 @@ struct ImageArgs {
   int epochs = 2;
   int size = 224;
   int long_side = 500;
+  int memory_epochs = 0;
   bool corpus_only = false;
   bool json = false;
 };
@@ -213,9 +218,19 @@ void WriteShards(const ImageArgs& a, const std::vector<fs::path>& files) {
   }
 }
 
+// The process's resident memory now, MiB (/proc/self/statm).
+double ResidentMiB() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
+}
+
 // images/s of the input pipeline over `epochs` passes: from the TFRecord shards (or the image
-// folder with `folder`), the decode fused into the crop or not.
-double PipelineRate(const ImageArgs& a, int threads, bool fuse, bool folder) {
+// folder with `folder`), the decode fused into the crop or not. With `rss`, the resident memory
+// after each pass.
+double PipelineRate(const ImageArgs& a, int threads, bool fuse, bool folder, int epochs,
+                    std::vector<double>* rss = nullptr) {
   pipeline::InputSpec spec;
   if (folder) {
     spec.data.format = "images";
@@ -230,7 +245,7 @@ double PipelineRate(const ImageArgs& a, int threads, bool fuse, bool folder) {
   spec.data.batch_size = 64;
   spec.data.shuffle_buffer = 256;
   spec.data.parallel_calls = threads;
-  spec.data.epochs = a.epochs;
+  spec.data.epochs = epochs;
   spec.data.seed = 49;
   spec.data.fuse_decode_crop = fuse;
   const std::string s = std::to_string(a.size);
@@ -246,11 +261,14 @@ double PipelineRate(const ImageArgs& a, int threads, bool fuse, bool folder) {
       throw Error(ErrorCode::kInternal, "a batch of shape " + ShapeToString(x.shape()));
     }
     images += x.dim(0);
+    if (rss != nullptr && images >= static_cast<int64_t>(rss->size() + 1) * a.images) {
+      rss->push_back(ResidentMiB());
+    }
   }
   const double took = Seconds(t0);
-  if (images != static_cast<int64_t>(a.images) * a.epochs) {
+  if (images != static_cast<int64_t>(a.images) * epochs) {
     throw Error(ErrorCode::kInternal, "the pipeline yielded " + std::to_string(images) +
-                                          " images, not " + std::to_string(a.images * a.epochs));
+                                          " images, not " + std::to_string(a.images * epochs));
   }
   return static_cast<double>(images) / took;
 }
@@ -275,6 +293,8 @@ ImageArgs ParseImageArgs(const std::vector<std::string>& args) {
         a.threads.push_back(ParsePositive("--threads", t));
     } else if (f.Is("--long-side")) {
       a.long_side = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--memory-epochs")) {
+      a.memory_epochs = ParsePositive(f.flag(), f.Value());
     } else if (f.Is("--corpus-only")) {
       a.corpus_only = true;
     } else if (f.Is("--json")) {
@@ -306,9 +326,9 @@ int RunImage(const std::vector<std::string>& args) {
               "unfused img/s", "folder img/s", "fused/thread", "fused/decode");
   for (int t : a.threads) {
     const double decode = DecodeOnlyRate(bytes, t, a.epochs);
-    const double fused = PipelineRate(a, t, true, false);
-    const double unfused = PipelineRate(a, t, false, false);
-    const double folder = PipelineRate(a, t, true, true);
+    const double fused = PipelineRate(a, t, true, false, a.epochs);
+    const double unfused = PipelineRate(a, t, false, false, a.epochs);
+    const double folder = PipelineRate(a, t, true, true, a.epochs);
     std::printf("%8d %13.0f %13.0f %13.0f %13.0f %12.0f %12.2f\n", t, decode, fused, unfused,
                 folder, fused / t, fused / decode);
     if (a.json) {
@@ -323,6 +343,17 @@ int RunImage(const std::vector<std::string>& args) {
                               .dump()
                               .c_str());
     }
+  }
+  if (a.memory_epochs > 0) {
+    // Over many passes: the resident memory after each, which must not grow.
+    std::vector<double> rss;
+    const int t = *std::max_element(a.threads.begin(), a.threads.end());
+    PipelineRate(a, t, true, false, a.memory_epochs, &rss);
+    std::printf(
+        "resident memory after each of %d epochs (fused, %d threads), MiB:", a.memory_epochs, t);
+    for (double r : rss) std::printf(" %.0f", r);
+    std::printf("\nresident memory growth from epoch 1 to %d: %+.1f MiB\n", a.memory_epochs,
+                rss.back() - rss.front());
   }
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);

@@ -1,6 +1,7 @@
 #include "io/pipeline/data_options.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 #include <tuple>
 #include <type_traits>
@@ -128,6 +129,21 @@ bool FusesDecodeAndCrop(const DataOptions& o) {
   const std::string& first = o.augmentations.front();
   const std::string name = first.substr(0, first.find(':'));
   return name == "random_resized_crop" || name == "center_crop";
+}
+
+std::vector<std::string> JoinAugmentationArgs(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const std::string& item : items) {
+    const size_t b = item.find_first_not_of(" \t");
+    const bool continues = b != std::string::npos && !out.empty() &&
+                           !std::isalpha(static_cast<unsigned char>(item[b]));
+    if (continues) {
+      out.back().append(1, ',').append(item, b, std::string::npos);
+    } else {
+      out.push_back(item);
+    }
+  }
+  return out;
 }
 
 bool SizesImages(const std::vector<std::string>& augmentations) {

@@ -121,6 +121,11 @@ MapFn ParseAugmentation(const std::string& spec, const std::string& feature, uin
 // leaves JPEG bytes encoded in the image feature for that op.
 bool FusesDecodeAndCrop(const DataOptions& options);
 
+// A config list splits at every comma, also inside an augmentation's numbers
+// ("normalize:123.675,116.28,103.53/58.395,57.12,57.375" or "random_resized_crop:8x8:0.5,1"):
+// rejoins each item that does not start with a letter to the one before it, with its comma.
+std::vector<std::string> JoinAugmentationArgs(const std::vector<std::string>& items);
+
 // True when `augmentations` bring every image to one size (random_crop, random_resized_crop,
 // center_crop or resize): what an image feature of any size ("*x*x3") needs before batching.
 bool SizesImages(const std::vector<std::string>& augmentations);

@@ -215,7 +215,7 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
       .Check(
           [](const std::vector<std::string>& v) {
             try {
-              for (const auto& a : v) ParseAugmentation(a, "image", 0);
+              for (const auto& a : JoinAugmentationArgs(v)) ParseAugmentation(a, "image", 0);
               return true;
             } catch (const Error&) {
               return false;
@@ -232,6 +232,7 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
       .Check([](const int64_t& v) { return v >= 1 || v == -1; }, "must be >= 1 or -1");
   s.OnResolved([autos, spec] {
     CheckFormatOptions(spec->data.format, spec->format, spec->section);
+    spec->data.augmentations = JoinAugmentationArgs(spec->data.augmentations);
     spec->data.parallel_reads = static_cast<int>(ResolveAuto(autos->parallel_reads));
     spec->data.cycle_length = static_cast<int>(ResolveAuto(autos->cycle_length));
     spec->data.parallel_calls = static_cast<int>(ResolveAuto(autos->parallel_calls));

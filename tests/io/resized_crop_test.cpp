@@ -377,6 +377,16 @@ TEST(ResizedCrop, ImagesOfAnySizeFromExamples) {
   EXPECT_FALSE(io::ShapeMatches({5, 7}, {io::kAnySize, 7, 3}));
 }
 
+// A config list splits at every comma; the numbers of one augmentation are joined again.
+TEST(ResizedCrop, ConfigListCommasInsideAnAugmentationAreRejoined) {
+  EXPECT_EQ(JoinAugmentationArgs({"random_resized_crop:8x8:0.5", "1", " random_flip",
+                                  "normalize:1.5", "2", "3/4", "5", " 6.5", "scale:2"}),
+            (std::vector<std::string>{"random_resized_crop:8x8:0.5,1", " random_flip",
+                                      "normalize:1.5,2,3/4,5,6.5", "scale:2"}));
+  EXPECT_EQ(JoinAugmentationArgs({"random_flip", "-1"}),
+            (std::vector<std::string>{"random_flip,-1"}));  // then refused as a bad spec
+}
+
 TEST(ResizedCrop, EvaluationUsesTheCentreCropAndNoRandomness) {
   EXPECT_EQ(
       EvaluationAugmentations({"random_resized_crop:224x200:0.5,1:0.9,1.1", "random_flip",

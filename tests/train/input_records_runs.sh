@@ -130,9 +130,9 @@ jpeg_shards)
   [ "$(count "image feature 'image/encoded' has any size (\*x\*x3)" n.log)" -ge 1 ] ||
     { cat n.log; fail "no error naming the feature of any size"; }
   train a.log "${jpeg[@]}" --eval.files='shards/img-*.tfrecord' --eval.features="$features" \
-    --data.augmentations='random_resized_crop:8x8,random_flip,scale:0.00392157' ||
+    --data.augmentations='random_resized_crop:8x8:0.25,1, random_flip, normalize:123.675,116.28,103.53/58.395,57.12,57.375' ||
     { cat a.log; fail "training on the JPEG shards"; }
-  grep -q "\[data\] .*decode fused into random_resized_crop:8x8" a.log ||
+  grep -q "\[data\] .*decode fused into random_resized_crop:8x8:0.25,1" a.log ||
     { cat a.log; fail "training did not fuse the decode into the crop"; }
   grep -q "\[eval\] .*decode fused into center_crop:8x8" a.log ||
     { cat a.log; fail "evaluation did not center-crop"; }
