@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -302,18 +303,24 @@ TEST(ResizedCrop, FusedIntoTheImagesSourceDecode) {
   }
 }
 
+// dir/images.tfrecord with 7 Examples: "image" the JPEG of image(i), "label" i.
+std::string WriteJpegExamples(const shardflow::testing::ScratchDir& dir,
+                              const std::function<Tensor(int)>& image) {
+  const std::string path = (dir / "images.tfrecord").string();
+  io::TFRecordWriter writer(path);
+  for (int i = 0; i < 7; ++i) {
+    io::ExampleBuilder ex;
+    ex.AddBytes("image", {jpeg::Encode(image(i))});
+    ex.AddInt64("label", {i});
+    writer.Write(ex.Serialize());
+  }
+  return path;
+}
+
 TEST(ResizedCrop, FusedIntoTheExampleDecode) {
   shardflow::testing::ScratchDir dir("resized_crop_tfrecord");
-  const std::string path = (dir / "images.tfrecord").string();
-  {
-    io::TFRecordWriter writer(path);
-    for (int i = 0; i < 7; ++i) {
-      io::ExampleBuilder ex;
-      ex.AddBytes("image", {jpeg::Encode(jpeg::Noise(36, 30, 3, static_cast<uint32_t>(i)))});
-      ex.AddInt64("label", {i});
-      writer.Write(ex.Serialize());
-    }
-  }
+  const std::string path = WriteJpegExamples(
+      dir, [](int i) { return jpeg::Noise(36, 30, 3, static_cast<uint32_t>(i)); });
   InputSpec spec = BaseSpec();
   spec.data.format = "tfrecord";
   spec.data.files = {path};
@@ -338,17 +345,9 @@ TEST(ResizedCrop, FusedIntoTheExampleDecode) {
 // resize the spec is refused, naming the feature.
 TEST(ResizedCrop, ImagesOfAnySizeFromExamples) {
   shardflow::testing::ScratchDir dir("resized_crop_any_size");
-  const std::string path = (dir / "images.tfrecord").string();
-  {
-    io::TFRecordWriter writer(path);
-    for (int i = 0; i < 7; ++i) {  // windows stay under 2x the 24x20 output: no DCT scaling
-      const Tensor img = jpeg::Noise(30 + 3 * i, 38 - 2 * i, 3, static_cast<uint32_t>(i));
-      io::ExampleBuilder ex;
-      ex.AddBytes("image", {jpeg::Encode(img)});
-      ex.AddInt64("label", {i});
-      writer.Write(ex.Serialize());
-    }
-  }
+  // Windows stay under 2x the 24x20 output: no DCT scaling.
+  const std::string path = WriteJpegExamples(
+      dir, [](int i) { return jpeg::Noise(30 + 3 * i, 38 - 2 * i, 3, static_cast<uint32_t>(i)); });
   InputSpec spec = BaseSpec();
   spec.data.format = "tfrecord";
   spec.data.files = {path};

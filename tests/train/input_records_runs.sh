@@ -16,7 +16,8 @@
 #                    equal bytes left 30% of such rows out; the column broke batching.
 #   jpeg_shards      JPEGs of varied sizes converted keeping their bytes (image/encoded, the
 #                    features line from meta.json: *x*x3), trained through random_resized_crop
-#                    with evaluation's center crop, predicted; without a crop, one line.
+#                    with evaluation's center crop, predicted; without a crop, one line; every
+#                    image once per epoch on 4 ranks; the same losses with 1 and 2 map threads.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -138,6 +139,22 @@ jpeg_shards)
     { cat a.log; fail "evaluation did not center-crop"; }
   predict p.log || { cat p.log; fail "predicting on the JPEG shards"; }
   grep -q "^predicted 16 records on 2 ranks" p.log || { cat p.log; fail "predict did not see 16 images"; }
+  # Every image once per epoch on 4 ranks (2 a step each, 2 steps an epoch, steps 0..3).
+  aug=--data.augmentations='random_resized_crop:8x8, random_flip'
+  SHARDFLOW_TEST_ROW_IDS=ids run_train 4 r4.log --eval.files= --train.epochs=2 \
+    --train.batch_size=2 --train.warmup_steps=1 --model.label_feature=label "${jpeg[@]}" "$aug" \
+    --output run4 || { cat r4.log; fail "training on 4 ranks"; }
+  $py "$here/check_row_ids.py" 16 2 4 0 ids || fail "images not trained exactly once per epoch"
+  # The same training with 1 and 2 map threads: the crops are keyed by (seed, epoch, image),
+  # not by the thread that decodes them, so every step's loss is the same.
+  for calls in 1 2; do
+    run_train 2 c$calls.log --eval.files= --train.epochs=2 --train.batch_size=4 \
+      --train.warmup_steps=1 --model.label_feature=label "${jpeg[@]}" "$aug" \
+      --data.parallel_calls=$calls --output run_c$calls || { cat c$calls.log; fail "calls $calls"; }
+  done
+  losses() { $py -c 'import json, sys; print([json.loads(l).get("loss") for l in open(sys.argv[1])])' "$1"; }
+  [ "$(losses run_c1/metrics.jsonl)" = "$(losses run_c2/metrics.jsonl)" ] ||
+    fail "1 and 2 map threads trained differently: $(losses run_c1/metrics.jsonl) vs $(losses run_c2/metrics.jsonl)"
   ;;
 *)
   fail "unknown mode"
