@@ -303,18 +303,38 @@ TEST(ResizedCrop, FusedIntoTheImagesSourceDecode) {
   }
 }
 
-// dir/images.tfrecord with 7 Examples: "image" the JPEG of image(i), "label" i.
-std::string WriteJpegExamples(const shardflow::testing::ScratchDir& dir,
-                              const std::function<Tensor(int)>& image) {
-  const std::string path = (dir / "images.tfrecord").string();
+// dir/NAME with n Examples: "image" bytes(i), "label" i.
+std::string WriteExamples(const shardflow::testing::ScratchDir& dir, const std::string& name, int n,
+                          const std::function<std::string(int)>& bytes) {
+  const std::string path = (dir / name).string();
   io::TFRecordWriter writer(path);
-  for (int i = 0; i < 7; ++i) {
+  for (int i = 0; i < n; ++i) {
     io::ExampleBuilder ex;
-    ex.AddBytes("image", {jpeg::Encode(image(i))});
+    ex.AddBytes("image", {bytes(i)});
     ex.AddInt64("label", {i});
     writer.Write(ex.Serialize());
   }
   return path;
+}
+
+// dir/images.tfrecord with 7 Examples: "image" the JPEG of image(i), "label" i.
+std::string WriteJpegExamples(const shardflow::testing::ScratchDir& dir,
+                              const std::function<Tensor(int)>& image) {
+  return WriteExamples(dir, "images.tfrecord", 7, [&](int i) { return jpeg::Encode(image(i)); });
+}
+
+// `jpeg` with an APP1 Exif segment after its SOI: a little-endian TIFF header and one IFD entry,
+// Orientation (0x0112, SHORT) = `orientation` (6: the camera was turned 90 degrees).
+std::string WithExifOrientation(const std::string& jpeg, char orientation) {
+  const std::string tiff = std::string("II*\0\x08\0\0\0", 8) + std::string("\x01\0", 2) +
+                           std::string("\x12\x01\x03\0\x01\0\0\0", 8) + orientation +
+                           std::string("\0\0\0\0\0\0\0", 7);
+  const std::string payload = std::string("Exif\0\0", 6) + tiff;
+  const size_t length = payload.size() + 2;
+  std::string segment = "\xFF\xE1";
+  segment += static_cast<char>(length >> 8);
+  segment += static_cast<char>(length & 0xFF);
+  return jpeg.substr(0, 2) + segment + payload + jpeg.substr(2);
 }
 
 TEST(ResizedCrop, FusedIntoTheExampleDecode) {
@@ -384,6 +404,55 @@ TEST(ResizedCrop, ConfigListCommasInsideAnAugmentationAreRejoined) {
                                       "normalize:1.5,2,3/4,5,6.5", "scale:2"}));
   EXPECT_EQ(JoinAugmentationArgs({"random_flip", "-1"}),
             (std::vector<std::string>{"random_flip,-1"}));  // then refused as a bad spec
+}
+
+// The JPEGs an ImageNet-sized corpus holds besides baseline 4:2:0 RGB: progressive, greyscale,
+// CMYK (Adobe), 4:4:4, and an EXIF orientation tag (ignored, as tf.image's and torchvision's
+// decoders ignore it: the stored pixels, not rotated). Fused equals unfused on each; a JPEG cut
+// short stops the pipeline with data loss naming the file.
+TEST(ResizedCrop, TheJpegsOfTheWildThroughTheFusedPipeline) {
+  shardflow::testing::ScratchDir dir("resized_crop_wild");
+  const auto wild = [](int i) -> std::string {
+    const auto seed = static_cast<uint32_t>(i);
+    switch (i % 5) {
+      case 0:
+        return jpeg::Encode(jpeg::Noise(36, 30, 3, seed), {.progressive = true});
+      case 1:
+        return jpeg::Encode(jpeg::Noise(34, 31, 1, seed));
+      case 2:
+        return jpeg::Encode(jpeg::Noise(35, 29, 4, seed));
+      case 3:
+        return jpeg::Encode(jpeg::Noise(33, 32, 3, seed), {.h_samp = 1, .v_samp = 1});
+      default:
+        return WithExifOrientation(jpeg::Encode(jpeg::Noise(30, 37, 3, seed)), 6);
+    }
+  };
+  InputSpec spec = BaseSpec();
+  spec.data.format = "tfrecord";
+  spec.data.files = {WriteExamples(dir, "wild.tfrecord", 10, wild)};
+  spec.features = {"image:image:uint8:*x*x3", "label:int64:int64:scalar"};
+  ExpectFusedEqualsUnfused(spec);
+  const std::string exif = wild(4), plain = jpeg::Encode(jpeg::Noise(30, 37, 3, 4));
+  const Tensor a = DecodeJpeg(jpeg::Data(exif), exif.size(), 3);
+  const Tensor b = DecodeJpeg(jpeg::Data(plain), plain.size(), 3);
+  ASSERT_EQ(a.shape(), (Shape{30, 37, 3}));
+  EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), b.byte_size()), 0);
+
+  spec.data.files = {WriteExamples(dir, "cut.tfrecord", 3, [&](int i) {
+    const std::string whole = wild(i);
+    return i == 2 ? whole.substr(0, whole.size() / 2) : whole;
+  })};
+  spec.check_example = {};
+  for (bool fuse : {true, false}) {
+    spec.data.fuse_decode_crop = fuse;
+    try {
+      Drain(BuildInputPipeline(spec, 0, 1));
+      ADD_FAILURE() << "a truncated JPEG passed, fuse " << fuse;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kDataLoss) << e.what();
+      EXPECT_NE(std::string(e.what()).find("cut.tfrecord"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(ResizedCrop, EvaluationUsesTheCentreCropAndNoRandomness) {
