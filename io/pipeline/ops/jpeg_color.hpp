@@ -3,7 +3,7 @@
 //
 // Grey from a colour JPEG is computed from RGB (ConvertImageChannels, as for PNG), not taken
 // from libjpeg's Y. CMYK and YCCK JPEGs (Photoshop writes them; ImageNet's training set holds
-// a few dozen) libjpeg cannot turn into RGB: they are decoded as CMYK and CmykToRgb converts,
+// 22) libjpeg cannot turn into RGB: they are decoded as CMYK and CmykToRgb converts,
 // so that asking for RGB or grey gives an image instead of a decode error.
 #pragma once
 
