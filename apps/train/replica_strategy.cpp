@@ -79,10 +79,14 @@ StartPoint ReplicaStrategy::Setup() {
 
 double ReplicaStrategy::BatchWeight(int64_t rows, bool epoch_end) {
   // Only the last step of an epoch can be partial, so only then do ranks exchange sizes; with
-  // uneven batches (a global batch that does not divide) every step does, unless each
-  // replica's gradient stands alone (averages_over_replicas: asynchronous workers never wait
-  // for each other here but at an epoch's end).
-  const bool uneven = !options().replica_batches.empty() && averages_over_replicas();
+  // uneven batches (a global batch that does not divide), or when a corrupt image may leave
+  // its batch a row short (skip: pipeline::DataOptions::skip_corrupt_elements), every step
+  // does, unless each replica's gradient stands alone (averages_over_replicas: asynchronous
+  // workers never wait for each other here but at an epoch's end).
+  const pipeline::InputSpec& in = options().train_input;
+  const bool may_drop =
+      in.on_corrupt == "skip" || (in.data.format == "images" && in.format.on_error == "skip");
+  const bool uneven = (!options().replica_batches.empty() || may_drop) && averages_over_replicas();
   if ((!epoch_end && !uneven) || replicas().size() == 1) return 1.0;
   const int64_t global = comm::AllreduceInt64(replicas(), rows, comm::ReduceOp::kSum);
   return global > 0 ? static_cast<double>(rows) * replicas().size() / static_cast<double>(global)

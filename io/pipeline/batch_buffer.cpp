@@ -87,3 +87,26 @@ Element BatchBuffer::Finish(int64_t rows) const {
 }
 
 }  // namespace shardflow::pipeline
+
+namespace shardflow::pipeline {
+
+Element BatchBuffer::FinishWithout(int64_t rows, const std::vector<int64_t>& dropped) {
+  if (dropped.empty()) return Finish(rows);
+  for (auto& [name, t] : batch_.features) {
+    const size_t row = t.num_elements() == 0 ? 0 : t.byte_size() / static_cast<size_t>(batch_size_);
+    char* base = static_cast<char*>(t.raw_data());
+    int64_t kept = 0;
+    size_t next = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      if (next < dropped.size() && dropped[next] == r) {
+        ++next;
+        continue;
+      }
+      if (kept != r && row > 0) std::memmove(base + kept * row, base + r * row, row);
+      ++kept;
+    }
+  }
+  return Finish(rows - static_cast<int64_t>(dropped.size()));
+}
+
+}  // namespace shardflow::pipeline

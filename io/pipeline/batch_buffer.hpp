@@ -4,10 +4,13 @@
 // shape]); Place() copies an element's features into row `slot` and checks that the element
 // has the same features, dtypes and shapes as the first (Error(kInvalidArgument) naming the
 // feature, both shapes and the element's file/record otherwise). Finish(n) returns the batch
-// of the first n rows (a view of the same storage when n < batch_size).
+// of the first n rows (a view of the same storage when n < batch_size); FinishWithout(n, d)
+// the same without rows d.
 // Thread-safety: Place() of distinct slots may run concurrently once the buffer is allocated
 // (the fused map-and-batch does this); Allocate() and Finish() need exclusive access.
 #pragma once
+
+#include <vector>
 
 #include "io/pipeline/element.hpp"
 
@@ -21,6 +24,9 @@ class BatchBuffer {
   // Slot 0 also gives the batch its id and provenance (whatever element allocated it).
   void Place(int64_t slot, const Element& element);
   Element Finish(int64_t rows) const;
+  // Finish(rows) without the rows in `dropped` (ascending, each < rows): the rows after a
+  // dropped one move up, in order. Moves rows within the buffer (call it once, last).
+  Element FinishWithout(int64_t rows, const std::vector<int64_t>& dropped);
   // Rebuilds a buffer from Finish(rows) of an earlier one (iterator state restore).
   void AllocateFrom(const Element& partial, int64_t batch_size);
 

@@ -12,6 +12,7 @@
 #include "io/pipeline/ops/resized_crop.hpp"
 #include "io/pipeline/ops/tensor_ops.hpp"
 #include "io/pipeline/sources/record_index.hpp"
+#include "io/pipeline/sources/source_counters.hpp"
 
 namespace shardflow::pipeline {
 namespace {
@@ -277,12 +278,20 @@ BuiltPipeline BuildPipeline(const DataOptions& o, const SourceFactory& factory, 
     for (const auto& step : steps) step(e, ctx);
   };
   const int calls = o.parallel_calls == kAutotune ? DefaultCpuBudget() : o.parallel_calls;
-  if (calls == 0) {
+  if (calls == 0 && !o.skip_corrupt_elements) {
     ds = ds.Map(all, {.name = "decode"}).Batch(o.batch_size, o.drop_remainder);
   } else {
-    ds = ds.MapAndBatch(
-        all, o.batch_size, o.drop_remainder,
-        {.name = "decode", .num_parallel_calls = calls, .deterministic = o.deterministic});
+    MapOptions map{.name = "decode",
+                   .num_parallel_calls = std::max(calls, 1),
+                   .deterministic = o.deterministic};
+    if (o.skip_corrupt_elements) {
+      auto counters = std::make_shared<SourceCounters>();
+      map.on_data_loss = [counters](const Error& error) {
+        // Known by file and record (the message of a fused decode differs from a whole one's).
+        CountSkip(*counters, error.what(), RecordKey(error.context()));
+      };
+    }
+    ds = ds.MapAndBatch(all, o.batch_size, o.drop_remainder, map);
   }
   if (o.prefetch != 0) ds = ds.Prefetch(o.prefetch);
   std::string description =

@@ -49,6 +49,12 @@ struct DataOptions {
   std::string cache;
   // A damaged cache file is refilled with a warning (data.on_corrupt = skip) instead of failing.
   bool cache_refill_damaged = false;
+  // data.on_corrupt = skip: an element whose decode or augmentation fails on damaged data
+  // (Error kDataLoss: a corrupt or truncated JPEG or PNG, a malformed Example) is dropped from
+  // its batch and counted (CountSkip) instead of failing the pass (MapOptions::on_data_loss);
+  // the map then always runs fused with the batch (one worker when parallel_calls = 0), so
+  // the batches are the same for any parallel_calls.
+  bool skip_corrupt_elements = false;
   // Same element sequence for any thread count (false lets fast elements overtake slow ones).
   bool deterministic = true;
   // Seed for file order, shuffle and random augmentations.

@@ -88,13 +88,13 @@ MapFn KeepOnly(MapFn decode, std::vector<std::string> keep) {
 // The channels the image decode asks for when it is fused into the first augmentation
 // (FusesDecodeAndCrop; the crop op then decodes JPEG bytes itself), or -1 when it is not:
 // tfrecord with image_feature an image feature (its spec's C), images with image_feature
-// "image" (data.channels). Not fused: an assembler (it reads decoded features), and images with
-// on_error = skip (the source skips a corrupt image; the crop op could only fail).
+// "image" (data.channels). Not fused: an assembler (it reads decoded features). A corrupt
+// image under skip (images' on_error, tfrecord's on_corrupt) is dropped by the fused map and
+// batch (DataOptions::skip_corrupt_elements).
 int FusedDecodeChannels(const InputSpec& spec, bool assembled) {
   if (!FusesDecodeAndCrop(spec.data) || assembled) return -1;
   if (spec.data.format == "images") {
-    const bool fuse = spec.data.image_feature == "image" && spec.format.on_error == "fail";
-    return fuse ? static_cast<int>(spec.format.channels) : -1;
+    return spec.data.image_feature == "image" ? static_cast<int>(spec.format.channels) : -1;
   }
   if (spec.data.format != "tfrecord") return -1;
   const std::vector<std::string> images = ImageFeatureNames(spec.features);
@@ -160,7 +160,9 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
   s.AddChoice(sec, "compression", &spec->compression, {"auto", "none", "gzip", "zlib"},
               "TFRecord compression; auto picks by suffix (.gz, .zlib)");
   s.AddChoice(sec, "on_corrupt", &spec->on_corrupt, {"fail", "skip"},
-              "damaged TFRecord records: fail (error naming file and record) or skip (logged)");
+              "damaged TFRecord records, and records whose decode fails on damaged data (a "
+              "corrupt or truncated JPEG or PNG): fail (error naming file and record) or skip "
+              "(logged and counted; a batch missing a skipped record has a row fewer)");
   s.Add(sec, "check_finite", &d.check_finite,
         "a NaN/Inf in a float feature is a bad record (on_corrupt: fail names file, record and "
         "feature; skip drops and counts it); false lets it through");
@@ -282,6 +284,8 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
   // binding (a resume on a node that binds differently restores the same iterator state).
   if (data.cycle_length == kAutotune) data.cycle_length = kDefaultCycleLength;
   data.cache_refill_damaged = spec.on_corrupt == "skip";
+  data.skip_corrupt_elements =
+      spec.on_corrupt == "skip" || (spec.data.format == "images" && spec.format.on_error == "skip");
   if (data.parallel_reads == kAutotune) {
     // auto: interleave the cycle on the consumer's thread. A read-ahead thread per file costs
     // a hand-off per record, which dominates for small page-cached records (bench tfdata,
@@ -321,7 +325,12 @@ std::shared_ptr<const RecordSource> OpenSpecSource(const InputSpec& spec) {
   const std::vector<std::string> files =
       ListFiles(FormatFiles(spec.data.format, spec.format, spec.data.files),
                 spec.data.shuffle_files, spec.data.seed);
-  return OpenRecordSource(spec.data.format, files, SourceOptionsFor(spec));
+  SourceOptions options = SourceOptionsFor(spec);
+  // Read as the pipeline reads (BuildInputPipeline): a JPEG whose decode is fused into the
+  // crop has its header checked, not decoded (counting an image folder reads every file).
+  const bool assembled = MakeAssembler(spec.assemble, spec.features, spec.section) != nullptr;
+  options.images.keep_jpeg = FusedDecodeChannels(spec, assembled) >= 0;
+  return OpenRecordSource(spec.data.format, files, options);
 }
 
 }  // namespace

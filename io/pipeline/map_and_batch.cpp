@@ -10,10 +10,15 @@
 // (no new run starts after an error), so the error reported is the first element's in input
 // order whatever the worker timing, as map(...).batch(B) would report it. State save/restore pauses
 // the workers until none is in flight; then every pulled element is in its batch, so open batches
-// are saved as their filled prefix. Locks: input_mu_ (input pulls) is taken before mu_ (batches and
+// are saved as their filled prefix. Corrupt elements (MapOptions::on_data_loss): a row whose fn
+// failed with kDataLoss counts as filled and is remembered as dropped; the consumer moves the
+// rows after it up when it hands the batch out (BatchBuffer::FinishWithout), so the output is
+// the same for any worker count and every pass yields as many batches as without the drop.
+// Locks: input_mu_ (input pulls) is taken before mu_ (batches and
 // control state) where both are held.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "core/thread_annotations.hpp"
@@ -36,7 +41,7 @@ class MapAndBatchNode : public DatasetNode {
   std::unique_ptr<Iterator> MakeIterator(const IteratorContext& ctx) const override;
   std::string Describe() const override {
     return "batch(" + std::to_string(size_) + (drop_ ? ",drop" : "") + ")<-map(" + options_.name +
-           ")<-" + input_->Describe();
+           (options_.on_data_loss ? ",skip_corrupt" : "") + ")<-" + input_->Describe();
   }
   int64_t Cardinality() const override {
     const int64_t n = input_->Cardinality();
@@ -96,7 +101,17 @@ class MapAndBatchIterator : public Iterator {
           open_.erase(it);
           return false;
         }
-        *out = it->second.buffer.Finish(rows);
+        Open& open = it->second;
+        if (static_cast<int64_t>(open.dropped.size()) == rows) {
+          error_ = std::make_exception_ptr(EveryRowDropped(b, rows));
+          std::rethrow_exception(error_);
+        }
+        std::sort(open.dropped.begin(), open.dropped.end());
+        *out = open.buffer.FinishWithout(rows, open.dropped);
+        if (open.lead) {
+          out->id = open.lead->id;
+          out->where = open.lead->where;
+        }
         open_.erase(it);
         ++next_batch_;
         cv_space_.NotifyAll();
@@ -143,7 +158,13 @@ class MapAndBatchIterator : public Iterator {
     for (const auto& [b, open] : open_) {
       w->WriteI64(b);
       w->WriteI64(open.filled);
-      w->WriteElement(open.buffer.Finish(open.filled));
+      w->WriteElement(open.buffer.allocated() ? open.buffer.Finish(open.filled) : Element());
+      if (node_->options_.on_data_loss) {  // (the tag's pipeline description says so)
+        w->WriteU64(open.dropped.size());
+        for (const int64_t row : open.dropped) w->WriteI64(row);
+        w->WriteBool(open.lead.has_value());
+        if (open.lead) w->WriteElement(*open.lead);
+      }
     }
     input_->Save(w);
   }
@@ -163,7 +184,13 @@ class MapAndBatchIterator : public Iterator {
       const int64_t b = r->ReadI64();
       Open& open = open_[b];
       open.filled = r->ReadI64();
-      open.buffer.AllocateFrom(r->ReadElement(), node_->size_);
+      const Element partial = r->ReadElement();
+      if (!partial.features.empty()) open.buffer.AllocateFrom(partial, node_->size_);
+      if (node_->options_.on_data_loss) {
+        const uint64_t dropped = r->ReadU64();
+        for (uint64_t k = 0; k < dropped; ++k) open.dropped.push_back(r->ReadI64());
+        if (r->ReadBool()) open.lead = r->ReadElement();
+      }
     }
     input_done_ = end_seq_ >= 0;
     input_->Restore(r);
@@ -172,7 +199,11 @@ class MapAndBatchIterator : public Iterator {
  private:
   struct Open {
     BatchBuffer buffer;
-    int64_t filled = 0;
+    int64_t filled = 0;            // rows done: placed or dropped
+    std::vector<int64_t> dropped;  // rows whose element was corrupt (on_data_loss)
+    // Row 0's element when it was dropped: the batch still takes its id and provenance, as
+    // it does from row 0 when that is placed (the same id for any worker timing).
+    std::optional<Element> lead;
     std::exception_ptr error;
     int64_t error_at = -1;  // the failing element's sequence number
   };
@@ -183,8 +214,19 @@ class MapAndBatchIterator : public Iterator {
     int64_t pulled = 0;  // elements pulled
     bool end = false;    // the pull after them saw the end of the input
     std::exception_ptr error;
-    int64_t error_at = -1;  // sequence number of the element (or pull) that failed
+    int64_t error_at = -1;         // sequence number of the element (or pull) that failed
+    std::vector<int64_t> dropped;  // rows of the run's batch whose element was dropped
+    std::optional<Element> lead;   // row 0's element (id and provenance) when it was dropped
   };
+
+  Error EveryRowDropped(int64_t batch, int64_t rows) const {
+    return Error(ErrorCode::kDataLoss,
+                 "stage '" + node_->options_.name + "+batch': every element of batch " +
+                     std::to_string(batch) + " (" + std::to_string(rows) +
+                     ") is corrupt and was skipped; a batch needs at least one",
+                 {.hint = "a larger batch_size, or remove the corrupt files (their names are "
+                          "logged above)"});
+  }
 
   // One worker pass: claim a run of consecutive elements of one batch (numbered under the
   // input lock, so element k is still the k-th pull), map each, place it in its row, then
@@ -208,6 +250,11 @@ class MapAndBatchIterator : public Iterator {
         if (claim.first >= 0) {
           const int64_t b = claim.first / node_->size_;
           if (placed > 0) open_[b].filled += placed;
+          if (!claim.dropped.empty()) {
+            Open& open = open_[b];
+            open.dropped.insert(open.dropped.end(), claim.dropped.begin(), claim.dropped.end());
+            if (claim.lead) open.lead = std::move(claim.lead);
+          }
           if (claim.error) {
             // An input error belongs to position first + pulled, a map error to first + placed;
             // both lie in this run's batch.
@@ -266,9 +313,10 @@ class MapAndBatchIterator : public Iterator {
     return claim;
   }
 
-  // Maps run[0, pulled) and copies each into its row; returns how many were placed (all, or
-  // up to the first failure, whose error goes to claim->error). Rows are disjoint between
-  // workers, so the copies run outside the lock.
+  // Maps run[0, pulled) and copies each into its row; returns how many were done (all, or
+  // up to the first failure, whose error goes to claim->error): placed, or dropped as corrupt
+  // (on_data_loss; their rows go to claim->dropped). Rows are disjoint between workers, so the
+  // copies run outside the lock.
   int64_t PlaceRun(std::vector<Element>* run, Claim* claim) EXCLUDES(mu_) {
     const NamedTraceScope span(node_->options_.name, "+batch");
     const int64_t start = NowNs();
@@ -283,6 +331,24 @@ class MapAndBatchIterator : public Iterator {
         } catch (...) {
           RethrowInStage(node_->options_.name, &e.where);
         }
+      } catch (const Error& error) {
+        if (error.code() != ErrorCode::kDataLoss || !node_->options_.on_data_loss) {
+          claim->error = std::current_exception();
+          claim->error_at = claim->first + placed;
+          break;
+        }
+        node_->options_.on_data_loss(error);
+        const int64_t row = (claim->first + placed) % node_->size_;
+        claim->dropped.push_back(row);
+        if (row == 0) claim->lead = Element{.id = e.id, .where = e.where};
+        e = Element();
+        continue;
+      } catch (...) {
+        claim->error = std::current_exception();
+        claim->error_at = claim->first + placed;
+        break;
+      }
+      try {
         if (buffer == nullptr) {
           MutexLock lock(mu_);
           Open& open = open_[b];

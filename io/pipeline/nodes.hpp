@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "io/pipeline/iterator.hpp"
 
 namespace shardflow::pipeline {
@@ -52,6 +53,12 @@ struct MapOptions {
   bool deterministic = true;          // false: hand out whichever element finishes first
   int64_t max_buffered_elements = 0;  // 0: 8 * workers + 2
   int64_t max_buffered_bytes = int64_t{256} << 20;
+  // map_and_batch only. Set: an element whose fn fails with Error(kDataLoss) (a corrupt or
+  // truncated image) is dropped from its batch and handed to this function (which counts and
+  // logs it) instead of failing the pass; its batch has one row fewer (the rows after it move
+  // up), so every pass still yields the same number of batches. A batch whose every element
+  // is dropped fails. Called from worker threads, concurrently.
+  std::function<void(const Error& error)> on_data_loss;
 };
 NodePtr MakeMapNode(NodePtr input, MapFn fn, const MapOptions& options);
 

@@ -1,7 +1,9 @@
 // Errors end the iteration with file, record and stage; workers stop; nothing hangs.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 
@@ -162,6 +164,61 @@ TEST(PipelineErrors, MapAndBatchReportsTheFirstFailingElementOfABatch) {
                                                   {.name = "decode", .num_parallel_calls = 4}),
                   ErrorCode::kDataLoss);
       EXPECT_NE(what.find("first bad element"), std::string::npos) << what;
+    }
+  });
+}
+
+// on_data_loss (data.on_corrupt = skip): an element failing with kDataLoss is dropped from its
+// batch and reported; the rows after it move up, every batch keeps its place (the same number
+// of batches), the output is the same for any worker count; any other error still fails, and
+// so does a batch whose every element is dropped.
+TEST(PipelineErrors, MapAndBatchDropsCorruptElementsWhenAsked) {
+  WithinSeconds(60, "map_and_batch drops", [] {
+    const auto corrupt = [](int64_t id) { return id == 3 || id == 4 || id == 17 || id == 29; };
+    auto fn = [&](Element& e, const MapContext&) {
+      if (corrupt(e.id)) throw Error(ErrorCode::kDataLoss, "corrupt JPEG " + std::to_string(e.id));
+    };
+    const std::vector<std::vector<int64_t>> want = {{0, 1, 2, 5, 6, 7},
+                                                    {8, 9, 10, 11, 12, 13, 14, 15},
+                                                    {16, 18, 19, 20, 21, 22, 23},
+                                                    {24, 25, 26, 27, 28}};
+    for (int calls : {1, 2, 3, 8}) {
+      SCOPED_TRACE(calls);
+      auto dropped = std::make_shared<std::atomic<int>>(0);
+      auto seen = std::make_shared<std::atomic<int>>(0);
+      MapOptions o{.name = "decode", .num_parallel_calls = calls};
+      o.on_data_loss = [dropped, seen](const Error& e) {
+        dropped->fetch_add(1);
+        if (std::string(e.what()).find("stage 'decode': corrupt JPEG") != std::string::npos) {
+          seen->fetch_add(1);
+        }
+      };
+      const auto batches = testing::Drain(testing::Range(30).MapAndBatch(fn, 8, false, o));
+      ASSERT_EQ(batches.size(), want.size());
+      for (size_t b = 0; b < want.size(); ++b) {
+        const Tensor& x = batches[b].Get("x");
+        ASSERT_EQ(x.dim(0), static_cast<int64_t>(want[b].size())) << "batch " << b;
+        EXPECT_EQ(batches[b].Get("y").dim(0), x.dim(0));
+        for (int64_t r = 0; r < x.dim(0); ++r) {
+          const int64_t id = x.data<int64_t>()[r];
+          EXPECT_EQ(id, want[b][static_cast<size_t>(r)]) << "batch " << b << " row " << r;
+          EXPECT_EQ(batches[b].Get("y").data<float>()[2 * r], 2.0f * static_cast<float>(id));
+        }
+      }
+      EXPECT_EQ(dropped->load(), 4);
+      EXPECT_EQ(seen->load(), 4);
+      // Another error is not skipped.
+      auto wrong = [](Element& e, const MapContext&) {
+        if (e.id == 5) throw Error(ErrorCode::kInvalidArgument, "wrong dtype");
+      };
+      ErrorOf(testing::Range(30).MapAndBatch(wrong, 8, false, o), ErrorCode::kInvalidArgument);
+      // A batch of corrupt elements only (ids 4 and 5, batches of 2) fails, naming it.
+      auto pair = [](Element& e, const MapContext&) {
+        if (e.id == 4 || e.id == 5) throw Error(ErrorCode::kDataLoss, "corrupt JPEG");
+      };
+      const std::string what =
+          ErrorOf(testing::Range(30).MapAndBatch(pair, 2, false, o), ErrorCode::kDataLoss);
+      EXPECT_NE(what.find("every element of batch 2 (2) is corrupt"), std::string::npos) << what;
     }
   });
 }

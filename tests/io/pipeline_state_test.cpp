@@ -113,6 +113,21 @@ TEST(PipelineState, MapAndBatchResumesExactly) {
       {0, 1, 12, 13, 25});
 }
 
+// With corrupt elements dropped (MapOptions::on_data_loss): a state saved while open batches
+// hold dropped rows resumes to the same compacted batches.
+TEST(PipelineState, MapAndBatchWithDroppedElementsResumesExactly) {
+  ExpectResumesExactly(
+      [] {
+        MapFn fn = [noise = AddNoise()](Element& e, const MapContext& ctx) {
+          if (e.id % 7 == 3) throw Error(ErrorCode::kDataLoss, "corrupt " + std::to_string(e.id));
+          noise(e, ctx);
+        };
+        return testing::Range(77).Repeat(2).MapAndBatch(
+            fn, 6, false, {.num_parallel_calls = 4, .on_data_loss = [](const Error&) {}});
+      },
+      {0, 1, 12, 13, 25});
+}
+
 TEST(PipelineState, RejectsForeignOrDamagedBlobs) {
   PipelineIterator a = testing::Range(10).Shuffle({.buffer_elements = 4}).MakeIterator();
   Element e;

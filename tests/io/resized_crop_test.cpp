@@ -18,6 +18,7 @@
 #include "io/pipeline/input_pipeline.hpp"
 #include "io/pipeline/ops/image_codec.hpp"
 #include "io/pipeline/ops/resized_crop.hpp"
+#include "io/pipeline/sources/source_counters.hpp"
 #include "io/tfrecord_writer.hpp"
 #include "jpeg_test_util.hpp"
 #include "pipeline_test_util.hpp"
@@ -453,6 +454,84 @@ TEST(ResizedCrop, TheJpegsOfTheWildThroughTheFusedPipeline) {
       EXPECT_NE(std::string(e.what()).find("cut.tfrecord"), std::string::npos) << e.what();
     }
   }
+}
+
+// data.on_corrupt = skip (TFRecord) and on_error = skip (images): a JPEG cut short or with
+// garbage after its header is dropped from its batch and counted once (over several epochs),
+// fused or not, for 1 and 3 map threads; the other images arrive as without it.
+TEST(ResizedCrop, CorruptJpegsAreSkippedAndCountedUnderSkip) {
+  shardflow::testing::ScratchDir dir("resized_crop_skip");
+  const auto image = [](int i) { return jpeg::Encode(jpeg::Noise(36, 30, 3, uint32_t(i))); };
+  const auto damaged = [&](int i) {
+    std::string bytes = image(i);
+    // (The same lengths as the clean file's, so every record keeps its offset: crops are
+    // keyed by it.) Cut short: the second half zeros, the end-of-image marker gone.
+    if (i == 2) std::fill(bytes.begin() + static_cast<int64_t>(bytes.size()) / 2, bytes.end(), 0);
+    if (i == 5)
+      std::fill(bytes.begin() + static_cast<int64_t>(bytes.size()) / 3, bytes.end() - 2, 'x');
+    return bytes;
+  };
+  InputSpec spec = BaseSpec();
+  spec.data.format = "tfrecord";
+  spec.data.files = {WriteExamples(dir, "skip.tfrecord", 10, damaged)};
+  spec.features = {"image:image:uint8:*x*x3", "label:int64:int64:scalar"};
+  spec.on_corrupt = "skip";
+  spec.data.epochs = 2;
+  InputSpec clean = spec;
+  clean.data.files = {WriteExamples(dir, "clean.tfrecord", 10, image)};
+  clean.on_corrupt = "fail";
+  const std::vector<Element> whole = Drain(BuildInputPipeline(clean, 0, 1));
+  ASSERT_EQ(whole.size(), 5u);  // 2 passes of 10, batches of 4
+  for (bool fuse : {true, false}) {
+    for (int calls : {1, 3}) {
+      SCOPED_TRACE(std::to_string(fuse) + " " + std::to_string(calls));
+      spec.data.fuse_decode_crop = clean.data.fuse_decode_crop = fuse;
+      spec.data.parallel_calls = calls;
+      const int64_t before = DistinctSkippedRecords();
+      const std::vector<Element> got = Drain(BuildInputPipeline(spec, 0, 1));
+      ASSERT_EQ(got.size(), whole.size());
+      const std::vector<int64_t> rows = {3, 3, 4, 2, 4};  // labels 2 and 5 left out
+      for (size_t b = 0; b < got.size(); ++b) {
+        ASSERT_EQ(got[b].Get("label").dim(0), rows[b]) << "batch " << b;
+        // The kept rows equal the clean run's rows of the same labels (crops keyed by element).
+        const Tensor& img = got[b].Get("image");
+        const int64_t row = img.byte_size() / static_cast<size_t>(rows[b]);
+        int64_t r = 0;
+        for (int64_t w = 0; w < whole[b].Get("label").dim(0); ++w) {
+          const int64_t label = whole[b].Get("label").data<int64_t>()[w];
+          if (label == 2 || label == 5) continue;
+          EXPECT_EQ(got[b].Get("label").data<int64_t>()[r], label);
+          EXPECT_EQ(
+              std::memcmp(static_cast<const char*>(img.raw_data()) + r * row,
+                          static_cast<const char*>(whole[b].Get("image").raw_data()) + w * row,
+                          static_cast<size_t>(row)),
+              0)
+              << "batch " << b << " label " << label;
+          ++r;
+        }
+      }
+      // Counted once per record however many passes and pipelines met it (the first run
+      // counts 2).
+      EXPECT_EQ(DistinctSkippedRecords() - before, fuse && calls == 1 ? 2 : 0);
+    }
+  }
+  // The images format: a truncated JPEG is skipped by the fused crop (header intact).
+  const auto truncated = [&](int i) {
+    const std::string bytes = damaged(i);
+    return i == 2 ? image(i).substr(0, bytes.size() / 2) : bytes;
+  };
+  std::filesystem::create_directories(dir / "root" / "a");
+  for (int i = 0; i < 5; ++i) {
+    WriteFile((dir / "root" / "a" / ("x" + std::to_string(i) + ".jpg")).string(), truncated(i));
+  }
+  InputSpec images = BaseSpec();
+  images.data.format = "images";
+  images.format.root = (dir / "root").string();
+  images.format.channels = 3;
+  images.format.on_error = "skip";
+  const std::vector<Element> folder = Drain(BuildInputPipeline(images, 0, 1));
+  ASSERT_EQ(folder.size(), 2u);
+  EXPECT_EQ(folder[0].Get("label").dim(0) + folder[1].Get("label").dim(0), 4);
 }
 
 TEST(ResizedCrop, EvaluationUsesTheCentreCropAndNoRandomness) {

@@ -17,7 +17,9 @@
 #   jpeg_shards      JPEGs of varied sizes converted keeping their bytes (image/encoded, the
 #                    features line from meta.json: *x*x3), trained through random_resized_crop
 #                    with evaluation's center crop, predicted; without a crop, one line; every
-#                    image once per epoch on 4 ranks; the same losses with 1 and 2 map threads.
+#                    image once per epoch on 4 ranks; the same losses with 1 and 2 map threads;
+#                    a truncated JPEG fails the run, or under on_error = skip is dropped and
+#                    counted.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -155,6 +157,22 @@ jpeg_shards)
   losses() { $py -c 'import json, sys; print([json.loads(l).get("loss") for l in open(sys.argv[1])])' "$1"; }
   [ "$(losses run_c1/metrics.jsonl)" = "$(losses run_c2/metrics.jsonl)" ] ||
     fail "1 and 2 map threads trained differently: $(losses run_c1/metrics.jsonl) vs $(losses run_c2/metrics.jsonl)"
+  # A JPEG cut short (header intact: 150 bytes of its entropy data gone) in the folder: on_error = fail stops with one line naming
+  # it; skip trains on, the fused crop dropping it from its batch, and the report counts it.
+  whole=corpus/images/class0/img00000.jpg
+  head -c $(($(stat -c %s "$whole") - 150)) "$whole" >corpus/images/class0/img99999.jpg
+  folder=(--data.format=images --data.root=corpus/images --data.files= --model.input_feature=image
+          --model.input_shape=8,8,3 --model.spec='flatten, dense:8' "$aug")
+  rc=0
+  train f.log "${folder[@]}" --output run_f || rc=$?
+  [ "$rc" != 0 ] || { cat f.log; fail "a truncated JPEG trained under on_error = fail"; }
+  grep -q "JPEG decode failed.*img99999.jpg" f.log || { cat f.log; fail "no error naming the truncated JPEG"; }
+  train k.log "${folder[@]}" --output run_k --data.on_error=skip || { cat k.log; fail "training with a truncated JPEG under skip"; }
+  grep -q "\[data\] .*decode fused into random_resized_crop:8x8" k.log ||
+    { cat k.log; fail "skip did not keep the decode fused"; }
+  grep -q "^skipped records 1 " k.log || { cat k.log; fail "no 'skipped records 1' in the run report"; }
+  grep -q "skipping bad record: .*stage 'decode'.*img99999.jpg" k.log ||
+    { cat k.log; fail "the truncated JPEG was not skipped by the fused crop"; }
   ;;
 *)
   fail "unknown mode"

@@ -63,7 +63,7 @@ class ImageReader : public RecordReader {
             "corrupt image (" + std::to_string(bytes.size()) + " bytes): " + e.status().message(),
             {.file = info_.name, .record = 0, .key = "image"});
         if (options_.on_error == OnError::kFail) throw corrupt;
-        CountSkip(*counters_, corrupt.what());
+        CountSkip(*counters_, corrupt.what(), RecordKey(corrupt.context()));
         return false;
       }
       out->features.emplace_back("image", std::move(image));

@@ -53,9 +53,9 @@ SeenSet& Warnings() {
 
 }  // namespace
 
-void CountSkip(SourceCounters& counters, const std::string& reason) {
+void CountSkip(SourceCounters& counters, const std::string& reason, const std::string& key) {
   counters.skipped_records.fetch_add(1, std::memory_order_relaxed);
-  const int64_t n = BadRecords().Insert(reason);
+  const int64_t n = BadRecords().Insert(key.empty() ? reason : key);
   if (n > 0 && n <= kLoggedRecords) {
     SF_LOG(Warn) << "skipping bad record: " << reason
                  << (n == kLoggedRecords ? " (further bad records are counted, not logged)" : "");
@@ -64,6 +64,11 @@ void CountSkip(SourceCounters& counters, const std::string& reason) {
 
 void WarnOnce(const std::string& message) {
   if (Warnings().Insert(message) > 0) SF_LOG(Warn) << message;
+}
+
+std::string RecordKey(const ErrorContext& where) {
+  if (where.file.empty() || !where.record) return "";
+  return "record " + std::to_string(*where.record) + " of " + where.file;
 }
 
 int64_t DistinctSkippedRecords() { return BadRecords().size(); }

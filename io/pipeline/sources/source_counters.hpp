@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/error.hpp"
+
 namespace shardflow::pipeline {
 
 // What a source does with a bad record (malformed JSON line, missing field, corrupt image,
@@ -30,8 +32,14 @@ struct SourceCounters {
 // in the process-wide tally (DistinctSkippedRecords): a bad record is known by `reason` (an
 // Error's one-line text, naming the file and line/record), so the counting pass, the read pass
 // and later epochs meet it once. The first 10 distinct records are logged with their reason, one
-// warning each; the rest are counted only (the apps report the total).
-void CountSkip(SourceCounters& counters, const std::string& reason);
+// warning each; the rest are counted only (the apps report the total). A non-empty `key` names
+// the record instead of `reason` (a decode's message may differ between fused and unfused
+// decodes of the same record).
+void CountSkip(SourceCounters& counters, const std::string& reason, const std::string& key = "");
+
+// The key CountSkip knows a record by when its error context names the file and record
+// ("record R of FILE"); "" when it does not.
+std::string RecordKey(const ErrorContext& where);
 
 // Distinct bad records skipped by this process so far, over every source (see CountSkip).
 int64_t DistinctSkippedRecords();
