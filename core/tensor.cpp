@@ -125,6 +125,12 @@ Tensor Tensor::View(void* data, DType dtype, Shape shape, Device device) {
   return t;
 }
 
+Tensor Tensor::Adopt(std::shared_ptr<void> storage, void* data, DType dtype, Shape shape) {
+  Tensor t = View(data, dtype, std::move(shape));
+  t.storage_ = std::move(storage);
+  return t;
+}
+
 Tensor Tensor::Reshaped(Shape shape) const {
   if (NumElements(shape) != num_elements()) {
     throw Error(ErrorCode::kInvalidArgument,

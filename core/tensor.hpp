@@ -110,6 +110,10 @@ class Tensor {
   Tensor(DType dtype, Shape shape, Device device);
   // Non-owning view of `data`. REQUIRES: data holds NumElements(shape) elements of dtype.
   static Tensor View(void* data, DType dtype, Shape shape, Device device = Device::kCpu);
+  // A CPU tensor over `data`, kept alive by `storage` (whose deleter frees or recycles it);
+  // its bytes are as `data` holds them (not zero-filled). REQUIRES: data 64-byte aligned,
+  // holding NumElements(shape) elements of dtype for as long as `storage` lives.
+  static Tensor Adopt(std::shared_ptr<void> storage, void* data, DType dtype, Shape shape);
 
   DType dtype() const { return dtype_; }
   Device device() const { return device_; }

@@ -1,6 +1,6 @@
 // shardflow-bench image: the ImageNet-class image pipeline's rate (issue 49).
 //
-//   shardflow-bench image [--source DIR] [--work DIR] [--images 256] [--long-side 500]
+//   shardflow-bench image [--source DIR] [--work DIR] [--images 256] [--long-side 500] [--grain 32]
 //                         [--threads 1,2] [--epochs 2] [--size 224] [--memory-epochs N]
 //                         [--corpus-only] [--json]
 //
@@ -9,7 +9,9 @@
 // work/images/classK/, each a crop of one of the photographs under --source (default
 // /usr/share/wallpapers: Debian's plasma-workspace-wallpapers) at ImageNet's sizes (long side 500,
 // short side 333-375, three in four landscape; the crop covers 30-100% of the photo's short side),
-// resized bilinearly and encoded at quality 90, as ImageNet's validation JPEGs are on average; and
+// resized bilinearly, given a camera's grain (--grain levels of Gaussian luminance noise: the
+// default brings the mean JPEG to ImageNet's ~110 KB, which the smooth wallpapers alone reach a
+// third of) and encoded at quality 90, as ImageNet's validation JPEGs are on average; and
 // the same files' bytes in 4 TFRecord shards, work/shards/img-*.tfrecord (image/encoded, label:
 // what shardflow-convert --input.format=images writes). --corpus-only stops there (tests make small
 // corpora with --long-side). Then per thread count T, over --epochs passes:
@@ -33,6 +35,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -57,6 +60,11 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+// The camera grain (--grain) that brings the corpus to ImageNet's bytes per JPEG (about 110 KB
+// at long side 500, quality 90): wallpapers downscaled to 500x375 are smoother than ImageNet's
+// photographs, and a JPEG's decode time follows its coded bits.
+constexpr double kDefaultGrain = 32;
+
 struct ImageArgs {
   std::string source = "/usr/share/wallpapers";
   std::string work = "/tmp/shardflow-image-corpus";
@@ -65,6 +73,7 @@ struct ImageArgs {
   int epochs = 2;
   int size = 224;
   int long_side = 500;
+  double grain = kDefaultGrain;
   int memory_epochs = 0;
   bool corpus_only = false;
   bool json = false;
@@ -72,7 +81,8 @@ struct ImageArgs {
 
 // What a corpus in --work was made with: it is reused only when they match.
 std::string CorpusStamp(const ImageArgs& a) {
-  return nlohmann::json{{"images", a.images}, {"long_side", a.long_side}, {"source", a.source}}
+  return nlohmann::json{
+      {"images", a.images}, {"long_side", a.long_side}, {"grain", a.grain}, {"source", a.source}}
       .dump();
 }
 
@@ -97,13 +107,22 @@ std::vector<fs::path> CorpusFiles(const ImageArgs& a) {
   return files;
 }
 
-// uint8 [h, w, c] from a float image in [0, 255].
-Tensor ToBytes(const Tensor& f) {
+// uint8 [h, w, 3] from a float RGB image in [0, 255], with a camera's grain: per pixel a
+// Gaussian luminance deviation of `grain` levels on all three channels and a third of it on
+// each channel alone.
+Tensor ToBytes(const Tensor& f, double grain, std::mt19937_64& rng) {
   Tensor out(DType::kUInt8, f.shape());
   const float* x = f.data<float>();
   uint8_t* y = out.data<uint8_t>();
-  for (int64_t i = 0; i < f.num_elements(); ++i) {
-    y[i] = static_cast<uint8_t>(std::clamp(std::lround(x[i]), 0L, 255L));
+  std::normal_distribution<float> luma(0, static_cast<float>(grain));
+  std::normal_distribution<float> chroma(0, static_cast<float>(grain / 3));
+  const int64_t channels = f.dim(2);
+  for (int64_t p = 0; p < f.num_elements(); p += channels) {
+    const float l = grain > 0 ? luma(rng) : 0.0f;
+    for (int64_t c = 0; c < channels; ++c) {
+      const float v = x[p + c] + l + (grain > 0 ? chroma(rng) : 0.0f);
+      y[p + c] = static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L));
+    }
   }
   return out;
 }
@@ -146,7 +165,7 @@ std::vector<fs::path> MakeCorpus(const ImageArgs& a) {
     const int64_t left = std::uniform_int_distribution<int64_t>(0, pw - cw)(rng);
     const Tensor crop = pipeline::CropImage(photo, top, left, ch, cw);
     const std::string jpeg =
-        pipeline::EncodeJpeg(ToBytes(pipeline::ResizeBilinear(crop, oh, ow)), 90);
+        pipeline::EncodeJpeg(ToBytes(pipeline::ResizeBilinear(crop, oh, ow), a.grain, rng), 90);
     const fs::path dir = fs::path(a.work) / "images" / ("class" + std::to_string(i % 8));
     fs::create_directories(dir);
     char name[32];
@@ -293,6 +312,13 @@ ImageArgs ParseImageArgs(const std::vector<std::string>& args) {
         a.threads.push_back(ParsePositive("--threads", t));
     } else if (f.Is("--long-side")) {
       a.long_side = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--grain")) {
+      const std::string text = f.Value();
+      char* end = nullptr;
+      a.grain = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() || *end != '\0' || !(a.grain >= 0 && a.grain <= 64)) {
+        throw Error(ErrorCode::kInvalidArgument, "--grain wants 0..64 levels, got " + text);
+      }
     } else if (f.Is("--memory-epochs")) {
       a.memory_epochs = ParsePositive(f.flag(), f.Value());
     } else if (f.Is("--corpus-only")) {

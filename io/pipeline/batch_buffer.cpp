@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "io/pipeline/block_pool.hpp"
+
 namespace shardflow::pipeline {
 
 void BatchBuffer::Allocate(const Element& first, int64_t batch_size) {
@@ -11,7 +13,8 @@ void BatchBuffer::Allocate(const Element& first, int64_t batch_size) {
   for (const auto& [name, t] : first.features) {
     Shape shape = t.shape();
     shape.insert(shape.begin(), batch_size);
-    batch_.features.emplace_back(name, Tensor(t.dtype(), shape));
+    // Not zero-filled: every row handed out is placed (Finish gives the first rows only).
+    batch_.features.emplace_back(name, PooledTensor(t.dtype(), shape));
   }
   batch_size_ = batch_size;
   allocated_ = true;
@@ -70,7 +73,7 @@ void BatchBuffer::AllocateFrom(const Element& partial, int64_t batch_size) {
   for (const auto& [name, t] : partial.features) {
     Shape shape = t.shape();
     shape.at(0) = batch_size;
-    Tensor full(t.dtype(), shape);
+    Tensor full = PooledTensor(t.dtype(), shape);
     if (t.byte_size() > 0) std::memcpy(full.raw_data(), t.raw_data(), t.byte_size());
     batch_.features.emplace_back(name, std::move(full));
   }

@@ -5,7 +5,8 @@
 // has the same features, dtypes and shapes as the first (Error(kInvalidArgument) naming the
 // feature, both shapes and the element's file/record otherwise). Finish(n) returns the batch
 // of the first n rows (a view of the same storage when n < batch_size); FinishWithout(n, d)
-// the same without rows d.
+// the same without rows d. The tensors come from the block pool (block_pool.hpp): big batches
+// reuse freed ones' memory.
 // Thread-safety: Place() of distinct slots may run concurrently once the buffer is allocated
 // (the fused map-and-batch does this); Allocate() and Finish() need exclusive access.
 #pragma once

@@ -1,0 +1,79 @@
+#include "io/pipeline/block_pool.hpp"
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+
+#include "core/error.hpp"
+#include "core/thread_annotations.hpp"
+
+namespace shardflow::pipeline {
+namespace {
+
+class BlockPool {
+ public:
+  // A block of `bytes` (a multiple of 64), 64-byte aligned, released into the pool.
+  std::shared_ptr<void> Acquire(size_t bytes) EXCLUDES(mu_) {
+    void* block = nullptr;
+    {
+      MutexLock lock(mu_);
+      const auto it = free_.find(bytes);
+      if (it != free_.end()) {
+        block = it->second;
+        free_.erase(it);
+        kept_ -= bytes;
+      }
+    }
+    if (block == nullptr) block = std::aligned_alloc(64, bytes);
+    if (block == nullptr) {
+      throw Error(ErrorCode::kInternal,
+                  "out of memory allocating " + std::to_string(bytes) + " bytes for a batch");
+    }
+    return std::shared_ptr<void>(block, [this, bytes](void* p) { Release(p, bytes); });
+  }
+
+  int64_t kept() EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    return static_cast<int64_t>(kept_);
+  }
+
+ private:
+  void Release(void* block, size_t bytes) EXCLUDES(mu_) {
+    {
+      MutexLock lock(mu_);
+      if (kept_ + bytes <= static_cast<size_t>(kPooledBytesKept)) {
+        free_.emplace(bytes, block);
+        kept_ += bytes;
+        return;
+      }
+    }
+    std::free(block);
+  }
+
+  Mutex mu_;
+  std::multimap<size_t, void*> free_ GUARDED_BY(mu_);  // by byte size
+  size_t kept_ GUARDED_BY(mu_) = 0;
+};
+
+// Never destroyed: a batch may outlive static destruction (its deleter runs at exit).
+BlockPool& Pool() {
+  static BlockPool* pool = new BlockPool;
+  return *pool;
+}
+
+}  // namespace
+
+Tensor PooledTensor(DType dtype, const Shape& shape) {
+  const Tensor view = Tensor::View(nullptr, dtype, shape);  // checks nothing, sizes the bytes
+  const auto bytes = static_cast<int64_t>(view.byte_size());
+  // (A negative dimension makes `bytes` negative: Tensor's constructor refuses it.)
+  if (bytes < kPooledMinBytes) return Tensor(dtype, shape);
+  const size_t rounded = (static_cast<size_t>(bytes) + 63) / 64 * 64;
+  std::shared_ptr<void> block = Pool().Acquire(rounded);
+  void* data = block.get();
+  return Tensor::Adopt(std::move(block), data, dtype, shape);
+}
+
+int64_t PooledBytesKept() { return Pool().kept(); }
+
+}  // namespace shardflow::pipeline
