@@ -53,7 +53,13 @@ std::string ShapeToString(const Shape& shape) {
   return out.str();
 }
 
-Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+Tensor::Tensor(DType dtype, Shape shape) : Tensor(dtype, std::move(shape), Fill::kZero) {}
+
+Tensor Tensor::ForOverwrite(DType dtype, Shape shape) {
+  return Tensor(dtype, std::move(shape), Fill::kNone);
+}
+
+Tensor::Tensor(DType dtype, Shape shape, Fill fill) : dtype_(dtype), shape_(std::move(shape)) {
   for (int64_t d : shape_) {
     if (d < 0) {
       throw Error(ErrorCode::kInvalidArgument,
@@ -71,7 +77,8 @@ Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape
   const size_t bytes = (std::max<size_t>(byte_size(), 1) + 63) / 64 * 64;
   std::shared_ptr<unsigned char[]> block;
   try {
-    block = std::make_shared<unsigned char[]>(bytes + 63);
+    block = fill == Fill::kZero ? std::make_shared<unsigned char[]>(bytes + 63)
+                                : std::make_shared_for_overwrite<unsigned char[]>(bytes + 63);
   } catch (const std::bad_alloc&) {
     throw Error(ErrorCode::kInternal, "out of memory allocating " + std::to_string(bytes) +
                                           " bytes for tensor " + ShapeToString(shape_));

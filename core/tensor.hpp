@@ -106,6 +106,9 @@ class Tensor {
   Tensor() = default;  // empty: dtype float32, shape [0], no storage
   // Owning, zero-filled CPU tensor.
   Tensor(DType dtype, Shape shape);
+  // Owning CPU tensor whose bytes are unspecified (not zero-filled): for outputs the caller
+  // writes whole.
+  static Tensor ForOverwrite(DType dtype, Shape shape);
   // Owning, zero-filled tensor on `device` (its runtime's DeviceMemory unless kCpu).
   Tensor(DType dtype, Shape shape, Device device);
   // Non-owning view of `data`. REQUIRES: data holds NumElements(shape) elements of dtype.
@@ -123,6 +126,9 @@ class Tensor {
   int64_t num_elements() const { return NumElements(shape_); }
   size_t byte_size() const { return static_cast<size_t>(num_elements()) * DTypeSize(dtype_); }
   bool owns_storage() const { return storage_ != nullptr; }
+  // Whether no other tensor (copy, slice, reshape) shares this one's storage: then writing
+  // into it in place changes nobody else's data.
+  bool sole_owner() const { return storage_ != nullptr && storage_.use_count() == 1; }
 
   void* raw_data() { return data_; }
   const void* raw_data() const { return data_; }
@@ -163,6 +169,8 @@ class Tensor {
   Tensor To(Device device) const;
 
  private:
+  enum class Fill { kZero, kNone };
+  Tensor(DType dtype, Shape shape, Fill fill);
   void CheckDType(DType want) const;
   [[noreturn]] void ThrowNotHost() const;
 

@@ -171,6 +171,43 @@ TEST(PipelineOps, NormalizeTypedPathsEqualTheDoubleFormula) {
   }
 }
 
+// normalize and random_flip write in place when the element alone holds the pixels (a crop's
+// fresh output) and copy when anyone else does: the same values either way, and a tensor
+// shared with the caller is never changed.
+TEST(PipelineOps, InPlaceOnlyWhenTheElementAloneHoldsThePixels) {
+  Tensor shared(DType::kFloat32, {3, 5, 3});
+  for (int64_t i = 0; i < shared.num_elements(); ++i) shared.data<float>()[i] = 1.5f * i;
+  const Tensor before = shared.Clone();
+  auto same = [](const Tensor& a, const Tensor& b) {
+    return a.shape() == b.shape() && std::memcmp(a.raw_data(), b.raw_data(), a.byte_size()) == 0;
+  };
+  const MapFn normalize = Normalize("image", {1, 2, 3}, {2, 3, 4});
+  Element copy = WithFeature("image", shared), alone = WithFeature("image", shared.Clone());
+  EXPECT_FALSE(copy.Get("image").sole_owner());
+  EXPECT_TRUE(alone.Get("image").sole_owner());
+  normalize(copy, {});
+  normalize(alone, {});
+  EXPECT_TRUE(same(copy.Get("image"), alone.Get("image")));
+  EXPECT_TRUE(same(shared, before));
+  // Flipped or not by (seed, epoch, id): in place and copied alike.
+  const MapFn flip = RandomFlipLeftRight("image", 1);
+  int flipped = 0;
+  for (int64_t id = 0; id < 6; ++id) {
+    Element a = WithFeature("image", shared), b = WithFeature("image", shared.Clone());
+    a.id = b.id = id;
+    flip(a, {});
+    flip(b, {});
+    EXPECT_TRUE(same(a.Get("image"), b.Get("image"))) << id;
+    if (!same(a.Get("image"), shared)) {
+      EXPECT_TRUE(same(a.Get("image"), FlipLeftRight(shared))) << id;
+      ++flipped;
+    }
+  }
+  EXPECT_GT(flipped, 0);
+  EXPECT_LT(flipped, 6);
+  EXPECT_TRUE(same(shared, before));
+}
+
 TEST(PipelineOps, NormalizeCastOneHotRawWindows) {
   Element e = WithFeature("image", Gradient(2, 2, 3));
   Normalize("image", {10, 20, 30}, {2, 4, 5})(e, {});

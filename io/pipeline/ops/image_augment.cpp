@@ -70,7 +70,7 @@ Tensor CropImage(const Tensor& image, int64_t top, int64_t left, int64_t height,
 
 Tensor FlipLeftRight(const Tensor& image) {
   const int64_t h = image.dim(0), w = image.dim(1), c = image.dim(2);
-  Tensor out(image.dtype(), image.shape());
+  Tensor out = Tensor::ForOverwrite(image.dtype(), image.shape());
   const size_t px = static_cast<size_t>(c) * DTypeSize(image.dtype());
   const char* in = static_cast<const char*>(image.raw_data());
   char* dst = static_cast<char*>(out.raw_data());
@@ -130,7 +130,7 @@ Tensor ResizeBilinearRegion(const Tensor& image, double top, double left, double
   // sy = region_height / height, clamped to the image; each output is the weighted mean of the
   // four neighbours.
   const int64_t h = image.dim(0), w = image.dim(1), c = image.dim(2);
-  Tensor out(DType::kFloat32, {height, width, c});
+  Tensor out = Tensor::ForOverwrite(DType::kFloat32, {height, width, c});  // every value set
   const double sy = region_height / height, sx = region_width / width;
   float* dst = out.data<float>();
   if (image.dtype() == DType::kUInt8) {
@@ -185,7 +185,29 @@ MapFn RandomFlipLeftRight(std::string feature, uint64_t seed) {
     CheckHwc(image, feature, "random_flip");
     CounterRng rng(seed, static_cast<uint64_t>(ctx.epoch), static_cast<uint64_t>(e.id),
                    kFlipStream);
-    if (rng.NextU32() & 1u) e.Set(feature, FlipLeftRight(image));
+    if ((rng.NextU32() & 1u) == 0) return;
+    if (!image.sole_owner()) {
+      e.Set(feature, FlipLeftRight(image));
+      return;
+    }
+    // Nobody else holds the pixels (the crop's fresh output): reverse each row in place.
+    Tensor& pixels = e.Get(feature);
+    const int64_t h = pixels.dim(0), w = pixels.dim(1);
+    const size_t px = static_cast<size_t>(pixels.dim(2)) * DTypeSize(pixels.dtype());
+    char* data = static_cast<char*>(pixels.raw_data());
+    char tmp[64];
+    if (px > sizeof(tmp)) {
+      e.Set(feature, FlipLeftRight(image));
+      return;
+    }
+    for (int64_t y = 0; y < h; ++y) {
+      char* row = data + static_cast<size_t>(y * w) * px;
+      for (int64_t a = 0, b = w - 1; a < b; ++a, --b) {
+        std::memcpy(tmp, row + a * px, px);
+        std::memcpy(row + a * px, row + b * px, px);
+        std::memcpy(row + b * px, tmp, px);
+      }
+    }
   };
 }
 
@@ -222,11 +244,18 @@ MapFn Normalize(std::string feature, std::vector<float> mean, std::vector<float>
                       " channels",
                   {.key = feature});
     }
-    Tensor out(DType::kFloat32, in.shape());
     const int64_t n = in.num_elements();
-    float* dst = out.data<float>();
     // Per-channel statistics over whole pixels: the typed loops (the per-value dispatch of
     // ReadAsDouble cost a fifth of the ImageNet input pipeline's time).
+    if (static_cast<int64_t>(mean.size()) == c && n % c == 0 && in.dtype() == DType::kFloat32 &&
+        in.sole_owner()) {
+      // Nobody else holds the values (the crop's fresh output): in place.
+      Tensor& values = e.Get(feature);
+      NormalizeFloat(values.data<float>(), n, mean, stddev, values.data<float>());
+      return;
+    }
+    Tensor out = Tensor::ForOverwrite(DType::kFloat32, in.shape());  // every value set below
+    float* dst = out.data<float>();
     if (static_cast<int64_t>(mean.size()) == c && n % c == 0) {
       if (in.dtype() == DType::kFloat32) {
         NormalizeFloat(in.data<float>(), n, mean, stddev, dst);
