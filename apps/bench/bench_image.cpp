@@ -49,6 +49,7 @@
 #include "apps/bench/bench_registry.hpp"
 #include "core/error.hpp"
 #include "io/example.hpp"
+#include "io/pipeline/block_pool.hpp"
 #include "io/pipeline/input_pipeline.hpp"
 #include "io/pipeline/ops/image_augment.hpp"
 #include "io/pipeline/ops/image_codec.hpp"
@@ -378,8 +379,27 @@ int RunImage(const std::vector<std::string>& args) {
     std::printf(
         "resident memory after each of %d epochs (fused, %d threads), MiB:", a.memory_epochs, t);
     for (double r : rss) std::printf(" %.0f", r);
-    std::printf("\nresident memory growth from epoch 1 to %d: %+.1f MiB\n", a.memory_epochs,
-                rss.back() - rss.front());
+    // Batches come and go (and the block pool fills in the first pass): growth is the peak
+    // of the second half of the passes against the first half's.
+    const auto half = rss.begin() + static_cast<int64_t>(rss.size() + 1) / 2;
+    const double first = *std::max_element(rss.begin(), half);
+    const double second = half == rss.end() ? first : *std::max_element(half, rss.end());
+    std::printf("\nresident memory peak, passes 1-%d: %.0f MiB, passes %d-%d: %.0f MiB (%+.1f)\n",
+                static_cast<int>(half - rss.begin()), first,
+                static_cast<int>(half - rss.begin()) + 1, a.memory_epochs, second, second - first);
+    // The pipeline's configured bounds on what it buffers: the fused map and batch's open
+    // batches (2 + ceil(threads / 64)), the consumer's batch, the prefetch depth autotuned
+    // within the 1 GiB RAM budget (pipeline/autotune.hpp), the shuffle buffer's 256 records.
+    const double batch_mib = 64.0 * a.size * a.size * 3 * 4 / (1 << 20);
+    size_t largest = 0;
+    for (const std::string& b : bytes) largest = std::max(largest, b.size());
+    const double open = 2 + (t + 63) / 64 + 1, shuffle = 256.0 * largest / (1 << 20);
+    std::printf(
+        "configured bound on buffered data: %.0f MiB = %.0f batches of %.1f MiB (map+batch and "
+        "consumer) + prefetch within its 1024 MiB budget + shuffle 256 records <= %.1f MiB + "
+        "the block pool's %lld MiB of free batches\n",
+        open * batch_mib + 1024 + shuffle + static_cast<double>(pipeline::kPooledBytesKept >> 20),
+        open, batch_mib, shuffle, static_cast<long long>(pipeline::kPooledBytesKept >> 20));
   }
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
