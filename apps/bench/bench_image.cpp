@@ -2,7 +2,7 @@
 //
 //   shardflow-bench image [--source DIR] [--work DIR] [--images 256] [--long-side 500] [--grain 32]
 //                         [--threads 1,2] [--epochs 2] [--size 224] [--memory-epochs N]
-//                         [--corpus-only] [--json]
+//                         [--only decode|fused|unfused|folder] [--corpus-only] [--json]
 //
 // A corpus first, made once in --work (default /tmp/shardflow-image-corpus; reused when its
 // corpus.json says the same --images, --long-side and --source): JPEGs in 8 class folders
@@ -77,6 +77,7 @@ struct ImageArgs {
   double grain = kDefaultGrain;
   int memory_epochs = 0;
   bool corpus_only = false;
+  std::string only;  // --only PHASE: run that phase alone (decode, fused, unfused, folder; perf)
   bool json = false;
 };
 
@@ -251,6 +252,8 @@ double ResidentMiB() {
 // after each pass.
 double PipelineRate(const ImageArgs& a, int threads, bool fuse, bool folder, int epochs,
                     std::vector<double>* rss = nullptr) {
+  // Every pipeline starts cold, as the peers do: no batch blocks recycled from the run before.
+  pipeline::ReleasePooledBlocks();
   pipeline::InputSpec spec;
   if (folder) {
     spec.data.format = "images";
@@ -322,6 +325,12 @@ ImageArgs ParseImageArgs(const std::vector<std::string>& args) {
       }
     } else if (f.Is("--memory-epochs")) {
       a.memory_epochs = ParsePositive(f.flag(), f.Value());
+    } else if (f.Is("--only")) {
+      a.only = f.Value();
+      if (a.only != "decode" && a.only != "fused" && a.only != "unfused" && a.only != "folder") {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "--only wants decode, fused, unfused or folder, got '" + a.only + "'");
+      }
     } else if (f.Is("--corpus-only")) {
       a.corpus_only = true;
     } else if (f.Is("--json")) {
@@ -351,11 +360,12 @@ int RunImage(const std::vector<std::string>& args) {
               static_cast<double>(total) / files.size() / 1024, a.size, a.size, a.epochs);
   std::printf("%8s %13s %13s %13s %13s %12s %12s\n", "threads", "decode img/s", "fused img/s",
               "unfused img/s", "folder img/s", "fused/thread", "fused/decode");
+  const auto runs = [&](const char* phase) { return a.only.empty() || a.only == phase; };
   for (int t : a.threads) {
-    const double decode = DecodeOnlyRate(bytes, t, a.epochs);
-    const double fused = PipelineRate(a, t, true, false, a.epochs);
-    const double unfused = PipelineRate(a, t, false, false, a.epochs);
-    const double folder = PipelineRate(a, t, true, true, a.epochs);
+    const double decode = runs("decode") ? DecodeOnlyRate(bytes, t, a.epochs) : 0;
+    const double fused = runs("fused") ? PipelineRate(a, t, true, false, a.epochs) : 0;
+    const double unfused = runs("unfused") ? PipelineRate(a, t, false, false, a.epochs) : 0;
+    const double folder = runs("folder") ? PipelineRate(a, t, true, true, a.epochs) : 0;
     std::printf("%8d %13.0f %13.0f %13.0f %13.0f %12.0f %12.2f\n", t, decode, fused, unfused,
                 folder, fused / t, fused / decode);
     if (a.json) {

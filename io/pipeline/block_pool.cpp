@@ -32,6 +32,16 @@ class BlockPool {
     return std::shared_ptr<void>(block, [this, bytes](void* p) { Release(p, bytes); });
   }
 
+  void ReleaseAll() EXCLUDES(mu_) {
+    std::multimap<size_t, void*> blocks;
+    {
+      MutexLock lock(mu_);
+      blocks.swap(free_);
+      kept_ = 0;
+    }
+    for (const auto& [bytes, block] : blocks) std::free(block);
+  }
+
   int64_t kept() EXCLUDES(mu_) {
     MutexLock lock(mu_);
     return static_cast<int64_t>(kept_);
@@ -75,5 +85,7 @@ Tensor PooledTensor(DType dtype, const Shape& shape) {
 }
 
 int64_t PooledBytesKept() { return Pool().kept(); }
+
+void ReleasePooledBlocks() { Pool().ReleaseAll(); }
 
 }  // namespace shardflow::pipeline

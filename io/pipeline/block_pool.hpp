@@ -24,4 +24,7 @@ Tensor PooledTensor(DType dtype, const Shape& shape);
 // Bytes of free blocks the pool keeps now (tests, benchmarks).
 int64_t PooledBytesKept();
 
+// Frees every block the pool keeps (benchmarks: each contender starts cold).
+void ReleasePooledBlocks();
+
 }  // namespace shardflow::pipeline

@@ -47,6 +47,9 @@ TEST(BlockPool, SmallTensorsAreZeroFilledAndThePoolIsBounded) {
     }
   }
   EXPECT_LE(PooledBytesKept(), kPooledBytesKept);
+  EXPECT_GT(PooledBytesKept(), 0);
+  ReleasePooledBlocks();
+  EXPECT_EQ(PooledBytesKept(), 0);
   EXPECT_THROW(PooledTensor(DType::kFloat32, {-1, 1 << 20}), Error);
 }
 
