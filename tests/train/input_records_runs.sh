@@ -17,9 +17,9 @@
 #   jpeg_shards      JPEGs of varied sizes converted keeping their bytes (image/encoded, the
 #                    features line from meta.json: *x*x3), trained through random_resized_crop
 #                    with evaluation's center crop, predicted; without a crop, one line; every
-#                    image once per epoch on 4 ranks; the same losses with 1 and 2 map threads;
-#                    a truncated JPEG fails the run, or under on_error = skip is dropped and
-#                    counted.
+#                    image once per epoch on 3 and 4 ranks; the same losses with 1 and 2 map
+#                    threads; a truncated JPEG fails the run, or under on_error = skip is
+#                    dropped and counted.
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
 
@@ -147,6 +147,12 @@ jpeg_shards)
     --train.batch_size=2 --train.warmup_steps=1 --model.label_feature=label "${jpeg[@]}" "$aug" \
     --output run4 || { cat r4.log; fail "training on 4 ranks"; }
   $py "$here/check_row_ids.py" 16 2 4 0 ids || fail "images not trained exactly once per epoch"
+  # And on 3 ranks, which 16 images do not divide (6, 5, 5: 3 steps an epoch, steps 0..5).
+  SHARDFLOW_TEST_ROW_IDS=ids3 run_train 3 r3.log --eval.files= --train.epochs=2 \
+    --train.batch_size=2 --train.warmup_steps=1 --model.label_feature=label "${jpeg[@]}" "$aug" \
+    --output run3 || { cat r3.log; fail "training on 3 ranks"; }
+  ! grep -qE "are left out of every epoch|left out [0-9]" r3.log || { cat r3.log; fail "images were left out on 3 ranks"; }
+  $py "$here/check_row_ids.py" 16 2 6 0 ids3 || fail "images not trained exactly once per epoch on 3 ranks"
   # The same training with 1 and 2 map threads: the crops are keyed by (seed, epoch, image),
   # not by the thread that decodes them, so every step's loss is the same.
   for calls in 1 2; do
