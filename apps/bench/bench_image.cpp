@@ -13,8 +13,10 @@
 // default brings the mean JPEG to ImageNet's ~110 KB, which the smooth wallpapers alone reach a
 // third of) and encoded at quality 90, as ImageNet's validation JPEGs are on average; and
 // the same files' bytes in 4 TFRecord shards, work/shards/img-*.tfrecord (image/encoded, label:
-// what shardflow-convert --input.format=images writes). --corpus-only stops there (tests make small
-// corpora with --long-side). Then per thread count T, over --epochs passes:
+// what shardflow-convert --input.format=images writes); and beside it the JPEGs of the wild,
+// work/wild/mixed/ (progressive, grey, CMYK, 4:4:4, EXIF-rotated, one cut short, one corrupt),
+// which every run puts through the training pipeline (CheckWildSet). --corpus-only stops
+// there (tests make small corpora with --long-side). Then per thread count T, over --epochs passes:
 //   decode only:  DecodeJpeg of every file's bytes (held in memory), on T threads: the
 //                 ceiling the machine's libjpeg-turbo sets;
 //   fused:        the TFRecord shards -> random_resized_crop:SxS (the decode fused into the
@@ -53,6 +55,7 @@
 #include "io/pipeline/input_pipeline.hpp"
 #include "io/pipeline/ops/image_augment.hpp"
 #include "io/pipeline/ops/image_codec.hpp"
+#include "io/pipeline/sources/source_counters.hpp"
 #include "io/tfrecord_writer.hpp"
 
 namespace shardflow::bench {
@@ -182,6 +185,48 @@ std::vector<fs::path> MakeCorpus(const ImageArgs& a) {
   return CorpusFiles(a);
 }
 
+// `jpeg` with an Exif APP1 segment after its start marker whose one IFD entry is Orientation
+// (0x0112) = 6: a camera turned 90 degrees. Decoders here, as tf.image's and torchvision's,
+// keep the stored pixels.
+std::string WithExifRotation(const std::string& jpeg) {
+  std::string tiff("II*\0\x08\0\0\0\x01\0\x12\x01\x03\0\x01\0\0\0\x06\0\0\0\0\0\0\0", 26);
+  const std::string payload = std::string("Exif\0\0", 6) + tiff;
+  std::string segment("\xFF\xE1", 2);
+  segment += static_cast<char>((payload.size() + 2) >> 8);
+  segment += static_cast<char>((payload.size() + 2) & 0xFF);
+  return jpeg.substr(0, 2) + segment + payload + jpeg.substr(2);
+}
+
+// The JPEGs of the wild beside the corpus, in work/wild/mixed/ (made from the corpus' first
+// image): progressive, greyscale, CMYK (Adobe), 4:4:4, EXIF-rotated, which every decoder must
+// read, and one cut short and one with garbage past its header, which a run must stop at or
+// skip and count. Returns how many of them decode.
+int MakeWildSet(const ImageArgs& a, const fs::path& first) {
+  const std::string bytes = ReadFile(first);
+  const Tensor rgb =
+      pipeline::DecodeJpeg(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), 3);
+  Tensor cmyk(DType::kUInt8, {rgb.dim(0), rgb.dim(1), 4});
+  for (int64_t p = 0; p < rgb.dim(0) * rgb.dim(1); ++p) {
+    for (int k = 0; k < 3; ++k) cmyk.data<uint8_t>()[p * 4 + k] = rgb.data<uint8_t>()[p * 3 + k];
+    cmyk.data<uint8_t>()[p * 4 + 3] = 255;  // inverted (Adobe): no black
+  }
+  const fs::path dir = fs::path(a.work) / "wild" / "mixed";
+  fs::create_directories(dir);
+  const auto write = [&](const char* name, const std::string& jpeg) {
+    std::ofstream(dir / name, std::ios::binary) << jpeg;
+  };
+  write("progressive.jpg", pipeline::EncodeJpeg(rgb, {.progressive = true}));
+  write("grey.jpg", pipeline::EncodeJpeg(pipeline::ConvertImageChannels(rgb, 1)));
+  write("cmyk.jpg", pipeline::EncodeJpeg(cmyk));
+  write("full-chroma.jpg", pipeline::EncodeJpeg(rgb, {.h_samp = 1, .v_samp = 1}));
+  write("exif-rotated.jpg", WithExifRotation(pipeline::EncodeJpeg(rgb)));
+  std::string damaged = pipeline::EncodeJpeg(rgb);
+  write("truncated.jpg", damaged.substr(0, damaged.size() * 3 / 4));
+  std::fill(damaged.begin() + static_cast<int64_t>(damaged.size()) / 2, damaged.end() - 2, 'x');
+  write("corrupt.jpg", damaged);
+  return 5;
+}
+
 double Seconds(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -296,6 +341,44 @@ double PipelineRate(const ImageArgs& a, int threads, bool fuse, bool folder, int
   return static_cast<double>(images) / took;
 }
 
+// The wild set through the training pipeline (the image folder, fused crop, flip, normalize):
+// under on_error = skip the damaged two are dropped and counted and the rest decode; under fail
+// the run stops with data loss. Prints one line; throws Error(kInternal) when it differs.
+void CheckWildSet(const ImageArgs& a, int decodable) {
+  pipeline::InputSpec spec;
+  spec.data.format = "images";
+  spec.format.root = (fs::path(a.work) / "wild").string();
+  spec.format.channels = 3;
+  spec.format.on_error = "skip";
+  spec.data.batch_size = 4;
+  spec.data.parallel_calls = 1;
+  spec.data.augmentations = {"random_resized_crop:64x64", "random_flip",
+                             "normalize:123.675,116.28,103.53/58.395,57.12,57.375"};
+  const int64_t skipped_before = pipeline::DistinctSkippedRecords();
+  int64_t images = 0;
+  pipeline::PipelineIterator it = pipeline::BuildInputPipeline(spec, 0, 1).MakeIterator();
+  for (pipeline::Element batch; it.Next(&batch);) images += batch.Get("image").dim(0);
+  const int64_t skipped = pipeline::DistinctSkippedRecords() - skipped_before;
+  spec.format.on_error = "fail";
+  std::string stop;
+  try {
+    pipeline::PipelineIterator failing = pipeline::BuildInputPipeline(spec, 0, 1).MakeIterator();
+    for (pipeline::Element batch; failing.Next(&batch);) {
+    }
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::kDataLoss) stop = e.context().file;
+  }
+  std::printf(
+      "wild JPEGs (progressive, grey, CMYK, 4:4:4, EXIF-rotated; truncated, corrupt): "
+      "%lld decoded, %lld skipped and counted under on_error = skip; on_error = fail "
+      "stops at %s\n",
+      static_cast<long long>(images), static_cast<long long>(skipped),
+      stop.empty() ? "nothing" : stop.c_str());
+  if (images != decodable || skipped != 2 || stop.empty()) {
+    throw Error(ErrorCode::kInternal, "the wild JPEGs did not decode, skip and stop as they must");
+  }
+}
+
 ImageArgs ParseImageArgs(const std::vector<std::string>& args) {
   ImageArgs a;
   for (FlagCursor f(args, "image"); f.Next();) {
@@ -349,7 +432,9 @@ int RunImage(const std::vector<std::string>& args) {
     files = MakeCorpus(a);
     WriteShards(a, files);
   }
+  const int decodable = MakeWildSet(a, files.front());
   if (a.corpus_only) return 0;
+  CheckWildSet(a, decodable);
   std::vector<std::string> bytes;
   size_t total = 0;
   for (const fs::path& p : files) {

@@ -64,6 +64,23 @@ TEST(PipelineOps, JpegRoundTripsApproximately) {
   EXPECT_EQ(DecodeJpeg(reinterpret_cast<const uint8_t*>(rgb.data()), rgb.size(), 1).dim(2), 1);
 }
 
+// The encoder's variants (the image benchmark's wild set) decode to the same size: progressive,
+// 4:4:4, CMYK (to RGB); bad options are refused.
+TEST(PipelineOps, JpegEncoderVariantsDecode) {
+  const Tensor rgb = Gradient(24, 40, 3);
+  Tensor cmyk(DType::kUInt8, {24, 40, 4});
+  for (int64_t i = 0; i < cmyk.num_elements(); ++i) cmyk.data<uint8_t>()[i] = i % 4 == 3 ? 255 : 90;
+  for (const std::string& jpg :
+       {EncodeJpeg(rgb, {.progressive = true}), EncodeJpeg(rgb, {.h_samp = 1, .v_samp = 1}),
+        EncodeJpeg(rgb, {.quality = 50, .h_samp = 2, .v_samp = 1}), EncodeJpeg(cmyk)}) {
+    const Tensor out = DecodeJpeg(reinterpret_cast<const uint8_t*>(jpg.data()), jpg.size(), 3);
+    EXPECT_EQ(out.shape(), (Shape{24, 40, 3}));
+  }
+  EXPECT_THROW(EncodeJpeg(rgb, {.quality = 0}), Error);
+  EXPECT_THROW(EncodeJpeg(rgb, {.h_samp = 3}), Error);
+  EXPECT_THROW(EncodeJpeg(Gradient(4, 4, 2)), Error);
+}
+
 TEST(PipelineOps, CorruptImagesAreDataLossNamingTheFeature) {
   std::string jpg = EncodeJpeg(Gradient(16, 16, 3));
   jpg.resize(jpg.size() / 3);

@@ -183,9 +183,15 @@ Tensor CmykToRgb(const Tensor& cmyk, bool adobe_inverted) {
 
 }  // namespace jpeg_detail
 
-std::string EncodeJpeg(const Tensor& image, int quality) {
-  CheckImage(image, "JPEG encode", 3);
+std::string EncodeJpeg(const Tensor& image, const JpegEncodeOptions& o) {
+  CheckImage(image, "JPEG encode", 4);
   if (image.dim(2) == 2) throw Error(ErrorCode::kInvalidArgument, "JPEG encode: 2 channels");
+  if (o.quality < 1 || o.quality > 100 || o.h_samp < 1 || o.h_samp > 2 || o.v_samp < 1 ||
+      o.v_samp > 2) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "JPEG encode: quality 1..100 and sampling factors 1..2, got quality " +
+                    std::to_string(o.quality));
+  }
   jpeg_compress_struct cinfo;
   JpegError err;
   cinfo.err = jpeg_std_error(&err.mgr);
@@ -201,10 +207,16 @@ std::string EncodeJpeg(const Tensor& image, int quality) {
   jpeg_mem_dest(&cinfo, &buffer, &length);
   cinfo.image_width = static_cast<JDIMENSION>(image.dim(1));
   cinfo.image_height = static_cast<JDIMENSION>(image.dim(0));
-  cinfo.input_components = static_cast<int>(image.dim(2));
-  cinfo.in_color_space = image.dim(2) == 1 ? JCS_GRAYSCALE : JCS_RGB;
-  jpeg_set_defaults(&cinfo);
-  jpeg_set_quality(&cinfo, quality, TRUE);
+  const int c = static_cast<int>(image.dim(2));
+  cinfo.input_components = c;
+  cinfo.in_color_space = c == 1 ? JCS_GRAYSCALE : c == 3 ? JCS_RGB : JCS_CMYK;
+  jpeg_set_defaults(&cinfo);  // CMYK: stored as such with an Adobe marker (inverted values)
+  jpeg_set_quality(&cinfo, o.quality, TRUE);
+  if (c == 3) {
+    cinfo.comp_info[0].h_samp_factor = o.h_samp;
+    cinfo.comp_info[0].v_samp_factor = o.v_samp;
+  }
+  if (o.progressive) jpeg_simple_progression(&cinfo);
   jpeg_start_compress(&cinfo, TRUE);
   const uint8_t* in = image.data<uint8_t>();
   const size_t stride = static_cast<size_t>(image.dim(1) * image.dim(2));

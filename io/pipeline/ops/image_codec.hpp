@@ -36,8 +36,19 @@ Tensor DecodeImageBytes(const uint8_t* data, size_t size, int channels = 0);
 // tf.image.rgb_to_grayscale's formula (above). The decoders' last step.
 Tensor ConvertImageChannels(Tensor image, int channels);
 
-// REQUIRES: image is uint8 [h, w, c] with c in {1, 3}; quality 1..100.
-std::string EncodeJpeg(const Tensor& image, int quality = 90);
+// The JPEG variants a corpus of photographs holds besides baseline 4:2:0.
+struct JpegEncodeOptions {
+  int quality = 90;  // 1..100
+  bool progressive = false;
+  // Luma sampling factors of a colour image: 2x2 is 4:2:0, 2x1 4:2:2, 1x1 4:4:4.
+  int h_samp = 2, v_samp = 2;
+};
+// REQUIRES: image is uint8 [h, w, c] with c in {1, 3, 4} (4: CMYK with an Adobe marker, the
+// values as given: Adobe's files hold them inverted); quality 1..100, sampling factors 1..2.
+std::string EncodeJpeg(const Tensor& image, const JpegEncodeOptions& options);
+inline std::string EncodeJpeg(const Tensor& image, int quality = 90) {
+  return EncodeJpeg(image, JpegEncodeOptions{.quality = quality});
+}
 // REQUIRES: image is uint8 [h, w, c] with c in {1, 2, 3, 4}.
 std::string EncodePng(const Tensor& image);
 
