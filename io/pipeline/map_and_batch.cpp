@@ -14,8 +14,8 @@
 // failed with kDataLoss counts as filled and is remembered as dropped; the consumer moves the
 // rows after it up when it hands the batch out (BatchBuffer::FinishWithout), so the output is
 // the same for any worker count and every pass yields as many batches as without the drop.
-// Locks: input_mu_ (input pulls) is taken before mu_ (batches and
-// control state) where both are held.
+// Locks: input_mu_ (input pulls) is taken before mu_ (batches and control state) where both
+// are held.
 #include <algorithm>
 #include <map>
 #include <optional>
