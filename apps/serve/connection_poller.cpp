@@ -458,6 +458,9 @@ void ConnectionPoller::ProcessCompletions() {
     MutexLock lock(mu_);
     done.swap(done_);
   }
+  // A response the stop's queue flush produced (run.cpp: http.Stop() before queue.Flush()) is
+  // in `done` only after stop_ was set: drain first, so it goes out with Connection: close.
+  if (stop_.load() && !draining_) BeginDrain();
   for (auto& [id, response] : done) {
     const auto it = conns_.find(id);
     if (it == conns_.end() || it->second->state != Connection::State::kHandling) continue;

@@ -98,9 +98,11 @@ int Run(MpiEnvironment& env, const ServeAppConfig& config, Prepared& p) {
   PrintBanner(env, config, p, http.port());
   WaitForStop(config, *p.pool, metrics, listener_done);
   // Stop accepting; every request read is answered (their jobs go without waiting for fuller
-  // batches) and the connections close; then the replicas drain what is left.
-  queue.Flush();
+  // batches) and the connections close; then the replicas drain what is left. The HTTP side
+  // stops first: a held request the flush answers must find it draining (Connection: close),
+  // not answer it as if the server went on.
   http.Stop();
+  queue.Flush();
   listener.join();
   queue.Close();
   replicas.Join();

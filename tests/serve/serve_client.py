@@ -35,6 +35,8 @@ MODEL = "/v1/models/default"
 
 def fail(msg):
     print("serve_client: " + msg, file=sys.stderr)
+    print("serve_client: " + msg)  # also where the test's output tail keeps it
+    sys.stdout.flush()
     sys.stderr.flush()
     os._exit(1)  # client threads may still run
 

@@ -33,7 +33,13 @@ shift 4
 mpi=("$@")
 src=$(cd "$(dirname "$0")/../.." && pwd)
 rm -rf "$work" && mkdir -p "$work"
-fail() { echo "serve_e2e: $*" >&2; for f in "$work"/*.log; do echo "== $f" >&2; tail -n 20 "$f" >&2; done; exit 1; }
+# The logs, then the reason again: the test's output keeps only the last lines.
+fail() {
+  echo "serve_e2e: $*" >&2
+  for f in "$work"/*.log; do echo "== $f" >&2; tail -n 20 "$f" >&2; done
+  echo "serve_e2e: $*" >&2
+  exit 1
+}
 py=/usr/bin/python3
 cfg="$src/configs/fmnist_mlp.ini"
 export OMPI_MCA_mpi_yield_when_idle=1
