@@ -1,5 +1,6 @@
 #include "io/pipeline/block_pool.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -74,10 +75,11 @@ BlockPool& Pool() {
 }  // namespace
 
 Tensor PooledTensor(DType dtype, const Shape& shape) {
-  const Tensor view = Tensor::View(nullptr, dtype, shape);  // checks nothing, sizes the bytes
-  const auto bytes = static_cast<int64_t>(view.byte_size());
-  // (A negative dimension makes `bytes` negative: Tensor's constructor refuses it.)
-  if (bytes < kPooledMinBytes) return Tensor(dtype, shape);
+  // A negative dimension goes to Tensor's constructor, which refuses it (two of them would
+  // make a positive element count).
+  const bool negative = std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; });
+  const auto bytes = NumElements(shape) * static_cast<int64_t>(DTypeSize(dtype));
+  if (negative || bytes < kPooledMinBytes) return Tensor(dtype, shape);
   const size_t rounded = (static_cast<size_t>(bytes) + 63) / 64 * 64;
   std::shared_ptr<void> block = Pool().Acquire(rounded);
   void* data = block.get();

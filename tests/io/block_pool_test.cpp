@@ -51,6 +51,7 @@ TEST(BlockPool, SmallTensorsAreZeroFilledAndThePoolIsBounded) {
   ReleasePooledBlocks();
   EXPECT_EQ(PooledBytesKept(), 0);
   EXPECT_THROW(PooledTensor(DType::kFloat32, {-1, 1 << 20}), Error);
+  EXPECT_THROW(PooledTensor(DType::kFloat32, {-1024, -1024}), Error);  // 4 MB "elements"
 }
 
 TEST(BlockPool, ThreadsTakeAndFreeBlocksAtOnce) {
