@@ -7,15 +7,20 @@
 
 #include "core/environment.hpp"
 #include "core/layers/activation.hpp"
+#include "core/layers/attention.hpp"
 #include "core/layers/batch_norm.hpp"
 #include "core/layers/conv2d.hpp"
 #include "core/layers/dense.hpp"
 #include "core/layers/dropout.hpp"
 #include "core/layers/embedding.hpp"
+#include "core/layers/layer_norm.hpp"
 #include "core/layers/lstm.hpp"
 #include "core/layers/pooling.hpp"
 #include "core/layers/reshape.hpp"
 #include "core/layers/residual.hpp"
+#include "core/layers/sequence_pool.hpp"
+#include "core/layers/token_embedding.hpp"
+#include "core/layers/transformer_block.hpp"
 #include "core/trace.hpp"
 
 namespace shardflow {
@@ -132,6 +137,42 @@ std::vector<std::string> SplitModelSpec(const std::string& spec) {
   return tokens;
 }
 
+namespace {
+
+// The layers of sequence models (transformers), or null when `p[0]` names none of them.
+template <typename T>
+std::unique_ptr<Layer<T>> MakeSequenceLayer(const std::string& token,
+                                            const std::vector<std::string>& p) {
+  const std::string& kind = p[0];
+  if (kind == "tokens") {
+    ExpectArgs(token, p, 2, 2);
+    return MakeTokenEmbedding<T>({.vocabulary = ParsePositive(token, p[1], "vocabulary"),
+                                  .dim = ParsePositive(token, p[2], "dimensions")});
+  }
+  if (kind == "layernorm") {
+    ExpectArgs(token, p, 0, 0);
+    return MakeLayerNorm<T>({});
+  }
+  if (kind == "attention" || kind == "block") {
+    ExpectArgs(token, p, 1, 2);
+    const int64_t heads = ParsePositive(token, p[1], "heads");
+    if (p.size() == 3 && p[2] != "causal")
+      BadToken(token, "the optional second argument is 'causal'");
+    const bool causal = p.size() == 3;
+    if (kind == "block") return MakeTransformerBlock<T>({.heads = heads, .causal = causal});
+    return MakeAttention<T>({.heads = heads, .causal = causal});
+  }
+  if (kind == "seqpool") {
+    ExpectArgs(token, p, 1, 1);
+    if (p[1] != "mean" && p[1] != "first")
+      BadToken(token, "expected seqpool:mean or seqpool:first");
+    return MakeSequencePool<T>(p[1] == "mean" ? SequencePoolKind::kMean : SequencePoolKind::kFirst);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 template <typename T>
 std::unique_ptr<Layer<T>> MakeLayerFromSpec(const std::string& token, const Shape& model_input,
                                             const ModelOptions& options) {
@@ -150,6 +191,7 @@ std::unique_ptr<Layer<T>> MakeLayerFromSpec(const std::string& token, const Shap
                              .dim = ParsePositive(token, p[2], "dimensions"),
                              .at = at});
   }
+  if (auto layer = MakeSequenceLayer<T>(token, p)) return layer;
   if (kind == "conv") {
     ExpectArgs(token, p, 2, 5);
     Conv2DOptions o{.filters = ParsePositive(token, p[1], "filters"), .init = options.init};

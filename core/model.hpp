@@ -18,6 +18,13 @@
 //   repeat[:T]              (B, H) -> (B, T, H); T defaults to the model input's length
 //   embedding:N:D:AT        (B, W) -> (B, W - 1 + D): column AT's index into an N x D table
 //                           (core/layers/embedding.hpp)
+//   tokens:V:D              (B, T) token ids -> (B, T, D): token and learned position embedding
+//                           (core/layers/token_embedding.hpp)
+//   layernorm               layer normalisation over the last dimension
+//   attention:H[:causal]    multi-head self-attention, H heads (core/layers/attention.hpp)
+//   block:H[:causal]        pre-LN transformer block: attention and a 4D GELU MLP, each with
+//                           its residual (core/layers/transformer_block.hpp)
+//   seqpool:mean|first      (B, T, D) -> (B, D): mean over positions, or position 0
 // or one of the presets (PresetSpec): linear, mlp, cnn, resnet, resnet50, lstm_autoencoder.
 //
 // Tensor parallelism (core/layers/tensor_parallel.hpp): ":col" marks a column-parallel layer

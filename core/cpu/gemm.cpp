@@ -320,6 +320,18 @@ template void Gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const fl
 template void Gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
                            const double*, int64_t, double, double*, int64_t);
 
+template <typename T>
+void GemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  GemmBlock(trans_a, trans_b, 0, m, 0, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+template void GemmSerial<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                                const float*, int64_t, float, float*, int64_t);
+template void GemmSerial<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*,
+                                 int64_t, const double*, int64_t, double, double*, int64_t);
+
 void SetGemmKernel(GemmKernel kernel) { g_kernel = static_cast<int>(kernel); }
 
 GemmKernel CurrentGemmKernel() {

@@ -20,6 +20,13 @@ template <typename T>
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
           int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 
+// The same product on the calling thread alone, through Eigen's packed kernel: for kernels that
+// run their own pieces on the pool and multiply small blocks inside them (attention,
+// core/cpu/attention.hpp), where a nested Gemm would only find the pool busy.
+template <typename T>
+void GemmSerial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+
 // Intra-op threads for kernels: Gemm cuts C into blocks by shape alone (each element sums over
 // k in the same order whatever the thread count, so results do not depend on it) and runs them
 // on the caller and the worker pool of core/cpu/parallel.hpp, as do the conv and pooling

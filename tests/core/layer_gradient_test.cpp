@@ -118,6 +118,19 @@ TEST(LayerGradient, LstmLastState) { CheckLayer("lstm:3", {4, 2}, 2); }
 TEST(LayerGradient, LstmSequence) { CheckLayer("lstm:3:seq", {3, 2}, 2); }
 TEST(LayerGradient, LstmOneStep) { CheckLayer("lstm:2:seq", {1, 3}, 1); }
 TEST(LayerGradient, RepeatVector) { CheckLayer("repeat:3", {4}, 2); }
+TEST(LayerGradient, LayerNorm) { CheckLayer("layernorm", {3, 5}, 2); }
+TEST(LayerGradient, LayerNormFlat) { CheckLayer("layernorm", {6}, 3); }
+TEST(LayerGradient, SequencePoolMean) { CheckLayer("seqpool:mean", {3, 4}, 2); }
+TEST(LayerGradient, SequencePoolFirst) { CheckLayer("seqpool:first", {3, 4}, 2); }
+// Attention over one tile and over several (T > 64 crosses the 64 x 64 tiles, and T = 70
+// leaves a ragged last one), bidirectional and causal.
+TEST(LayerGradient, AttentionBidirectional) { CheckLayer("attention:2", {5, 4}, 2); }
+TEST(LayerGradient, AttentionCausal) { CheckLayer("attention:2:causal", {5, 4}, 2); }
+TEST(LayerGradient, AttentionOneHead) { CheckLayer("attention:1:causal", {3, 3}, 1); }
+TEST(LayerGradient, AttentionAcrossTiles) { CheckLayer("attention:1", {70, 2}, 1); }
+TEST(LayerGradient, AttentionCausalAcrossTiles) { CheckLayer("attention:1:causal", {70, 2}, 1); }
+TEST(LayerGradient, TransformerBlock) { CheckLayer("block:2", {4, 4}, 2); }
+TEST(LayerGradient, TransformerBlockCausal) { CheckLayer("block:2:causal", {4, 4}, 2); }
 
 // The whole model's parameter gradients (hooks, arena layout, inter-layer plumbing).
 TEST(LayerGradient, WholeCnnModel) {

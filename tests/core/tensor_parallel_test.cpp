@@ -180,7 +180,11 @@ INSTANTIATE_TEST_SUITE_P(
                            "conv:4:3x3:valid:s2:row, gap, dense:3",
                            {8, 8, 2},
                            2,
-                           false}));
+                           false},
+                      // transformers: heads and MLP units split inside each block
+                      Case{"block:4:causal, block:4:causal, layernorm, dense:5", {6, 8}, 2, true},
+                      Case{"block:4, layernorm, seqpool:first, dense:3", {5, 8}, 4, true},
+                      Case{"attention:2, seqpool:mean, dense:3", {70, 4}, 2, true}));
 
 // Per way, a split layer does 1/T of its work; replicated layers all of theirs.
 TEST(TensorParallel, FlopsPerSamplePerWay) {

@@ -1,0 +1,101 @@
+#include "core/layers/sequence_pool.hpp"
+
+#include "core/backend/device_runtime.hpp"
+
+namespace shardflow {
+namespace {
+
+template <typename T>
+class SequencePool final : public Layer<T> {
+ public:
+  explicit SequencePool(SequencePoolKind kind) : kind_(kind) {}
+  std::string kind() const override { return "seqpool"; }
+  std::string Describe() const override {
+    return kind_ == SequencePoolKind::kMean ? "seqpool:mean" : "seqpool:first";
+  }
+  TpRole tp_role() const override { return TpRole::kSliceWise; }
+
+  Shape Build(const Shape& in, BuildContext<T>&) override {
+    if (in.size() != 2) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  Describe() + " needs a sequence (time, features), got " + ShapeToString(in),
+                  {.key = "model"});
+    }
+    in_ = in;
+    return {in[1]};
+  }
+
+  std::unique_ptr<LayerState> NewState() const override { return std::make_unique<State>(); }
+
+ protected:
+  Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
+    const int64_t b = CheckInput(x, in_, "seqpool");
+    CheckCpu(x);
+    State& s = StateAs<State>(st, "seqpool");
+    s.batch = b;
+    const int64_t t = in_[0], d = in_[1];
+    Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), {b, d});
+    const T* xp = x.template data<T>();
+    T* yp = y.template data<T>();
+    for (int64_t i = 0; i < b; ++i) {
+      T* out = yp + i * d;
+      const T* in = xp + i * t * d;
+      if (kind_ == SequencePoolKind::kFirst) {
+        for (int64_t c = 0; c < d; ++c) out[c] = in[c];
+        continue;
+      }
+      for (int64_t c = 0; c < d; ++c) out[c] = T(0);
+      for (int64_t p = 0; p < t; ++p) {
+        for (int64_t c = 0; c < d; ++c) out[c] += in[p * d + c];
+      }
+      for (int64_t c = 0; c < d; ++c) out[c] /= static_cast<T>(t);
+    }
+    return y;
+  }
+
+  Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
+    if (!need_dx) return Tensor();
+    CheckCpu(dy);
+    State& s = StateAs<State>(st, "seqpool");
+    const int64_t t = in_[0], d = in_[1];
+    Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), {s.batch, t, d});
+    const T* g = dy.template data<T>();
+    T* dxp = dx.template data<T>();
+    const T share = kind_ == SequencePoolKind::kMean ? T(1) / static_cast<T>(t) : T(1);
+    for (int64_t i = 0; i < s.batch; ++i) {
+      for (int64_t p = 0; p < t; ++p) {
+        T* out = dxp + (i * t + p) * d;
+        const bool gets = kind_ == SequencePoolKind::kMean || p == 0;
+        for (int64_t c = 0; c < d; ++c) out[c] = gets ? g[i * d + c] * share : T(0);
+      }
+    }
+    return dx;
+  }
+
+ private:
+  struct State final : LayerState {
+    Tensor y, dx;
+    int64_t batch = 0;
+  };
+
+  static void CheckCpu(const Tensor& t) {
+    if (!DeviceSupports(t.device(), DeviceFeature::kHostMemory)) {
+      throw Error(ErrorCode::kInvalidArgument, "seqpool runs on CPU tensors only",
+                  {.key = "model"});
+    }
+  }
+
+  SequencePoolKind kind_;
+  Shape in_;
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<Layer<T>> MakeSequencePool(SequencePoolKind kind) {
+  return std::make_unique<SequencePool<T>>(kind);
+}
+template std::unique_ptr<Layer<float>> MakeSequencePool<float>(SequencePoolKind);
+template std::unique_ptr<Layer<double>> MakeSequencePool<double>(SequencePoolKind);
+
+}  // namespace shardflow

@@ -1,0 +1,135 @@
+#include "core/layers/token_embedding.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include "core/backend/device_runtime.hpp"
+
+namespace shardflow {
+namespace {
+
+template <typename T>
+class TokenEmbedding final : public Layer<T> {
+ public:
+  explicit TokenEmbedding(const TokenEmbeddingOptions& o) : o_(o) {
+    if (o.vocabulary <= 0 || o.dim <= 0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "tokens needs a vocabulary V > 0 and D > 0 dimensions, got " + Describe());
+    }
+  }
+  std::string kind() const override { return "tokens"; }
+  std::string Describe() const override {
+    return "tokens:" + std::to_string(o_.vocabulary) + ":" + std::to_string(o_.dim);
+  }
+
+  Shape Build(const Shape& in, BuildContext<T>& ctx) override {
+    if (in.size() != 1) {
+      throw Error(
+          ErrorCode::kInvalidArgument,
+          Describe() + " needs a flat input of T token ids per sample, got " + ShapeToString(in),
+          {.key = "model"});
+    }
+    time_ = in[0];
+    arena_ = ctx.arena;
+    table_ = ctx.Declare("table", {o_.vocabulary, o_.dim}, true);
+    position_ = ctx.Declare("position", {time_, o_.dim}, false);
+    return {time_, o_.dim};
+  }
+
+  void Initialize(uint64_t seed) override {
+    Backend<T>& be = BackendFor<T>(arena_->device());
+    be.FillNormal(o_.vocabulary * o_.dim, 0.02, seed, arena_->init_stream(table_),
+                  arena_->param(table_));
+    be.FillNormal(time_ * o_.dim, 0.02, seed, arena_->init_stream(position_),
+                  arena_->param(position_));
+  }
+
+  std::unique_ptr<LayerState> NewState() const override { return std::make_unique<State>(); }
+
+ protected:
+  Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
+    const int64_t b = CheckInput(x, {time_}, "tokens");
+    CheckCpu(x);
+    State& s = StateAs<State>(st, "tokens");
+    const int64_t d = o_.dim;
+    Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), {b, time_, d});
+    s.ids.resize(static_cast<size_t>(b * time_));
+    s.batch = b;
+    const T* xp = x.template data<T>();
+    const T* table = arena_->param(table_);
+    const T* pos = arena_->param(position_);
+    T* yp = y.template data<T>();
+    for (int64_t r = 0; r < b * time_; ++r) {
+      const int64_t id = Id(xp[r], r);
+      s.ids[static_cast<size_t>(r)] = id;
+      const T* e = table + id * d;
+      const T* p = pos + (r % time_) * d;
+      T* out = yp + r * d;
+      for (int64_t c = 0; c < d; ++c) out[c] = e[c] + p[c];
+    }
+    return y;
+  }
+
+  Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
+    CheckCpu(dy);
+    State& s = StateAs<State>(st, "tokens");
+    const int64_t d = o_.dim;
+    const T* g = dy.template data<T>();
+    T* table = arena_->grad(table_);
+    T* pos = arena_->grad(position_);
+    for (int64_t r = 0; r < s.batch * time_; ++r) {
+      T* e = table + s.ids[static_cast<size_t>(r)] * d;
+      T* p = pos + (r % time_) * d;
+      const T* src = g + r * d;
+      for (int64_t c = 0; c < d; ++c) {
+        e[c] += src[c];
+        p[c] += src[c];
+      }
+    }
+    if (!need_dx) return Tensor();
+    Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), {s.batch, time_});
+    BackendFor<T>(dy.device()).Fill(dx.num_elements(), T(0), dx.template data<T>());
+    return dx;
+  }
+
+ private:
+  struct State final : LayerState {
+    Tensor y, dx;
+    std::vector<int64_t> ids;
+    int64_t batch = 0;
+  };
+
+  int64_t Id(T value, int64_t flat) const {
+    const double v = static_cast<double>(value);
+    if (!(v >= 0 && v < static_cast<double>(o_.vocabulary)) || std::floor(v) != v) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  Describe() + ": sample " + std::to_string(flat / time_) + " position " +
+                      std::to_string(flat % time_) + " holds " + std::to_string(v) +
+                      ", expected a token id in [0, " + std::to_string(o_.vocabulary) + ")",
+                  {.key = "model"});
+    }
+    return static_cast<int64_t>(v);
+  }
+
+  static void CheckCpu(const Tensor& t) {
+    if (!DeviceSupports(t.device(), DeviceFeature::kHostMemory)) {
+      throw Error(ErrorCode::kInvalidArgument, "tokens runs on CPU tensors only", {.key = "model"});
+    }
+  }
+
+  TokenEmbeddingOptions o_;
+  int64_t time_ = 0;
+  Arena<T>* arena_ = nullptr;
+  int table_ = -1, position_ = -1;
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<Layer<T>> MakeTokenEmbedding(const TokenEmbeddingOptions& options) {
+  return std::make_unique<TokenEmbedding<T>>(options);
+}
+template std::unique_ptr<Layer<float>> MakeTokenEmbedding<float>(const TokenEmbeddingOptions&);
+template std::unique_ptr<Layer<double>> MakeTokenEmbedding<double>(const TokenEmbeddingOptions&);
+
+}  // namespace shardflow
