@@ -4,14 +4,20 @@
 
 namespace shardflow {
 
-template <typename T>
-double SoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels, Tensor* dlogits) {
-  if (logits.rank() != 2 || labels.rank() != 1 || labels.dim(0) != logits.dim(0)) {
+int64_t LabelledRows(const Tensor& logits, const Tensor& labels, const char* what) {
+  const Shape& z = logits.shape();
+  if (z.size() < 2 || labels.shape() != Shape(z.begin(), z.end() - 1)) {
     throw Error(ErrorCode::kInvalidArgument,
-                "cross-entropy expects logits (batch, classes) and labels (batch), got " +
+                std::string(what) +
+                    " expects logits (batch, ..., classes) and labels (batch, ...), got " +
                     ShapeToString(logits.shape()) + " and " + ShapeToString(labels.shape()));
   }
-  const int64_t b = logits.dim(0), k = logits.dim(1);
+  return labels.num_elements();
+}
+
+template <typename T>
+double SoftmaxCrossEntropy(const Tensor& logits, const Tensor& labels, Tensor* dlogits) {
+  const int64_t b = LabelledRows(logits, labels, "cross-entropy"), k = logits.shape().back();
   T* d = nullptr;
   if (dlogits != nullptr) {
     if (dlogits->shape() != logits.shape() || dlogits->dtype() != logits.dtype() ||

@@ -6,12 +6,7 @@ namespace shardflow {
 
 template <typename T>
 int64_t CountCorrect(const Tensor& logits, const Tensor& labels) {
-  if (logits.rank() != 2 || labels.rank() != 1 || labels.dim(0) != logits.dim(0)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "accuracy expects logits (batch, classes) and labels (batch), got " +
-                    ShapeToString(logits.shape()) + " and " + ShapeToString(labels.shape()));
-  }
-  const int64_t b = logits.dim(0), k = logits.dim(1);
+  const int64_t b = LabelledRows(logits, labels, "accuracy"), k = logits.shape().back();
   // Counted on the host: a model on a device hands its logits over (B x K values).
   const Tensor host = logits.To(Device::kCpu), host_labels = labels.To(Device::kCpu);
   const T* z = host.data<T>();

@@ -9,7 +9,8 @@
 
 namespace shardflow {
 
-// Rows of logits (B, K) whose argmax (first maximum) equals the label (int labels, (B)).
+// Rows of logits (B, K) whose argmax (first maximum) equals the label (int labels, (B)); of a
+// sequence model's logits (B, S..., K) and labels (B, S...), the positions (out of B * S...).
 template <typename T>
 int64_t CountCorrect(const Tensor& logits, const Tensor& labels);
 

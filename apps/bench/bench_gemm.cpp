@@ -32,6 +32,10 @@
 namespace shardflow::bench {
 namespace {
 
+constexpr const char* kGptSpec =
+    "tokens:65:384, block:6:causal, block:6:causal, block:6:causal, block:6:causal, "
+    "block:6:causal, block:6:causal, layernorm, dense:65";
+
 struct GemmArgs {
   std::vector<std::string> models = {"mlp", "cnn"};
   int64_t batch = 64;
@@ -49,14 +53,14 @@ int RunGemm(const std::vector<std::string>& argv) {
   for (FlagCursor f(argv, "gemm"); f.Next();) {
     if (f.IsHelp()) {
       std::printf(
-          "shardflow-bench gemm [--model mlp|cnn|resnet|all] [--batch 64] [--threads 1] "
+          "shardflow-bench gemm [--model mlp|cnn|resnet|gpt|all] [--batch 64] [--threads 1] "
           "[--reps 5] [--json]\n");
       return 0;
     }
     if (f.Is("--model")) {
       const std::string v = f.Value();
-      if (v != "all" && v != "mlp" && v != "cnn" && v != "resnet") {
-        throw Error(ErrorCode::kInvalidArgument, "--model must be mlp, cnn, resnet or all");
+      if (v != "all" && v != "mlp" && v != "cnn" && v != "resnet" && v != "gpt") {
+        throw Error(ErrorCode::kInvalidArgument, "--model must be mlp, cnn, resnet, gpt or all");
       }
       a.models = v == "all" ? std::vector<std::string>{"mlp", "cnn"} : std::vector{v};
     } else if (f.Is("--batch")) {
@@ -108,7 +112,9 @@ int RunGemm(const std::vector<std::string>& argv) {
   const size_t nc = cs.size();
   const cpu::GemmKernel before = cpu::CurrentGemmKernel();
   for (const std::string& name : a.models) {
-    Sequential<float> m(name, {28, 28, 1});
+    // gpt: shardflow-bench transformer's default model (a batch of 256-token sequences).
+    Sequential<float> m =
+        name == "gpt" ? Sequential<float>(kGptSpec, {256}) : Sequential<float>(name, {28, 28, 1});
     const std::vector<GemmShape> shapes = StepGemms(m, a.batch);
     std::printf("model %s, batch %lld, threads %d, target %s: GFLOP/s per shape (median of %d)\n",
                 name.c_str(), static_cast<long long>(a.batch), cpu::IntraOpThreads(),

@@ -63,7 +63,10 @@ std::vector<GemmShape> StepGemms(Sequential<float>& m, int64_t batch) {
     } else {
       continue;
     }
-    const int64_t rows_per_sample = NumElements(out_shape) / n;
+    // A dense kernel's rows: the layer output's rows (a transformer block's inner kernels have
+    // other widths than the block's output, but as many rows).
+    const int64_t rows_per_sample = s.shape.size() == 4 ? NumElements(out_shape) / n
+                                                        : NumElements(out_shape) / out_shape.back();
     // Convolutions: whole chunks of images, then the rest.
     int64_t chunk = batch;
     if (s.shape.size() == 4) {

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/cpu/gemm.hpp"
 #include "core/cpu/parallel.hpp"
+#include "core/cpu/vector_math.hpp"
 
 namespace shardflow::cpu {
 namespace {
@@ -35,6 +37,16 @@ HeadView<T> ViewOf(const AttentionShape& s, const T* qkv, int64_t pair) {
           .scale = T(1) / std::sqrt(T(s.head_dim))};
 }
 
+// v[i] = exp(v[i]), vectorised for float.
+template <typename T>
+void ExpInPlace(int64_t n, T* v) {
+  if constexpr (std::is_same_v<T, float>) {
+    ExpFloat(n, v, v);
+  } else {
+    for (int64_t i = 0; i < n; ++i) v[i] = std::exp(v[i]);
+  }
+}
+
 // Keys of tile [j0, j0 + bk) that query i sees: all, or under the causal mask those <= i.
 inline int64_t Visible(bool causal, int64_t i, int64_t j0, int64_t bk) {
   return causal ? std::clamp<int64_t>(i - j0 + 1, 0, bk) : bk;
@@ -51,11 +63,10 @@ void FoldTile(const HeadView<T>& v, int64_t i0, int64_t j0, int64_t bq, int64_t 
     T mx = m[r];
     for (int64_t c = 0; c < seen; ++c) mx = std::max(mx, row[c]);
     const T alpha = seen == 0 || m[r] == mx ? T(1) : std::exp(m[r] - mx);
+    for (int64_t c = 0; c < seen; ++c) row[c] -= mx;
+    ExpInPlace(seen, row);
     T sum = 0;
-    for (int64_t c = 0; c < seen; ++c) {
-      row[c] = std::exp(row[c] - mx);
-      sum += row[c];
-    }
+    for (int64_t c = 0; c < seen; ++c) sum += row[c];
     std::fill(row + seen, row + bk, T(0));
     l[r] = l[r] * alpha + sum;
     m[r] = mx;
@@ -101,10 +112,9 @@ void TileGradient(const HeadView<T>& v, int64_t i0, int64_t j0, int64_t bq, int6
     const int64_t seen = Visible(v.causal, i0 + r, j0, bk);
     T* prow = p + r * bk;
     T* drow = ds + r * bk;
-    for (int64_t c = 0; c < seen; ++c) {
-      prow[c] = std::exp(prow[c] - lse[r]);
-      drow[c] = prow[c] * (drow[c] - delta[r]);
-    }
+    for (int64_t c = 0; c < seen; ++c) prow[c] -= lse[r];
+    ExpInPlace(seen, prow);
+    for (int64_t c = 0; c < seen; ++c) drow[c] = prow[c] * (drow[c] - delta[r]);
     std::fill(prow + seen, prow + bk, T(0));
     std::fill(drow + seen, drow + bk, T(0));
   }

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "core/backend/pointwise.hpp"
 #include "core/cpu/kernels.hpp"
 #include "core/cpu/parallel.hpp"
+#include "core/cpu/vector_math.hpp"
 
 namespace shardflow::cpu {
 
@@ -66,6 +68,29 @@ void Scale(int64_t n, T s, T* y) {
 
 namespace {
 
+// Float GELU through the vectorised tanh (core/cpu/vector_math.hpp), in chunks on the stack:
+// y = 0.5 x (1 + t), or with dy the gradient, t = tanh(s (x + c x^3)).
+void GeluFloat(int64_t n, const float* x, const float* dy, float* out) {
+  constexpr int64_t kChunk = 256;
+  constexpr float s = pointwise::kGeluScale<float>, c = pointwise::kGeluCubic<float>;
+  float t[kChunk];
+  for (int64_t b = 0; b < n; b += kChunk) {
+    const int64_t m = std::min(kChunk, n - b);
+    const float* xb = x + b;
+    for (int64_t i = 0; i < m; ++i) t[i] = s * (xb[i] + c * xb[i] * xb[i] * xb[i]);
+    TanhFloat(m, t, t);
+    if (dy == nullptr) {
+      for (int64_t i = 0; i < m; ++i) out[b + i] = 0.5f * xb[i] * (1.0f + t[i]);
+      continue;
+    }
+    for (int64_t i = 0; i < m; ++i) {
+      const float v = xb[i];
+      out[b + i] = dy[b + i] * (0.5f * (1.0f + t[i]) +
+                                0.5f * v * (1.0f - t[i] * t[i]) * s * (1.0f + 3.0f * c * v * v));
+    }
+  }
+}
+
 template <typename T>
 void ActivationRange(ActivationKind kind, int64_t n, const T* x, T* y) {
   switch (kind) {
@@ -73,7 +98,11 @@ void ActivationRange(ActivationKind kind, int64_t n, const T* x, T* y) {
       for (int64_t i = 0; i < n; ++i) y[i] = pointwise::Relu(x[i]);
       break;
     case ActivationKind::kGelu:
-      for (int64_t i = 0; i < n; ++i) y[i] = pointwise::Gelu(x[i]);
+      if constexpr (std::is_same_v<T, float>) {
+        GeluFloat(n, x, nullptr, y);
+      } else {
+        for (int64_t i = 0; i < n; ++i) y[i] = pointwise::Gelu(x[i]);
+      }
       break;
     case ActivationKind::kTanh:
       for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
@@ -92,7 +121,11 @@ void ActivationGradRange(ActivationKind kind, int64_t n, const T* x, const T* y,
       for (int64_t i = 0; i < n; ++i) dx[i] = pointwise::ReluGrad(x[i], dy[i]);
       break;
     case ActivationKind::kGelu:
-      for (int64_t i = 0; i < n; ++i) dx[i] = pointwise::GeluGrad(x[i], dy[i]);
+      if constexpr (std::is_same_v<T, float>) {
+        GeluFloat(n, x, dy, dx);
+      } else {
+        for (int64_t i = 0; i < n; ++i) dx[i] = pointwise::GeluGrad(x[i], dy[i]);
+      }
       break;
     case ActivationKind::kTanh:
       for (int64_t i = 0; i < n; ++i) dx[i] = pointwise::TanhGradFromY(y[i], dy[i]);

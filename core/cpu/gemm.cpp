@@ -290,7 +290,7 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
 #if defined(SHARDFLOW_HAVE_GEMM_AVX512)
   if constexpr (std::is_same_v<T, float>) {
     if (CurrentGemmKernel() == GemmKernel::kAuto && LibrarySgemmTakes(trans_a, trans_b, m, n, k) &&
-        LibrarySgemm(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) {
+        LibrarySgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) {
       return;
     }
     if (UseOwnSgemm(m, n, k, trans_b)) {

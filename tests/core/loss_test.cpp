@@ -39,6 +39,25 @@ TEST(Loss, SoftmaxCrossEntropyValueAndGradient) {
   }
 }
 
+// A sequence's logits (B, S, K) with labels (B, S) are B * S rows of (K) logits.
+TEST(Loss, SequenceLogitsAreRowsPerPosition) {
+  Tensor z(DType::kFloat64, {2, 3, 4});
+  for (int64_t i = 0; i < 24; ++i) z.data<double>()[i] = RandomNormal(2, 0, i);
+  Tensor y(DType::kInt64, {2, 3});
+  for (int64_t i = 0; i < 6; ++i) y.data<int64_t>()[i] = (i * 3) % 4;
+  const Tensor flat_z = z.Reshaped({6, 4});
+  const Tensor flat_y = y.Reshaped({6});
+  Tensor d, flat_d;
+  EXPECT_EQ(SoftmaxCrossEntropy<double>(z, y, &d),
+            SoftmaxCrossEntropy<double>(flat_z, flat_y, &flat_d));
+  EXPECT_EQ(d.shape(), z.shape());
+  for (int64_t i = 0; i < 24; ++i) EXPECT_EQ(d.data<double>()[i], flat_d.data<double>()[i]);
+  EXPECT_EQ(CountCorrect<double>(z, y), CountCorrect<double>(flat_z, flat_y));
+  Tensor wrong(DType::kInt64, {2, 4});
+  EXPECT_THROW(SoftmaxCrossEntropy<double>(z, wrong, nullptr), Error);
+  EXPECT_THROW(CountCorrect<double>(z, wrong), Error);
+}
+
 TEST(Loss, HugeLogitsStayFinite) {
   Tensor z(DType::kFloat32, {1, 2});
   z.data<float>()[0] = 1e30f;
