@@ -21,6 +21,15 @@ int64_t CountCorrect(const Tensor& logits, const Tensor& labels) {
 }
 
 template <typename T>
+double CorrectPerSample(const Tensor& logits, const Tensor& labels) {
+  const int64_t correct = CountCorrect<T>(logits, labels);
+  const int64_t b = labels.rank() > 0 ? labels.dim(0) : 0;
+  if (b == 0) return 0.0;
+  return static_cast<double>(correct) * static_cast<double>(b) /
+         static_cast<double>(labels.num_elements());
+}
+
+template <typename T>
 double SumReconstructionError(const Tensor& pred, const Tensor& target) {
   if (pred.shape() != target.shape() || pred.rank() == 0) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -47,6 +56,8 @@ double SumReconstructionError(const Tensor& pred, const Tensor& target) {
 
 template int64_t CountCorrect<float>(const Tensor&, const Tensor&);
 template int64_t CountCorrect<double>(const Tensor&, const Tensor&);
+template double CorrectPerSample<float>(const Tensor&, const Tensor&);
+template double CorrectPerSample<double>(const Tensor&, const Tensor&);
 template double SumReconstructionError<float>(const Tensor&, const Tensor&);
 template double SumReconstructionError<double>(const Tensor&, const Tensor&);
 

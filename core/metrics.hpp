@@ -14,6 +14,12 @@ namespace shardflow {
 template <typename T>
 int64_t CountCorrect(const Tensor& logits, const Tensor& labels);
 
+// Over the B samples, the sum of each sample's fraction of correct positions: CountCorrect for
+// logits (B, K); for a sequence model's (B, S..., K), CountCorrect / S..., so that this sum over
+// the samples seen, divided by their number, is the per-position accuracy (next-token accuracy).
+template <typename T>
+double CorrectPerSample(const Tensor& logits, const Tensor& labels);
+
 // Per-sample mean squared error of pred vs target, summed over the batch (divide by B for the
 // mean reconstruction error).
 template <typename T>

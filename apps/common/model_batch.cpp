@@ -40,17 +40,21 @@ ModelBatch ToModelBatch(const pipeline::Element& batch, const BatchSpec& spec, T
   }
   if (!spec.label_feature.empty()) {
     const Tensor& labels = batch.Get(spec.label_feature);
-    if (labels.num_elements() != out.rows || labels.dtype() == DType::kFloat32 ||
+    // One label per sample, or a sequence model's one per position (B, S...).
+    const bool per_sample = labels.num_elements() == out.rows;
+    const bool per_position = labels.rank() >= 2 && labels.dim(0) == out.rows;
+    if ((!per_sample && !per_position) || labels.dtype() == DType::kFloat32 ||
         labels.dtype() == DType::kFloat64) {
       ErrorContext ctx = batch.where.Context();
       ctx.key = spec.label_feature;
       throw Error(ErrorCode::kInvalidArgument,
                   "label feature has shape " + ShapeToString(labels.shape()) + " and dtype " +
                       DTypeName(labels.dtype()) + ", expected one integer label per sample (" +
-                      std::to_string(out.rows) + ")",
+                      std::to_string(out.rows) + ") or per position (" + std::to_string(out.rows) +
+                      ", S...)",
                   ctx);
     }
-    out.labels = labels.Reshaped({out.rows});
+    out.labels = per_sample ? labels.Reshaped({out.rows}) : labels;
   }
   return out;
 }

@@ -32,7 +32,7 @@ struct BatchSpec {
 
 struct ModelBatch {
   Tensor x;       // float32 (B, input_shape...)
-  Tensor labels;  // (B) integer, or empty
+  Tensor labels;  // (B) integer, a sequence model's (B, S...), or empty
   int64_t rows = 0;
 };
 

@@ -1,11 +1,14 @@
 #include "apps/convert/convert.hpp"
 
+#include "apps/convert/document_input.hpp"
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "apps/convert/channel_stats.hpp"
+#include "apps/convert/document_input.hpp"
 #include "apps/convert/image_input.hpp"
 #include "apps/convert/image_output.hpp"
 #include "apps/convert/series_input.hpp"
@@ -266,6 +269,7 @@ int Run(MpiEnvironment& env, const ConvertOptions& o) {
   comm::Barrier(world);
   if (IsPipelineSourceFormat(o.format)) return RunPipelineSource(env, o, world);
   if (o.format == "table") return RunTable(env, o, world);
+  if (o.format == "documents") return RunDocuments(env, o, world);
   return o.is_series() ? RunSeries(env, o, world) : RunImages(env, o, world);
 }
 

@@ -7,6 +7,7 @@
 #include "io/idx.hpp"
 #include "io/pipeline/sources/csv_stream_source.hpp"
 #include "io/pipeline/sources/json_lines_source.hpp"
+#include "io/text/documents.hpp"
 
 namespace shardflow::convert {
 namespace {
@@ -88,6 +89,22 @@ void Validate(const ConvertOptions& o) {
         }
       }
     }
+  } else if (o.format == "documents") {
+    if (o.out_format != "tfrecord") {
+      bad("input.format=documents converts to output.format=tfrecord only", "output.format");
+    }
+    if (o.files.empty()) {
+      bad("input.files (glob patterns of text files) is required for input.format=documents",
+          "input.files");
+    }
+    text::CheckDocumentSplit(o.documents, "input.documents");
+    if (o.pack <= 0) {
+      bad("preprocess.pack (the block length in tokens) must be > 0 for input.format=documents",
+          "preprocess.pack");
+    }
+    if (!(o.holdout >= 0 && o.holdout < 1)) {
+      bad("preprocess.holdout must be in [0, 1)", "preprocess.holdout");
+    }
   } else if (o.format == "idx") {
     if (o.images.empty() != o.labels.empty()) {
       bad("input.images and input.labels go together", "input.images");
@@ -136,12 +153,14 @@ void Validate(const ConvertOptions& o) {
 void RegisterConvertOptions(ConfigSchema& schema, ConvertOptions* o) {
   o->dir = io::kFashionMnistDir;
   schema.DescribeSection("input", "what to convert");
-  schema.AddChoice("input", "format", &o->format,
-                   {"idx", "csv", "series", "table", "hdf5", "text", "fixed", "jsonl", "images"},
-                   "idx: images+labels files; csv or series: a folder of per-asset time series; "
-                   "table: CSV files of feature and label columns; hdf5: datasets; "
-                   "text: lines; fixed: fixed-length records; jsonl: JSON lines; images: "
-                   "class folders or a list file");
+  schema.AddChoice(
+      "input", "format", &o->format,
+      {"idx", "csv", "series", "table", "hdf5", "text", "fixed", "jsonl", "images", "documents"},
+      "idx: images+labels files; csv or series: a folder of per-asset time series; "
+      "table: CSV files of feature and label columns; hdf5: datasets; "
+      "text: lines; fixed: fixed-length records; jsonl: JSON lines; images: "
+      "class folders or a list file; documents: text files cut into documents, "
+      "tokenized and packed for a language model");
   schema.AddChoice("input", "split", &o->split, {"train", "test"},
                    "idx: Fashion-MNIST split read from input.dir (test = the t10k files)");
   schema.Add("input", "dir", &o->dir, "idx: folder holding {train,t10k}-*-ubyte.gz");
@@ -194,7 +213,18 @@ void RegisterConvertOptions(ConfigSchema& schema, ConvertOptions* o) {
              "table: MiB per chunk, the unit of reading and statistics (rank-count independent)");
   schema.Add("input", "limit", &o->limit, "convert only the first N output records; -1: all")
       .Check([](const int64_t& v) { return v >= -1; }, "must be >= -1");
-  schema.DescribeSection("preprocess", "normalization and windows");
+  schema.Add("input", "documents", &o->documents,
+             "documents: line (one per line), file (one per file) or a delimiter line such as % "
+             "(fortune files)");
+  schema.DescribeSection("preprocess", "normalization, windows, tokens");
+  schema.AddChoice("preprocess", "tokenizer", &o->tokenizer, {"byte"},
+                   "documents: byte = every byte a token (258 ids with end and pad)");
+  schema
+      .Add("preprocess", "pack", &o->pack,
+           "documents: language-model blocks of N tokens (input and next-token target)")
+      .NonNegative();
+  schema.Add("preprocess", "holdout", &o->holdout,
+             "documents: fraction of the documents (evenly spread) written to OUT-heldout-*");
   schema.AddChoice("preprocess", "normalize", &o->normalize, {"none", "scale", "standardize"},
                    "per channel, statistics over all ranks' data (see below); output float32");
   schema.Add("preprocess", "window", &o->window, "series: window length W (steps)").NonNegative();

@@ -12,13 +12,14 @@ namespace shardflow::convert {
 
 struct ConvertOptions {
   // [input]
-  std::string format = "idx";   // idx | csv | series | table | hdf5 | text | fixed | jsonl | images
-  std::string split = "train";  // idx: train | test (test reads the t10k files)
-  std::string dir;              // idx: folder of the Fashion-MNIST files
-  std::string images;           // idx: images file (overrides dir/split, with labels)
-  std::string labels;           // idx: labels file
-  std::string path;             // csv: folder of *.csv files; hdf5: the file
-  std::string kind = "images";  // hdf5: images | series
+  // idx | csv | series | table | hdf5 | text | fixed | jsonl | images | documents
+  std::string format = "idx";
+  std::string split = "train";        // idx: train | test (test reads the t10k files)
+  std::string dir;                    // idx: folder of the Fashion-MNIST files
+  std::string images;                 // idx: images file (overrides dir/split, with labels)
+  std::string labels;                 // idx: labels file
+  std::string path;                   // csv: folder of *.csv files; hdf5: the file
+  std::string kind = "images";        // hdf5: images | series
   std::vector<std::string> datasets;  // hdf5: images [labels] | series
   std::string time_column = "t";      // csv: the timestamp column; every other column is a channel
   int64_t limit = -1;                 // at most this many output records; -1: all
@@ -42,7 +43,12 @@ struct ConvertOptions {
   std::string delimiter = ",";             // one character or "tab"
   std::vector<std::string> na_values;      // fields read as missing besides ""
   int64_t chunk_mb = 16;                   // statistics/reading unit (rank-count independent)
+  // documents (text files cut into documents, tokenized; document_input.hpp)
+  std::string documents = "line";  // line | file | a delimiter line ("%": fortune files)
   // [preprocess]
+  std::string tokenizer = "byte";  // documents: byte (256 byte ids + end + pad)
+  int64_t pack = 0;                // documents: language-model blocks of this many tokens (> 0)
+  double holdout = 0.1;            // documents: the fraction of documents held out for evaluation
   std::string normalize = "none";  // none | scale | standardize
   int64_t window = 0;              // series: window length W (> 0 for series inputs)
   int64_t stride = 1;              // series: step between window starts S

@@ -106,7 +106,7 @@ StepOutput ReplicaStrategy::TrainStep(const StepInput& in) {
     const Tensor y = model_->Forward(mb.x, /*training=*/true);
     if (o.task == Task::kClassify) {
       out.loss = SoftmaxCrossEntropy<float>(y, mb.labels, &dout_);
-      out.correct = CountCorrect<float>(y, mb.labels);
+      out.correct = CorrectPerSample<float>(y, mb.labels);
     } else {
       out.loss = MeanSquaredError<float>(y, mb.x, &dout_);
     }

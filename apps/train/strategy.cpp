@@ -14,7 +14,7 @@ void EvalSums::Add(Task task, const Tensor& y, const Tensor& labels, const Tenso
   const int64_t rows = y.num_elements() > 0 ? y.dim(0) : 0;
   if (task == Task::kClassify) {
     sums[0] += SoftmaxCrossEntropy<float>(y, labels, nullptr) * static_cast<double>(rows);
-    sums[1] += static_cast<double>(CountCorrect<float>(y, labels));
+    sums[1] += CorrectPerSample<float>(y, labels);
   } else {
     sums[0] += SumReconstructionError<float>(y, x);
   }

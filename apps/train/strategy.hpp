@@ -70,7 +70,7 @@ struct StepInput {
 struct StepOutput {
   double loss = 0;            // mean loss over this rank's rows
   double loss_sum = 0;        // loss * rows
-  int64_t correct = 0;        // classify only
+  double correct = 0;         // classify only (CorrectPerSample: a sequence counts 1)
   int64_t rows = 0;           // rows the loss covers
   double comm_blocked_s = 0;  // time blocked on communication that backprop did not hide
   bool skipped = false;       // non-finite: no update (train.on_nonfinite = skip_step)

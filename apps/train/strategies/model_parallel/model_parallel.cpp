@@ -124,7 +124,7 @@ class ModelParallelStrategy final : public Strategy {
   Tensor eval_scratch_;
   // This step's sums on the last stage.
   double loss_sum_ = 0;
-  int64_t correct_ = 0;
+  double correct_ = 0;
   bool loss_finite_ = true;
   // Totals for the report.
   StageTimes times_;
@@ -255,7 +255,7 @@ void ModelParallelStrategy::Loss(const ModelBatch& mb, double scale, const Tenso
   if (o_.task == Task::kClassify) {
     const Tensor labels = mb.labels.Slice(begin, end);
     loss = SoftmaxCrossEntropy<float>(y, labels, dy);
-    correct_ += CountCorrect<float>(y, labels);
+    correct_ += CorrectPerSample<float>(y, labels);
   } else {
     loss = MeanSquaredError<float>(y, mb.x.Slice(begin, end), dy);
   }

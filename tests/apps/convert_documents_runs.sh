@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Text documents for a language model, end to end (issue 50), under mpiexec:
+#   lm   shardflow-convert --input.format=documents on fortune-style files (% lines, an empty
+#        document, bytes that are not UTF-8, CRLF lines): byte-identical shards for np 1 and 3;
+#        the train and held-out blocks are exactly the documents' bytes joined by the end token
+#        (a Python reference of the split, the held-out rule and the packing); then
+#        shardflow-train trains a one-block causal transformer on them for one epoch on 2 ranks
+#        and evaluates on the held-out blocks (per-token loss and next-token accuracy).
+#   bad  a block longer than the corpus, a missing preprocess.pack, an empty delimiter: exit 2
+#        with one line naming the key.
+#   convert_documents_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
+set -euo pipefail
+source "$(dirname "$0")/../support/process_test.sh" "$@"
+mkdir -p in
+$py - <<'PY'
+import random
+random.seed(7)
+words = "the cat sat on a mat and ran off to see the dog who sat there".split()
+for f in range(3):
+    docs = []
+    for d in range(20 + 7 * f):
+        docs.append(" ".join(random.choice(words) for _ in range(random.randint(3, 12))))
+    docs[3] = "   "  # blank: skipped
+    docs[5] = "caf\xe9 \udcff bytes"  # a latin-1 byte and a lone 0xff: not UTF-8
+    with open(f"in/f{f}", "wb") as out:
+        for i, d in enumerate(docs):
+            line_end = b"\r\n" if i == 8 else b"\n"
+            out.write(d.encode("latin-1", "surrogateescape") + line_end + b"%" + line_end)
+PY
+convert() {  # convert NP ARGS...
+  local np=$1
+  shift
+  timeout -k 5 60 "${mpi[@]}" -np "$np" "$bin/shardflow-convert" --input.format=documents \
+    "--input.files=in/f*" --input.documents=% "$@" >"convert.np$np.log" 2>&1
+}
+case "$mode" in
+lm)
+  for np in 1 3; do
+    convert $np --preprocess.pack=16 --preprocess.holdout=0.25 --output.shards=3 \
+      --output.path=np$np/text || fail "convert -np $np: $(cat convert.np$np.log)"
+  done
+  diff <(cd np1 && ls) <(cd np3 && ls) || fail "file lists differ"
+  for f in np1/*.tfrecord; do cmp "$f" "np3/$(basename "$f")" || fail "$f differs"; done
+  grep -q "78 documents (3 empty skipped), 19 held out" convert.np3.log ||
+    fail "counts: $(grep documents convert.np3.log)"
+  "$bin/shardflow-inspect" cat np1/text-train-*.tfrecord >train.jsonl
+  "$bin/shardflow-inspect" cat np1/text-heldout-*.tfrecord >heldout.jsonl
+  $py - <<'PY' || fail "blocks differ from the reference"
+import json, math
+docs = []
+for f in range(3):
+    for d in open(f"in/f{f}", "rb").read().replace(b"\r\n", b"\n").split(b"\n%\n"):
+        if d.strip():
+            docs.append(d)
+h = 0.25
+held = [i for i in range(len(docs)) if math.floor((i + 1) * h) > math.floor(i * h)]
+for part, chosen in (("train", [i for i in range(len(docs)) if i not in held]), ("heldout", held)):
+    stream = []
+    for i in chosen:
+        stream += list(docs[i]) + [256]
+    blocks = [json.loads(l)["features"] for l in open(part + ".jsonl")]
+    assert len(blocks) == (len(stream) - 1) // 16, (part, len(blocks), len(stream))
+    for b, f in enumerate(blocks):
+        assert f["input"]["int64"] == stream[16 * b:16 * b + 16], (part, b)
+        assert f["target"]["int64"] == stream[16 * b + 1:16 * b + 17], (part, b)
+        assert f["id"]["int64"] == [b]
+meta = json.load(open("np1/text.meta.json"))
+assert meta["heldout_baselines_nats_per_token"]["bigram"] < meta["heldout_baselines_nats_per_token"]["unigram"]
+PY
+  cat >lm.ini <<'INI'
+[data]
+files = np1/text-train-*.tfrecord
+features = input:int64:float32:16, target:int64:int64:16
+[eval]
+files = np1/text-heldout-*.tfrecord
+features = input:int64:float32:16, target:int64:int64:16
+[model]
+spec = tokens:258:16, block:2:causal, layernorm, dense:258
+input_shape = 16
+input_feature = input
+label_feature = target
+init = glorot
+[train]
+epochs = 1
+batch_size = 4
+optimizer = adam
+lr = 0.003
+threads = 1
+INI
+  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-train" --config lm.ini --output run \
+    --no-progress >train.log 2>&1 || fail "train: $(tail -5 train.log)"
+  grep -qE "final: eval loss [0-9.]+, accuracy 0\.[0-9]+" train.log ||
+    fail "no held-out loss: $(tail -5 train.log)"
+  ;;
+bad)
+  expect_bad() {  # expect_bad KEY ARGS...: exit 2, one error line naming KEY
+    local key=$1 code=0
+    shift
+    convert 1 "$@" --output.path=bad/text || code=$?
+    [ "$code" = 2 ] || fail "$* exited $code: $(cat convert.np1.log)"
+    [ "$(grep -c 'error:' convert.np1.log)" = 1 ] || fail "$*: $(cat convert.np1.log)"
+    grep -q "$key" convert.np1.log || fail "$*: no $key in $(cat convert.np1.log)"
+  }
+  expect_bad preprocess.pack --preprocess.pack=100000
+  expect_bad preprocess.pack
+  expect_bad input.documents --input.documents= --preprocess.pack=8
+  expect_bad preprocess.holdout --preprocess.pack=8 --preprocess.holdout=1
+  ;;
+*) fail "unknown mode" ;;
+esac
+echo "convert_documents_runs.sh $mode: ok"
