@@ -12,7 +12,7 @@ packages=(
   libsimgrid-dev libdnnl-dev
   slurm-wlm munge gnuplot-nox
   clang libclang-rt-14-dev clang-format
-  dataset-fashion-mnist python3-h5py python3-numpy python3-venv
+  dataset-fashion-mnist fortunes python3-h5py python3-numpy python3-venv
 )
 
 missing=()

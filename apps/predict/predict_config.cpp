@@ -40,6 +40,19 @@ void RegisterPredictConfig(ConfigSchema& schema, PredictAppConfig* c) {
              "records without it get their global record index (files in name order, then "
              "records in file order, from 0; csv, text, jsonl, fixed, images: (file << 40) | "
              "offset); empty: always that index");
+  schema
+      .Add("predict", "generate_tokens", &c->generate_tokens,
+           "--generate: tokens (bytes) to sample after the prompt")
+      .Positive();
+  schema
+      .Add("predict", "temperature", &c->temperature,
+           "--generate: softmax temperature; 0 = greedy (the most likely token)")
+      .NonNegative();
+  schema
+      .Add("predict", "top_k", &c->top_k,
+           "--generate: sample among the k most likely tokens; 0 = all")
+      .NonNegative();
+  schema.Add("predict", "seed", &c->seed, "--generate: the draws' seed (same text for a seed)");
 }
 
 void AddPredictFlags(AppSpec& app, PredictAppConfig* c) {
@@ -49,7 +62,11 @@ void AddPredictFlags(AppSpec& app, PredictAppConfig* c) {
             "comma-separated globs of the records to predict (replaces data.files)")
       .Flag("output", &c->output, "PATH",
             "predictions: HDF5 when PATH ends in .h5 (ids, classes, probabilities or errors), "
-            "else CSV");
+            "else CSV")
+      .Flag("generate", &c->generate, "PROMPT",
+            "sample text after PROMPT from a byte-level language model (configs/text_lm.ini) "
+            "and print it, instead of predicting records (predict.temperature, top_k, seed, "
+            "generate_tokens)");
 }
 
 bool IsHdf5Output(const std::string& output) {
@@ -60,6 +77,7 @@ void PrepareInputSpec(PredictAppConfig* c) {
   if (c->checkpoint.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "--checkpoint is required", {.key = "--checkpoint"});
   }
+  if (!c->generate.empty()) return;  // no records: text from a prompt
   if (c->output.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "--output is required", {.key = "--output"});
   }

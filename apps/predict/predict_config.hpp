@@ -29,6 +29,12 @@ struct PredictAppConfig {
   std::string checkpoint;  // a checkpoint file or a directory of checkpoints
   std::string input;       // comma-separated globs replacing data.files ("" : keep data.files)
   std::string output;      // *.h5: HDF5; anything else: CSV
+  std::string generate;    // a prompt: sample text from a language model instead (generate.hpp)
+  // [predict] sampling of --generate
+  int64_t generate_tokens = 200;
+  double temperature = 1.0;
+  int64_t top_k = 0;
+  int64_t seed = 1;
 };
 
 // Registers the training sections and [predict]. REQUIRES: *config outlives the schema.

@@ -33,8 +33,11 @@ void UseDevice(const apps::DeviceChoice& choice, bool tf32, apps::ModelSetup* op
 
 void Prepare(MpiEnvironment& env, PredictAppConfig* config, Prepared* p) {
   PrepareInputSpec(config);
-  pipeline::CheckInputFilesMatch(config->train.data,
-                                 config->input.empty() ? "data.files" : "--input");
+  const bool generate = !config->generate.empty();
+  if (!generate) {
+    pipeline::CheckInputFilesMatch(config->train.data,
+                                   config->input.empty() ? "data.files" : "--input");
+  }
   // Each rank alone, before the model is loaded (apps/common/device_choice.hpp).
   const apps::DeviceChoice device = apps::SelectDevice({.device = config->train.device,
                                                         .work = "predicting",
@@ -72,8 +75,15 @@ void Prepare(MpiEnvironment& env, PredictAppConfig* config, Prepared* p) {
   // Errors found here (missing checkpoint or input, a checkpoint that does not fit the model)
   // end every rank with one line and the same exit code.
   p->loaded = apps::LoadModel(part, config->checkpoint, p->plan.range);
-  p->local_records =
-      pipeline::CountLocalRecords(config->train.data, p->plan.place.replica, p->grid.replicas);
+  if (generate && (p->grid.stages > 1 || p->grid.ways > 1)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "--generate runs the whole model on each rank: no pipeline stages or tensor ways",
+                {.key = "--generate"});
+  }
+  if (!generate) {
+    p->local_records =
+        pipeline::CountLocalRecords(config->train.data, p->plan.place.replica, p->grid.replicas);
+  }
 }
 
 }  // namespace shardflow::predict

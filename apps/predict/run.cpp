@@ -9,6 +9,7 @@
 #include "apps/common/pipeline_schedule.hpp"
 #include "apps/common/pipeline_stage.hpp"
 #include "apps/common/prediction/predictor.hpp"
+#include "apps/predict/generate.hpp"
 #include "apps/predict/prediction_output.hpp"
 #include "comm/allreduce.hpp"
 #include "comm/collectives.hpp"
@@ -103,6 +104,19 @@ void PrintReport(const MpiEnvironment& env, const PredictAppConfig& config, cons
 }  // namespace
 
 int Run(MpiEnvironment& env, const PredictAppConfig& config, Prepared& p) {
+  if (!config.generate.empty()) {  // rank 0 samples; the others have nothing to do
+    if (!env.is_chief()) return 0;
+    const std::string text =
+        Generate(*p.loaded.model, {.prompt = config.generate,
+                                   .tokens = config.generate_tokens,
+                                   .temperature = config.temperature,
+                                   .top_k = config.top_k,
+                                   .seed = static_cast<uint64_t>(config.seed)});
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+    return 0;
+  }
   const Stopwatch watch;
   // No topology: prediction has no hierarchical collectives. The watchdog is [dist]'s.
   comm::CommunicatorOptions comm_options;

@@ -5,7 +5,8 @@
 #        the train and held-out blocks are exactly the documents' bytes joined by the end token
 #        (a Python reference of the split, the held-out rule and the packing); then
 #        shardflow-train trains a one-block causal transformer on them for one epoch on 2 ranks
-#        and evaluates on the held-out blocks (per-token loss and next-token accuracy).
+#        and evaluates on the held-out blocks (per-token loss and next-token accuracy);
+#        shardflow-predict --generate samples text after a prompt (the same text for a seed).
 #   bad  a block longer than the corpus, a missing preprocess.pack, an empty delimiter: exit 2
 #        with one line naming the key.
 #   convert_documents_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
@@ -91,6 +92,18 @@ INI
     --no-progress >train.log 2>&1 || fail "train: $(tail -5 train.log)"
   grep -qE "final: eval loss [0-9.]+, accuracy 0\.[0-9]+" train.log ||
     fail "no held-out loss: $(tail -5 train.log)"
+  # Sampling from the trained model: the prompt, then 40 bytes; a seed gives the same text.
+  gen() { "$bin/shardflow-predict" --config lm.ini --checkpoint run/checkpoints \
+    --generate "the cat" --predict.generate_tokens=40 "$@" 2>gen.log; }
+  a=$(gen --predict.temperature=0.9 --predict.seed=3) || fail "generate: $(cat gen.log)"
+  b=$(gen --predict.temperature=0.9 --predict.seed=3) || fail "generate: $(cat gen.log)"
+  [ "$a" = "$b" ] || fail "the same seed drew different text: '$a' vs '$b'"
+  [ "${a:0:7}" = "the cat" ] && [ "${#a}" -gt 7 ] || fail "generated '$a'"
+  g=$(gen --predict.temperature=0) || fail "greedy: $(cat gen.log)"
+  [ "${g:0:7}" = "the cat" ] || fail "greedy generated '$g'"
+  code=0
+  gen --predict.temperature=-1 >/dev/null || code=$?
+  [ "$code" = 2 ] || fail "a negative temperature exited $code"
   ;;
 bad)
   expect_bad() {  # expect_bad KEY ARGS...: exit 2, one error line naming KEY
