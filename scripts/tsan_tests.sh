@@ -51,7 +51,7 @@ declare -A filters=(
   [io_unit_tests]='*'
   [comm_unit_tests]='GradientReducerThreads.*:WatchdogThreads.*'
   # (the thread build compiles only these suites' files: tests/CMakeLists.txt names them)
-  [core_unit_tests]='ThreadAnnotations.*:Trace*:PoolTest.*:ConvChunk.ThreadsDoNotChangeResults'
+  [core_unit_tests]='ThreadAnnotations.*:Trace*:PoolTest.*:ConvChunk.ThreadsDoNotChangeResults:AttentionKernel.*'
   [serve_unit_tests]='BatchQueueThreads.*:ModelPoolThreads.*:ConnectionPollerThreads.*:WorkerPoolThreads.*'
   [apps_thread_tests]='*'
 )
