@@ -105,6 +105,12 @@ void Validate(const ConvertOptions& o) {
     if (!(o.holdout >= 0 && o.holdout < 1)) {
       bad("preprocess.holdout must be in [0, 1)", "preprocess.holdout");
     }
+    if (o.bpe_vocab.empty() != o.bpe_merges.empty()) {
+      bad("preprocess.bpe_vocab and preprocess.bpe_merges go together", "preprocess.bpe_vocab");
+    }
+    if (!o.bpe_vocab.empty() && o.tokenizer != "bpe") {
+      bad("preprocess.bpe_vocab needs preprocess.tokenizer=bpe", "preprocess.tokenizer");
+    }
   } else if (o.format == "idx") {
     if (o.images.empty() != o.labels.empty()) {
       bad("input.images and input.labels go together", "input.images");
@@ -217,8 +223,17 @@ void RegisterConvertOptions(ConfigSchema& schema, ConvertOptions* o) {
              "documents: line (one per line), file (one per file) or a delimiter line such as % "
              "(fortune files)");
   schema.DescribeSection("preprocess", "normalization, windows, tokens");
-  schema.AddChoice("preprocess", "tokenizer", &o->tokenizer, {"byte"},
-                   "documents: byte = every byte a token (258 ids with end and pad)");
+  schema.AddChoice("preprocess", "tokenizer", &o->tokenizer, {"byte", "bpe"},
+                   "documents: byte = every byte a token (258 ids with end and pad); bpe = "
+                   "byte-level byte-pair encoding, learned from the training documents or read");
+  schema
+      .Add("preprocess", "vocabulary", &o->vocabulary,
+           "documents, bpe: tokens to learn (256 bytes + merges; end and pad come after)")
+      .InRange(256, 1 << 24);
+  schema.Add("preprocess", "bpe_vocab", &o->bpe_vocab,
+             "documents, bpe: read this vocab.json (GPT-2 layout) instead of learning");
+  schema.Add("preprocess", "bpe_merges", &o->bpe_merges,
+             "documents, bpe: the merges.txt that goes with preprocess.bpe_vocab");
   schema
       .Add("preprocess", "pack", &o->pack,
            "documents: language-model blocks of N tokens (input and next-token target)")

@@ -46,7 +46,10 @@ struct ConvertOptions {
   // documents (text files cut into documents, tokenized; document_input.hpp)
   std::string documents = "line";  // line | file | a delimiter line ("%": fortune files)
   // [preprocess]
-  std::string tokenizer = "byte";  // documents: byte (256 byte ids + end + pad)
+  std::string tokenizer = "byte";  // documents: byte (256 byte ids + end + pad) | bpe
+  int64_t vocabulary = 1024;       // documents, bpe: tokens learned (256 bytes + merges)
+  std::string bpe_vocab;           // documents, bpe: a vocab.json to read instead of learning
+  std::string bpe_merges;          // documents, bpe: its merges.txt
   int64_t pack = 0;                // documents: language-model blocks of this many tokens (> 0)
   double holdout = 0.1;            // documents: the fraction of documents held out for evaluation
   std::string normalize = "none";  // none | scale | standardize

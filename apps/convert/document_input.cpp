@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
 
 #include "apps/convert/shard_plan.hpp"
 #include "apps/convert/shard_writer.hpp"
@@ -12,6 +14,7 @@
 #include "core/logging.hpp"
 #include "core/progress.hpp"
 #include "io/pipeline/list_files.hpp"
+#include "io/text/bpe.hpp"
 #include "io/text/byte_tokenizer.hpp"
 #include "io/text/documents.hpp"
 #include "io/text/lm_packing.hpp"
@@ -54,46 +57,85 @@ void WriteBlocks(const ConvertOptions& o, const PackedBlocks& blocks, const std:
                    {"files", files}};
 }
 
+// The tokenizer of preprocess.tokenizer: byte, or BPE learned from the training documents
+// (written beside the shards) or read from preprocess.bpe_vocab / bpe_merges.
+struct Tokenizer {
+  std::optional<text::Bpe> bpe;
+  int64_t end = ByteTokenizer::kEnd, pad = ByteTokenizer::kPad,
+          vocabulary = ByteTokenizer::kVocabulary;
+  void Encode(std::string_view s, std::vector<int64_t>* out) const {
+    if (bpe) {
+      bpe->Encode(s, out);
+    } else {
+      ByteTokenizer::Encode(s, out);
+    }
+  }
+};
+
+Tokenizer MakeTokenizer(const ConvertOptions& o, const std::vector<std::string>& train_texts,
+                        int rank, nlohmann::json* meta) {
+  Tokenizer t;
+  if (o.tokenizer != "bpe") return t;
+  if (!o.bpe_vocab.empty()) {
+    t.bpe = text::Bpe::Read(o.bpe_vocab, o.bpe_merges);
+    (*meta)["bpe"] = {{"vocab", o.bpe_vocab}, {"merges", o.bpe_merges}};
+  } else {
+    t.bpe = text::Bpe::Learn(train_texts, o.vocabulary);
+    const std::string vocab = o.out_path + ".vocab.json", merges = o.out_path + ".merges.txt";
+    if (rank == 0) t.bpe->Write(vocab, merges);
+    (*meta)["bpe"] = {{"vocab", std::filesystem::path(vocab).filename().string()},
+                      {"merges", std::filesystem::path(merges).filename().string()},
+                      {"learned_merges", t.bpe->merges()}};
+  }
+  t.end = t.bpe->end_id();
+  t.pad = t.bpe->pad_id();
+  t.vocabulary = t.bpe->vocabulary();
+  return t;
+}
+
 }  // namespace
 
 int RunDocuments(MpiEnvironment& env, const ConvertOptions& o, comm::Communicator& comm) {
   const std::vector<std::string> files = pipeline::ListFiles(o.files);
   text::DocumentCounts counts;
   const std::vector<text::Document> docs = text::ReadDocuments(files, o.documents, &counts);
-  std::vector<std::vector<int64_t>> train, heldout;
+  std::vector<std::string> train_texts, heldout_texts;
   int64_t bytes = 0;
   for (size_t i = 0; i < docs.size(); ++i) {
-    auto& to = HeldOut(static_cast<int64_t>(i), o.holdout) ? heldout : train;
-    to.emplace_back();
-    ByteTokenizer::Encode(docs[i].text, &to.back());
+    (HeldOut(static_cast<int64_t>(i), o.holdout) ? heldout_texts : train_texts)
+        .push_back(docs[i].text);
     bytes += static_cast<int64_t>(docs[i].text.size());
   }
-  const PackedBlocks train_blocks = text::PackForLanguageModel(train, ByteTokenizer::kEnd, o.pack);
-  const PackedBlocks heldout_blocks =
-      text::PackForLanguageModel(heldout, ByteTokenizer::kEnd, o.pack);
+  nlohmann::json meta;
+  const Tokenizer tok = MakeTokenizer(o, train_texts, env.rank(), &meta);
+  std::vector<std::vector<int64_t>> train(train_texts.size()), heldout(heldout_texts.size());
+  for (size_t i = 0; i < train.size(); ++i) tok.Encode(train_texts[i], &train[i]);
+  for (size_t i = 0; i < heldout.size(); ++i) tok.Encode(heldout_texts[i], &heldout[i]);
+  const PackedBlocks train_blocks = text::PackForLanguageModel(train, tok.end, o.pack);
+  const PackedBlocks heldout_blocks = text::PackForLanguageModel(heldout, tok.end, o.pack);
   if (train_blocks.count == 0) {
     throw Error(ErrorCode::kInvalidArgument,
                 "the training documents hold " + std::to_string(train_blocks.stream.size()) +
                     " tokens, fewer than one block of " + std::to_string(o.pack) + " + 1",
                 {.key = "preprocess.pack", .hint = "a shorter preprocess.pack or more files"});
   }
-  nlohmann::json meta = {{"format", "documents"},
-                         {"documents", counts.documents},
-                         {"empty_documents_skipped", counts.empty_skipped},
-                         {"heldout_documents", static_cast<int64_t>(heldout.size())},
-                         {"bytes", bytes},
-                         {"tokenizer", o.tokenizer},
-                         {"vocabulary", ByteTokenizer::kVocabulary},
-                         {"end_token", ByteTokenizer::kEnd},
-                         {"pad_token", ByteTokenizer::kPad},
-                         {"block", o.pack},
-                         {"data_features", "input:int64:float32:" + std::to_string(o.pack) +
-                                               ", target:int64:int64:" + std::to_string(o.pack)}};
+  meta.update({{"format", "documents"},
+               {"documents", counts.documents},
+               {"empty_documents_skipped", counts.empty_skipped},
+               {"heldout_documents", static_cast<int64_t>(heldout.size())},
+               {"bytes", bytes},
+               {"tokenizer", o.tokenizer},
+               {"vocabulary", tok.vocabulary},
+               {"end_token", tok.end},
+               {"pad_token", tok.pad},
+               {"block", o.pack},
+               {"data_features", "input:int64:float32:" + std::to_string(o.pack) +
+                                     ", target:int64:int64:" + std::to_string(o.pack)}});
   WriteBlocks(o, train_blocks, "train", env.rank(), env.size(), &meta);
   WriteBlocks(o, heldout_blocks, "heldout", env.rank(), env.size(), &meta);
   if (heldout_blocks.count > 0) {
     const text::BaselineLosses base =
-        text::NgramBaselines(train_blocks, heldout_blocks, ByteTokenizer::kVocabulary);
+        text::NgramBaselines(train_blocks, heldout_blocks, tok.vocabulary);
     meta["heldout_baselines_nats_per_token"] = {{"unigram", base.unigram}, {"bigram", base.bigram}};
     SF_LOG0(Info) << "held-out cross-entropy of n-gram baselines (nats per token): unigram "
                   << base.unigram << ", bigram " << base.bigram;

@@ -7,6 +7,8 @@
 #        shardflow-train trains a one-block causal transformer on them for one epoch on 2 ranks
 #        and evaluates on the held-out blocks (per-token loss and next-token accuracy);
 #        shardflow-predict --generate samples text after a prompt (the same text for a seed).
+#   bpe  byte-pair encoding learned from the documents: the same shards and vocabulary files at
+#        np 1 and 3, and the written files read back give the same shards.
 #   bad  a block longer than the corpus, a missing preprocess.pack, an empty delimiter: exit 2
 #        with one line naming the key.
 #   convert_documents_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
@@ -105,11 +107,28 @@ INI
   gen --predict.temperature=-1 >/dev/null || code=$?
   [ "$code" = 2 ] || fail "a negative temperature exited $code"
   ;;
+bpe)
+  # BPE learned from the training documents: the same shards, vocab.json and merges.txt at np 1
+  # and 3; reading those files back (preprocess.bpe_vocab) writes the same shards again.
+  for np in 1 3; do
+    convert $np --preprocess.pack=8 --preprocess.tokenizer=bpe --preprocess.vocabulary=300 \
+      --output.shards=2 --output.path=np$np/text || fail "convert -np $np: $(cat convert.np$np.log)"
+  done
+  for f in np1/*.tfrecord np1/text.vocab.json np1/text.merges.txt; do
+    cmp "$f" "np3/$(basename "$f")" || fail "$f differs"
+  done
+  convert 1 --preprocess.pack=8 --preprocess.tokenizer=bpe --preprocess.bpe_vocab=np1/text.vocab.json \
+    --preprocess.bpe_merges=np1/text.merges.txt --output.shards=2 --output.path=read/text ||
+    fail "convert with read files: $(cat convert.np1.log)"
+  for f in np1/*.tfrecord; do cmp "$f" "read/$(basename "$f")" || fail "read: $f differs"; done
+  grep -q '"learned_merges": 44' np1/text.meta.json || fail "merges: $(grep -A1 bpe np1/text.meta.json)"
+  ;;
 bad)
-  expect_bad() {  # expect_bad KEY ARGS...: exit 2, one error line naming KEY
+  expect_bad() {  # expect_bad KEY ARGS...: exit 2, one error line naming KEY (one process)
     local key=$1 code=0
     shift
-    convert 1 "$@" --output.path=bad/text || code=$?
+    timeout -k 5 60 "$bin/shardflow-convert" --input.format=documents "--input.files=in/f*" \
+      --input.documents=% "$@" --output.path=bad/text >convert.np1.log 2>&1 || code=$?
     [ "$code" = 2 ] || fail "$* exited $code: $(cat convert.np1.log)"
     [ "$(grep -c 'error:' convert.np1.log)" = 1 ] || fail "$*: $(cat convert.np1.log)"
     grep -q "$key" convert.np1.log || fail "$*: no $key in $(cat convert.np1.log)"
@@ -118,6 +137,10 @@ bad)
   expect_bad preprocess.pack
   expect_bad input.documents --input.documents= --preprocess.pack=8
   expect_bad preprocess.holdout --preprocess.pack=8 --preprocess.holdout=1
+  echo '{"a": 0}' >bad.json
+  printf 'a b\n' >bad.txt
+  expect_bad bad.json --preprocess.pack=8 --preprocess.tokenizer=bpe \
+    --preprocess.bpe_vocab=bad.json --preprocess.bpe_merges=bad.txt
   ;;
 *) fail "unknown mode" ;;
 esac
