@@ -1,7 +1,9 @@
 // Text documents for a language model (input.format = documents): text files cut into documents
 // (input.documents: line | file | a delimiter line such as %, io/text/documents.hpp), tokenized
-// (preprocess.tokenizer = byte, io/text/byte_tokenizer.hpp), every document but the held-out
-// ones packed into blocks of preprocess.pack tokens with next-token targets
+// (preprocess.tokenizer = byte, io/text/byte_tokenizer.hpp; or bpe, io/text/bpe.hpp: learned
+// from the training documents to preprocess.vocabulary tokens and written as PREFIX.vocab.json +
+// PREFIX.merges.txt, or read from preprocess.bpe_vocab and bpe_merges), every document but the
+// held-out ones packed into blocks of preprocess.pack tokens with next-token targets
 // (io/text/lm_packing.hpp), written as PREFIX-train-SSSSS-of-NNNNN.tfrecord; the held-out
 // documents (preprocess.holdout of them, evenly spread: document i when floor((i + 1) h) >
 // floor(i h)) packed alike into PREFIX-heldout-*. Example features:
