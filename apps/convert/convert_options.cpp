@@ -108,6 +108,10 @@ void Validate(const ConvertOptions& o) {
     if (o.bpe_vocab.empty() != o.bpe_merges.empty()) {
       bad("preprocess.bpe_vocab and preprocess.bpe_merges go together", "preprocess.bpe_vocab");
     }
+    if (o.tokenizer == "wordpiece" && o.wordpiece_vocab.empty()) {
+      bad("preprocess.tokenizer=wordpiece needs preprocess.wordpiece_vocab (a vocab.txt)",
+          "preprocess.wordpiece_vocab");
+    }
     if (!o.bpe_vocab.empty() && o.tokenizer != "bpe") {
       bad("preprocess.bpe_vocab needs preprocess.tokenizer=bpe", "preprocess.tokenizer");
     }
@@ -223,9 +227,14 @@ void RegisterConvertOptions(ConfigSchema& schema, ConvertOptions* o) {
              "documents: line (one per line), file (one per file) or a delimiter line such as % "
              "(fortune files)");
   schema.DescribeSection("preprocess", "normalization, windows, tokens");
-  schema.AddChoice("preprocess", "tokenizer", &o->tokenizer, {"byte", "bpe"},
+  schema.AddChoice("preprocess", "tokenizer", &o->tokenizer, {"byte", "bpe", "wordpiece"},
                    "documents: byte = every byte a token (258 ids with end and pad); bpe = "
-                   "byte-level byte-pair encoding, learned from the training documents or read");
+                   "byte-level byte-pair encoding, learned from the training documents or read; "
+                   "wordpiece = BERT's, over preprocess.wordpiece_vocab");
+  schema.Add("preprocess", "wordpiece_vocab", &o->wordpiece_vocab,
+             "documents, wordpiece: BERT's vocab.txt (needs [UNK], [SEP] and [PAD])");
+  schema.Add("preprocess", "lowercase", &o->lowercase,
+             "documents, wordpiece: lowercase ASCII letters first (an uncased vocabulary)");
   schema
       .Add("preprocess", "vocabulary", &o->vocabulary,
            "documents, bpe: tokens to learn (256 bytes + merges; end and pad come after)")

@@ -50,6 +50,8 @@ struct ConvertOptions {
   int64_t vocabulary = 1024;       // documents, bpe: tokens learned (256 bytes + merges)
   std::string bpe_vocab;           // documents, bpe: a vocab.json to read instead of learning
   std::string bpe_merges;          // documents, bpe: its merges.txt
+  std::string wordpiece_vocab;     // documents, wordpiece: BERT's vocab.txt
+  bool lowercase = true;           // documents, wordpiece: an uncased vocabulary
   int64_t pack = 0;                // documents: language-model blocks of this many tokens (> 0)
   double holdout = 0.1;            // documents: the fraction of documents held out for evaluation
   std::string normalize = "none";  // none | scale | standardize

@@ -18,6 +18,7 @@
 #include "io/text/byte_tokenizer.hpp"
 #include "io/text/documents.hpp"
 #include "io/text/lm_packing.hpp"
+#include "io/text/wordpiece.hpp"
 
 namespace shardflow::convert {
 namespace {
@@ -61,11 +62,15 @@ void WriteBlocks(const ConvertOptions& o, const PackedBlocks& blocks, const std:
 // (written beside the shards) or read from preprocess.bpe_vocab / bpe_merges.
 struct Tokenizer {
   std::optional<text::Bpe> bpe;
+  std::optional<text::WordPiece> wordpiece;
+  mutable int64_t unknown_words = 0;  // wordpiece: words that became [UNK]
   int64_t end = ByteTokenizer::kEnd, pad = ByteTokenizer::kPad,
           vocabulary = ByteTokenizer::kVocabulary;
   void Encode(std::string_view s, std::vector<int64_t>* out) const {
     if (bpe) {
       bpe->Encode(s, out);
+    } else if (wordpiece) {
+      unknown_words += wordpiece->Encode(s, out);
     } else {
       ByteTokenizer::Encode(s, out);
     }
@@ -75,6 +80,19 @@ struct Tokenizer {
 Tokenizer MakeTokenizer(const ConvertOptions& o, const std::vector<std::string>& train_texts,
                         int rank, nlohmann::json* meta) {
   Tokenizer t;
+  if (o.tokenizer == "wordpiece") {
+    t.wordpiece = text::WordPiece::Read(o.wordpiece_vocab, o.lowercase);
+    if (t.wordpiece->sep_id() < 0 || t.wordpiece->pad_id() < 0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "the WordPiece vocabulary needs [SEP] (the end of a document) and [PAD]",
+                  {.file = o.wordpiece_vocab, .key = "preprocess.wordpiece_vocab"});
+    }
+    t.end = t.wordpiece->sep_id();
+    t.pad = t.wordpiece->pad_id();
+    t.vocabulary = t.wordpiece->vocabulary();
+    (*meta)["wordpiece"] = {{"vocab", o.wordpiece_vocab}, {"lowercase", o.lowercase}};
+    return t;
+  }
   if (o.tokenizer != "bpe") return t;
   if (!o.bpe_vocab.empty()) {
     t.bpe = text::Bpe::Read(o.bpe_vocab, o.bpe_merges);
@@ -111,6 +129,10 @@ int RunDocuments(MpiEnvironment& env, const ConvertOptions& o, comm::Communicato
   std::vector<std::vector<int64_t>> train(train_texts.size()), heldout(heldout_texts.size());
   for (size_t i = 0; i < train.size(); ++i) tok.Encode(train_texts[i], &train[i]);
   for (size_t i = 0; i < heldout.size(); ++i) tok.Encode(heldout_texts[i], &heldout[i]);
+  if (tok.wordpiece) {
+    meta["unknown_words"] = tok.unknown_words;
+    SF_LOG0(Info) << tok.unknown_words << " words are not in the WordPiece vocabulary: [UNK]";
+  }
   const PackedBlocks train_blocks = text::PackForLanguageModel(train, tok.end, o.pack);
   const PackedBlocks heldout_blocks = text::PackForLanguageModel(heldout, tok.end, o.pack);
   if (train_blocks.count == 0) {

@@ -1,6 +1,7 @@
 // Text documents for a language model (input.format = documents): text files cut into documents
 // (input.documents: line | file | a delimiter line such as %, io/text/documents.hpp), tokenized
-// (preprocess.tokenizer = byte, io/text/byte_tokenizer.hpp; or bpe, io/text/bpe.hpp: learned
+// (preprocess.tokenizer = byte, io/text/byte_tokenizer.hpp; wordpiece over a BERT vocab.txt,
+// io/text/wordpiece.hpp, [SEP] ending documents; or bpe, io/text/bpe.hpp: learned
 // from the training documents to preprocess.vocabulary tokens and written as PREFIX.vocab.json +
 // PREFIX.merges.txt, or read from preprocess.bpe_vocab and bpe_merges), every document but the
 // held-out ones packed into blocks of preprocess.pack tokens with next-token targets

@@ -8,7 +8,8 @@
 #        and evaluates on the held-out blocks (per-token loss and next-token accuracy);
 #        shardflow-predict --generate samples text after a prompt (the same text for a seed).
 #   bpe  byte-pair encoding learned from the documents: the same shards and vocabulary files at
-#        np 1 and 3, and the written files read back give the same shards.
+#        np 1 and 3, and the written files read back give the same shards; WordPiece over a
+#        BERT vocab.txt ([SEP] ends documents, unknown words counted).
 #   bad  a block longer than the corpus, a missing preprocess.pack, an empty delimiter: exit 2
 #        with one line naming the key.
 #   convert_documents_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
@@ -122,6 +123,13 @@ bpe)
     fail "convert with read files: $(cat convert.np1.log)"
   for f in np1/*.tfrecord; do cmp "$f" "read/$(basename "$f")" || fail "read: $f differs"; done
   grep -q '"learned_merges": 44' np1/text.meta.json || fail "merges: $(grep -A1 bpe np1/text.meta.json)"
+  # WordPiece over BERT's vocab.txt layout (the fixture Hugging Face wrote): [SEP] ends each
+  # document, unknown words are counted.
+  convert 1 --preprocess.pack=8 --preprocess.tokenizer=wordpiece \
+    "--preprocess.wordpiece_vocab=$src/tests/fixtures/wordpiece/vocab.txt" --output.shards=1 \
+    --output.path=wp/text || fail "wordpiece: $(cat convert.np1.log)"
+  grep -q '"end_token": 3' wp/text.meta.json || fail "wordpiece end token: $(cat wp/text.meta.json)"
+  grep -qE '"unknown_words": [1-9]' wp/text.meta.json || fail "wordpiece: no unknown words counted"
   ;;
 bad)
   expect_bad() {  # expect_bad KEY ARGS...: exit 2, one error line naming KEY (one process)
