@@ -255,10 +255,10 @@ std::string Bpe::Decode(std::span<const int64_t> ids, std::string_view end_text)
   return s;
 }
 
-void Bpe::ReadVocabulary(const std::string& path) {
+void Bpe::ParseVocabulary(const std::string& text, const std::string& path) {
   nlohmann::json vocab;
   try {
-    vocab = nlohmann::json::parse(ReadAll(path));
+    vocab = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     BadFile(path, 0, std::string("not JSON: ") + e.what());
   }
@@ -299,12 +299,12 @@ void Bpe::ReadVocabulary(const std::string& path) {
   }
 }
 
-void Bpe::ReadMerges(const std::string& path) {
+void Bpe::ParseMerges(const std::string& text, const std::string& path) {
   std::unordered_map<std::string, int64_t> by_bytes;
   for (size_t id = 0; id < token_bytes_.size(); ++id) {
     by_bytes.emplace(token_bytes_[id], static_cast<int64_t>(id));
   }
-  std::istringstream in(ReadAll(path));
+  std::istringstream in(text);
   std::string line;
   int64_t number = 0;
   while (std::getline(in, line)) {
@@ -332,9 +332,14 @@ void Bpe::ReadMerges(const std::string& path) {
 }
 
 Bpe Bpe::Read(const std::string& vocab_json, const std::string& merges_txt) {
+  return Parse(ReadAll(vocab_json), ReadAll(merges_txt), vocab_json, merges_txt);
+}
+
+Bpe Bpe::Parse(const std::string& vocab_text, const std::string& merges_text,
+               const std::string& vocab_json, const std::string& merges_txt) {
   Bpe bpe;
-  bpe.ReadVocabulary(vocab_json);
-  bpe.ReadMerges(merges_txt);
+  bpe.ParseVocabulary(vocab_text, vocab_json);
+  bpe.ParseMerges(merges_text, merges_txt);
   bpe.Index();
   for (int b = 0; b < 256; ++b) {
     if (bpe.byte_id_[b] < 0) {

@@ -44,6 +44,9 @@ class Bpe {
   static Bpe Learn(const std::vector<std::string>& documents, int64_t vocabulary);
   // Reads vocab.json and merges.txt (paths).
   static Bpe Read(const std::string& vocab_json, const std::string& merges_txt);
+  // The same from the files' contents; the names go into errors.
+  static Bpe Parse(const std::string& vocab_text, const std::string& merges_text,
+                   const std::string& vocab_name, const std::string& merges_name);
   // Writes them; Error(kIo) naming the file.
   void Write(const std::string& vocab_json, const std::string& merges_txt) const;
 
@@ -66,9 +69,9 @@ class Bpe {
     }
   };
   void EncodeChunk(std::string_view chunk, std::vector<int64_t>* out) const;
-  void ReadVocabulary(const std::string& path);  // token_bytes_, end_id_
-  void ReadMerges(const std::string& path);      // merges_ (after the vocabulary)
-  void Index();                                  // byte_id_ and rank_ from token_bytes_ and merges_
+  void ParseVocabulary(const std::string& text, const std::string& name);  // tokens, end_id_
+  void ParseMerges(const std::string& text, const std::string& name);      // merges_
+  void Index();  // byte_id_ and rank_ from token_bytes_ and merges_
 
   std::vector<std::string> token_bytes_;             // by id
   std::vector<std::pair<int64_t, int64_t>> merges_;  // by rank: (left, right)

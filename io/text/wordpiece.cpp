@@ -1,6 +1,7 @@
 #include "io/text/wordpiece.hpp"
 
 #include <fstream>
+#include <sstream>
 
 #include "core/error.hpp"
 
@@ -42,8 +43,16 @@ std::vector<std::string> BasicWords(std::string_view s, bool lowercase) {
 
 WordPiece WordPiece::Read(const std::string& vocab_txt, bool lowercase) {
   std::ifstream in(vocab_txt, std::ios::binary);
-  if (!in)
+  if (!in) {
     throw Error(ErrorCode::kNotFound, "cannot open the WordPiece vocabulary", {.file = vocab_txt});
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return Parse(text.str(), vocab_txt, lowercase);
+}
+
+WordPiece WordPiece::Parse(const std::string& text, const std::string& vocab_txt, bool lowercase) {
+  std::istringstream in(text);
   WordPiece w;
   w.lowercase_ = lowercase;
   std::string line;

@@ -27,6 +27,8 @@ namespace shardflow::text {
 class WordPiece {
  public:
   static WordPiece Read(const std::string& vocab_txt, bool lowercase);
+  // The same from the file's contents; `name` goes into errors.
+  static WordPiece Parse(const std::string& text, const std::string& name, bool lowercase);
 
   // Appends the ids of `s` to *out; returns the words that became [UNK].
   int64_t Encode(std::string_view s, std::vector<int64_t>* out) const;
