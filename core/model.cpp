@@ -1,5 +1,6 @@
 #include "core/model.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <iomanip>
@@ -145,9 +146,12 @@ std::unique_ptr<Layer<T>> MakeSequenceLayer(const std::string& token,
                                             const std::vector<std::string>& p) {
   const std::string& kind = p[0];
   if (kind == "tokens") {
-    ExpectArgs(token, p, 2, 2);
+    ExpectArgs(token, p, 2, 3);
+    const int64_t pad =
+        p.size() < 4 ? -1 : (p[3] == "0" ? 0 : ParsePositive(token, p[3], "pad id"));
     return MakeTokenEmbedding<T>({.vocabulary = ParsePositive(token, p[1], "vocabulary"),
-                                  .dim = ParsePositive(token, p[2], "dimensions")});
+                                  .dim = ParsePositive(token, p[2], "dimensions"),
+                                  .pad = pad});
   }
   if (kind == "layernorm") {
     ExpectArgs(token, p, 0, 0);
@@ -342,6 +346,16 @@ Sequential<T>::Sequential(const std::string& spec, const Shape& input_shape,
   }
   first_layer_ = range.begin;
   spec_layers_ = n;
+  // Padding is found by the first layer (tokens:V:D:PAD); a later pipeline stage would not see
+  // it and attend to the padding.
+  if (range.begin > 0 && std::count(tokens[0].begin(), tokens[0].end(), ':') == 3 &&
+      tokens[0].rfind("tokens:", 0) == 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "a model of padded sequences (" + tokens[0] +
+                    ") cannot be cut into pipeline stages yet: the padding is known on the first "
+                    "stage only",
+                {.key = "dist.pipeline_stages", .hint = "tensor or data parallelism split it"});
+  }
   const TensorParallel& tp = options_.tensor_parallel;
   CheckTensorParallelOptions<T>(tp);
   const DeviceScope on_device(options.device);  // buffers and initial values on the device
@@ -434,10 +448,11 @@ Tensor Sequential<T>::Forward(const Tensor& x, bool training, MicroBatch& mb) {
     throw Error(ErrorCode::kInternal,
                 "micro-batch " + std::to_string(mb.index()) + " was made for another model");
   }
-  const ForwardContext ctx{
+  ForwardContext ctx{
       .training = training, .seed = options_.seed, .step = step_, .micro_batch = mb.index()};
   const DeviceScope on_device(options_.device);
   Tensor h = x.To(options_.device);
+  if (!layers_.empty() && layers_[0]->SequenceLengths(h, &mb.lengths_)) ctx.lengths = &mb.lengths_;
   for (size_t i = 0; i < layers_.size(); ++i) {
     const NamedTraceScope span(names_[i]);  // per layer, inside the caller's "forward"
     h = layers_[i]->Forward(h, ctx, *mb.states_[i]);

@@ -18,8 +18,9 @@
 //   repeat[:T]              (B, H) -> (B, T, H); T defaults to the model input's length
 //   embedding:N:D:AT        (B, W) -> (B, W - 1 + D): column AT's index into an N x D table
 //                           (core/layers/embedding.hpp)
-//   tokens:V:D              (B, T) token ids -> (B, T, D): token and learned position embedding
-//                           (core/layers/token_embedding.hpp)
+//   tokens:V:D[:PAD]        (B, T) token ids -> (B, T, D): token and learned position embedding;
+//                           PAD: the padding id of padded sequences, which the layers after
+//                           then mask (core/layers/token_embedding.hpp)
 //   layernorm               layer normalisation over the last dimension
 //   attention:H[:causal]    multi-head self-attention, H heads (core/layers/attention.hpp)
 //   block:H[:causal]        pre-LN transformer block: attention and a 4D GELU MLP, each with
@@ -128,6 +129,7 @@ class MicroBatch {
   const void* model_ = nullptr;  // the model the states belong to
   std::vector<std::unique_ptr<LayerState>> states_;
   bool forward_done_ = false;  // a Forward ran since the states were made
+  std::vector<int64_t> lengths_;  // ForwardContext::lengths of the last Forward
 };
 
 template <typename T>

@@ -21,6 +21,7 @@ struct HeadView {
   int64_t od;  // row stride of o and dout (H * dh)
   int64_t dh;
   int64_t time;
+  int64_t keys;  // the keys before the padding (time when nothing is padded)
   bool causal;
   T scale;
 };
@@ -33,6 +34,7 @@ HeadView<T> ViewOf(const AttentionShape& s, const T* qkv, int64_t pair) {
           .od = s.heads * s.head_dim,
           .dh = s.head_dim,
           .time = s.time,
+          .keys = s.lengths != nullptr ? std::clamp<int64_t>(s.lengths[b], 1, s.time) : s.time,
           .causal = s.causal,
           .scale = T(1) / std::sqrt(T(s.head_dim))};
 }
@@ -47,9 +49,11 @@ void ExpInPlace(int64_t n, T* v) {
   }
 }
 
-// Keys of tile [j0, j0 + bk) that query i sees: all, or under the causal mask those <= i.
-inline int64_t Visible(bool causal, int64_t i, int64_t j0, int64_t bk) {
-  return causal ? std::clamp<int64_t>(i - j0 + 1, 0, bk) : bk;
+// Keys of tile [j0, j0 + bk) that query i sees: those before the padding (`keys`), and under
+// the causal mask only those <= i.
+inline int64_t Visible(bool causal, int64_t keys, int64_t i, int64_t j0, int64_t bk) {
+  const int64_t seen = std::clamp<int64_t>(keys - j0, 0, bk);
+  return causal ? std::min(seen, std::clamp<int64_t>(i - j0 + 1, 0, bk)) : seen;
 }
 
 // Folds one tile of scores (bq x bk, row-major in s) into the running max m, sum l and output
@@ -59,7 +63,7 @@ void FoldTile(const HeadView<T>& v, int64_t i0, int64_t j0, int64_t bq, int64_t 
               T* l, T* o) {
   for (int64_t r = 0; r < bq; ++r) {
     T* row = s + r * bk;
-    const int64_t seen = Visible(v.causal, i0 + r, j0, bk);
+    const int64_t seen = Visible(v.causal, v.keys, i0 + r, j0, bk);
     T mx = m[r];
     for (int64_t c = 0; c < seen; ++c) mx = std::max(mx, row[c]);
     const T alpha = seen == 0 || m[r] == mx ? T(1) : std::exp(m[r] - mx);
@@ -86,7 +90,7 @@ void ForwardRows(const HeadView<T>& v, int64_t i0, int64_t bq, T* o, T* lse, std
   std::fill(m, m + bq, -std::numeric_limits<T>::infinity());
   std::fill(l, l + bq, T(0));
   for (int64_t r = 0; r < bq; ++r) std::fill(o + r * v.od, o + r * v.od + v.dh, T(0));
-  const int64_t end = v.causal ? i0 + bq : v.time;
+  const int64_t end = v.causal ? std::min(i0 + bq, v.keys) : v.keys;
   for (int64_t j0 = 0; j0 < end; j0 += kAttentionTile) {
     const int64_t bk = std::min(kAttentionTile, end - j0);
     GemmSerial(false, true, bq, bk, v.dh, v.scale, v.q + i0 * v.ld, v.ld, k + j0 * v.ld, v.ld, T(0),
@@ -109,7 +113,7 @@ template <typename T>
 void TileGradient(const HeadView<T>& v, int64_t i0, int64_t j0, int64_t bq, int64_t bk,
                   const T* lse, const T* delta, T* p, T* ds) {
   for (int64_t r = 0; r < bq; ++r) {
-    const int64_t seen = Visible(v.causal, i0 + r, j0, bk);
+    const int64_t seen = Visible(v.causal, v.keys, i0 + r, j0, bk);
     T* prow = p + r * bk;
     T* drow = ds + r * bk;
     for (int64_t c = 0; c < seen; ++c) prow[c] -= lse[r];
@@ -135,8 +139,8 @@ void BackwardPair(const HeadView<T>& v, const T* o, const T* lse, const T* dout,
     std::fill(dq + t * v.ld, dq + t * v.ld + 3 * v.dh, T(0));
   }
   std::vector<T> p(kAttentionTile * kAttentionTile), ds(p.size());
-  for (int64_t j0 = 0; j0 < v.time; j0 += kAttentionTile) {
-    const int64_t bk = std::min(kAttentionTile, v.time - j0);
+  for (int64_t j0 = 0; j0 < v.keys; j0 += kAttentionTile) {
+    const int64_t bk = std::min(kAttentionTile, v.keys - j0);
     for (int64_t i0 = v.causal ? j0 : 0; i0 < v.time; i0 += kAttentionTile) {
       const int64_t bq = std::min(kAttentionTile, v.time - i0);
       const T* qi = v.q + i0 * v.ld;

@@ -13,7 +13,8 @@
 //             scaled, masked scores per query row
 //   backward: from dout (B*T, H*dh) and what forward saved, dqkv (same layout as qkv,
 //             overwritten) by recomputing each tile's probabilities from lse
-// causal: query t sees keys 0..t only. Every query row sees at least one key.
+// causal: query t sees keys 0..t only; lengths: no query sees a key at or past its sequence's
+// length. Every query row sees at least one key (key 0).
 //
 // Threads: the (batch, head) pairs are the pieces of cpu::ParallelFor; each is computed the same
 // whichever thread runs it and whatever the thread count (the tiles are a fixed grid), so the
@@ -31,6 +32,9 @@ struct AttentionShape {
   int64_t head_dim = 0;
   int64_t ld_qkv = 0;  // row stride of qkv and dqkv, >= 3 * heads * head_dim
   bool causal = false;
+  // Padded sequences: per batch element, the keys before its padding (1..time); the keys from
+  // there on are masked for every query. Null: every key counts.
+  const int64_t* lengths = nullptr;
 };
 
 // The side of the square tiles the score matrix is computed in.

@@ -75,7 +75,12 @@ class Attention final : public Layer<T> {
     CheckCpu(x);
     State& s = StateAs<State>(st, "attention");
     s.qkv_y = qkv_->Forward(x, ctx, *s.qkv);
-    const cpu::AttentionShape shape = ShapeOf(b);
+    if (ctx.lengths != nullptr) {
+      s.lengths = *ctx.lengths;
+    } else {
+      s.lengths.clear();
+    }
+    const cpu::AttentionShape shape = ShapeOf(b, s);
     Tensor& o = ReuseBuffer(s.o, DTypeOf<T>(), {b, in_[0], way_heads_ * head_dim_});
     Tensor& lse = ReuseBuffer(s.lse, DTypeOf<T>(), {b, way_heads_, in_[0]});
     cpu::AttentionForward(shape, s.qkv_y.template data<T>(), o.template data<T>(),
@@ -88,9 +93,9 @@ class Attention final : public Layer<T> {
     State& s = StateAs<State>(st, "attention");
     const Tensor dout = out_->Backward(dy, true, *s.out);
     Tensor& dqkv = ReuseBuffer(s.dqkv, DTypeOf<T>(), s.qkv_y.shape());
-    cpu::AttentionBackward(ShapeOf(s.o.dim(0)), s.qkv_y.template data<T>(), s.o.template data<T>(),
-                           s.lse.template data<T>(), dout.template data<T>(),
-                           dqkv.template data<T>());
+    cpu::AttentionBackward(ShapeOf(s.o.dim(0), s), s.qkv_y.template data<T>(),
+                           s.o.template data<T>(), s.lse.template data<T>(),
+                           dout.template data<T>(), dqkv.template data<T>());
     return qkv_->Backward(dqkv, need_dx, *s.qkv);
   }
 
@@ -98,15 +103,22 @@ class Attention final : public Layer<T> {
   struct State final : LayerState {
     std::unique_ptr<LayerState> qkv, out;
     Tensor qkv_y, o, lse, dqkv;
+    std::vector<int64_t> lengths;  // of the forward pass; empty: not padded
   };
 
-  cpu::AttentionShape ShapeOf(int64_t batch) const {
+  cpu::AttentionShape ShapeOf(int64_t batch, const State& s) const {
+    if (!s.lengths.empty() && static_cast<int64_t>(s.lengths.size()) != batch) {
+      throw Error(ErrorCode::kInternal, "attention got " + std::to_string(s.lengths.size()) +
+                                            " sequence lengths for a batch of " +
+                                            std::to_string(batch));
+    }
     return {.batch = batch,
             .time = in_[0],
             .heads = way_heads_,
             .head_dim = head_dim_,
             .ld_qkv = 3 * way_heads_ * head_dim_,
-            .causal = o_.causal};
+            .causal = o_.causal,
+            .lengths = s.lengths.empty() ? nullptr : s.lengths.data()};
   }
 
   static void CheckCpu(const Tensor& t) {

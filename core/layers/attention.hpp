@@ -7,7 +7,8 @@
 //     y   = concat_h(o_h) Wo + bo
 // Parameters qkv/kernel (D, 3D), qkv/bias (3D), output/kernel (D, D), output/bias (D); the
 // kernels start Glorot-uniform, the biases at 0. causal: position t attends to 0..t only (a
-// language model); without it every position sees every other (an encoder).
+// language model); without it every position sees every other (an encoder). Padded sequences
+// (ForwardContext::lengths, from tokens:V:D:PAD): no position attends to a key in the padding.
 //
 // The scores are computed in 64 x 64 tiles with an online softmax (core/cpu/attention.hpp):
 // the layer keeps qkv, the heads' outputs and one log-sum-exp per query row for its backward

@@ -75,6 +75,10 @@ struct ForwardContext {
   uint64_t seed = 0;         // model seed (dropout masks)
   uint64_t step = 0;         // training step (dropout masks differ per step)
   uint64_t micro_batch = 0;  // index of the micro-batch within the step (dropout masks)
+  // Padded sequences: per sample, the positions before its padding (>= 1), as the model's first
+  // layer found them (Layer::SequenceLengths: tokens:V:D:PAD); null when nothing is padded.
+  // Attention masks the keys past them, seqpool:mean averages only them.
+  const std::vector<int64_t>* lengths = nullptr;
 };
 
 // What one layer saved during a forward pass for its backward pass, for one micro-batch. Each
@@ -136,6 +140,12 @@ class Layer {
   // backward. Both return false where a layer cannot.
   virtual bool AbsorbPrecedingRelu() { return false; }
   virtual bool PassThrough() { return false; }
+  // A first layer that knows where its input's padding starts (the token embedding with a pad
+  // id) sets (*lengths)[b] for each sample of x and returns true; Sequential passes them to
+  // every layer as ForwardContext::lengths.
+  virtual bool SequenceLengths(const Tensor& /*x*/, std::vector<int64_t>* /*lengths*/) const {
+    return false;
+  }
 
  protected:
   virtual Tensor DoForward(const Tensor& x, const ForwardContext& ctx, LayerState& state) = 0;

@@ -1,5 +1,8 @@
 #include "core/layers/sequence_pool.hpp"
 
+#include <algorithm>
+#include <vector>
+
 #include "core/backend/device_runtime.hpp"
 
 namespace shardflow {
@@ -28,12 +31,19 @@ class SequencePool final : public Layer<T> {
   std::unique_ptr<LayerState> NewState() const override { return std::make_unique<State>(); }
 
  protected:
-  Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
+  Tensor DoForward(const Tensor& x, const ForwardContext& ctx, LayerState& st) override {
     const int64_t b = CheckInput(x, in_, "seqpool");
     CheckCpu(x);
     State& s = StateAs<State>(st, "seqpool");
     s.batch = b;
     const int64_t t = in_[0], d = in_[1];
+    s.lengths.assign(static_cast<size_t>(b), t);
+    if (ctx.lengths != nullptr) {
+      for (int64_t i = 0; i < b; ++i) {
+        s.lengths[static_cast<size_t>(i)] =
+            std::clamp<int64_t>((*ctx.lengths)[static_cast<size_t>(i)], 1, t);
+      }
+    }
     Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), {b, d});
     const T* xp = x.template data<T>();
     T* yp = y.template data<T>();
@@ -44,11 +54,12 @@ class SequencePool final : public Layer<T> {
         for (int64_t c = 0; c < d; ++c) out[c] = in[c];
         continue;
       }
+      const int64_t n = s.lengths[static_cast<size_t>(i)];
       for (int64_t c = 0; c < d; ++c) out[c] = T(0);
-      for (int64_t p = 0; p < t; ++p) {
+      for (int64_t p = 0; p < n; ++p) {
         for (int64_t c = 0; c < d; ++c) out[c] += in[p * d + c];
       }
-      for (int64_t c = 0; c < d; ++c) out[c] /= static_cast<T>(t);
+      for (int64_t c = 0; c < d; ++c) out[c] /= static_cast<T>(n);
     }
     return y;
   }
@@ -61,11 +72,12 @@ class SequencePool final : public Layer<T> {
     Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), {s.batch, t, d});
     const T* g = dy.template data<T>();
     T* dxp = dx.template data<T>();
-    const T share = kind_ == SequencePoolKind::kMean ? T(1) / static_cast<T>(t) : T(1);
     for (int64_t i = 0; i < s.batch; ++i) {
+      const int64_t n = s.lengths[static_cast<size_t>(i)];
+      const T share = kind_ == SequencePoolKind::kMean ? T(1) / static_cast<T>(n) : T(1);
       for (int64_t p = 0; p < t; ++p) {
         T* out = dxp + (i * t + p) * d;
-        const bool gets = kind_ == SequencePoolKind::kMean || p == 0;
+        const bool gets = kind_ == SequencePoolKind::kMean ? p < n : p == 0;
         for (int64_t c = 0; c < d; ++c) out[c] = gets ? g[i * d + c] * share : T(0);
       }
     }
@@ -76,6 +88,7 @@ class SequencePool final : public Layer<T> {
   struct State final : LayerState {
     Tensor y, dx;
     int64_t batch = 0;
+    std::vector<int64_t> lengths;  // positions averaged per sample
   };
 
   static void CheckCpu(const Tensor& t) {

@@ -1,6 +1,7 @@
 // Pooling a sequence into one vector per sample, the head of a sequence classifier:
 //
-//   seqpool:mean    input (B, T, D); output (B, D), the mean over the T positions
+//   seqpool:mean    input (B, T, D); output (B, D), the mean over the T positions (over those
+//                   before the padding of padded sequences: ForwardContext::lengths)
 //   seqpool:first   input (B, T, D); output (B, D), position 0 (BERT's [CLS] token)
 // No parameters. Slice-wise under tensor parallelism (each feature pools alone).
 // Thread-safety: as every layer (layer.hpp).

@@ -1,5 +1,6 @@
 #include "core/layers/token_embedding.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -12,14 +13,34 @@ template <typename T>
 class TokenEmbedding final : public Layer<T> {
  public:
   explicit TokenEmbedding(const TokenEmbeddingOptions& o) : o_(o) {
-    if (o.vocabulary <= 0 || o.dim <= 0) {
+    if (o.vocabulary <= 0 || o.dim <= 0 || o.pad < -1 || o.pad >= o.vocabulary) {
       throw Error(ErrorCode::kInvalidArgument,
-                  "tokens needs a vocabulary V > 0 and D > 0 dimensions, got " + Describe());
+                  "tokens needs a vocabulary V > 0, D > 0 dimensions and a pad id in [0, V), "
+                  "got " +
+                      Describe());
     }
   }
   std::string kind() const override { return "tokens"; }
   std::string Describe() const override {
-    return "tokens:" + std::to_string(o_.vocabulary) + ":" + std::to_string(o_.dim);
+    std::string s = "tokens:" + std::to_string(o_.vocabulary) + ":" + std::to_string(o_.dim);
+    if (o_.pad >= 0) s.append(":").append(std::to_string(o_.pad));
+    return s;
+  }
+
+  bool SequenceLengths(const Tensor& x, std::vector<int64_t>* lengths) const override {
+    if (o_.pad < 0) return false;
+    const int64_t b = x.num_elements() / time_;
+    lengths->assign(static_cast<size_t>(b), time_);
+    const T* xp = x.template data<T>();
+    for (int64_t i = 0; i < b; ++i) {
+      for (int64_t t = 0; t < time_; ++t) {
+        if (xp[i * time_ + t] == static_cast<T>(o_.pad)) {
+          (*lengths)[static_cast<size_t>(i)] = std::max<int64_t>(t, 1);
+          break;
+        }
+      }
+    }
+    return true;
   }
 
   Shape Build(const Shape& in, BuildContext<T>& ctx) override {

@@ -2,6 +2,10 @@
 //
 //   tokens:V:D   input (B, T) of token ids (numbers, as a pipeline writes an int64 feature);
 //                output (B, T, D): y[b, t] = table[x[b, t]] + position[t]
+//   tokens:V:D:PAD   the same for padded sequences: a sample's padding starts at its first PAD
+//                id; every layer after learns where (ForwardContext::lengths): attention
+//                never looks at the padding, seqpool:mean averages the positions before it. A
+//                sample of padding only counts its first position.
 // Parameters table (V, D) and position (T, D), both N(0, 0.02^2) as GPT-2 starts them (T is the
 // model's context, fixed by its input shape). Backward: table rows and position rows gather dy;
 // an id has no gradient, and dx is 0. An id that is not an integer in [0, V) is
@@ -19,6 +23,7 @@ namespace shardflow {
 struct TokenEmbeddingOptions {
   int64_t vocabulary = 0;  // V, required (> 0)
   int64_t dim = 0;         // D, required (> 0)
+  int64_t pad = -1;        // PAD in [0, V): the padding id; -1: no padding
 };
 
 template <typename T>

@@ -34,8 +34,9 @@ void Reference(const cpu::AttentionShape& s, const std::vector<double>& qkv, std
       auto at = [&](int64_t row, int64_t part, int64_t c) {
         return static_cast<long double>(qkv[(b * t + row) * s.ld_qkv + h * 3 * dh + part * dh + c]);
       };
+      const int64_t keys = s.lengths != nullptr ? s.lengths[b] : t;
       for (int64_t i = 0; i < t; ++i) {
-        const int64_t seen = s.causal ? i + 1 : t;
+        const int64_t seen = std::min(s.causal ? i + 1 : t, keys);
         std::vector<long double> score(static_cast<size_t>(seen));
         long double mx = -std::numeric_limits<long double>::infinity();
         for (int64_t j = 0; j < seen; ++j) {
@@ -57,7 +58,8 @@ void Reference(const cpu::AttentionShape& s, const std::vector<double>& qkv, std
   }
 }
 
-void CheckAgainstReference(int64_t batch, int64_t time, int64_t heads, int64_t dh, bool causal) {
+void CheckAgainstReference(int64_t batch, int64_t time, int64_t heads, int64_t dh, bool causal,
+                           const std::vector<int64_t>& lengths = {}) {
   SCOPED_TRACE("B " + std::to_string(batch) + " T " + std::to_string(time) + " H " +
                std::to_string(heads) + " dh " + std::to_string(dh) + (causal ? " causal" : ""));
   const cpu::AttentionShape s{.batch = batch,
@@ -65,7 +67,8 @@ void CheckAgainstReference(int64_t batch, int64_t time, int64_t heads, int64_t d
                               .heads = heads,
                               .head_dim = dh,
                               .ld_qkv = 3 * heads * dh + 2,  // a row stride wider than the row
-                              .causal = causal};
+                              .causal = causal,
+                              .lengths = lengths.empty() ? nullptr : lengths.data()};
   const std::vector<double> qkv = RandomValues(batch * time * s.ld_qkv, 1);
   std::vector<double> want_o, want_lse;
   Reference(s, qkv, &want_o, &want_lse);
@@ -87,6 +90,52 @@ TEST(AttentionKernel, MatchesTheDefinitionAcrossRaggedTiles) {
   CheckAgainstReference(1, 64, 2, 3, true);
   CheckAgainstReference(2, 130, 2, 5, false);
   CheckAgainstReference(2, 130, 2, 5, true);
+}
+
+TEST(AttentionKernel, MatchesTheDefinitionWithPadding) {
+  CheckAgainstReference(3, 5, 2, 3, false, {5, 2, 1});
+  CheckAgainstReference(3, 5, 2, 3, true, {5, 2, 1});
+  CheckAgainstReference(2, 130, 1, 4, false, {70, 129});
+  CheckAgainstReference(2, 130, 1, 4, true, {64, 65});
+}
+
+// tokens:V:D:PAD: what follows a sample's first pad id changes neither the model's output nor
+// any gradient, bit for bit (attention never sees it, seqpool:mean leaves it out).
+TEST(Padding, WhatFollowsThePadIsInvisible) {
+  const std::string spec = "tokens:11:8:0, block:2, block:2:causal, seqpool:mean, dense:3";
+  const int64_t t = 70;
+  auto run = [&](uint64_t tail_seed, std::vector<double>* grads,
+                 const std::string& model =
+                     "tokens:11:8:0, block:2, block:2:causal, "
+                     "seqpool:mean, dense:3") {
+    Sequential<double> m(model, {t}, {.seed = 3});
+    Tensor x(DType::kFloat64, {2, t});
+    for (int64_t i = 0; i < 2 * t; ++i) {
+      const int64_t pos = i % t, start = i < t ? 67 : 5;  // padding from 67 and from 5
+      x.data<double>()[i] =
+          pos < start ? 1 + (i * 7) % 10
+          : pos == start
+              ? 0
+              : static_cast<double>(static_cast<int>(RandomUniform(tail_seed, 0, i) * 11));
+    }
+    Tensor dy(DType::kFloat64, {2, 3});
+    for (int i = 0; i < 6; ++i) dy.data<double>()[i] = 0.5 - i;
+    m.arena().ZeroGrads();
+    MicroBatch mb;
+    const Tensor y = m.Forward(x, true, mb);
+    m.Backward(dy, mb);
+    grads->assign(m.arena().grads(), m.arena().grads() + m.arena().size());
+    return std::vector<double>(y.data<double>(), y.data<double>() + 6);
+  };
+  std::vector<double> g1, g2;
+  const std::vector<double> y1 = run(1, &g1), y2 = run(2, &g2);
+  EXPECT_EQ(y1, y2);
+  EXPECT_EQ(g1, g2);
+  // Without the pad id the two inputs do give different outputs: the tails differ.
+  const std::string unpadded = "tokens:11:8, block:2, block:2:causal, seqpool:mean, dense:3";
+  EXPECT_NE(run(1, &g1, unpadded), run(2, &g2, unpadded));
+  // A later pipeline stage would not know the padding: refused.
+  EXPECT_THROW(Sequential<double>(spec, {t}, {}, LayerRange{.begin = 1, .end = 3}), Error);
 }
 
 // A causal output at position t is the same whatever follows t.

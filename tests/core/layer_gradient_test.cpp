@@ -51,10 +51,11 @@ void ExpectClose(double analytic, double numeric, const std::string& what) {
 }
 
 // Checks d/dx and d/dparams of layer `spec` on per-sample input `in` with `batch` samples.
-void CheckLayer(const std::string& spec, const Shape& in, int64_t batch, bool training = true) {
+void CheckLayer(const std::string& spec, const Shape& in, int64_t batch, bool training = true,
+                const std::vector<int64_t>* lengths = nullptr) {
   SCOPED_TRACE(spec + " on " + ShapeToString(in));
   Harness h(spec, in);
-  const ForwardContext ctx{.training = training, .seed = 5, .step = 11};
+  const ForwardContext ctx{.training = training, .seed = 5, .step = 11, .lengths = lengths};
   Tensor x(DType::kFloat64, WithBatch(batch, in));
   FillNormal(x, 21);
   Tensor r(DType::kFloat64, WithBatch(batch, h.out));
@@ -130,6 +131,16 @@ TEST(LayerGradient, AttentionOneHead) { CheckLayer("attention:1:causal", {3, 3},
 TEST(LayerGradient, AttentionAcrossTiles) { CheckLayer("attention:1", {70, 2}, 1); }
 TEST(LayerGradient, AttentionCausalAcrossTiles) { CheckLayer("attention:1:causal", {70, 2}, 1); }
 TEST(LayerGradient, TransformerBlock) { CheckLayer("block:2", {4, 4}, 2); }
+// Padded sequences: 3 and 1 of 5 positions (and 66 of 70, across the tiles) before the padding.
+TEST(LayerGradient, AttentionPadded) {
+  const std::vector<int64_t> lengths = {3, 1};
+  CheckLayer("attention:2", {5, 4}, 2, true, &lengths);
+  CheckLayer("attention:2:causal", {5, 4}, 2, true, &lengths);
+  CheckLayer("block:2", {5, 4}, 2, true, &lengths);
+  CheckLayer("seqpool:mean", {5, 4}, 2, true, &lengths);
+  const std::vector<int64_t> long_lengths = {66};
+  CheckLayer("attention:1", {70, 2}, 1, true, &long_lengths);
+}
 TEST(LayerGradient, TransformerBlockCausal) { CheckLayer("block:2:causal", {4, 4}, 2); }
 
 // The whole model's parameter gradients (hooks, arena layout, inter-layer plumbing).
