@@ -98,8 +98,9 @@ void Validate(const ConvertOptions& o) {
           "input.files");
     }
     text::CheckDocumentSplit(o.documents, "input.documents");
-    if (o.pack <= 0) {
-      bad("preprocess.pack (the block length in tokens) must be > 0 for input.format=documents",
+    if ((o.pack > 0) == (o.max_tokens > 0)) {
+      bad("input.format=documents needs one of preprocess.pack (language-model blocks of N "
+          "tokens) and preprocess.max_tokens (classification records of N tokens)",
           "preprocess.pack");
     }
     if (!(o.holdout >= 0 && o.holdout < 1)) {
@@ -247,6 +248,13 @@ void RegisterConvertOptions(ConfigSchema& schema, ConvertOptions* o) {
       .Add("preprocess", "pack", &o->pack,
            "documents: language-model blocks of N tokens (input and next-token target)")
       .NonNegative();
+  schema
+      .Add("preprocess", "max_tokens", &o->max_tokens,
+           "documents: instead of packing, one classification record per document of this "
+           "many tokens (padded), labelled by its file")
+      .NonNegative();
+  schema.AddChoice("preprocess", "too_long", &o->too_long, {"truncate", "fail"},
+                   "documents, max_tokens: a longer document is cut (and counted) or an error");
   schema.Add("preprocess", "holdout", &o->holdout,
              "documents: fraction of the documents (evenly spread) written to OUT-heldout-*");
   schema.AddChoice("preprocess", "normalize", &o->normalize, {"none", "scale", "standardize"},

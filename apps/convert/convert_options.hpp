@@ -46,13 +46,15 @@ struct ConvertOptions {
   // documents (text files cut into documents, tokenized; document_input.hpp)
   std::string documents = "line";  // line | file | a delimiter line ("%": fortune files)
   // [preprocess]
-  std::string tokenizer = "byte";  // documents: byte (256 byte ids + end + pad) | bpe
-  int64_t vocabulary = 1024;       // documents, bpe: tokens learned (256 bytes + merges)
-  std::string bpe_vocab;           // documents, bpe: a vocab.json to read instead of learning
-  std::string bpe_merges;          // documents, bpe: its merges.txt
-  std::string wordpiece_vocab;     // documents, wordpiece: BERT's vocab.txt
-  bool lowercase = true;           // documents, wordpiece: an uncased vocabulary
-  int64_t pack = 0;                // documents: language-model blocks of this many tokens (> 0)
+  std::string tokenizer = "byte";     // documents: byte (256 byte ids + end + pad) | bpe
+  int64_t vocabulary = 1024;          // documents, bpe: tokens learned (256 bytes + merges)
+  std::string bpe_vocab;              // documents, bpe: a vocab.json to read instead of learning
+  std::string bpe_merges;             // documents, bpe: its merges.txt
+  std::string wordpiece_vocab;        // documents, wordpiece: BERT's vocab.txt
+  bool lowercase = true;              // documents, wordpiece: an uncased vocabulary
+  int64_t pack = 0;                   // documents: language-model blocks of this many tokens, or
+  int64_t max_tokens = 0;             // documents: classification records of this many tokens
+  std::string too_long = "truncate";  // documents, max_tokens: truncate (counted) | fail
   double holdout = 0.1;            // documents: the fraction of documents held out for evaluation
   std::string normalize = "none";  // none | scale | standardize
   int64_t window = 0;              // series: window length W (> 0 for series inputs)

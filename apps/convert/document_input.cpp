@@ -14,6 +14,7 @@
 #include "core/logging.hpp"
 #include "core/progress.hpp"
 #include "io/pipeline/list_files.hpp"
+#include "io/text/bag_of_words.hpp"
 #include "io/text/bpe.hpp"
 #include "io/text/byte_tokenizer.hpp"
 #include "io/text/documents.hpp"
@@ -113,15 +114,118 @@ Tokenizer MakeTokenizer(const ConvertOptions& o, const std::vector<std::string>&
 
 }  // namespace
 
+// One classification record per document: `tokens` padded to max_tokens, `length`, `label`
+// (the document's file), `id`. Longer documents are cut (counted) or, under too_long = fail,
+// an error naming the file and the document.
+struct Labelled {
+  std::vector<std::vector<int64_t>> tokens;
+  std::vector<int64_t> labels;
+  int64_t truncated = 0;
+};
+
+void WriteRecords(const ConvertOptions& o, const Labelled& docs, int64_t pad,
+                  const std::string& part, int rank, int ranks, nlohmann::json* meta) {
+  ConvertOptions out = o;
+  out.out_path = o.out_path + "-" + part;
+  const auto n = static_cast<int64_t>(docs.tokens.size());
+  const ShardPlan plan(n, o.shards, rank, ranks);
+  ProgressReporter progress(plan.MyRecords().size(),
+                            {.label = "convert " + part, .unit = "documents"});
+  std::vector<int64_t> padded(static_cast<size_t>(o.max_tokens));
+  WriteShardRecords(plan, out, progress, [&](int64_t id, io::ExampleBuilder& b) {
+    const auto& t = docs.tokens[static_cast<size_t>(id)];
+    std::fill(padded.begin(), padded.end(), pad);
+    std::copy(t.begin(), t.end(), padded.begin());
+    b.AddInt64("tokens", padded);
+    b.AddInt64("length", {static_cast<int64_t>(t.size())});
+    b.AddInt64("label", {docs.labels[static_cast<size_t>(id)]});
+    b.AddInt64("id", {id});
+  });
+  progress.Finish();
+  (*meta)[part] = {{"documents", n}, {"truncated", docs.truncated}};
+}
+
+Labelled Label(const ConvertOptions& o, std::vector<std::vector<int64_t>> tokens,
+               const std::vector<const text::Document*>& docs,
+               const std::vector<std::string>& files) {
+  Labelled out;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (static_cast<int64_t>(tokens[i].size()) > o.max_tokens) {
+      if (o.too_long == "fail") {
+        throw Error(
+            ErrorCode::kInvalidArgument,
+            "document " + std::to_string(docs[i]->index) + " has " +
+                std::to_string(tokens[i].size()) +
+                " tokens, more than preprocess.max_tokens = " + std::to_string(o.max_tokens),
+            {.file = files[static_cast<size_t>(docs[i]->file)],
+             .key = "preprocess.too_long",
+             .hint = "preprocess.too_long = truncate cuts it (and counts it)"});
+      }
+      tokens[i].resize(static_cast<size_t>(o.max_tokens));
+      ++out.truncated;
+    }
+    out.labels.push_back(docs[i]->file);
+  }
+  out.tokens = std::move(tokens);
+  return out;
+}
+
+void WriteMetaFile(const std::string& path, const nlohmann::json& meta) {
+  std::ofstream out(path);
+  out << meta.dump(2) << "\n";
+  out.close();
+  if (!out) throw Error(ErrorCode::kIo, "cannot write the metadata file", {.file = path});
+}
+
+int RunClassification(MpiEnvironment& env, const ConvertOptions& o, comm::Communicator& comm,
+                      const std::vector<std::string>& files, const Tokenizer& tok,
+                      const Labelled& train, const Labelled& heldout,
+                      const text::DocumentCounts& counts, int64_t bytes, nlohmann::json meta) {
+  nlohmann::json classes = nlohmann::json::array();
+  for (const std::string& f : files) classes.push_back(std::filesystem::path(f).stem().string());
+  meta.update({{"format", "documents"},
+               {"task", "classify"},
+               {"documents", counts.documents},
+               {"empty_documents_skipped", counts.empty_skipped},
+               {"bytes", bytes},
+               {"tokenizer", o.tokenizer},
+               {"vocabulary", tok.vocabulary},
+               {"pad_token", tok.pad},
+               {"max_tokens", o.max_tokens},
+               {"classes", classes},
+               {"data_features", "tokens:int64:float32:" + std::to_string(o.max_tokens) +
+                                     ", label:int64:int64:scalar"}});
+  WriteRecords(o, train, tok.pad, "train", env.rank(), env.size(), &meta);
+  WriteRecords(o, heldout, tok.pad, "heldout", env.rank(), env.size(), &meta);
+  if (!heldout.tokens.empty()) {
+    const text::BagOfWordsAccuracy base =
+        text::NaiveBayesBaseline(train.tokens, train.labels, heldout.tokens, heldout.labels,
+                                 tok.vocabulary, static_cast<int64_t>(files.size()));
+    meta["heldout_baselines_accuracy"] = {{"naive_bayes_bag_of_words", base.naive_bayes},
+                                          {"majority_class", base.majority}};
+    SF_LOG0(Info) << "held-out accuracy of the baselines: bag-of-words naive Bayes "
+                  << base.naive_bayes << ", majority class " << base.majority;
+  }
+  SF_LOG0(Info) << counts.documents << " documents in " << files.size() << " classes ("
+                << counts.empty_skipped << " empty skipped), " << heldout.tokens.size()
+                << " held out; " << train.truncated + heldout.truncated << " cut to "
+                << o.max_tokens << " tokens";
+  comm::Barrier(comm);
+  if (env.rank() == 0) WriteMetaFile(o.out_path + ".meta.json", meta);
+  return 0;
+}
+
 int RunDocuments(MpiEnvironment& env, const ConvertOptions& o, comm::Communicator& comm) {
   const std::vector<std::string> files = pipeline::ListFiles(o.files);
   text::DocumentCounts counts;
   const std::vector<text::Document> docs = text::ReadDocuments(files, o.documents, &counts);
   std::vector<std::string> train_texts, heldout_texts;
+  std::vector<const text::Document*> train_docs, heldout_docs;
   int64_t bytes = 0;
   for (size_t i = 0; i < docs.size(); ++i) {
-    (HeldOut(static_cast<int64_t>(i), o.holdout) ? heldout_texts : train_texts)
-        .push_back(docs[i].text);
+    const bool held = HeldOut(static_cast<int64_t>(i), o.holdout);
+    (held ? heldout_texts : train_texts).push_back(docs[i].text);
+    (held ? heldout_docs : train_docs).push_back(&docs[i]);
     bytes += static_cast<int64_t>(docs[i].text.size());
   }
   nlohmann::json meta;
@@ -132,6 +236,11 @@ int RunDocuments(MpiEnvironment& env, const ConvertOptions& o, comm::Communicato
   if (tok.wordpiece) {
     meta["unknown_words"] = tok.unknown_words;
     SF_LOG0(Info) << tok.unknown_words << " words are not in the WordPiece vocabulary: [UNK]";
+  }
+  if (o.max_tokens > 0) {
+    return RunClassification(
+        env, o, comm, files, tok, Label(o, std::move(train), train_docs, files),
+        Label(o, std::move(heldout), heldout_docs, files), counts, bytes, std::move(meta));
   }
   const PackedBlocks train_blocks = text::PackForLanguageModel(train, tok.end, o.pack);
   const PackedBlocks heldout_blocks = text::PackForLanguageModel(heldout, tok.end, o.pack);

@@ -7,6 +7,8 @@
 #        shardflow-train trains a one-block causal transformer on them for one epoch on 2 ranks
 #        and evaluates on the held-out blocks (per-token loss and next-token accuracy);
 #        shardflow-predict --generate samples text after a prompt (the same text for a seed).
+#   classify  one record per document labelled by its file (padded, cut and counted, or an
+#        error under too_long = fail), against a Python reference; a padded encoder trains on it.
 #   bpe  byte-pair encoding learned from the documents: the same shards and vocabulary files at
 #        np 1 and 3, and the written files read back give the same shards; WordPiece over a
 #        BERT vocab.txt ([SEP] ends documents, unknown words counted).
@@ -108,6 +110,69 @@ INI
   gen --predict.temperature=-1 >/dev/null || code=$?
   [ "$code" = 2 ] || fail "a negative temperature exited $code"
   ;;
+classify)
+  # One record per document, labelled by its file: the same shards at np 1 and 3; tokens padded
+  # with the pad id, cut at max_tokens (counted), against a Python reference; too_long = fail
+  # names the file; then a padded bidirectional encoder trains and evaluates on them.
+  for np in 1 3; do
+    convert $np --preprocess.max_tokens=24 --preprocess.holdout=0.25 --output.shards=2 \
+      --output.path=np$np/cls || fail "convert -np $np: $(cat convert.np$np.log)"
+  done
+  for f in np1/*.tfrecord; do cmp "$f" "np3/$(basename "$f")" || fail "$f differs"; done
+  "$bin/shardflow-inspect" cat np1/cls-train-*.tfrecord np1/cls-heldout-*.tfrecord >cls.jsonl
+  $py - <<'PY' || fail "records differ from the reference"
+import json, math
+docs = []
+for f in range(3):
+    for d in open(f"in/f{f}", "rb").read().replace(b"\r\n", b"\n").split(b"\n%\n"):
+        if d.strip():
+            docs.append((d, f))
+h = 0.25
+held = [i for i in range(len(docs)) if math.floor((i + 1) * h) > math.floor(i * h)]
+order = [i for i in range(len(docs)) if i not in held] + held
+records = [json.loads(l)["features"] for l in open("cls.jsonl")]
+assert len(records) == len(docs), (len(records), len(docs))
+cut = 0
+for r, i in zip(records, order):
+    text, label = docs[i]
+    toks = list(text[:24])
+    cut += len(text) > 24
+    assert r["tokens"]["int64"] == toks + [257] * (24 - len(toks)), i
+    assert r["length"]["int64"] == [len(toks)] and r["label"]["int64"] == [label], i
+meta = json.load(open("np1/cls.meta.json"))
+assert meta["train"]["truncated"] + meta["heldout"]["truncated"] == cut
+assert meta["classes"] == ["f0", "f1", "f2"], meta["classes"]
+assert 0 <= meta["heldout_baselines_accuracy"]["naive_bayes_bag_of_words"] <= 1
+PY
+  code=0
+  convert 1 --preprocess.max_tokens=24 --preprocess.too_long=fail --output.path=fail/cls || code=$?
+  [ "$code" = 2 ] && grep -q "more than preprocess.max_tokens = 24.*file=in/f0" convert.np1.log ||
+    fail "too_long=fail exited $code: $(grep error convert.np1.log)"
+  cat >cls.ini <<'INI'
+[data]
+files = np1/cls-train-*.tfrecord
+features = tokens:int64:float32:24, label:int64:int64:scalar
+[eval]
+files = np1/cls-heldout-*.tfrecord
+features = tokens:int64:float32:24, label:int64:int64:scalar
+[model]
+spec = tokens:258:16:257, block:2, layernorm, seqpool:mean, dense:3
+input_shape = 24
+input_feature = tokens
+label_feature = label
+init = glorot
+[train]
+epochs = 1
+batch_size = 4
+optimizer = adam
+lr = 0.003
+threads = 1
+INI
+  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-train" --config cls.ini --output run \
+    --no-progress >train.log 2>&1 || fail "train: $(tail -5 train.log)"
+  grep -qE "final: eval loss [0-9.]+, accuracy 0\.[0-9]+" train.log ||
+    fail "no held-out accuracy: $(tail -5 train.log)"
+  ;;
 bpe)
   # BPE learned from the training documents: the same shards, vocab.json and merges.txt at np 1
   # and 3; reading those files back (preprocess.bpe_vocab) writes the same shards again.
@@ -143,6 +208,7 @@ bad)
   }
   expect_bad preprocess.pack --preprocess.pack=100000
   expect_bad preprocess.pack
+  expect_bad preprocess.pack --preprocess.pack=8 --preprocess.max_tokens=8
   expect_bad input.documents --input.documents= --preprocess.pack=8
   expect_bad preprocess.holdout --preprocess.pack=8 --preprocess.holdout=1
   echo '{"a": 0}' >bad.json
