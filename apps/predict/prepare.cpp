@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "apps/common/device_choice.hpp"
+#include "apps/common/prediction/predictor.hpp"
 #include "apps/common/install_device.hpp"
 #include "apps/common/use_precision.hpp"
 #include "core/cpu/gemm.hpp"
@@ -65,6 +66,8 @@ void Prepare(MpiEnvironment& env, PredictAppConfig* config, Prepared* p) {
   p->output_shape = DescribeLayers(p->options.model_spec, p->options.input_shape, p->options.model)
                         .back()
                         .output_shape;
+  if (!generate)
+    apps::CheckOneClassPerRecord(p->options.task, p->output_shape, "shardflow-predict");
   apps::ModelSetup part = p->options;
   if (p->grid.ways > 1) {
     part.model.tensor_parallel = {

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "apps/common/device_choice.hpp"
+#include "apps/common/prediction/predictor.hpp"
 #include "apps/common/install_device.hpp"
 #include "apps/common/use_precision.hpp"
 #include "core/cpu/gemm.hpp"
@@ -68,6 +69,7 @@ void Prepare(MpiEnvironment& env, const ServeAppConfig& config, Prepared* p) {
   cpu::SetIntraOpThreads(p->threads);
   const Shape output_shape =
       DescribeLayers(setup.model_spec, setup.input_shape, setup.model).back().output_shape;
+  apps::CheckOneClassPerRecord(setup.task, output_shape, "shardflow-serve");
   p->sig = MakeSignature(config.train, setup, output_shape);
   // A missing checkpoint or one that does not fit the model: one line, exit 2.
   ModelPool::Loader loader = CheckpointLoader(setup, config.checkpoint, config.num_replicas);

@@ -109,6 +109,12 @@ INI
   code=0
   gen --predict.temperature=-1 >/dev/null || code=$?
   [ "$code" = 2 ] || fail "a negative temperature exited $code"
+  # Predicting classes per record with a language model is refused, not written as T x V.
+  code=0
+  "$bin/shardflow-predict" --config lm.ini --checkpoint run/checkpoints --output p.csv \
+    >predict.log 2>&1 || code=$?
+  [ "$code" = 2 ] && grep -q "predicts one class per record" predict.log ||
+    fail "predict on a language model exited $code: $(tail -2 predict.log)"
   ;;
 classify)
   # One record per document, labelled by its file: the same shards at np 1 and 3; tokens padded
@@ -172,6 +178,11 @@ INI
     --no-progress >train.log 2>&1 || fail "train: $(tail -5 train.log)"
   grep -qE "final: eval loss [0-9.]+, accuracy 0\.[0-9]+" train.log ||
     fail "no held-out accuracy: $(tail -5 train.log)"
+  # The padded encoder predicts one class per held-out record.
+  "$bin/shardflow-predict" --config cls.ini --checkpoint run/checkpoints \
+    --input "np1/cls-heldout-*.tfrecord" --output p.csv >predict.log 2>&1 ||
+    fail "predict: $(tail -3 predict.log)"
+  [ "$(($(wc -l <p.csv) - 1))" = 19 ] || fail "predicted $(wc -l <p.csv) lines for 19 documents"
   ;;
 bpe)
   # BPE learned from the training documents: the same shards, vocab.json and merges.txt at np 1

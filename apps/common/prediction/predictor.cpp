@@ -150,4 +150,15 @@ PredictionRows PredictDataset(const ForwardFn& forward, const Shape& output_shap
   return rows;
 }
 
+void CheckOneClassPerRecord(Task task, const Shape& output_shape, const std::string& program) {
+  if (task != Task::kClassify || output_shape.size() == 1) return;
+  throw Error(ErrorCode::kInvalidArgument,
+              program + " predicts one class per record, but the model's output per record is " +
+                  ShapeToString(output_shape) +
+                  " (a class per position, as a language model's next tokens)",
+              {.key = "model.spec",
+               .hint = "shardflow-train's eval gives a sequence model's held-out loss; "
+                       "shardflow-predict --generate samples a language model"});
+}
+
 }  // namespace shardflow::apps

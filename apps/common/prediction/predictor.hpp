@@ -55,6 +55,12 @@ struct PredictionRows {
 PredictionRows PredictDataset(Sequential<float>& model, const pipeline::Dataset& records,
                               const PredictorSpec& spec);
 
+// A classifier predicts one class per record: its output per sample must be (K). A sequence
+// model's (T, V) (a language model's next-token logits) is refused with
+// Error(kInvalidArgument) naming `program` and the shape, rather than written as T x V
+// "classes" (per-record loss of a sequence model is not written yet).
+void CheckOneClassPerRecord(Task task, const Shape& output_shape, const std::string& program);
+
 // The same with the model's forward pass given as a function of a batch's input (B, ...): its
 // output (B, output_shape...), or an empty tensor on a rank that computes no outputs (a
 // pipeline's earlier stages, a tensor way other than 0): that rank records no rows. The
