@@ -150,6 +150,7 @@ TEST_F(DynamicShardThreads, StopLowersTheFenceForBoth) {
   std::barrier meet(2);
   std::atomic<int64_t> fence[2];
   std::atomic<int64_t> most[2] = {-1, -1};
+  std::atomic<bool> stop_requested{false};
   auto worker = [&](int w) {
     std::unique_ptr<DynamicShard> shard = Make(plan, end, -1);
     meet.arrive_and_wait();
@@ -159,7 +160,18 @@ TEST_F(DynamicShardThreads, StopLowersTheFenceForBoth) {
     while (shard->Next(&batch, &claim)) {
       trained.Add(w, plan.EpochOf(claim), batch);
       most[w] = std::max(most[w].load(), claim);
-      if (w == 0 && ++n == 3) shard->RequestStop();
+      if (w == 0 && ++n == 3) {
+        shard->RequestStop();
+        stop_requested = true;
+      }
+      // Worker 1 trains one batch, then waits for the stop (at most 10 s): on a loaded machine
+      // worker 0 could otherwise be descheduled while worker 1 claims the whole epoch, and
+      // there would be no fence left to lower (the test once failed that way in a full run).
+      if (w == 1) {
+        for (int i = 0; i < 10000 && !stop_requested; ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     fence[w] = shard->fence();
