@@ -128,7 +128,7 @@ class MicroBatch {
   uint64_t index_;
   const void* model_ = nullptr;  // the model the states belong to
   std::vector<std::unique_ptr<LayerState>> states_;
-  bool forward_done_ = false;  // a Forward ran since the states were made
+  bool forward_done_ = false;     // a Forward ran since the states were made
   std::vector<int64_t> lengths_;  // ForwardContext::lengths of the last Forward
 };
 

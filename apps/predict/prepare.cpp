@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "apps/common/device_choice.hpp"
-#include "apps/common/prediction/predictor.hpp"
 #include "apps/common/install_device.hpp"
+#include "apps/common/prediction/predictor.hpp"
 #include "apps/common/use_precision.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/logging.hpp"

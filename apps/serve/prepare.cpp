@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "apps/common/device_choice.hpp"
-#include "apps/common/prediction/predictor.hpp"
 #include "apps/common/install_device.hpp"
+#include "apps/common/prediction/predictor.hpp"
 #include "apps/common/use_precision.hpp"
 #include "core/cpu/gemm.hpp"
 #include "core/error.hpp"
