@@ -32,7 +32,7 @@ LibraryGemmPieces LibraryGemmPiecesFor(int64_t m, int64_t n);
 // with oneDNN, an AVX-512 target (where it was measured), and either op(A) and op(B) not
 // transposed with 16 <= M <= 128, N >= 512 and K >= 1024 (the wide dense layer), or M, N and K
 // all >= 256, transposed or not (a transformer's projections and MLP over a batch of sequences:
-// `shardflow-bench gemm --model gpt`, oneDNN 135-172 GFLOP/s against ours 87-148 on the
+// `shardflow-bench gemm --model gpt`, oneDNN 131-172 GFLOP/s against ours 86-148 on the
 // development machine, BENCHMARKS.md "Transformers").
 bool LibrarySgemmTakes(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k);
 
