@@ -72,7 +72,7 @@ class Attention final : public Layer<T> {
  protected:
   Tensor DoForward(const Tensor& x, const ForwardContext& ctx, LayerState& st) override {
     const int64_t b = CheckInput(x, in_, "attention");
-    CheckCpu(x);
+    CheckHostTensor(x, "attention");
     State& s = StateAs<State>(st, "attention");
     s.qkv_y = qkv_->Forward(x, ctx, *s.qkv);
     if (ctx.lengths != nullptr) {
@@ -89,7 +89,7 @@ class Attention final : public Layer<T> {
   }
 
   Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
-    CheckCpu(dy);
+    CheckHostTensor(dy, "attention");
     State& s = StateAs<State>(st, "attention");
     const Tensor dout = out_->Backward(dy, true, *s.out);
     Tensor& dqkv = ReuseBuffer(s.dqkv, DTypeOf<T>(), s.qkv_y.shape());
@@ -119,13 +119,6 @@ class Attention final : public Layer<T> {
             .ld_qkv = 3 * way_heads_ * head_dim_,
             .causal = o_.causal,
             .lengths = s.lengths.empty() ? nullptr : s.lengths.data()};
-  }
-
-  static void CheckCpu(const Tensor& t) {
-    if (!DeviceSupports(t.device(), DeviceFeature::kHostMemory)) {
-      throw Error(ErrorCode::kInvalidArgument, "attention runs on CPU tensors only",
-                  {.key = "model"});
-    }
   }
 
   AttentionOptions o_;

@@ -49,7 +49,7 @@ class Embedding final : public Layer<T> {
   // x (B, W) -> y (B, W - 1 + D): the row is copied around column AT, which becomes table[i].
   Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
     const int64_t b = CheckInput(x, {w_}, "embedding");
-    CheckCpu(x);
+    CheckHostTensor(x, "embedding");
     State& s = StateAs<State>(st, "embedding");
     const int64_t out_w = w_ - 1 + o_.dim, at = o_.at, after = w_ - at - 1;
     Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), {b, out_w});
@@ -71,7 +71,7 @@ class Embedding final : public Layer<T> {
 
   // dtable[index] += dy[:, AT:AT+D]; dx = dy around it, 0 at AT.
   Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
-    CheckCpu(dy);
+    CheckHostTensor(dy, "embedding");
     State& s = StateAs<State>(st, "embedding");
     const int64_t b = static_cast<int64_t>(s.index.size());
     const int64_t out_w = w_ - 1 + o_.dim, at = o_.at, after = w_ - at - 1;
@@ -111,14 +111,6 @@ class Embedding final : public Layer<T> {
                   {.key = "model"});
     }
     return static_cast<int64_t>(v);
-  }
-
-  // The lookups are host loops over the indices: a device whose tensors are host memory only.
-  static void CheckCpu(const Tensor& t) {
-    if (!DeviceSupports(t.device(), DeviceFeature::kHostMemory)) {
-      throw Error(ErrorCode::kInvalidArgument, "embedding runs on CPU tensors only",
-                  {.key = "model"});
-    }
   }
 
   EmbeddingOptions o_;

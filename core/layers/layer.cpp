@@ -1,5 +1,7 @@
 #include "core/layers/layer.hpp"
 
+#include "core/backend/device_runtime.hpp"
+
 namespace shardflow {
 
 int64_t CheckInput(const Tensor& x, const Shape& expected, const std::string& layer) {
@@ -13,6 +15,13 @@ int64_t CheckInput(const Tensor& x, const Shape& expected, const std::string& la
                 {.key = layer});
   }
   return s[0];
+}
+
+void CheckHostTensor(const Tensor& t, const char* layer) {
+  if (!DeviceSupports(t.device(), DeviceFeature::kHostMemory)) {
+    throw Error(ErrorCode::kInvalidArgument, std::string(layer) + " runs on CPU tensors only",
+                {.key = "model"});
+  }
 }
 
 }  // namespace shardflow

@@ -182,4 +182,9 @@ inline Shape WithBatch(int64_t batch, const Shape& sample) {
 // Checks that x is (B, expected...) and returns B; throws Error(kInvalidArgument) naming the layer.
 int64_t CheckInput(const Tensor& x, const Shape& expected, const std::string& layer);
 
+// For layers whose loops read host memory (embedding lookups, attention, layer norm, ...):
+// throws Error(kInvalidArgument, key model) "LAYER runs on CPU tensors only" when t lives on a
+// device without host memory.
+void CheckHostTensor(const Tensor& t, const char* layer);
+
 }  // namespace shardflow

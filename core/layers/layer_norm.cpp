@@ -50,7 +50,7 @@ class LayerNorm final : public Layer<T> {
   // The state keeps xhat and rstd.
   Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
     const int64_t b = CheckInput(x, in_, "layernorm");
-    CheckCpu(x);
+    CheckHostTensor(x, "layernorm");
     State& s = StateAs<State>(st, "layernorm");
     const int64_t n = b * rows_per_sample_;
     Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), x.shape());
@@ -87,7 +87,7 @@ class LayerNorm final : public Layer<T> {
   // g = dy gamma; dx = rstd (g - mean(g) - xhat mean(g xhat)); dgamma += sum dy xhat; dbeta +=
   // sum dy (over rows).
   Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
-    CheckCpu(dy);
+    CheckHostTensor(dy, "layernorm");
     State& s = StateAs<State>(st, "layernorm");
     const int64_t n = static_cast<int64_t>(s.rstd.size());
     const T* d = dy.template data<T>();
@@ -131,13 +131,6 @@ class LayerNorm final : public Layer<T> {
     Tensor y, xhat, dx;
     std::vector<double> rstd;
   };
-
-  static void CheckCpu(const Tensor& t) {
-    if (!DeviceSupports(t.device(), DeviceFeature::kHostMemory)) {
-      throw Error(ErrorCode::kInvalidArgument, "layernorm runs on CPU tensors only",
-                  {.key = "model"});
-    }
-  }
 
   LayerNormOptions o_;
   Shape in_;

@@ -33,7 +33,7 @@ class SequencePool final : public Layer<T> {
  protected:
   Tensor DoForward(const Tensor& x, const ForwardContext& ctx, LayerState& st) override {
     const int64_t b = CheckInput(x, in_, "seqpool");
-    CheckCpu(x);
+    CheckHostTensor(x, "seqpool");
     State& s = StateAs<State>(st, "seqpool");
     s.batch = b;
     const int64_t t = in_[0], d = in_[1];
@@ -66,7 +66,7 @@ class SequencePool final : public Layer<T> {
 
   Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
     if (!need_dx) return Tensor();
-    CheckCpu(dy);
+    CheckHostTensor(dy, "seqpool");
     State& s = StateAs<State>(st, "seqpool");
     const int64_t t = in_[0], d = in_[1];
     Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), {s.batch, t, d});
@@ -90,13 +90,6 @@ class SequencePool final : public Layer<T> {
     int64_t batch = 0;
     std::vector<int64_t> lengths;  // positions averaged per sample
   };
-
-  static void CheckCpu(const Tensor& t) {
-    if (!DeviceSupports(t.device(), DeviceFeature::kHostMemory)) {
-      throw Error(ErrorCode::kInvalidArgument, "seqpool runs on CPU tensors only",
-                  {.key = "model"});
-    }
-  }
 
   SequencePoolKind kind_;
   Shape in_;

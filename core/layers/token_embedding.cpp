@@ -70,7 +70,7 @@ class TokenEmbedding final : public Layer<T> {
  protected:
   Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
     const int64_t b = CheckInput(x, {time_}, "tokens");
-    CheckCpu(x);
+    CheckHostTensor(x, "tokens");
     State& s = StateAs<State>(st, "tokens");
     const int64_t d = o_.dim;
     Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), {b, time_, d});
@@ -92,7 +92,7 @@ class TokenEmbedding final : public Layer<T> {
   }
 
   Tensor DoBackward(const Tensor& dy, bool need_dx, LayerState& st) override {
-    CheckCpu(dy);
+    CheckHostTensor(dy, "tokens");
     State& s = StateAs<State>(st, "tokens");
     const int64_t d = o_.dim;
     const T* g = dy.template data<T>();
@@ -130,12 +130,6 @@ class TokenEmbedding final : public Layer<T> {
                   {.key = "model"});
     }
     return static_cast<int64_t>(v);
-  }
-
-  static void CheckCpu(const Tensor& t) {
-    if (!DeviceSupports(t.device(), DeviceFeature::kHostMemory)) {
-      throw Error(ErrorCode::kInvalidArgument, "tokens runs on CPU tensors only", {.key = "model"});
-    }
   }
 
   TokenEmbeddingOptions o_;
