@@ -30,12 +30,31 @@ ModelBatch ToModelBatch(const pipeline::Element& batch, const BatchSpec& spec, T
     const int64_t n = in.num_elements();
     for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) * s;
     out.x = *scratch;
+  } else if (in.dtype() == DType::kInt64 || in.dtype() == DType::kInt32) {
+    // Token ids (a tokenized input): exact in float32 below 2^24, never scaled.
+    if (scratch->shape() != shape || scratch->dtype() != DType::kFloat32) {
+      *scratch = Tensor(DType::kFloat32, shape);
+    }
+    float* dst = scratch->data<float>();
+    const int64_t n = in.num_elements();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t v = in.dtype() == DType::kInt64 ? in.data<int64_t>()[i] : in.data<int32_t>()[i];
+      if (v <= -(int64_t{1} << 24) || v >= (int64_t{1} << 24)) {
+        ErrorContext ctx = batch.where.Context();
+        ctx.key = spec.input_feature;
+        throw Error(ErrorCode::kInvalidArgument,
+                    "input value " + std::to_string(v) + " has no exact float32 (|v| >= 2^24)",
+                    ctx);
+      }
+      dst[i] = static_cast<float>(v);
+    }
+    out.x = *scratch;
   } else {
     ErrorContext ctx = batch.where.Context();
     ctx.key = spec.input_feature;
     throw Error(ErrorCode::kInvalidArgument,
                 std::string("input feature has dtype ") + DTypeName(in.dtype()) +
-                    ", expected uint8 or float32",
+                    ", expected uint8, float32 or integer ids",
                 ctx);
   }
   if (!spec.label_feature.empty()) {
@@ -104,6 +123,35 @@ std::string CheckAssembledInput(const pipeline::InputSpec& spec, const std::stri
                  .hint = "input_shape = " + std::to_string(assembler->width()) + "; " + layout});
   }
   return layout;
+}
+
+void CheckTokenizedInput(const pipeline::InputSpec& spec, const std::string& input_feature,
+                         const Shape& input_shape) {
+  const pipeline::TextInputOptions& t = spec.text;
+  if (!t.enabled()) return;
+  const std::string& sec = spec.section;
+  if (input_feature != pipeline::kTokensFeature) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "the model reads '" + input_feature + "' but " + sec + ".tokenizer makes '" +
+                    pipeline::kTokensFeature + "'",
+                {.key = "model.input_feature", .hint = "input_feature = tokens"});
+  }
+  if (input_shape != Shape{t.max_tokens}) {
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        "input_shape " + ShapeToString(input_shape) + " is not " + sec +
+            ".max_tokens = " + std::to_string(t.max_tokens),
+        {.key = "model.input_shape", .hint = "input_shape = " + std::to_string(t.max_tokens)});
+  }
+  if (t.pad_to != "max") {
+    throw Error(ErrorCode::kInvalidArgument,
+                "pad_to = " + t.pad_to +
+                    " makes batches shorter than the model's context, which is fixed when the "
+                    "model is built",
+                {.key = sec + ".pad_to",
+                 .hint = "pad_to = max (buckets still group documents of like lengths, and "
+                         "attention skips the padding)"});
+  }
 }
 
 }  // namespace shardflow::apps

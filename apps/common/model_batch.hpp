@@ -5,7 +5,8 @@
 //
 //   input:  the batch's `input_feature`, (B, ...) of uint8 or float32 with input_shape's
 //           element count per row; uint8 is cast to float32 and multiplied by `scale`;
-//           float32 is used as it is (`scale` is for integer pixels, never applied to floats).
+//           float32 is used as it is (`scale` is for integer pixels, never applied to floats);
+//           int64/int32 (token ids of a tokenized input) become float32 exactly (|v| < 2^24).
 //   labels: the batch's `label_feature`, (B) or (B, 1) of an integer dtype (classify only).
 // Errors name the feature, what was expected and what was found, and the batch's first record.
 #pragma once
@@ -51,5 +52,12 @@ pipeline::MapFn LabelRangeCheck(const std::string& label_feature, int64_t classe
 // ("" when nothing is assembled). Reads the statistics file.
 std::string CheckAssembledInput(const pipeline::InputSpec& spec, const std::string& input_feature,
                                 const Shape& input_shape);
+
+// When `spec` tokenizes a document (io/pipeline/text_input.hpp) the model must read its tokens
+// as they come: model.input_feature tokens, model.input_shape max_tokens, batches padded to it
+// (pad_to = max; a model's context is fixed when it is built). Error(kInvalidArgument) naming
+// the key otherwise.
+void CheckTokenizedInput(const pipeline::InputSpec& spec, const std::string& input_feature,
+                         const Shape& input_shape);
 
 }  // namespace shardflow::apps

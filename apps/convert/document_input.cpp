@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string_view>
 
 #include "apps/convert/shard_plan.hpp"
@@ -15,16 +14,13 @@
 #include "core/progress.hpp"
 #include "io/pipeline/list_files.hpp"
 #include "io/text/bag_of_words.hpp"
-#include "io/text/bpe.hpp"
-#include "io/text/byte_tokenizer.hpp"
 #include "io/text/documents.hpp"
 #include "io/text/lm_packing.hpp"
-#include "io/text/wordpiece.hpp"
+#include "io/text/tokenizer.hpp"
 
 namespace shardflow::convert {
 namespace {
 
-using text::ByteTokenizer;
 using text::PackedBlocks;
 
 // Document i is held out when floor((i + 1) h) > floor(i h): h of them, evenly spread.
@@ -59,56 +55,28 @@ void WriteBlocks(const ConvertOptions& o, const PackedBlocks& blocks, const std:
                    {"files", files}};
 }
 
-// The tokenizer of preprocess.tokenizer: byte, or BPE learned from the training documents
-// (written beside the shards) or read from preprocess.bpe_vocab / bpe_merges.
-struct Tokenizer {
-  std::optional<text::Bpe> bpe;
-  std::optional<text::WordPiece> wordpiece;
-  mutable int64_t unknown_words = 0;  // wordpiece: words that became [UNK]
-  int64_t end = ByteTokenizer::kEnd, pad = ByteTokenizer::kPad,
-          vocabulary = ByteTokenizer::kVocabulary;
-  void Encode(std::string_view s, std::vector<int64_t>* out) const {
-    if (bpe) {
-      bpe->Encode(s, out);
-    } else if (wordpiece) {
-      unknown_words += wordpiece->Encode(s, out);
-    } else {
-      ByteTokenizer::Encode(s, out);
-    }
-  }
-};
-
-Tokenizer MakeTokenizer(const ConvertOptions& o, const std::vector<std::string>& train_texts,
-                        int rank, nlohmann::json* meta) {
-  Tokenizer t;
+// The tokenizer of preprocess.tokenizer: byte, wordpiece, or BPE learned from the training
+// documents (written beside the shards) or read from preprocess.bpe_vocab / bpe_merges.
+text::Tokenizer MakeTokenizer(const ConvertOptions& o, const std::vector<std::string>& train_texts,
+                              int rank, nlohmann::json* meta) {
   if (o.tokenizer == "wordpiece") {
-    t.wordpiece = text::WordPiece::Read(o.wordpiece_vocab, o.lowercase);
-    if (t.wordpiece->sep_id() < 0 || t.wordpiece->pad_id() < 0) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "the WordPiece vocabulary needs [SEP] (the end of a document) and [PAD]",
-                  {.file = o.wordpiece_vocab, .key = "preprocess.wordpiece_vocab"});
-    }
-    t.end = t.wordpiece->sep_id();
-    t.pad = t.wordpiece->pad_id();
-    t.vocabulary = t.wordpiece->vocabulary();
     (*meta)["wordpiece"] = {{"vocab", o.wordpiece_vocab}, {"lowercase", o.lowercase}};
-    return t;
   }
-  if (o.tokenizer != "bpe") return t;
-  if (!o.bpe_vocab.empty()) {
-    t.bpe = text::Bpe::Read(o.bpe_vocab, o.bpe_merges);
-    (*meta)["bpe"] = {{"vocab", o.bpe_vocab}, {"merges", o.bpe_merges}};
-  } else {
-    t.bpe = text::Bpe::Learn(train_texts, o.vocabulary);
-    const std::string vocab = o.out_path + ".vocab.json", merges = o.out_path + ".merges.txt";
-    if (rank == 0) t.bpe->Write(vocab, merges);
-    (*meta)["bpe"] = {{"vocab", std::filesystem::path(vocab).filename().string()},
-                      {"merges", std::filesystem::path(merges).filename().string()},
-                      {"learned_merges", t.bpe->merges()}};
+  if (o.tokenizer != "bpe" || !o.bpe_vocab.empty()) {
+    if (o.tokenizer == "bpe") (*meta)["bpe"] = {{"vocab", o.bpe_vocab}, {"merges", o.bpe_merges}};
+    return text::Tokenizer::Make({.kind = o.tokenizer,
+                                  .bpe_vocab = o.bpe_vocab,
+                                  .bpe_merges = o.bpe_merges,
+                                  .wordpiece_vocab = o.wordpiece_vocab,
+                                  .lowercase = o.lowercase,
+                                  .key_prefix = "preprocess."});
   }
-  t.end = t.bpe->end_id();
-  t.pad = t.bpe->pad_id();
-  t.vocabulary = t.bpe->vocabulary();
+  text::Tokenizer t = text::Tokenizer::FromBpe(text::Bpe::Learn(train_texts, o.vocabulary));
+  const std::string vocab = o.out_path + ".vocab.json", merges = o.out_path + ".merges.txt";
+  if (rank == 0) t.bpe()->Write(vocab, merges);
+  (*meta)["bpe"] = {{"vocab", std::filesystem::path(vocab).filename().string()},
+                    {"merges", std::filesystem::path(merges).filename().string()},
+                    {"learned_merges", t.bpe()->merges()}};
   return t;
 }
 
@@ -178,7 +146,7 @@ void WriteMetaFile(const std::string& path, const nlohmann::json& meta) {
 }
 
 int RunClassification(MpiEnvironment& env, const ConvertOptions& o, comm::Communicator& comm,
-                      const std::vector<std::string>& files, const Tokenizer& tok,
+                      const std::vector<std::string>& files, const text::Tokenizer& tok,
                       const Labelled& train, const Labelled& heldout,
                       const text::DocumentCounts& counts, int64_t bytes, nlohmann::json meta) {
   nlohmann::json classes = nlohmann::json::array();
@@ -189,18 +157,18 @@ int RunClassification(MpiEnvironment& env, const ConvertOptions& o, comm::Commun
                {"empty_documents_skipped", counts.empty_skipped},
                {"bytes", bytes},
                {"tokenizer", o.tokenizer},
-               {"vocabulary", tok.vocabulary},
-               {"pad_token", tok.pad},
+               {"vocabulary", tok.vocabulary()},
+               {"pad_token", tok.pad_id()},
                {"max_tokens", o.max_tokens},
                {"classes", classes},
                {"data_features", "tokens:int64:float32:" + std::to_string(o.max_tokens) +
                                      ", label:int64:int64:scalar"}});
-  WriteRecords(o, train, tok.pad, "train", env.rank(), env.size(), &meta);
-  WriteRecords(o, heldout, tok.pad, "heldout", env.rank(), env.size(), &meta);
+  WriteRecords(o, train, tok.pad_id(), "train", env.rank(), env.size(), &meta);
+  WriteRecords(o, heldout, tok.pad_id(), "heldout", env.rank(), env.size(), &meta);
   if (!heldout.tokens.empty()) {
     const text::BagOfWordsAccuracy base =
         text::NaiveBayesBaseline(train.tokens, train.labels, heldout.tokens, heldout.labels,
-                                 tok.vocabulary, static_cast<int64_t>(files.size()));
+                                 tok.vocabulary(), static_cast<int64_t>(files.size()));
     meta["heldout_baselines_accuracy"] = {{"naive_bayes_bag_of_words", base.naive_bayes},
                                           {"majority_class", base.majority}};
     SF_LOG0(Info) << "held-out accuracy of the baselines: bag-of-words naive Bayes "
@@ -229,21 +197,24 @@ int RunDocuments(MpiEnvironment& env, const ConvertOptions& o, comm::Communicato
     bytes += static_cast<int64_t>(docs[i].text.size());
   }
   nlohmann::json meta;
-  const Tokenizer tok = MakeTokenizer(o, train_texts, env.rank(), &meta);
+  const text::Tokenizer tok = MakeTokenizer(o, train_texts, env.rank(), &meta);
   std::vector<std::vector<int64_t>> train(train_texts.size()), heldout(heldout_texts.size());
-  for (size_t i = 0; i < train.size(); ++i) tok.Encode(train_texts[i], &train[i]);
-  for (size_t i = 0; i < heldout.size(); ++i) tok.Encode(heldout_texts[i], &heldout[i]);
-  if (tok.wordpiece) {
-    meta["unknown_words"] = tok.unknown_words;
-    SF_LOG0(Info) << tok.unknown_words << " words are not in the WordPiece vocabulary: [UNK]";
+  int64_t unknown_words = 0;
+  for (size_t i = 0; i < train.size(); ++i) unknown_words += tok.Encode(train_texts[i], &train[i]);
+  for (size_t i = 0; i < heldout.size(); ++i) {
+    unknown_words += tok.Encode(heldout_texts[i], &heldout[i]);
+  }
+  if (o.tokenizer == "wordpiece") {
+    meta["unknown_words"] = unknown_words;
+    SF_LOG0(Info) << unknown_words << " words are not in the WordPiece vocabulary: [UNK]";
   }
   if (o.max_tokens > 0) {
     return RunClassification(
         env, o, comm, files, tok, Label(o, std::move(train), train_docs, files),
         Label(o, std::move(heldout), heldout_docs, files), counts, bytes, std::move(meta));
   }
-  const PackedBlocks train_blocks = text::PackForLanguageModel(train, tok.end, o.pack);
-  const PackedBlocks heldout_blocks = text::PackForLanguageModel(heldout, tok.end, o.pack);
+  const PackedBlocks train_blocks = text::PackForLanguageModel(train, tok.end_id(), o.pack);
+  const PackedBlocks heldout_blocks = text::PackForLanguageModel(heldout, tok.end_id(), o.pack);
   if (train_blocks.count == 0) {
     throw Error(ErrorCode::kInvalidArgument,
                 "the training documents hold " + std::to_string(train_blocks.stream.size()) +
@@ -256,9 +227,9 @@ int RunDocuments(MpiEnvironment& env, const ConvertOptions& o, comm::Communicato
                {"heldout_documents", static_cast<int64_t>(heldout.size())},
                {"bytes", bytes},
                {"tokenizer", o.tokenizer},
-               {"vocabulary", tok.vocabulary},
-               {"end_token", tok.end},
-               {"pad_token", tok.pad},
+               {"vocabulary", tok.vocabulary()},
+               {"end_token", tok.end_id()},
+               {"pad_token", tok.pad_id()},
                {"block", o.pack},
                {"data_features", "input:int64:float32:" + std::to_string(o.pack) +
                                      ", target:int64:int64:" + std::to_string(o.pack)}});
@@ -266,7 +237,7 @@ int RunDocuments(MpiEnvironment& env, const ConvertOptions& o, comm::Communicato
   WriteBlocks(o, heldout_blocks, "heldout", env.rank(), env.size(), &meta);
   if (heldout_blocks.count > 0) {
     const text::BaselineLosses base =
-        text::NgramBaselines(train_blocks, heldout_blocks, tok.vocabulary);
+        text::NgramBaselines(train_blocks, heldout_blocks, tok.vocabulary());
     meta["heldout_baselines_nats_per_token"] = {{"unigram", base.unigram}, {"bigram", base.bigram}};
     SF_LOG0(Info) << "held-out cross-entropy of n-gram baselines (nats per token): unigram "
                   << base.unigram << ", bigram " << base.bigram;

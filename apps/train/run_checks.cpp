@@ -260,6 +260,10 @@ void CheckInputs(TrainerOptions* options) {
   if (!o.eval_input.data.files.empty()) {
     apps::CheckAssembledInput(o.eval_input, o.input_feature, o.input_shape);
   }
+  apps::CheckTokenizedInput(o.train_input, o.input_feature, o.input_shape);
+  if (!o.eval_input.data.files.empty()) {
+    apps::CheckTokenizedInput(o.eval_input, o.input_feature, o.input_shape);
+  }
   // Only what the model reads reaches the batch: a column or feature nothing reads (a string of
   // varying length, say) is dropped after decoding.
   o.train_input.keep_features = {o.input_feature};

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "apps/train/strategy_unit.hpp"
+#include "core/hash.hpp"
 
 namespace shardflow::train {
 
@@ -55,13 +56,10 @@ std::map<std::string, std::string> IdentityValues(const std::string& text) {
 
 // FNV-1a (64 bit) over "key=value\n" of every identity key, in RunIdentityKeys() order.
 std::string IdentityHash(const std::map<std::string, std::string>& values) {
-  uint64_t h = 14695981039346656037ull;
+  uint64_t h = kFnv1a64Offset;
   for (const std::string& key : RunIdentityKeys()) {
     const auto it = values.find(key);
-    const std::string item = key + "=" + (it == values.end() ? "" : it->second) + "\n";
-    for (const char ch : item) {
-      h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
-    }
+    h = Fnv1a64(key + "=" + (it == values.end() ? "" : it->second) + "\n", h);
   }
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));

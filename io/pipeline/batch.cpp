@@ -7,6 +7,17 @@
 #include "io/pipeline/stage_error.hpp"
 
 namespace shardflow::pipeline {
+
+std::string PaddingText(const PaddedBatchOptions& o) {
+  std::string d;
+  for (const auto& [name, shape] : o.padded_shapes) d += "," + name + ShapeToString(shape);
+  for (const auto& [name, value] : o.padding_values) {
+    d.append(",").append(name).append("=").append(std::to_string(value));
+  }
+  for (const auto& name : o.masks) d.append(",mask:").append(name);
+  return d;
+}
+
 namespace {
 
 // ---- batch and padded_batch ----
@@ -21,7 +32,7 @@ class BatchNode : public DatasetNode {
                     (drop_ ? ",drop" : "");
     if (padded_) {
       d += ",pad=" + std::to_string(pad_.padding_value);
-      for (const auto& [name, shape] : pad_.padded_shapes) d += "," + name + ShapeToString(shape);
+      d += PaddingText(pad_);
     }
     return d + ")<-" + input_->Describe();
   }
@@ -84,6 +95,59 @@ void CopyPadded(const Tensor& src, Tensor& dst, int64_t slot) {
   }
 }
 
+// The shape feature `name` pads to: the largest of the elements', overridden by the
+// feature's padded shape (-1 dimensions keep the largest).
+Shape PaddedShape(const std::vector<Element>& elements, const std::string& name,
+                  const PaddedBatchOptions& options, const std::string& stage) {
+  const Tensor& first = elements[0].Get(name);
+  Shape target(first.rank(), 0);
+  for (const auto& el : elements) {
+    const Tensor* t = nullptr;
+    try {
+      t = &el.Get(name);
+    } catch (...) {
+      RethrowInStage(stage, &el.where);
+    }
+    if (t->rank() != first.rank() || t->dtype() != first.dtype()) {
+      ErrorContext ctx = el.where.Context();
+      ctx.key = name;
+      throw Error(ErrorCode::kInvalidArgument,
+                  "stage '" + stage + "': feature '" + name + "' changes rank or dtype (" +
+                      ShapeToString(t->shape()) + " vs " + ShapeToString(first.shape()) + ")",
+                  ctx);
+    }
+    for (size_t k = 0; k < target.size(); ++k) target[k] = std::max(target[k], t->dim(k));
+  }
+  for (const auto& [pname, pshape] : options.padded_shapes) {
+    if (pname != name) continue;
+    if (pshape.size() != target.size()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "stage '" + stage + "': padded shape " + ShapeToString(pshape) +
+                      " has the wrong rank for feature '" + name + "'",
+                  {.key = name});
+    }
+    for (size_t k = 0; k < target.size(); ++k) {
+      if (pshape[k] < 0) continue;
+      if (pshape[k] < target[k]) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "stage '" + stage + "': feature '" + name + "' dimension " + std::to_string(k) +
+                        " is " + std::to_string(target[k]) + ", larger than its padded shape " +
+                        ShapeToString(pshape),
+                    {.key = name});
+      }
+      target[k] = pshape[k];
+    }
+  }
+  return target;
+}
+
+double PaddingValue(const PaddedBatchOptions& options, const std::string& name) {
+  for (const auto& [pname, value] : options.padding_values) {
+    if (pname == name) return value;
+  }
+  return options.padding_value;
+}
+
 class BatchIterator : public SequentialIterator {
  public:
   BatchIterator(const IteratorContext& ctx, const BatchNode* node)
@@ -99,7 +163,7 @@ class BatchIterator : public SequentialIterator {
     }
     if (elements.empty()) return false;
     if (node_->drop_ && static_cast<int64_t>(elements.size()) < node_->size_) return false;
-    *out = Padded(elements);
+    *out = PadAndStack(elements, node_->pad_, "padded_batch");
     return true;
   }
   void Save(StateWriter* w) override {
@@ -134,60 +198,6 @@ class BatchIterator : public SequentialIterator {
     *out = buffer.Finish(rows);
     return true;
   }
-  Element Padded(const std::vector<Element>& elements) {
-    Element out;
-    out.id = elements[0].id;
-    out.where = elements[0].where;
-    const int64_t n = static_cast<int64_t>(elements.size());
-    for (const auto& [name, first] : elements[0].features) {
-      Shape target(first.rank(), 0);
-      for (const auto& el : elements) {
-        const Tensor* t = nullptr;
-        try {
-          t = &el.Get(name);
-        } catch (...) {
-          RethrowInStage("padded_batch", &el.where);
-        }
-        if (t->rank() != first.rank() || t->dtype() != first.dtype()) {
-          ErrorContext ctx = el.where.Context();
-          ctx.key = name;
-          throw Error(ErrorCode::kInvalidArgument,
-                      "stage 'padded_batch': feature '" + name + "' changes rank or dtype (" +
-                          ShapeToString(t->shape()) + " vs " + ShapeToString(first.shape()) + ")",
-                      ctx);
-        }
-        for (size_t k = 0; k < target.size(); ++k) target[k] = std::max(target[k], t->dim(k));
-      }
-      for (const auto& [pname, pshape] : node_->pad_.padded_shapes) {
-        if (pname != name) continue;
-        if (pshape.size() != target.size()) {
-          throw Error(ErrorCode::kInvalidArgument,
-                      "stage 'padded_batch': padded shape " + ShapeToString(pshape) +
-                          " has the wrong rank for feature '" + name + "'",
-                      {.key = name});
-        }
-        for (size_t k = 0; k < target.size(); ++k) {
-          if (pshape[k] < 0) continue;
-          if (pshape[k] < target[k]) {
-            throw Error(ErrorCode::kInvalidArgument,
-                        "stage 'padded_batch': feature '" + name + "' dimension " +
-                            std::to_string(k) + " is " + std::to_string(target[k]) +
-                            ", larger than its padded shape " + ShapeToString(pshape),
-                        {.key = name});
-          }
-          target[k] = pshape[k];
-        }
-      }
-      Shape shape = target;
-      shape.insert(shape.begin(), n);
-      Tensor batch(first.dtype(), shape);
-      if (node_->pad_.padding_value != 0) Fill(batch, node_->pad_.padding_value);
-      for (int64_t i = 0; i < n; ++i) CopyPadded(elements[i].Get(name), batch, i);
-      out.features.emplace_back(name, std::move(batch));
-    }
-    return out;
-  }
-
   const BatchNode* node_;
   std::unique_ptr<Iterator> input_;
 };
@@ -277,6 +287,34 @@ void CheckSize(int64_t batch_size) {
 }
 
 }  // namespace
+
+Element PadAndStack(const std::vector<Element>& elements, const PaddedBatchOptions& options,
+                    const std::string& stage) {
+  Element out;
+  out.id = elements[0].id;
+  out.where = elements[0].where;
+  const int64_t n = static_cast<int64_t>(elements.size());
+  for (const auto& [name, first] : elements[0].features) {
+    Shape shape = PaddedShape(elements, name, options, stage);
+    shape.insert(shape.begin(), n);
+    Tensor batch(first.dtype(), shape);
+    const double pad = PaddingValue(options, name);
+    if (pad != 0) Fill(batch, pad);
+    for (int64_t i = 0; i < n; ++i) CopyPadded(elements[i].Get(name), batch, i);
+    out.features.emplace_back(name, std::move(batch));
+    if (std::find(options.masks.begin(), options.masks.end(), name) == options.masks.end()) {
+      continue;
+    }
+    Tensor mask(DType::kUInt8, shape);  // zero-filled
+    for (int64_t i = 0; i < n; ++i) {
+      Tensor ones(DType::kUInt8, elements[i].Get(name).shape());
+      Fill(ones, 1);
+      CopyPadded(ones, mask, i);
+    }
+    out.features.emplace_back(name + "_mask", std::move(mask));
+  }
+  return out;
+}
 
 NodePtr MakeBatchNode(NodePtr input, int64_t batch_size, bool drop_remainder) {
   CheckSize(batch_size);

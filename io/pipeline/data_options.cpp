@@ -278,7 +278,12 @@ BuiltPipeline BuildPipeline(const DataOptions& o, const SourceFactory& factory, 
     for (const auto& step : steps) step(e, ctx);
   };
   const int calls = o.parallel_calls == kAutotune ? DefaultCpuBudget() : o.parallel_calls;
-  if (calls == 0 && !o.skip_corrupt_elements) {
+  if (o.buckets || o.padded_batch) {
+    ds = ds.Map(all,
+                {.name = "decode", .num_parallel_calls = calls, .deterministic = o.deterministic});
+    ds = o.buckets ? ds.BucketBySequenceLength(*o.buckets)
+                   : ds.PaddedBatch(o.batch_size, o.drop_remainder, *o.padded_batch);
+  } else if (calls == 0 && !o.skip_corrupt_elements) {
     ds = ds.Map(all, {.name = "decode"}).Batch(o.batch_size, o.drop_remainder);
   } else {
     MapOptions map{.name = "decode",
@@ -299,7 +304,7 @@ BuiltPipeline BuildPipeline(const DataOptions& o, const SourceFactory& factory, 
       std::to_string(files.size()) + " files, " + std::to_string(plan.units.size()) +
       " units on rank " + std::to_string(rank) + "/" + std::to_string(num_ranks) +
       ", reads=" + std::to_string(reads) + ", calls=" + std::to_string(calls) +
-      ", batch=" + std::to_string(o.batch_size);
+      (o.buckets ? std::string(", bucketed") : ", batch=" + std::to_string(o.batch_size));
   return BuiltPipeline{ds, plan, description};
 }
 

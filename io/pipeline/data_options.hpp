@@ -6,6 +6,7 @@
 //   ListFiles(files, shuffled by seed) -> factory(format, files) -> PlanShards(shard_policy)
 //   -> interleave(parallel_reads) -> [cache] -> shuffle-and-repeat(shuffle_buffer, seed, epochs)
 //   -> map-and-batch(decode + augmentations, parallel_calls, batch_size) -> prefetch
+// (a tokenized input: map(decode + tokenize) -> padded_batch or bucket_by_sequence_length).
 #pragma once
 
 #include <functional>
@@ -96,6 +97,11 @@ struct DataOptions {
   // returns nullopt (element ids, as only_records; called on the pipeline's thread): dynamic
   // sharding's claims (apps/train/dynamic_shard.hpp). As only_records otherwise.
   std::function<std::optional<int64_t>()> record_provider;
+  // Not config keys; set by BuildInputPipeline for a tokenized input (text_input.hpp): batches
+  // padded (padded_batch) or bucketed (bucket_by_sequence_length, batch_size then unused)
+  // instead of stacked; the decode map then runs before them, on parallel_calls workers.
+  std::shared_ptr<const PaddedBatchOptions> padded_batch;
+  std::shared_ptr<const BucketOptions> buckets;
 };
 
 // The per-example feature DataOptions::row_ids adds (batched to int64 [B]).

@@ -87,6 +87,8 @@ class Dataset {
   Dataset PaddedBatch(int64_t batch_size, bool drop_remainder,
                       const PaddedBatchOptions& options = {}) const;
   Dataset Unbatch() const;
+  // tf.data's bucket_by_sequence_length (nodes.hpp BucketOptions).
+  Dataset BucketBySequenceLength(const BucketOptions& options) const;
   Dataset Interleave(DatasetFn fn, const InterleaveOptions& options) const;
   // "" = memory; refill_damaged: a damaged cache file is refilled with a warning, not an error.
   Dataset Cache(const std::string& path = "", bool refill_damaged = false) const;

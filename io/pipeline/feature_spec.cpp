@@ -53,7 +53,9 @@ Shape ParseShape(const std::string& s, const std::string& key, const std::string
   Shape shape;
   for (const auto& d : Split(s, 'x')) {
     if (d == "*") {
-      if (!any_size) Bad(key, text, "'*' (any size) is for an image's height and width only");
+      if (!any_size)
+        Bad(key, text,
+            "'*' (any size) is for an image's height and width, or a whole bytes:uint8 feature");
       shape.push_back(io::kAnySize);
       continue;
     }
@@ -77,6 +79,15 @@ DType DTypeFor(const std::string& s, const std::string& key, const std::string& 
     Bad(key, text, "unknown dtype '" + s + "' (uint8, int32, int64, float32, float64)");
   }
 }
+
+}  // namespace
+
+bool IsAnyLengthBytes(const io::FeatureSpec& spec) {
+  return spec.kind == io::FeatureKind::kBytes && spec.dtype == DType::kUInt8 &&
+         spec.shape == Shape{io::kAnySize};
+}
+
+namespace {
 
 // An image feature's bytes decoded to the spec's shape; with keep_jpeg a JPEG stays encoded
 // (uint8 [n]) once its header's size matches the spec.
@@ -121,7 +132,9 @@ io::FeatureSpec ParseFeatureSpec(const std::string& raw, const std::string& key)
     if (f.size() > 5) Bad(key, text, "too many fields");
     spec.kind = KindOf(f[1]);
     spec.dtype = DTypeFor(f[2], key, text);
-    spec.shape = ParseShape(f[3], key, text, f[1] == "image");
+    // A bytes feature of any length ("*"): one value kept as its bytes, uint8 [n] (a document).
+    const bool any_bytes = f[1] == "bytes" && f[2] == "uint8" && f[3] == "*";
+    spec.shape = ParseShape(f[3], key, text, f[1] == "image" || any_bytes);
     if (f[1] == "image" && (spec.dtype != DType::kUInt8 || spec.shape.size() != 3 ||
                             (spec.shape[2] != 1 && spec.shape[2] != 3) || f.size() == 5)) {
       Bad(key, text,
@@ -191,7 +204,7 @@ MapFn MakeExampleDecoder(io::Schema all, std::vector<std::string> image_features
   for (auto& spec : all.features) {
     const bool image =
         std::find(image_features.begin(), image_features.end(), spec.name) != image_features.end();
-    (image ? images : schema.features).push_back(spec);
+    (image || IsAnyLengthBytes(spec) ? images : schema.features).push_back(spec);
   }
   std::vector<std::string> order;  // output order: the schema's
   for (const auto& spec : all.features) order.push_back(spec.name);
@@ -247,12 +260,19 @@ MapFn MakeExampleDecoder(io::Schema all, std::vector<std::string> image_features
         ErrorContext ctx = e.where.Context();
         ctx.key = spec.name;
         const io::FeatureView* f = view.Find(spec.name);
+        const char* what = IsAnyLengthBytes(spec) ? "bytes feature '" : "image feature '";
         if (f == nullptr || f->kind != io::FeatureKind::kBytes || f->num_values != 1) {
           throw Error(ErrorCode::kInvalidArgument,
-                      "image feature '" + spec.name + "' must be a bytes list of one value", ctx);
+                      what + spec.name + "' must be a bytes list of one value", ctx);
         }
         std::string_view bytes;
         f->ForEachBytes([&](std::string_view v) { bytes = v; });
+        if (IsAnyLengthBytes(spec)) {
+          Tensor raw(DType::kUInt8, {static_cast<int64_t>(bytes.size())});
+          if (!bytes.empty()) std::memcpy(raw.raw_data(), bytes.data(), bytes.size());
+          out.emplace_back(spec.name, std::move(raw));
+          continue;
+        }
         const bool keep = std::find(encoded->begin(), encoded->end(), spec.name) != encoded->end();
         Tensor image = DecodeImageFeature(spec, bytes, keep, ctx);
         out.emplace_back(spec.name, std::move(image));

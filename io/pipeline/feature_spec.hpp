@@ -10,6 +10,8 @@
 //   ParseFeatureSpec("label:int64:int64:scalar:0")      // int64 [], 0 when missing
 // kind image: a bytes feature holding one encoded JPEG or PNG, decoded to uint8 [H, W, C]
 // (shape must be HxWxC; C 1 or 3); e.g. image_raw:image:uint8:28x28x1.
+// A bytes feature of any length, name:bytes:uint8:* (a document to tokenize, text_input.hpp), is
+// one value kept as its bytes, uint8 [n]; it cannot be batched until tokenized.
 // A short form "label:int64:1" (kind and dtype alike) is accepted for numeric kinds: the dtype
 // is the kind's natural type (int64 -> int64, float -> float32).
 // Errors: Error(kInvalidArgument) naming the key `features` and the offending text.
@@ -30,6 +32,8 @@ namespace shardflow::pipeline {
 io::FeatureSpec ParseFeatureSpec(const std::string& text, const std::string& key = "features");
 io::Schema ParseFeatureSpecs(const std::vector<std::string>& texts,
                              const std::string& key = "features");
+// True for a name:bytes:uint8:* spec.
+bool IsAnyLengthBytes(const io::FeatureSpec& spec);
 // Names of the specs of kind image.
 std::vector<std::string> ImageFeatureNames(const std::vector<std::string>& texts);
 // Names of the specs of kind float (checked for NaN/Inf by the TFRecord source when

@@ -68,6 +68,7 @@ SourceOptions SourceOptionsFor(const InputSpec& spec) {
 std::vector<std::string> KeptFeatures(const InputSpec& spec) {
   std::vector<std::string> keep = spec.keep_features;
   keep.push_back(kRowIdFeature);
+  if (spec.text.enabled()) keep.insert(keep.end(), {kTokensFeature, kLengthFeature});
   if (!spec.data.augmentations.empty()) keep.push_back(spec.data.image_feature);
   for (const std::string& a : spec.data.augmentations) {
     if (a.rfind("one_hot:", 0) == 0) keep.push_back(a.substr(8, a.find(':', 8) - 8));
@@ -119,6 +120,14 @@ void CheckSpec(const InputSpec& spec) {
   // An image of any size must be brought to one before batching.
   for (const auto& f : ParseFeatureSpecs(spec.features, spec.section + ".features").features) {
     if (!io::HasAnySize(f.shape)) continue;
+    if (IsAnyLengthBytes(f)) {
+      if (spec.text.enabled() && DocumentFeature(spec.text, spec.data.format) == f.name) continue;
+      throw Error(ErrorCode::kInvalidArgument,
+                  "bytes feature '" + f.name + "' has any length: a batch needs one",
+                  {.key = spec.section + ".tokenizer",
+                   .hint = "tokenize it: set " + spec.section + ".tokenizer and " + spec.section +
+                           ".text_feature = " + f.name});
+    }
     const bool sized = f.name == spec.data.image_feature && SizesImages(spec.data.augmentations);
     if (!sized) {
       throw Error(ErrorCode::kInvalidArgument,
@@ -157,6 +166,7 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
   RegisterFormatOptions(s, sec, &spec->format);
   RegisterCsvOptions(s, sec, &spec->csv);
   RegisterAssembleOptions(s, sec, &spec->assemble);
+  RegisterTextOptions(s, sec, &spec->text);
   s.AddChoice(sec, "compression", &spec->compression, {"auto", "none", "gzip", "zlib"},
               "TFRecord compression; auto picks by suffix (.gz, .zlib)");
   s.AddChoice(sec, "on_corrupt", &spec->on_corrupt, {"fail", "skip"},
@@ -233,7 +243,9 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
   s.Add(sec, "epochs", &d.epochs, "passes over the data (-1: forever)")
       .Check([](const int64_t& v) { return v >= 1 || v == -1; }, "must be >= 1 or -1");
   s.OnResolved([autos, spec] {
+    spec->format.raw_lines = spec->text.enabled();
     CheckFormatOptions(spec->data.format, spec->format, spec->section);
+    CheckTextOptions(spec->text, spec->data.format, spec->section);
     spec->data.augmentations = JoinAugmentationArgs(spec->data.augmentations);
     spec->data.parallel_reads = static_cast<int>(ResolveAuto(autos->parallel_reads));
     spec->data.cycle_length = static_cast<int>(ResolveAuto(autos->cycle_length));
@@ -242,10 +254,12 @@ void RegisterDataOptions(ConfigSchema& s, const std::string& section, InputSpec*
   });
 }
 
-Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
-  CheckSpec(spec);
+namespace {
+
+// Decode (by format or feature specs), tokenize, assemble, check, keep: each record's map step.
+MapFn MakeDecode(const InputSpec& spec, int fused, std::shared_ptr<const text::Tokenizer> tokenizer,
+                 std::shared_ptr<TokenizeCounts> counts) {
   const auto assembler = MakeAssembler(spec.assemble, spec.features, spec.section);
-  const int fused = FusedDecodeChannels(spec, assembler != nullptr);
   MapFn decode;
   if (IsExtraFormat(spec.data.format)) {
     decode = MakeFormatDecoder(spec.data.format, spec.format);
@@ -260,25 +274,47 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
                                       12, std::move(encoded))
                  : MakeTensorSelector(std::move(schema));
   }
+  std::vector<MapFn> steps;
+  if (decode) steps.push_back(std::move(decode));
+  if (tokenizer) {
+    steps.push_back(MakeTextStep(spec.text, spec.data.format, spec.section, std::move(tokenizer),
+                                 std::move(counts)));
+  }
   if (assembler) {
-    decode = [decode = std::move(decode), assembler](Element& e, const MapContext& ctx) {
-      if (decode) decode(e, ctx);
-      assembler->Apply(e);
-    };
+    steps.push_back([assembler](Element& e, const MapContext&) { assembler->Apply(e); });
   }
-  if (spec.check_example) {
-    decode = [decode = std::move(decode), check = spec.check_example](Element& e,
-                                                                      const MapContext& ctx) {
-      if (decode) decode(e, ctx);
-      check(e, ctx);
-    };
-  }
-  if (!spec.keep_features.empty()) decode = KeepOnly(std::move(decode), KeptFeatures(spec));
+  if (spec.check_example) steps.push_back(spec.check_example);
+  if (!spec.keep_features.empty()) steps.push_back(KeepOnly({}, KeptFeatures(spec)));
+  if (steps.empty()) return {};
+  if (steps.size() == 1) return steps.front();
+  return [steps = std::move(steps)](Element& e, const MapContext& ctx) {
+    for (const MapFn& step : steps) step(e, ctx);
+  };
+}
+
+}  // namespace
+
+Dataset BuildInputPipeline(const InputSpec& given, int rank, int world) {
+  InputSpec spec = given;
+  spec.format.raw_lines = spec.text.enabled();
+  CheckSpec(spec);
+  const bool assembled = MakeAssembler(spec.assemble, spec.features, spec.section) != nullptr;
+  const int fused = FusedDecodeChannels(spec, assembled);
+  std::shared_ptr<const text::Tokenizer> tokenizer;
+  if (spec.text.enabled()) tokenizer = MakeInputTokenizer(spec.text, spec.section);
+  MapFn decode = MakeDecode(spec, fused, tokenizer, nullptr);
   DataOptions data = spec.data;
   data.decode_channels = std::max(fused, 0);
   SourceOptions sources = SourceOptionsFor(spec);
   sources.images.keep_jpeg = fused >= 0;
   data.files = FormatFiles(data.format, spec.format, data.files);
+  if (tokenizer && spec.text.bucketed()) {
+    data.buckets = std::make_shared<const BucketOptions>(
+        TextBuckets(spec.text, *tokenizer, spec.data.drop_remainder));
+  } else if (tokenizer && (spec.text.pad_to != "max" || spec.text.mask)) {
+    data.padded_batch =
+        std::make_shared<const PaddedBatchOptions>(TextPadding(spec.text, *tokenizer));
+  }
   // The element order depends on the seed, the config and the rank count only: the cycle
   // length (files interleaved) is fixed here, never taken from parallel_reads, the cores or the
   // binding (a resume on a node that binds differently restores the same iterator state).
@@ -297,6 +333,7 @@ Dataset BuildInputPipeline(const InputSpec& spec, int rank, int world) {
       BuildPipeline(data, WithLabelMap(MakeSourceFactory(sources), data.format, spec.format, rank),
                     std::move(decode), rank, world);
   if (fused >= 0) built.description += ", decode fused into " + data.augmentations.front();
+  if (tokenizer) built.description += ", tokenizer " + tokenizer->Describe();
   // Once per section: evaluation rebuilds its pipeline every epoch, alike.
   if (FirstTimeInProcess("pipeline [" + spec.section + "] " + built.description)) {
     SF_LOG0(Info) << "[" << spec.section << "] " << built.description;
@@ -394,7 +431,46 @@ std::vector<int64_t> AllRecordIds(const InputSpec& spec) {
   return ids;
 }
 
+namespace {
+
+// A bucketed text input's batches in one pass: this rank's records tokenized once (in file
+// order: the count per bucket does not depend on the order), counted per bucket.
+int64_t CountBucketedBatches(const InputSpec& given, int rank, int world) {
+  InputSpec spec = given;
+  spec.format.raw_lines = true;
+  CheckSpec(spec);
+  const auto tokenizer = MakeInputTokenizer(spec.text, spec.section);
+  auto counts = std::make_shared<TokenizeCounts>();
+  const auto source = OpenSpecSource(spec);
+  const ShardPlan plan =
+      PlanSourceShards(*source, spec.data.shard_policy, world, rank, spec.data.shard_weights);
+  Dataset ds = Dataset::FromRecordSource(source, plan)
+                   .Map(MakeDecode(spec, -1, tokenizer, counts), {.name = "tokenize"});
+  const BucketOptions buckets = TextBuckets(spec.text, *tokenizer, spec.data.drop_remainder);
+  std::vector<int64_t> per(buckets.batch_sizes.size(), 0);
+  PipelineIterator it = ds.MakeIterator({.autotune = false});
+  Element e;
+  while (it.Next(&e)) {
+    ++per[static_cast<size_t>(
+        BucketOf(buckets.boundaries, *e.Get(kLengthFeature).data<int64_t>()))];
+  }
+  const int64_t batches = BucketedBatches(buckets, per);
+  std::string shares;
+  for (const int64_t n : per) shares.append(shares.empty() ? "" : "/").append(std::to_string(n));
+  const int64_t docs = counts->documents.load();
+  SF_LOG(Info) << "[" << spec.section << "] rank " << rank << ": " << docs << " documents, "
+               << counts->tokens.load() << " tokens (" << counts->truncated.load()
+               << " cut to max_tokens = " << spec.text.max_tokens << ", "
+               << counts->unknown_words.load() << " words out of vocabulary, "
+               << counts->empty.load() << " empty); buckets " << shares << " -> " << batches
+               << " batches";
+  return batches;
+}
+
+}  // namespace
+
 int64_t CountLocalBatches(const InputSpec& spec, int rank, int world) {
+  if (spec.text.enabled() && spec.text.bucketed()) return CountBucketedBatches(spec, rank, world);
   if (spec.data.batch_size < 1) {
     throw Error(ErrorCode::kInvalidArgument, "batch_size must be >= 1",
                 {.key = spec.section + ".batch_size"});

@@ -36,6 +36,7 @@
 #include "io/pipeline/dataset.hpp"
 #include "io/pipeline/sources/csv_options.hpp"
 #include "io/pipeline/sources/format_options.hpp"
+#include "io/pipeline/text_input.hpp"
 
 namespace shardflow::pipeline {
 
@@ -58,6 +59,9 @@ struct InputSpec {
   CsvConfig csv;
   // Features concatenated into one float32 model input (assemble.hpp).
   AssembleConfig assemble;
+  // A document feature tokenized in the pipeline, its batches padded or bucketed by length
+  // (text_input.hpp).
+  TextInputOptions text;
   // Section the spec was registered under, for error messages ("data", "eval").
   std::string section = "data";
   // Set by the app, not a config key: run on every decoded example before the augmentations
@@ -98,7 +102,8 @@ int64_t AssembledWidth(const InputSpec& spec);
 // Batches this rank's pipeline yields in one pass (epochs ignored), computed from record
 // offsets without decoding (TFRecord: a header scan, cached per file; row formats: from
 // shapes). Assumes undamaged files (skipped records make the pipeline yield fewer). Take the
-// MIN over ranks and pass it to LimitSteps (step_count.hpp).
+// MIN over ranks and pass it to LimitSteps (step_count.hpp). A bucketed text input
+// (text_input.hpp) is counted by tokenizing this rank's records once.
 int64_t CountLocalBatches(const InputSpec& spec, int rank, int world);
 // Records this rank reads in one pass (before batching).
 int64_t CountLocalRecords(const InputSpec& spec, int rank, int world);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/hash.hpp"
+
 namespace shardflow::pipeline {
 
 bool SequentialIterator::Next(Element* out) {
@@ -56,12 +58,9 @@ void SequentialIterator::Flush() {
 }
 
 uint64_t HashString(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
+  // The offset basis lost its last digit when this was first written; description hashes sit
+  // in saved iterator states (checkpoints), so it stays.
+  return Fnv1a64(text, 1469598103934665603ull);
 }
 
 }  // namespace shardflow::pipeline

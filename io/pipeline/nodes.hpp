@@ -71,13 +71,47 @@ NodePtr MakePrefetchNode(NodePtr input, int64_t buffer_size,
 // (Error naming the feature and element otherwise). The batch keeps the first element's id.
 NodePtr MakeBatchNode(NodePtr input, int64_t batch_size, bool drop_remainder);
 // Like batch, padding every feature to the largest shape in the batch (or to `padded_shapes`
-// when given: -1 dimensions pad to the batch maximum) with `padding_value`.
+// when given: -1 dimensions pad to the batch maximum) with `padding_value`, or the feature's
+// own in `padding_values` (tf.data's padded_batch). Each feature named in `masks` also gets
+// NAME_mask, uint8 of its padded shape: 1 where the element's values are, 0 in the padding.
 struct PaddedBatchOptions {
   std::vector<std::pair<std::string, Shape>> padded_shapes;
   double padding_value = 0;
+  std::vector<std::pair<std::string, double>> padding_values;  // per feature, over padding_value
+  std::vector<std::string> masks;
 };
 NodePtr MakePaddedBatchNode(NodePtr input, int64_t batch_size, bool drop_remainder,
                             const PaddedBatchOptions& options);
+// The padding options as text, for Describe().
+std::string PaddingText(const PaddedBatchOptions& options);
+// The batch padded_batch makes of `elements` (at least one); errors name `stage` and the
+// element whose feature is missing, or changes rank or dtype, or outgrows its padded shape.
+Element PadAndStack(const std::vector<Element>& elements, const PaddedBatchOptions& options,
+                    const std::string& stage);
+// ---- bucket_by_length.cpp ----
+// tf.data's bucket_by_sequence_length: element i goes to bucket k when boundaries[k-1] <=
+// length < boundaries[k] (bucket 0 below boundaries[0], the last at or above the last
+// boundary), a bucket that holds batch_sizes[k] elements is padded and batched (PadAndStack),
+// and at the input's end the partial buckets follow in bucket order (none under
+// drop_remainder). The length is the int scalar `length_feature`, or its first dimension when
+// it has one. pad_to_bucket_boundary pads each `sequence_features` feature's first dimension
+// to boundaries[k] - 1 (an element of the last bucket is then an error, as in tf.data).
+// Elements keep their order within a bucket; the batch has the id of its first element.
+struct BucketOptions {
+  std::string length_feature = "length";
+  std::vector<int64_t> boundaries;   // strictly increasing, >= 1
+  std::vector<int64_t> batch_sizes;  // boundaries.size() + 1 of them, each >= 1
+  bool pad_to_bucket_boundary = false;
+  std::vector<std::string> sequence_features;  // padded to the boundary (pad_to_bucket_boundary)
+  bool drop_remainder = false;
+  PaddedBatchOptions padding;
+};
+NodePtr MakeBucketBySequenceLengthNode(NodePtr input, const BucketOptions& options);
+// The bucket of `length` (index into batch_sizes).
+int64_t BucketOf(const std::vector<int64_t>& boundaries, int64_t length);
+// Batches one pass yields for these per-bucket element counts (a partial bucket is a batch
+// unless drop_remainder): what step counting needs, whatever the element order.
+int64_t BucketedBatches(const BucketOptions& options, const std::vector<int64_t>& per_bucket);
 // Splits each feature along its first dimension (all features must agree on it). Element i
 // of a batch gets id batch.id + i.
 NodePtr MakeUnbatchNode(NodePtr input);

@@ -54,7 +54,7 @@ void CheckFormatOptions(const std::string& format, const FormatOptions& o, const
                  .hint = format == "csv" ? "csv_skip_lines skips records before a CSV's header"
                                          : "leave it out"});
   }
-  if (format == "text" && o.line_bytes <= 0) {
+  if (format == "text" && o.line_bytes <= 0 && !o.raw_lines) {
     Missing(sec, "line_bytes", format, "the longest line in bytes, e.g. line_bytes = 256");
   }
   if (format == "jsonl" && o.json_schema.empty()) {
@@ -77,7 +77,7 @@ void CheckFormatOptions(const std::string& format, const FormatOptions& o, const
 }
 
 MapFn MakeFormatDecoder(const std::string& format, const FormatOptions& options) {
-  if (format != "text") return {};
+  if (format != "text" || options.raw_lines) return {};
   const int64_t width = options.line_bytes;
   return [width](Element& e, const MapContext&) {
     const Tensor& line = e.Get("line");

@@ -36,7 +36,8 @@ namespace shardflow::pipeline {
 
 struct FormatOptions {
   int64_t header_lines = 0;       // text, jsonl
-  int64_t line_bytes = 0;         // text: REQUIRED > 0
+  int64_t line_bytes = 0;         // text: REQUIRED > 0 (unless raw_lines)
+  bool raw_lines = false;         // not a key: text lines go unpadded to a tokenizer
   std::string json_schema;        // jsonl: REQUIRED
   uint64_t record_bytes = 0;      // fixed: REQUIRED > 0
   uint64_t header_bytes = 0;      // fixed
