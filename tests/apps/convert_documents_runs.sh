@@ -12,6 +12,8 @@
 #   bpe  byte-pair encoding learned from the documents: the same shards and vocabulary files at
 #        np 1 and 3, and the written files read back give the same shards; WordPiece over a
 #        BERT vocab.txt ([SEP] ends documents, unknown words counted).
+#   pipeline  the documents as JSON lines tokenized and bucketed in the input pipeline and
+#        trained on 2 ranks; keys that do not fit the model exit 2 naming them.
 #   bad  a block longer than the corpus, a missing preprocess.pack, an empty delimiter: exit 2
 #        with one line naming the key.
 #   convert_documents_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
@@ -206,6 +208,64 @@ bpe)
     --output.path=wp/text || fail "wordpiece: $(cat convert.np1.log)"
   grep -q '"end_token": 3' wp/text.meta.json || fail "wordpiece end token: $(cat wp/text.meta.json)"
   grep -qE '"unknown_words": [1-9]' wp/text.meta.json || fail "wordpiece: no unknown words counted"
+  ;;
+pipeline)
+  # The same documents as JSON lines tokenized in the input pipeline (no convert step): byte
+  # tokens, bucketed by length (each rank's batches differ in size), a padded encoder trained on
+  # 2 ranks and evaluated; a model of another context, or batches shorter than it, exit 2
+  # naming the key.
+  $py - <<'PY'
+import json
+held = open("held.jsonl", "w")
+for f in range(3):
+    docs = open(f"in/f{f}", "rb").read().replace(b"\r\n", b"\n").split(b"\n%\n")
+    with open(f"docs{f}.jsonl", "w") as out:
+        for i, d in enumerate(docs):
+            if d.strip():
+                line = json.dumps({"text": d.decode("latin-1"), "label": f}) + "\n"
+                (held if i % 4 == 3 else out).write(line)
+PY
+  cat >pipe.ini <<'INI'
+[data]
+files = docs*.jsonl
+format = jsonl
+json_schema = text:bytes, label:int64
+shard_policy = record
+tokenizer = byte
+max_tokens = 24
+bucket_boundaries = 8, 16
+bucket_batch_sizes = 6, 4, 3
+[eval]
+files = held.jsonl
+format = jsonl
+json_schema = text:bytes, label:int64
+tokenizer = byte
+max_tokens = 24
+[model]
+spec = tokens:258:16:257, block:2, layernorm, seqpool:mean, dense:3
+input_shape = 24
+input_feature = tokens
+label_feature = label
+init = glorot
+[train]
+epochs = 2
+batch_size = 4
+optimizer = adam
+lr = 0.003
+threads = 1
+INI
+  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-train" --config pipe.ini --output run \
+    --no-progress >train.log 2>&1 || fail "train: $(tail -5 train.log)"
+  grep -qE "final: eval loss [0-9.]+, accuracy [01]\.[0-9]+" train.log ||
+    fail "no held-out accuracy: $(tail -5 train.log)"
+  grep -qE "rank 1: [0-9]+ documents, [0-9]+ tokens \([0-9]+ cut to max_tokens = 24" train.log ||
+    fail "no bucket count: $(grep -m3 data train.log)"
+  for bad in "--model.input_shape=16:model.input_shape" "--data.pad_to=batch:data.pad_to"; do
+    code=0
+    timeout -k 5 60 "$bin/shardflow-train" --config pipe.ini --output bad "${bad%%:*}" \
+      --no-progress >bad.log 2>&1 || code=$?
+    [ "$code" = 2 ] && grep -q "${bad##*:}" bad.log || fail "$bad exited $code: $(tail -2 bad.log)"
+  done
   ;;
 bad)
   expect_bad() {  # expect_bad KEY ARGS...: exit 2, one error line naming KEY (one process)

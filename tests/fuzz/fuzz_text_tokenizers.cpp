@@ -1,7 +1,8 @@
 // libFuzzer target: the text tokenizers' file readers and their encoders on arbitrary bytes
 // (io/text/). The input is split at its first NUL byte into A and B. A BPE vocab.json (A) and
 // merges.txt (B), a WordPiece vocab.txt (A) and document splitting (the whole input) either
-// parse or are refused with shardflow::Error, never anything else; whatever parses encodes the
+// parse or are refused with shardflow::Error, never anything else (so is a word lookup's
+// vocabulary, A, whose ids of B's words stay inside its vocabulary); whatever parses encodes the
 // other part: a BPE and the byte tokenizer decode it back to its bytes, the chunks of
 // PreTokenize and the documents' text never lose or invent bytes beyond the delimiter lines.
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "io/text/bpe.hpp"
 #include "io/text/byte_tokenizer.hpp"
 #include "io/text/documents.hpp"
+#include "io/text/word_lookup.hpp"
 #include "io/text/wordpiece.hpp"
 
 using namespace shardflow;
@@ -40,6 +42,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ids.clear();
     wp.Encode(b, &ids);
     wp.Decode(ids);
+  } catch (const Error&) {
+  }
+  try {
+    const text::WordLookup lookup = text::WordLookup::Parse(a, "vocab.txt", 3, true);
+    ids.clear();
+    lookup.Encode(b, &ids);
+    for (const int64_t id : ids) {
+      if (id < 0 || id >= lookup.end_id()) std::abort();
+    }
+    lookup.Decode(ids);
   } catch (const Error&) {
   }
   std::vector<text::Document> docs;
