@@ -92,6 +92,10 @@ void PrepareInputSpec(PredictAppConfig* c) {
   spec.data.drop_remainder = false;
   spec.data.epochs = 1;
   spec.data.batch_size = 1;
+  // Records in file order, one at a time: no buckets; every text padded to the model's context.
+  spec.text.bucket_boundaries.clear();
+  spec.text.bucket_batch_sizes.clear();
+  spec.text.pad_to = "max";
   const std::vector<std::string> kept = pipeline::EvaluationAugmentations(spec.data.augmentations);
   if (kept != spec.data.augmentations) {
     std::string text;

@@ -58,6 +58,10 @@ class InstanceReader {
       : sig_(sig), where_(std::move(where)), dst_(dst) {}
 
   void Read(element v) {
+    if (sig_.tokenizer) {
+      ReadText(v);
+      return;
+    }
     if (v.type() == element_type::OBJECT) {
       ReadBytes(v);
       return;
@@ -143,18 +147,47 @@ class InstanceReader {
     }
   }
 
-  void ReadBytes(element v) {
+  // {"b64": "..."}'s bytes.
+  std::string B64Bytes(element v) const {
     simdjson::dom::object o = v.get_object().value_unsafe();
     std::string_view text;
     if (o.size() != 1 || o["b64"].get_string().get(text) != simdjson::SUCCESS) {
       Fail("expected {\"b64\": \"...\"} for bytes");
     }
-    std::string bytes;
     try {
-      bytes = DecodeBase64(text);
+      return DecodeBase64(text);
     } catch (const RequestError& e) {
       Fail(e.what());
     }
+  }
+
+  // A text input: a string (or b64 bytes) tokenized into max_tokens float ids, padded.
+  void ReadText(element v) {
+    std::string bytes;
+    if (v.type() == element_type::OBJECT) {
+      bytes = B64Bytes(v);
+    } else if (v.type() == element_type::STRING) {
+      bytes = std::string(v.get_string().value_unsafe());
+    } else {
+      Fail(std::string("expected a string (the text), found ") + TypeName(v.type()));
+    }
+    std::vector<int64_t> ids;
+    sig_.tokenizer->Encode(bytes, &ids);
+    const int64_t max = sig_.max_tokens;
+    if (static_cast<int64_t>(ids.size()) > max && sig_.fail_too_long) {
+      Fail("text of " + std::to_string(ids.size()) +
+           " tokens, more than max_tokens = " + std::to_string(max) + " (data.too_long = fail)");
+    }
+    float* row = reinterpret_cast<float*>(dst_);
+    for (int64_t i = 0; i < max; ++i) {
+      const int64_t id = i < static_cast<int64_t>(ids.size()) ? ids[static_cast<size_t>(i)]
+                                                              : sig_.tokenizer->pad_id();
+      row[i] = static_cast<float>(id);
+    }
+  }
+
+  void ReadBytes(element v) {
+    const std::string bytes = B64Bytes(v);
     const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
     const bool jpeg = bytes.size() >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
     const bool png =

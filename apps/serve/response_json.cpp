@@ -104,7 +104,9 @@ std::string StatusResponse(int64_t version) {
 }
 
 std::string MetadataResponse(const Signature& sig, const std::string& model_name, int64_t version) {
-  const char* dtype = sig.dtype == DType::kUInt8 ? "DT_UINT8" : "DT_FLOAT";
+  const char* dtype = sig.tokenizer                ? "DT_STRING"
+                      : sig.dtype == DType::kUInt8 ? "DT_UINT8"
+                                                   : "DT_FLOAT";
   std::string outputs;
   if (sig.task == apps::Task::kClassify) {
     outputs = "\"classes\":" + TensorInfo("classes", "DT_INT64", {}) +
@@ -116,7 +118,8 @@ std::string MetadataResponse(const Signature& sig, const std::string& model_name
          ",\"signature_name\":\"\",\"version\":\"" + std::to_string(version) +
          "\"},\"metadata\":{\"signature_def\":{\"signature_def\":{\"serving_default\":{"
          "\"inputs\":{" +
-         JsonString(sig.input_name) + ":" + TensorInfo(sig.input_name, dtype, sig.shape) +
+         JsonString(sig.input_name) + ":" +
+         TensorInfo(sig.input_name, dtype, sig.tokenizer ? Shape{} : sig.shape) +
          "},\"outputs\":{" + outputs + "},\"method_name\":\"tensorflow/serving/predict\"}}}}}";
 }
 

@@ -19,6 +19,16 @@ Signature MakeSignature(const apps::ExperimentConfig& config, const apps::ModelS
     const io::FeatureSpec spec = pipeline::ParseFeatureSpec(text, "data.features");
     if (spec.name == sig.input_name) sig.dtype = spec.dtype;
   }
+  const pipeline::TextInputOptions& text = config.data.text;
+  if (text.enabled()) {
+    apps::CheckTokenizedInput(config.data, setup.input_feature, setup.input_shape);
+    sig.tokenizer = pipeline::MakeInputTokenizer(text, "data");
+    sig.max_tokens = text.max_tokens;
+    sig.fail_too_long = text.too_long == "fail";
+    sig.input_name = pipeline::DocumentFeature(text, config.data.data.format);
+    sig.batch.input_feature = sig.input_name;  // the rows are the ids already
+    sig.dtype = DType::kFloat32;
+  }
   if (sig.dtype != DType::kUInt8 && sig.dtype != DType::kFloat32) {
     throw Error(ErrorCode::kInvalidArgument,
                 std::string("the input feature is ") + DTypeName(sig.dtype) +

@@ -5,6 +5,11 @@
 // (uint8 when the format has no feature list, as idx and images), its shape the model's
 // input_shape. Instances reach the model through apps::ToModelBatch, the conversion training
 // and shardflow-predict use (uint8 times model.input_scale; float32 as it is).
+// A text input ([data] tokenizer, io/pipeline/text_input.hpp) is served as strings: the input
+// is named by the document feature (data.text_feature, "text"; DT_STRING in the metadata), and
+// each instance, a JSON string or {"b64": bytes}, is tokenized here by the training's tokenizer
+// into a row of max_tokens ids (float32, padded with the pad id), a longer text cut or refused
+// as data.too_long says.
 // Outputs: classify gives "classes" (int64, the argmax) and "probabilities" (float32 [K], the
 // softmax, computed as shardflow-predict computes it); reconstruct gives "error" (float32, the
 // mean squared error between the reconstruction and the input).
@@ -15,8 +20,11 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
 #include "apps/common/experiment_config.hpp"
 #include "core/tensor.hpp"
+#include "io/text/tokenizer.hpp"
 
 namespace shardflow::serve {
 
@@ -27,13 +35,17 @@ struct Signature {
   apps::BatchSpec batch;        // the model's view of a batch of the input
   apps::Task task = apps::Task::kClassify;
   int64_t output_width = 0;  // values per instance of the model's output (classify: K)
+  // A text input: its tokenizer (null otherwise), the ids per row, and too_long = fail.
+  std::shared_ptr<const text::Tokenizer> tokenizer;
+  int64_t max_tokens = 0;
+  bool fail_too_long = false;
 
   int64_t row_elements() const { return NumElements(shape); }
   size_t row_bytes() const { return static_cast<size_t>(row_elements()) * DTypeSize(dtype); }
 };
 
 // Throws Error(kInvalidArgument) naming model.input_feature when its dtype is neither uint8
-// nor float32.
+// nor float32 (a text input: when the model does not read its tokens as training did).
 Signature MakeSignature(const apps::ExperimentConfig& config, const apps::ModelSetup& setup,
                         const Shape& output_shape);
 

@@ -260,6 +260,42 @@ INI
     fail "no held-out accuracy: $(tail -5 train.log)"
   grep -qE "rank 1: [0-9]+ documents, [0-9]+ tokens \([0-9]+ cut to max_tokens = 24" train.log ||
     fail "no bucket count: $(grep -m3 data train.log)"
+  # shardflow-predict reads the held-out JSON lines through the same tokenizer; shardflow-serve
+  # takes the same texts as strings ({"instances": ["..."]}) and answers the same classes.
+  "$bin/shardflow-predict" --config pipe.ini --checkpoint run/checkpoints --input held.jsonl \
+    --output p.csv >predict.log 2>&1 || fail "predict: $(tail -3 predict.log)"
+  "$bin/shardflow-serve" --config pipe.ini --checkpoint run/checkpoints --port 0 \
+    --train.threads=1 >serve.log 2>&1 &
+  serve_pid=$!
+  port=
+  for _ in $(seq 200); do
+    port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' serve.log)
+    [ -n "$port" ] && break
+    kill -0 "$serve_pid" 2>/dev/null || fail "serve exited: $(tail -3 serve.log)"
+    sleep 0.05
+  done
+  [ -n "$port" ] || fail "serve did not print 'listening on'"
+  $py - "$port" <<'PY' || { kill "$serve_pid"; fail "served classes differ from predict's"; }
+import csv, json, sys, urllib.request
+texts = [json.loads(l)["text"] for l in open("held.jsonl")]
+rows = list(csv.DictReader(open("p.csv")))
+assert len(rows) == len(texts), (len(rows), len(texts))
+url = f"http://127.0.0.1:{sys.argv[1]}/v1/models/default"
+meta = json.load(urllib.request.urlopen(url + "/metadata"))
+inputs = meta["metadata"]["signature_def"]["signature_def"]["serving_default"]["inputs"]
+assert inputs["text"]["dtype"] == "DT_STRING", inputs
+body = json.dumps({"instances": texts}).encode()
+answer = json.load(urllib.request.urlopen(urllib.request.Request(url + ":predict", body)))
+served = [p["classes"] for p in answer["predictions"]]
+offline = [int(r["class"]) for r in rows]
+assert served == offline, (served, offline)
+try:
+    urllib.request.urlopen(urllib.request.Request(url + ":predict", b'{"instances": [7]}'))
+    raise AssertionError("a number was accepted as text")
+except urllib.error.HTTPError as e:
+    assert e.code == 400 and "expected a string" in e.read().decode(), e
+PY
+  kill "$serve_pid"
   for bad in "--model.input_shape=16:model.input_shape" "--data.pad_to=batch:data.pad_to"; do
     code=0
     timeout -k 5 60 "$bin/shardflow-train" --config pipe.ini --output bad "${bad%%:*}" \

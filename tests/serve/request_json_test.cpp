@@ -56,6 +56,43 @@ std::string ErrorOf(const std::string& body, const Signature& sig) {
   return "(accepted)";
 }
 
+Signature TextSignature(bool fail_too_long) {  // byte tokens, 4 a row
+  Signature sig;
+  sig.input_name = "text";
+  sig.dtype = DType::kFloat32;
+  sig.shape = {4};
+  sig.output_width = 3;
+  sig.tokenizer = std::make_shared<const text::Tokenizer>(text::Tokenizer::Make({.kind = "byte"}));
+  sig.max_tokens = 4;
+  sig.fail_too_long = fail_too_long;
+  return sig;
+}
+
+TEST(RequestJson, TextInstancesAreTokenizedPaddedAndCut) {
+  const Signature sig = TextSignature(false);
+  const ParsedRequest r = ParsePredictRequest(
+      R"({"instances": ["hi", {"b64": ")" + Base64("abcdef") + R"("}, {"text": ""}]})", sig);
+  ASSERT_EQ(r.rows.shape(), (Shape{3, 4}));
+  const float* v = r.rows.data<float>();
+  EXPECT_EQ(std::vector<float>(v, v + 12),
+            (std::vector<float>{104, 105, 257, 257, 97, 98, 99, 100, 257, 257, 257, 257}));
+  const ParsedRequest columnar = ParsePredictRequest(R"({"inputs": {"text": ["ok"]}})", sig);
+  EXPECT_TRUE(columnar.columnar);
+  EXPECT_EQ(columnar.rows.data<float>()[1], 'k');
+  EXPECT_EQ(ErrorOf(R"({"instances": ["ok", 7]})", sig),
+            "instances[1]: field \"text\": expected a string (the text), found a number");
+  EXPECT_EQ(ErrorOf(R"({"instances": ["ok", "too long"]})", TextSignature(true)),
+            "instances[1]: field \"text\": text of 8 tokens, more than max_tokens = 4 "
+            "(data.too_long = fail)");
+  EXPECT_EQ(ErrorOf(R"({"instances": [{"tokens": "x"}]})", sig),
+            "instances[0]: unknown field \"tokens\" (the model's input is \"text\")");
+  const std::string meta = MetadataResponse(sig, "m", 1);
+  EXPECT_NE(
+      meta.find(R"("text":{"dtype":"DT_STRING","tensor_shape":{"dim":[{"size":"-1","name":""}],)"),
+      std::string::npos)
+      << meta;
+}
+
 TEST(RequestJson, RowFormatNestedFlatAndNamed) {
   const Signature sig = ImageSignature();
   const ParsedRequest r = ParsePredictRequest(
