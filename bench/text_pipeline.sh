@@ -5,7 +5,10 @@
 #   jsonl      configs/text_classifier_jsonl.ini: JSON lines BPE-tokenized in the pipeline,
 #              bucketed by length (bucket_by_sequence_length)
 #   unbucketed the same without buckets (every batch padded to max_tokens, lengths mixed)
-# interleaved (A, B, C, B, C, A, ...) for --reps repetitions; prints each run's samples/s, input
+#   short      bucketed, each batch padded to its longest document (pad_to = batch): the model
+#              runs on the shorter length
+#   short_mixed  the same without buckets (lengths mixed: a batch's longest sets its length)
+# interleaved (A, B, C, D, E, then B, C, D, E, A, ...) for --reps repetitions; prints each run's samples/s, input
 # wait, held-out accuracy and load average, then the medians and ratios to the shards.
 #   bench/text_pipeline.sh [--reps 2] [--epochs 1] [--bin DIR]
 # Needs data/fortunes-cls-* (the convert in configs/text_classifier.ini's header) and makes
@@ -43,6 +46,9 @@ run_one() {  # run_one NAME: one training run, its figures appended to $work/run
     jsonl) args=(--config configs/text_classifier_jsonl.ini) ;;
     unbucketed) args=(--config configs/text_classifier_jsonl.ini --data.bucket_boundaries=
       --data.bucket_batch_sizes=) ;;
+    short) args=(--config configs/text_classifier_jsonl.ini --data.pad_to=batch) ;;
+    short_mixed) args=(--config configs/text_classifier_jsonl.ini --data.bucket_boundaries=
+      --data.bucket_batch_sizes= --data.pad_to=batch) ;;
   esac
   rm -rf "$work/run"
   "${mpi[@]}" "$bin/shardflow-train" "${args[@]}" --train.epochs "$epochs" --output "$work/run" \
@@ -56,20 +62,20 @@ print(json.dumps({"who": sys.argv[2], "load": float(sys.argv[3]),
                   "accuracy": round(d["test_accuracy"], 4), "steps": d["steps"]}))
 PY
 }
-names=(shards jsonl unbucketed)
+names=(shards jsonl unbucketed short short_mixed)
 for ((rep = 0; rep < reps; rep++)); do
-  for ((k = 0; k < 3; k++)); do run_one "${names[$(((k + rep) % 3))]}"; done
+  for ((k = 0; k < 5; k++)); do run_one "${names[$(((k + rep) % 5))]}"; done
 done
 python3 - "$work/runs" <<'PY'
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
 med = {}
-for who in ("shards", "jsonl", "unbucketed"):
+for who in ("shards", "jsonl", "unbucketed", "short", "short_mixed"):
     mine = [r for r in runs if r["who"] == who]
     med[who] = statistics.median(r["samples_per_s"] for r in mine)
     print(f"{who:11s} median {med[who]:.1f} samples/s, input wait "
           f"{statistics.median(r['input_wait'] for r in mine):.2%}, accuracy "
           f"{statistics.median(r['accuracy'] for r in mine):.4f}")
-for who in ("jsonl", "unbucketed"):
+for who in ("jsonl", "unbucketed", "short", "short_mixed"):
     print(f"{who} / shards: {med[who] / med['shards']:.3f}")
 PY

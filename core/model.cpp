@@ -439,7 +439,12 @@ void Sequential<T>::Backward(const Tensor& dy) {
 
 template <typename T>
 Tensor Sequential<T>::Forward(const Tensor& x, bool training, MicroBatch& mb) {
-  CheckInput(x, input_shape_, "model input");
+  // A token-sequence model also takes batches shorter than its context (CheckSequenceInput).
+  if (!layers_.empty() && layers_[0]->kind() == "tokens") {
+    CheckSequenceInput(x, input_shape_, "model input", 1);
+  } else {
+    CheckInput(x, input_shape_, "model input");
+  }
   if (mb.model_ == nullptr) {
     mb.states_.clear();
     for (auto& layer : layers_) mb.states_.push_back(layer->NewState());
@@ -473,7 +478,7 @@ Tensor Sequential<T>::BackwardWithInputGrad(const Tensor& dy, MicroBatch& mb) {
 
 template <typename T>
 Tensor Sequential<T>::RunBackward(const Tensor& dy, MicroBatch& mb, bool input_grad) {
-  CheckInput(dy, shapes_.back(), "model output gradient");
+  CheckSequenceInput(dy, shapes_.back(), "model output gradient");
   if (mb.model_ != this || !mb.forward_done_) {
     throw Error(ErrorCode::kInvalidArgument,
                 "backward pass of micro-batch " + std::to_string(mb.index()) +

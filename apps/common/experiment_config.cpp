@@ -251,6 +251,7 @@ ModelSetup MakeModelSetup(const ExperimentConfig& c) {
   m.input_feature = c.input_feature;
   m.label_feature = c.label_feature;
   m.input_scale = c.input_scale;
+  m.shorter_sequences = c.data.text.enabled() && c.data.text.pad_to != "max";
   return m;
 }
 

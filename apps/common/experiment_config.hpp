@@ -112,10 +112,14 @@ struct ModelSetup {
   std::string input_feature = "image";
   std::string label_feature = "label";
   double input_scale = 1.0;
+  // Batches of token sequences may be shorter than the model's context ([data] pad_to = batch
+  // or bucket): BatchSpec::shorter_sequences.
+  bool shorter_sequences = false;
 
   // The batch conversion for this model (label_feature "" when the task has no labels).
   BatchSpec batch_spec() const {
-    return {input_feature, task == Task::kClassify ? label_feature : "", input_shape, input_scale};
+    return {input_feature, task == Task::kClassify ? label_feature : "", input_shape, input_scale,
+            shorter_sequences};
   }
 };
 

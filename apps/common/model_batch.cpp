@@ -6,7 +6,12 @@ ModelBatch ToModelBatch(const pipeline::Element& batch, const BatchSpec& spec, T
   const Tensor& in = batch.Get(spec.input_feature);
   ModelBatch out;
   out.rows = in.rank() == 0 ? 0 : in.dim(0);
-  const int64_t per_row = NumElements(spec.input_shape);
+  Shape shape = spec.input_shape;
+  if (spec.shorter_sequences && shape.size() == 1 && in.rank() == 2 && in.dim(1) >= 1 &&
+      in.dim(1) <= shape[0]) {
+    shape[0] = in.dim(1);  // a batch padded to its longest sequence
+  }
+  const int64_t per_row = NumElements(shape);
   if (in.rank() == 0 || (out.rows > 0 && in.num_elements() != out.rows * per_row)) {
     ErrorContext ctx = batch.where.Context();
     ctx.key = spec.input_feature;
@@ -16,7 +21,6 @@ ModelBatch ToModelBatch(const pipeline::Element& batch, const BatchSpec& spec, T
                     ShapeToString(spec.input_shape) + ")",
                 ctx);
   }
-  Shape shape = spec.input_shape;
   shape.insert(shape.begin(), out.rows);
   if (in.dtype() == DType::kFloat32) {
     out.x = in.Reshaped(shape);  // float inputs are the model's values: never scaled
@@ -142,15 +146,6 @@ void CheckTokenizedInput(const pipeline::InputSpec& spec, const std::string& inp
         "input_shape " + ShapeToString(input_shape) + " is not " + sec +
             ".max_tokens = " + std::to_string(t.max_tokens),
         {.key = "model.input_shape", .hint = "input_shape = " + std::to_string(t.max_tokens)});
-  }
-  if (t.pad_to != "max") {
-    throw Error(ErrorCode::kInvalidArgument,
-                "pad_to = " + t.pad_to +
-                    " makes batches shorter than the model's context, which is fixed when the "
-                    "model is built",
-                {.key = sec + ".pad_to",
-                 .hint = "pad_to = max (buckets still group documents of like lengths, and "
-                         "attention skips the padding)"});
   }
 }
 

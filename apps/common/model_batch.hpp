@@ -29,6 +29,9 @@ struct BatchSpec {
   std::string label_feature;  // "" : no labels (reconstruction)
   Shape input_shape;          // per sample
   double scale = 1.0;         // uint8 inputs only
+  // A token-sequence input (input_shape {T}) may come as (B, T' <= T): a batch padded to its
+  // longest (io/pipeline/text_input.hpp pad_to = batch | bucket).
+  bool shorter_sequences = false;
 };
 
 struct ModelBatch {
@@ -54,9 +57,8 @@ std::string CheckAssembledInput(const pipeline::InputSpec& spec, const std::stri
                                 const Shape& input_shape);
 
 // When `spec` tokenizes a document (io/pipeline/text_input.hpp) the model must read its tokens
-// as they come: model.input_feature tokens, model.input_shape max_tokens, batches padded to it
-// (pad_to = max; a model's context is fixed when it is built). Error(kInvalidArgument) naming
-// the key otherwise.
+// as they come: model.input_feature tokens, model.input_shape max_tokens. Error(kInvalidArgument)
+// naming the key otherwise.
 void CheckTokenizedInput(const pipeline::InputSpec& spec, const std::string& input_feature,
                          const Shape& input_shape);
 

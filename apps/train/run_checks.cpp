@@ -261,6 +261,13 @@ void CheckInputs(TrainerOptions* options) {
     apps::CheckAssembledInput(o.eval_input, o.input_feature, o.input_shape);
   }
   apps::CheckTokenizedInput(o.train_input, o.input_feature, o.input_shape);
+  if (o.shorter_sequences && o.model_parallel.grid.stages > 1) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "pad_to = " + o.train_input.text.pad_to +
+                    " makes batches shorter than the model's context, and pipeline stages "
+                    "exchange activations of the context's length",
+                {.key = "data.pad_to", .hint = "pad_to = max with dist.pipeline_stages > 1"});
+  }
   if (!o.eval_input.data.files.empty()) {
     apps::CheckTokenizedInput(o.eval_input, o.input_feature, o.input_shape);
   }

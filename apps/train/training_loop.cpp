@@ -567,7 +567,9 @@ void TrainingLoop::Summarize(int64_t steps) {
     for (int64_t b : device_peaks) s.device_peak_mib.push_back(static_cast<double>(b) / (1 << 20));
   }
   SummarizeDeviceInput(wall);
-  if (model != nullptr) {
+  // Batches shorter than the model's context (shorter_sequences) do less than FlopsPerSample
+  // says: no figure rather than an overstated one.
+  if (model != nullptr && !o_.shorter_sequences) {
     s.model_gflops_per_s =
         3.0 * static_cast<double>(model->FlopsPerSample()) * s.samples_per_s / 1e9;
   }

@@ -49,7 +49,7 @@ class Activation final : public Layer<T> {
  protected:
   // x and y have the same shape (B, ...), treated as n flat elements.
   Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
-    CheckInput(x, in_, kind());
+    CheckSequenceInput(x, in_, kind());
     if (pass_through_) return x;
     State& s = StateAs<State>(st, kind());
     s.x = x;

@@ -71,7 +71,7 @@ class Attention final : public Layer<T> {
 
  protected:
   Tensor DoForward(const Tensor& x, const ForwardContext& ctx, LayerState& st) override {
-    const int64_t b = CheckInput(x, in_, "attention");
+    const int64_t b = CheckSequenceInput(x, in_, "attention");
     CheckHostTensor(x, "attention");
     State& s = StateAs<State>(st, "attention");
     s.qkv_y = qkv_->Forward(x, ctx, *s.qkv);
@@ -80,9 +80,10 @@ class Attention final : public Layer<T> {
     } else {
       s.lengths.clear();
     }
-    const cpu::AttentionShape shape = ShapeOf(b, s);
-    Tensor& o = ReuseBuffer(s.o, DTypeOf<T>(), {b, in_[0], way_heads_ * head_dim_});
-    Tensor& lse = ReuseBuffer(s.lse, DTypeOf<T>(), {b, way_heads_, in_[0]});
+    const int64_t t = x.dim(1);  // the model's context, or a shorter batch's
+    const cpu::AttentionShape shape = ShapeOf(b, t, s);
+    Tensor& o = ReuseBuffer(s.o, DTypeOf<T>(), {b, t, way_heads_ * head_dim_});
+    Tensor& lse = ReuseBuffer(s.lse, DTypeOf<T>(), {b, way_heads_, t});
     cpu::AttentionForward(shape, s.qkv_y.template data<T>(), o.template data<T>(),
                           lse.template data<T>());
     return out_->Forward(o, ctx, *s.out);
@@ -93,7 +94,7 @@ class Attention final : public Layer<T> {
     State& s = StateAs<State>(st, "attention");
     const Tensor dout = out_->Backward(dy, true, *s.out);
     Tensor& dqkv = ReuseBuffer(s.dqkv, DTypeOf<T>(), s.qkv_y.shape());
-    cpu::AttentionBackward(ShapeOf(s.o.dim(0), s), s.qkv_y.template data<T>(),
+    cpu::AttentionBackward(ShapeOf(s.o.dim(0), s.o.dim(1), s), s.qkv_y.template data<T>(),
                            s.o.template data<T>(), s.lse.template data<T>(),
                            dout.template data<T>(), dqkv.template data<T>());
     return qkv_->Backward(dqkv, need_dx, *s.qkv);
@@ -106,14 +107,14 @@ class Attention final : public Layer<T> {
     std::vector<int64_t> lengths;  // of the forward pass; empty: not padded
   };
 
-  cpu::AttentionShape ShapeOf(int64_t batch, const State& s) const {
+  cpu::AttentionShape ShapeOf(int64_t batch, int64_t time, const State& s) const {
     if (!s.lengths.empty() && static_cast<int64_t>(s.lengths.size()) != batch) {
       throw Error(ErrorCode::kInternal, "attention got " + std::to_string(s.lengths.size()) +
                                             " sequence lengths for a batch of " +
                                             std::to_string(batch));
     }
     return {.batch = batch,
-            .time = in_[0],
+            .time = time,
             .heads = way_heads_,
             .head_dim = head_dim_,
             .ld_qkv = 3 * way_heads_ * head_dim_,

@@ -73,13 +73,13 @@ class Dense final : public Layer<T> {
   int64_t FlopsPerSample() const override { return 2 * rows_per_sample_ * f_ * units_; }
 
  protected:
-  // x is (N, F) with N = B * rows_per_sample; W is (F, U); y is (N, U) (this way's F and U).
+  // x is (N, F) with N = B * rows_per_sample (fewer for a shorter sequence); W is (F, U); y is (N, U) (this way's F and U).
   // A row layer with T > 1 sums its output over the ways; only way 0 adds the bias.
   Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
-    const int64_t b = CheckInput(x, in_, "dense");
+    CheckSequenceInput(x, in_, "dense");
     State& s = StateAs<State>(st, "dense");
     s.x = x;
-    const int64_t n = b * rows_per_sample_, u = units_;
+    const int64_t n = x.num_elements() / f_, u = units_;
     const bool row_sum = o_.split == TpSplit::kRow && slice_.size != slice_.full;
     const bool add_bias = o_.use_bias && (!row_sum || tp_->way == 0);
     Shape out = x.shape();

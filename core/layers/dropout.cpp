@@ -41,7 +41,7 @@ class Dropout final : public Layer<T> {
   // draws exactly the masks of a whole batch before micro-batches existed (resumed runs stay
   // bit-identical) and the mask of a micro-batch does not depend on when it runs.
   Tensor DoForward(const Tensor& x, const ForwardContext& ctx, LayerState& st) override {
-    CheckInput(x, in_, "dropout");
+    CheckSequenceInput(x, in_, "dropout");
     State& s = StateAs<State>(st, "dropout");
     s.training = ctx.training && rate_ > 0.0;
     if (!s.training) return x;

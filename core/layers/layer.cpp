@@ -17,6 +17,19 @@ int64_t CheckInput(const Tensor& x, const Shape& expected, const std::string& la
   return s[0];
 }
 
+int64_t CheckSequenceInput(const Tensor& x, const Shape& expected, const std::string& layer,
+                           size_t sequence_rank) {
+  const Shape& s = x.shape();
+  if (expected.size() < sequence_rank || s.size() != expected.size() + 1 || s[1] < 1 ||
+      s[1] > expected[0]) {
+    return CheckInput(x, expected, layer);
+  }
+  for (size_t i = 1; i < expected.size(); ++i) {
+    if (s[i + 1] != expected[i]) return CheckInput(x, expected, layer);
+  }
+  return s[0];
+}
+
 void CheckHostTensor(const Tensor& t, const char* layer) {
   if (!DeviceSupports(t.device(), DeviceFeature::kHostMemory)) {
     throw Error(ErrorCode::kInvalidArgument, std::string(layer) + " runs on CPU tensors only",

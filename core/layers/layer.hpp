@@ -181,6 +181,14 @@ inline Shape WithBatch(int64_t batch, const Shape& sample) {
 
 // Checks that x is (B, expected...) and returns B; throws Error(kInvalidArgument) naming the layer.
 int64_t CheckInput(const Tensor& x, const Shape& expected, const std::string& layer);
+// CheckInput for the layers of a token-sequence model (tokens, attention, block, layernorm,
+// seqpool, dense, activations, dropout): x's first per-sample dimension may also be shorter
+// than expected[0] (>= 1) when expected has `sequence_rank` or more dimensions: a batch padded
+// to its longest sequence rather than the model's context (io/pipeline/text_input.hpp pad_to).
+// Per-row layers treat the shorter batch as fewer rows; the model's input check allows it only
+// when its first layer reads tokens, so other models' shapes stay exact.
+int64_t CheckSequenceInput(const Tensor& x, const Shape& expected, const std::string& layer,
+                           size_t sequence_rank = 2);
 
 // For layers whose loops read host memory (embedding lookups, attention, layer norm, ...):
 // throws Error(kInvalidArgument, key model) "LAYER runs on CPU tensors only" when t lives on a

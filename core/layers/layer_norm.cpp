@@ -49,10 +49,10 @@ class LayerNorm final : public Layer<T> {
   // Per row: mean, rstd = 1 / sqrt(var + eps), xhat = (x - mean) rstd, y = gamma xhat + beta.
   // The state keeps xhat and rstd.
   Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
-    const int64_t b = CheckInput(x, in_, "layernorm");
+    CheckSequenceInput(x, in_, "layernorm");
     CheckHostTensor(x, "layernorm");
     State& s = StateAs<State>(st, "layernorm");
-    const int64_t n = b * rows_per_sample_;
+    const int64_t n = x.num_elements() / f_;
     Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), x.shape());
     Tensor& xhat = ReuseBuffer(s.xhat, DTypeOf<T>(), x.shape());
     s.rstd.resize(static_cast<size_t>(n));

@@ -32,11 +32,12 @@ class SequencePool final : public Layer<T> {
 
  protected:
   Tensor DoForward(const Tensor& x, const ForwardContext& ctx, LayerState& st) override {
-    const int64_t b = CheckInput(x, in_, "seqpool");
+    const int64_t b = CheckSequenceInput(x, in_, "seqpool");
     CheckHostTensor(x, "seqpool");
     State& s = StateAs<State>(st, "seqpool");
     s.batch = b;
-    const int64_t t = in_[0], d = in_[1];
+    s.time = x.dim(1);
+    const int64_t t = s.time, d = in_[1];
     s.lengths.assign(static_cast<size_t>(b), t);
     if (ctx.lengths != nullptr) {
       for (int64_t i = 0; i < b; ++i) {
@@ -68,7 +69,7 @@ class SequencePool final : public Layer<T> {
     if (!need_dx) return Tensor();
     CheckHostTensor(dy, "seqpool");
     State& s = StateAs<State>(st, "seqpool");
-    const int64_t t = in_[0], d = in_[1];
+    const int64_t t = s.time, d = in_[1];
     Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), {s.batch, t, d});
     const T* g = dy.template data<T>();
     T* dxp = dx.template data<T>();
@@ -87,7 +88,7 @@ class SequencePool final : public Layer<T> {
  private:
   struct State final : LayerState {
     Tensor y, dx;
-    int64_t batch = 0;
+    int64_t batch = 0, time = 0;  // of the forward pass
     std::vector<int64_t> lengths;  // positions averaged per sample
   };
 

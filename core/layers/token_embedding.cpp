@@ -29,12 +29,12 @@ class TokenEmbedding final : public Layer<T> {
 
   bool SequenceLengths(const Tensor& x, std::vector<int64_t>* lengths) const override {
     if (o_.pad < 0) return false;
-    const int64_t b = x.num_elements() / time_;
-    lengths->assign(static_cast<size_t>(b), time_);
+    const int64_t b = x.dim(0), time = x.num_elements() / std::max<int64_t>(b, 1);
+    lengths->assign(static_cast<size_t>(b), time);
     const T* xp = x.template data<T>();
     for (int64_t i = 0; i < b; ++i) {
-      for (int64_t t = 0; t < time_; ++t) {
-        if (xp[i * time_ + t] == static_cast<T>(o_.pad)) {
+      for (int64_t t = 0; t < time; ++t) {
+        if (xp[i * time + t] == static_cast<T>(o_.pad)) {
           (*lengths)[static_cast<size_t>(i)] = std::max<int64_t>(t, 1);
           break;
         }
@@ -69,22 +69,23 @@ class TokenEmbedding final : public Layer<T> {
 
  protected:
   Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
-    const int64_t b = CheckInput(x, {time_}, "tokens");
+    const int64_t b = CheckSequenceInput(x, {time_}, "tokens", 1);
     CheckHostTensor(x, "tokens");
     State& s = StateAs<State>(st, "tokens");
-    const int64_t d = o_.dim;
-    Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), {b, time_, d});
-    s.ids.resize(static_cast<size_t>(b * time_));
+    const int64_t d = o_.dim, time = x.dim(1);  // the context, or a shorter batch's
+    Tensor& y = ReuseBuffer(s.y, DTypeOf<T>(), {b, time, d});
+    s.ids.resize(static_cast<size_t>(b * time));
     s.batch = b;
+    s.time = time;
     const T* xp = x.template data<T>();
     const T* table = arena_->param(table_);
     const T* pos = arena_->param(position_);
     T* yp = y.template data<T>();
-    for (int64_t r = 0; r < b * time_; ++r) {
-      const int64_t id = Id(xp[r], r);
+    for (int64_t r = 0; r < b * time; ++r) {
+      const int64_t id = Id(xp[r], r, time);
       s.ids[static_cast<size_t>(r)] = id;
       const T* e = table + id * d;
-      const T* p = pos + (r % time_) * d;
+      const T* p = pos + (r % time) * d;
       T* out = yp + r * d;
       for (int64_t c = 0; c < d; ++c) out[c] = e[c] + p[c];
     }
@@ -98,9 +99,9 @@ class TokenEmbedding final : public Layer<T> {
     const T* g = dy.template data<T>();
     T* table = arena_->grad(table_);
     T* pos = arena_->grad(position_);
-    for (int64_t r = 0; r < s.batch * time_; ++r) {
+    for (int64_t r = 0; r < s.batch * s.time; ++r) {
       T* e = table + s.ids[static_cast<size_t>(r)] * d;
-      T* p = pos + (r % time_) * d;
+      T* p = pos + (r % s.time) * d;
       const T* src = g + r * d;
       for (int64_t c = 0; c < d; ++c) {
         e[c] += src[c];
@@ -108,7 +109,7 @@ class TokenEmbedding final : public Layer<T> {
       }
     }
     if (!need_dx) return Tensor();
-    Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), {s.batch, time_});
+    Tensor& dx = ReuseBuffer(s.dx, DTypeOf<T>(), {s.batch, s.time});
     BackendFor<T>(dy.device()).Fill(dx.num_elements(), T(0), dx.template data<T>());
     return dx;
   }
@@ -117,15 +118,15 @@ class TokenEmbedding final : public Layer<T> {
   struct State final : LayerState {
     Tensor y, dx;
     std::vector<int64_t> ids;
-    int64_t batch = 0;
+    int64_t batch = 0, time = 0;  // of the forward pass
   };
 
-  int64_t Id(T value, int64_t flat) const {
+  int64_t Id(T value, int64_t flat, int64_t time) const {
     const double v = static_cast<double>(value);
     if (!(v >= 0 && v < static_cast<double>(o_.vocabulary)) || std::floor(v) != v) {
       throw Error(ErrorCode::kInvalidArgument,
-                  Describe() + ": sample " + std::to_string(flat / time_) + " position " +
-                      std::to_string(flat % time_) + " holds " + std::to_string(v) +
+                  Describe() + ": sample " + std::to_string(flat / time) + " position " +
+                      std::to_string(flat % time) + " holds " + std::to_string(v) +
                       ", expected a token id in [0, " + std::to_string(o_.vocabulary) + ")",
                   {.key = "model"});
     }

@@ -75,7 +75,7 @@ class TransformerBlock final : public Layer<T> {
  protected:
   // h = x + attn(x); y = h + mlp(h).
   Tensor DoForward(const Tensor& x, const ForwardContext& ctx, LayerState& st) override {
-    CheckInput(x, in_, "block");
+    CheckSequenceInput(x, in_, "block");
     State& s = StateAs<State>(st, "block");
     const Tensor a = Run(attn_path_, s.attn, x, ctx);
     Tensor& h = ReuseBuffer(s.h, DTypeOf<T>(), x.shape());

@@ -13,7 +13,8 @@
 #        np 1 and 3, and the written files read back give the same shards; WordPiece over a
 #        BERT vocab.txt ([SEP] ends documents, unknown words counted).
 #   pipeline  the documents as JSON lines tokenized and bucketed in the input pipeline and
-#        trained on 2 ranks; keys that do not fit the model exit 2 naming them.
+#        trained on 2 ranks (also on batches padded to their longest, shorter than the
+#        context); predict and serve (strings) agree; keys that do not fit exit 2 naming them.
 #   bad  a block longer than the corpus, a missing preprocess.pack, an empty delimiter: exit 2
 #        with one line naming the key.
 #   convert_documents_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
@@ -296,10 +297,18 @@ except urllib.error.HTTPError as e:
     assert e.code == 400 and "expected a string" in e.read().decode(), e
 PY
   kill "$serve_pid"
-  for bad in "--model.input_shape=16:model.input_shape" "--data.pad_to=batch:data.pad_to"; do
+  # The same with batches padded to their longest document, not the context: the model runs
+  # on the shorter length.
+  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-train" --config pipe.ini --output short \
+    --data.pad_to=batch --no-progress >short.log 2>&1 || fail "pad_to=batch: $(tail -5 short.log)"
+  grep -qE "final: eval loss [0-9.]+, accuracy [01]\.[0-9]+" short.log ||
+    fail "pad_to=batch: no held-out accuracy: $(tail -5 short.log)"
+  for bad in "--model.input_shape=16:model.input_shape" \
+    "--data.pad_to=batch --dist.pipeline_stages=2:data.pad_to"; do
     code=0
-    timeout -k 5 60 "$bin/shardflow-train" --config pipe.ini --output bad "${bad%%:*}" \
-      --no-progress >bad.log 2>&1 || code=$?
+    # shellcheck disable=SC2086 # the flags split at spaces
+    timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-train" --config pipe.ini --output bad \
+      ${bad%%:*} --no-progress >bad.log 2>&1 || code=$?
     [ "$code" = 2 ] && grep -q "${bad##*:}" bad.log || fail "$bad exited $code: $(tail -2 bad.log)"
   done
   ;;
