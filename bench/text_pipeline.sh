@@ -2,11 +2,11 @@
 # Text tokenized in the input pipeline against converted shards (issue 50), not CI: the
 # fortunes classifier (configs/text_classifier.ini's model) trained for one epoch on 2 ranks
 #   shards     configs/text_classifier.ini: BPE token records made by shardflow-convert
-#   jsonl      configs/text_classifier_jsonl.ini: JSON lines BPE-tokenized in the pipeline,
-#              bucketed by length (bucket_by_sequence_length)
-#   unbucketed the same without buckets (every batch padded to max_tokens, lengths mixed)
-#   short      bucketed, each batch padded to its longest document (pad_to = batch): the model
-#              runs on the shorter length
+#   jsonl      configs/text_classifier_jsonl.ini with pad_to = max: JSON lines BPE-tokenized in
+#              the pipeline, bucketed by length, every batch padded to the 128-token context
+#   unbucketed the same without buckets (lengths mixed)
+#   short      the config as it is: bucketed, each batch padded to its longest document
+#              (pad_to = batch): the model runs on the shorter length
 #   short_mixed  the same without buckets (lengths mixed: a batch's longest sets its length)
 # interleaved (A, B, C, D, E, then B, C, D, E, A, ...) for --reps repetitions; prints each run's samples/s, input
 # wait, held-out accuracy and load average, then the medians and ratios to the shards.
@@ -43,10 +43,10 @@ run_one() {  # run_one NAME: one training run, its figures appended to $work/run
   load=$(cut -d' ' -f1 /proc/loadavg)
   case "$name" in
     shards) args=(--config configs/text_classifier.ini) ;;
-    jsonl) args=(--config configs/text_classifier_jsonl.ini) ;;
+    jsonl) args=(--config configs/text_classifier_jsonl.ini --data.pad_to=max) ;;
     unbucketed) args=(--config configs/text_classifier_jsonl.ini --data.bucket_boundaries=
-      --data.bucket_batch_sizes=) ;;
-    short) args=(--config configs/text_classifier_jsonl.ini --data.pad_to=batch) ;;
+      --data.bucket_batch_sizes= --data.pad_to=max) ;;
+    short) args=(--config configs/text_classifier_jsonl.ini) ;;
     short_mixed) args=(--config configs/text_classifier_jsonl.ini --data.bucket_boundaries=
       --data.bucket_batch_sizes= --data.pad_to=batch) ;;
   esac

@@ -140,6 +140,21 @@ std::vector<std::string> SplitModelSpec(const std::string& spec) {
 
 namespace {
 
+// A dropout rate: a number in [0, 1).
+double ParseRate(const std::string& token, const std::string& text) {
+  size_t used = 0;
+  double rate = -1;
+  try {
+    rate = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(rate >= 0.0 && rate < 1.0)) {
+    BadToken(token, "a dropout rate must be a number in [0, 1)");
+  }
+  return rate;
+}
+
 // The layers of sequence models (transformers), or null when `p[0]` names none of them.
 template <typename T>
 std::unique_ptr<Layer<T>> MakeSequenceLayer(const std::string& token,
@@ -158,12 +173,20 @@ std::unique_ptr<Layer<T>> MakeSequenceLayer(const std::string& token,
     return MakeLayerNorm<T>({});
   }
   if (kind == "attention" || kind == "block") {
-    ExpectArgs(token, p, 1, 2);
+    ExpectArgs(token, p, 1, kind == "block" ? 3 : 2);
     const int64_t heads = ParsePositive(token, p[1], "heads");
-    if (p.size() == 3 && p[2] != "causal")
-      BadToken(token, "the optional second argument is 'causal'");
-    const bool causal = p.size() == 3;
-    if (kind == "block") return MakeTransformerBlock<T>({.heads = heads, .causal = causal});
+    size_t next = 2;
+    const bool causal = p.size() > next && p[next] == "causal";
+    if (causal) ++next;
+    double dropout = 0;  // block: a dropout rate last (block:4:0.1, block:4:causal:0.1)
+    if (kind == "block" && p.size() > next) dropout = ParseRate(token, p[next++]);
+    if (p.size() > next) {
+      BadToken(token, kind == "block" ? "the optional arguments are 'causal', then a dropout rate"
+                                      : "the optional second argument is 'causal'");
+    }
+    if (kind == "block") {
+      return MakeTransformerBlock<T>({.heads = heads, .causal = causal, .dropout = dropout});
+    }
     return MakeAttention<T>({.heads = heads, .causal = causal});
   }
   if (kind == "seqpool") {
@@ -245,17 +268,7 @@ std::unique_ptr<Layer<T>> MakeLayerFromSpec(const std::string& token, const Shap
   }
   if (kind == "dropout") {
     ExpectArgs(token, p, 1, 1);
-    size_t used = 0;
-    double rate = -1;
-    try {
-      rate = std::stod(p[1], &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != p[1].size() || !(rate >= 0.0 && rate < 1.0)) {
-      BadToken(token, "rate must be a number in [0, 1)");
-    }
-    return MakeDropout<T>(rate);
+    return MakeDropout<T>(ParseRate(token, p[1]));
   }
   if (kind == "batchnorm") {
     ExpectArgs(token, p, 0, 0);

@@ -73,8 +73,9 @@ class Dense final : public Layer<T> {
   int64_t FlopsPerSample() const override { return 2 * rows_per_sample_ * f_ * units_; }
 
  protected:
-  // x is (N, F) with N = B * rows_per_sample (fewer for a shorter sequence); W is (F, U); y is (N, U) (this way's F and U).
-  // A row layer with T > 1 sums its output over the ways; only way 0 adds the bias.
+  // x is (N, F) with N = B * rows_per_sample (fewer for a shorter sequence); W is (F, U); y is (N,
+  // U) (this way's F and U). A row layer with T > 1 sums its output over the ways; only way 0 adds
+  // the bias.
   Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
     CheckSequenceInput(x, in_, "dense");
     State& s = StateAs<State>(st, "dense");

@@ -88,7 +88,7 @@ class SequencePool final : public Layer<T> {
  private:
   struct State final : LayerState {
     Tensor y, dx;
-    int64_t batch = 0, time = 0;  // of the forward pass
+    int64_t batch = 0, time = 0;   // of the forward pass
     std::vector<int64_t> lengths;  // positions averaged per sample
   };
 

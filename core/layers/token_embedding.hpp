@@ -8,11 +8,11 @@
 //                sample of padding only counts its first position.
 // Parameters table (V, D) and position (T, D), both N(0, 0.02^2) as GPT-2 starts them (T is the
 // model's context, fixed by its input shape). A batch may be shorter, (B, T' <= T): it uses the
-// first T' positions, and the layers after it run on T' (CheckSequenceInput). Backward: table rows and position rows gather dy;
-// an id has no gradient, and dx is 0. An id that is not an integer in [0, V) is
-// Error(kInvalidArgument) naming the layer, the sample, the position and the value. CPU tensors
-// only (kInvalidArgument otherwise); replicated under tensor parallelism.
-// Thread-safety: as every layer (layer.hpp).
+// first T' positions, and the layers after it run on T' (CheckSequenceInput). Backward: table rows
+// and position rows gather dy; an id has no gradient, and dx is 0. An id that is not an integer in
+// [0, V) is Error(kInvalidArgument) naming the layer, the sample, the position and the value. CPU
+// tensors only (kInvalidArgument otherwise); replicated under tensor parallelism. Thread-safety: as
+// every layer (layer.hpp).
 #pragma once
 
 #include <memory>

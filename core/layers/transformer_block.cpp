@@ -1,14 +1,20 @@
 #include "core/layers/transformer_block.hpp"
 
+#include <sstream>
 #include <vector>
 
 #include "core/layers/activation.hpp"
 #include "core/layers/attention.hpp"
 #include "core/layers/dense.hpp"
+#include "core/layers/dropout.hpp"
 #include "core/layers/layer_norm.hpp"
 
 namespace shardflow {
 namespace {
+
+// A block's dropouts draw masks as layers index + stride x branch would (dropout.cpp keys its
+// stream by the layer index, below 2^16): apart from every real layer's and each other's.
+constexpr int kDropoutIndexStride = 4096;
 
 template <typename T>
 class TransformerBlock final : public Layer<T> {
@@ -20,7 +26,13 @@ class TransformerBlock final : public Layer<T> {
   }
   std::string kind() const override { return "block"; }
   std::string Describe() const override {
-    return "block:" + std::to_string(o_.heads) + (o_.causal ? ":causal" : "");
+    std::string s = "block:" + std::to_string(o_.heads) + (o_.causal ? ":causal" : "");
+    if (o_.dropout > 0) {
+      std::ostringstream rate;
+      rate << o_.dropout;
+      s.append(":").append(rate.str());
+    }
+    return s;
   }
 
   Shape Build(const Shape& in, BuildContext<T>& ctx) override {
@@ -39,12 +51,23 @@ class TransformerBlock final : public Layer<T> {
     mlp_path_.push_back(
         {"mlp/proj/",
          MakeDense<T>({.units = d, .init = InitKind::kGlorotUniform, .split = TpSplit::kRow})});
+    attn_path_.resize(2);
+    if (o_.dropout > 0) {
+      attn_path_.push_back({"attention/dropout/", MakeDropout<T>(o_.dropout)});
+      mlp_path_.push_back({"mlp/dropout/", MakeDropout<T>(o_.dropout)});
+    }
     const std::string prefix = ctx.prefix;
+    const int index = ctx.layer_index;
+    int branch = 0;
     for (Path* path : {&attn_path_, &mlp_path_}) {
       Shape s = in;
+      ++branch;
       for (auto& [name, layer] : *path) {
         ctx.prefix = prefix + name;
+        // A dropout (no parameters) draws its masks by layer index: each branch's its own.
+        if (layer->kind() == "dropout") ctx.layer_index = index + kDropoutIndexStride * branch;
         s = layer->Build(s, ctx);
+        ctx.layer_index = index;
       }
     }
     ctx.prefix = prefix;

@@ -142,6 +142,33 @@ TEST(LayerGradient, AttentionPadded) {
   CheckLayer("attention:1", {70, 2}, 1, true, &long_lengths);
 }
 TEST(LayerGradient, TransformerBlockCausal) { CheckLayer("block:2:causal", {4, 4}, 2); }
+// A block's residual dropout: drops only while training, with the same masks for the same step.
+TEST(TransformerBlockDropout, TrainingOnlyAndDeterministic) {
+  Sequential<double> with("block:2:0.5", {6, 4});
+  Sequential<double> without("block:2", {6, 4});
+  for (int id = 0; id < with.arena().num_params(); ++id) {
+    std::copy(with.arena().param(id), with.arena().param(id) + with.arena().spec(id).size,
+              without.arena().param(id));
+  }
+  EXPECT_EQ(with.spec(), "block:2:0.5");
+  Tensor x(DType::kFloat64, {3, 6, 4});
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<double>()[i] = std::sin(0.37 * i);
+  auto run = [&](Sequential<double>& m, bool training) {
+    MicroBatch mb;
+    const Tensor y = m.Forward(x, training, mb);
+    return std::vector<double>(y.data<double>(), y.data<double>() + y.num_elements());
+  };
+  EXPECT_EQ(run(with, false), run(without, false));
+  const std::vector<double> a = run(with, true), b = run(with, true);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, run(without, true));
+}
+
+// Residual dropout on both branches, training (fixed masks per step) and inference.
+TEST(LayerGradient, TransformerBlockDropout) {
+  CheckLayer("block:2:causal:0.3", {4, 4}, 2);
+  CheckLayer("block:2:0.3", {4, 4}, 2, false);
+}
 
 // The whole model's parameter gradients (hooks, arena layout, inter-layer plumbing).
 TEST(LayerGradient, WholeCnnModel) {

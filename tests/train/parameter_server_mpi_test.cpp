@@ -8,6 +8,7 @@
 // under mpiexec at 1, 2 and 4 ranks (PS needs 2).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -128,6 +129,39 @@ void ExpectSynchronousModeIsDataParallelTraining(Device device) {
 TEST(ParameterServer, SynchronousModeIsDataParallelTraining) {
   if (comm::Communicator(comm::Group::kWorld).size() < 2) GTEST_SKIP() << "needs a server";
   ExpectSynchronousModeIsDataParallelTraining(Device::kCpu);
+}
+
+// A transformer through parameter servers (issue 50): token ids made from the features, a
+// padded-free encoder; synchronous mode equals one process training on the global batch.
+TEST(ParameterServer, SynchronousModeTrainsATransformerAsDataParallel) {
+  const comm::Communicator world(comm::Group::kWorld);
+  if (world.size() < 2) GTEST_SKIP() << "needs a server";
+  const int workers = world.size() - 1;
+  const int64_t per_worker = 12 / workers;
+  auto tokens = [](Data d) {
+    for (int64_t i = 0; i < d.x.num_elements(); ++i) {
+      float& v = d.x.data<float>()[i];
+      v = std::clamp(std::floor((v + 2.0f) * 4.0f), 0.0f, 15.0f);
+    }
+    return d;
+  };
+  TrainerOptions o = Options();
+  o.model_spec = "tokens:16:8, block:2, layernorm, seqpool:mean, dense:3";
+  TrainerOptions ref_options = o;
+  ref_options.per_rank_batch = per_worker * workers;
+  const comm::Communicator self(comm::Group::kSelf);
+  const TrainResult ref = Train(self, tokens(MakeData(per_worker * workers, 0, 1)), ref_options);
+  o.strategy = "parameter_server";
+  auto ps = std::make_shared<PsOptions>();
+  ps->ranks = 1;
+  ps->max_staleness = 0;
+  o.strategy_options = ps;
+  o.per_rank_batch = per_worker;
+  const int part = std::max(0, RolesOf(world.size(), 1, {}).worker_index(world.rank()));
+  const TrainResult got = Train(world, tokens(MakeData(per_worker * workers, part, workers)), o);
+  ASSERT_EQ(got.params.size(), ref.params.size());
+  EXPECT_LT(MaxDiff(got.params, ref.params), 2e-5);
+  EXPECT_EQ(got.summary.steps, kSteps);
 }
 
 TEST(ParameterServer, SynchronousModeOnADeviceIsDataParallelTraining) {
