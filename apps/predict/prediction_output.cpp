@@ -22,11 +22,13 @@ std::vector<T> GatherRows(comm::Communicator& comm, const std::vector<T>& mine) 
 }
 
 void WriteCsv(const std::string& path, const apps::PredictionRows& all, apps::Task task,
-              bool labelled) {
+              bool labelled, bool sequence) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) throw Error(ErrorCode::kIo, "cannot create the output file", {.file = path});
   const int64_t k = all.num_classes;
-  if (task == apps::Task::kClassify) {
+  if (sequence) {
+    std::fputs("id,loss,accuracy", f);
+  } else if (task == apps::Task::kClassify) {
     std::fputs(labelled ? "id,label,class" : "id,class", f);
     for (int64_t j = 0; j < k; ++j) std::fprintf(f, ",p%lld", static_cast<long long>(j));
   } else {
@@ -34,7 +36,10 @@ void WriteCsv(const std::string& path, const apps::PredictionRows& all, apps::Ta
   }
   std::fputc('\n', f);
   for (int64_t i = 0; i < all.rows(); ++i) {
-    if (task == apps::Task::kClassify) {
+    if (sequence) {
+      std::fprintf(f, "%lld,%.9g,%.9g", static_cast<long long>(all.ids[i]), all.errors[i],
+                   all.accuracies[i]);
+    } else if (task == apps::Task::kClassify) {
       std::fprintf(f, "%lld,", static_cast<long long>(all.ids[i]));
       if (labelled) {
         if (all.labels[i] >= 0) std::fprintf(f, "%lld", static_cast<long long>(all.labels[i]));
@@ -67,7 +72,11 @@ apps::PredictionRows GatherSorted(comm::Communicator& comm, const apps::Predicti
   apps::PredictionRows gathered;
   gathered.num_classes = k;
   gathered.ids = GatherRows(comm, mine.ids);
-  if (task == apps::Task::kClassify) {
+  gathered.sequence = mine.sequence;
+  if (mine.sequence) {
+    gathered.errors = GatherRows(comm, mine.errors);
+    gathered.accuracies = GatherRows(comm, mine.accuracies);
+  } else if (task == apps::Task::kClassify) {
     gathered.classes = GatherRows(comm, mine.classes);
     gathered.labels = GatherRows(comm, mine.labels);
     gathered.probabilities = GatherRows(comm, mine.probabilities);
@@ -83,6 +92,7 @@ apps::PredictionRows GatherSorted(comm::Communicator& comm, const apps::Predicti
             [&](int64_t a, int64_t b) { return gathered.ids[a] < gathered.ids[b]; });
   apps::PredictionRows sorted;
   sorted.num_classes = k;
+  sorted.sequence = gathered.sequence;
   sorted.ids.reserve(order.size());
   for (size_t i = 0; i < order.size(); ++i) {
     const int64_t id = gathered.ids[order[i]];
@@ -94,7 +104,10 @@ apps::PredictionRows GatherSorted(comm::Communicator& comm, const apps::Predicti
                   {.key = "id"});
     }
     sorted.ids.push_back(id);
-    if (task == apps::Task::kClassify) {
+    if (gathered.sequence) {
+      sorted.errors.push_back(gathered.errors[order[i]]);
+      sorted.accuracies.push_back(gathered.accuracies[order[i]]);
+    } else if (task == apps::Task::kClassify) {
       sorted.classes.push_back(gathered.classes[order[i]]);
       sorted.labels.push_back(gathered.labels[order[i]]);
       const float* p = gathered.probabilities.data() + order[i] * k;
@@ -110,7 +123,7 @@ void WritePredictions(comm::Communicator& comm, const std::string& path,
                       const apps::PredictionRows& all, const PredictionFileInfo& info) {
   const int64_t total = info.total;
   const apps::Task task = info.task;
-  const bool labelled = task == apps::Task::kClassify && info.labelled > 0;
+  const bool labelled = task == apps::Task::kClassify && info.labelled > 0 && !info.sequence;
   const int rank = comm.rank();
   if (rank == 0) {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
@@ -122,7 +135,7 @@ void WritePredictions(comm::Communicator& comm, const std::string& path,
     }
   }
   if (!IsHdf5Output(path)) {
-    if (rank == 0) WriteCsv(path, all, task, labelled);
+    if (rank == 0) WriteCsv(path, all, task, labelled, info.sequence);
     return;
   }
   comm::Barrier(comm);  // the directory exists before every rank opens the file
@@ -131,7 +144,12 @@ void WritePredictions(comm::Communicator& comm, const std::string& path,
   io::Hdf5Writer writer(path, comm.raw());
   writer.CreateDataset("ids", DType::kInt64, {total});
   writer.WriteRows("ids", 0, RowsView(all.ids, {mine}));
-  if (task == apps::Task::kClassify) {
+  if (info.sequence) {
+    writer.CreateDataset("losses", DType::kFloat32, {total});
+    writer.CreateDataset("accuracies", DType::kFloat32, {total});
+    writer.WriteRows("losses", 0, RowsView(all.errors, {mine}));
+    writer.WriteRows("accuracies", 0, RowsView(all.accuracies, {mine}));
+  } else if (task == apps::Task::kClassify) {
     writer.CreateDataset("classes", DType::kInt64, {total});
     writer.CreateDataset("probabilities", DType::kFloat32, {total, k});
     writer.WriteRows("classes", 0, RowsView(all.classes, {mine}));
@@ -148,7 +166,9 @@ void WritePredictions(comm::Communicator& comm, const std::string& path,
   io::WriteAttribute(writer.file(), "/", "checkpoint", info.checkpoint);
   io::WriteAttribute(writer.file(), "/", "input", info.input);
   io::WriteAttribute(writer.file(), "/", "task",
-                     std::string(task == apps::Task::kClassify ? "classify" : "reconstruct"));
+                     std::string(info.sequence                   ? "sequence"
+                                 : task == apps::Task::kClassify ? "classify"
+                                                                 : "reconstruct"));
   io::WriteAttribute(writer.file(), "/", "records", total);
   writer.Close();
 }

@@ -10,8 +10,10 @@
 // writes all rows, the others write zero rows); CSV by rank 0 alone.
 //
 // HDF5 layout: ids int64 [N]; classify: classes int64 [N], probabilities float32 [N, K];
-// reconstruct: errors float32 [N]. CSV: header `id,class,p0,..,pK-1` (classify) or `id,error`
-// (reconstruct), one line per record, floats with 9 significant digits.
+// reconstruct: errors float32 [N]; a sequence model (a language model): losses float32 [N] (nats
+// per token) and accuracies float32 [N] (next-token). CSV: header `id,class,p0,..,pK-1`
+// (classify), `id,error` (reconstruct) or `id,loss,accuracy` (a sequence model), one line per
+// record, floats with 9 significant digits.
 // Thread-safety: none; collective over `comm`.
 #pragma once
 
@@ -32,6 +34,7 @@ apps::PredictionRows GatherSorted(comm::Communicator& comm, const apps::Predicti
 struct PredictionFileInfo {
   int64_t total = 0;  // the global row count
   apps::Task task = apps::Task::kClassify;
+  bool sequence = false;   // a sequence model's rows: losses and accuracies
   int64_t labelled = 0;    // records with a label, over the ranks: > 0 adds a label column
   std::string checkpoint;  // the checkpoint file the predictions come from
   std::string input;       // the input files (patterns, as given)

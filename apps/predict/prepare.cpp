@@ -66,8 +66,6 @@ void Prepare(MpiEnvironment& env, PredictAppConfig* config, Prepared* p) {
   p->output_shape = DescribeLayers(p->options.model_spec, p->options.input_shape, p->options.model)
                         .back()
                         .output_shape;
-  if (!generate)
-    apps::CheckOneClassPerRecord(p->options.task, p->output_shape, "shardflow-predict");
   apps::ModelSetup part = p->options;
   if (p->grid.ways > 1) {
     part.model.tensor_parallel = {

@@ -1,6 +1,7 @@
 #include "apps/predict/run.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -86,7 +87,16 @@ void PrintReport(const MpiEnvironment& env, const PredictAppConfig& config, cons
               static_cast<long long>(total), env.size(), env.size() == 1 ? "" : "s",
               p.grid.model_parallel() ? (" (" + p.grid.ToString() + ")").c_str() : "", seconds,
               seconds > 0 ? static_cast<double>(total) / seconds : 0.0);
-  if (p.options.task == apps::Task::kClassify && counts[2] > 0) {
+  const bool sequence = p.options.task == apps::Task::kClassify && p.output_shape.size() == 2;
+  if (sequence && total > 0) {
+    const double loss = error_sum / static_cast<double>(total);
+    std::printf(
+        "loss: %.4f nats per token (%.4f bits), next-token accuracy %.4f (%lld of %lld "
+        "positions)\n",
+        loss, loss / std::log(2.0),
+        counts[2] > 0 ? static_cast<double>(counts[3]) / static_cast<double>(counts[2]) : 0.0,
+        static_cast<long long>(counts[3]), static_cast<long long>(counts[2]));
+  } else if (p.options.task == apps::Task::kClassify && counts[2] > 0) {
     std::printf("accuracy: %.4f (%lld of %lld labelled records)\n",
                 static_cast<double>(counts[3]) / static_cast<double>(counts[2]),
                 static_cast<long long>(counts[3]), static_cast<long long>(counts[2]));
@@ -171,6 +181,7 @@ int Run(MpiEnvironment& env, const PredictAppConfig& config, Prepared& p) {
   WritePredictions(world, config.output, all,
                    {.total = total,
                     .task = p.options.task,
+                    .sequence = mine.sequence,
                     .labelled = counts[2],
                     .checkpoint = p.loaded.checkpoint,
                     .input = input});

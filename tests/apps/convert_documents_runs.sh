@@ -6,7 +6,8 @@
 #        (a Python reference of the split, the held-out rule and the packing); then
 #        shardflow-train trains a one-block causal transformer on them for one epoch on 2 ranks
 #        and evaluates on the held-out blocks (per-token loss and next-token accuracy);
-#        shardflow-predict --generate samples text after a prompt (the same text for a seed).
+#        shardflow-predict --generate samples text after a prompt (the same text for a seed),
+#        and writes each held-out block's loss (their mean the trainer's eval loss).
 #   classify  one record per document labelled by its file (padded, cut and counted, or an
 #        error under too_long = fail), against a Python reference; a padded encoder trains on it.
 #   bpe  byte-pair encoding learned from the documents: the same shards and vocabulary files at
@@ -112,12 +113,28 @@ INI
   code=0
   gen --predict.temperature=-1 >/dev/null || code=$?
   [ "$code" = 2 ] || fail "a negative temperature exited $code"
-  # Predicting classes per record with a language model is refused, not written as T x V.
+  # shardflow-predict writes a language model's loss per held-out block (nats per token) and
+  # its next-token accuracy; their mean is the trainer's held-out loss.
+  "$bin/shardflow-predict" --config lm.ini --checkpoint run/checkpoints \
+    --input "np1/text-heldout-*.tfrecord" --output p.csv >predict.log 2>&1 ||
+    fail "predict on a language model: $(tail -2 predict.log)"
+  eval_loss=$(sed -n 's/.*final: eval loss \([0-9.]*\),.*/\1/p' train.log)
+  $py - "$eval_loss" <<'PY' || fail "per-block losses differ from the eval loss"
+import csv, sys
+rows = list(csv.DictReader(open("p.csv")))
+assert rows and list(rows[0]) == ["id", "loss", "accuracy"], rows[:1]
+assert [int(r["id"]) for r in rows] == list(range(len(rows)))
+mean = sum(float(r["loss"]) for r in rows) / len(rows)
+assert abs(mean - float(sys.argv[1])) < 1e-3 * max(1.0, mean), (mean, sys.argv[1])
+assert all(0 <= float(r["accuracy"]) <= 1 for r in rows)
+PY
+  grep -qE "^loss: [0-9.]+ nats per token" predict.log || fail "no loss line: $(cat predict.log)"
+  # Without the targets there is no loss to write: one line naming the label feature.
   code=0
-  "$bin/shardflow-predict" --config lm.ini --checkpoint run/checkpoints --output p.csv \
-    >predict.log 2>&1 || code=$?
-  [ "$code" = 2 ] && grep -q "predicts one class per record" predict.log ||
-    fail "predict on a language model exited $code: $(tail -2 predict.log)"
+  "$bin/shardflow-predict" --config lm.ini --checkpoint run/checkpoints --model.label_feature=id \
+    --input "np1/text-heldout-*.tfrecord" --output q.csv >predict.log 2>&1 || code=$?
+  [ "$code" = 2 ] && grep -q "needs one label per position" predict.log ||
+    fail "predict without targets exited $code: $(tail -2 predict.log)"
   ;;
 classify)
   # One record per document, labelled by its file: the same shards at np 1 and 3; tokens padded

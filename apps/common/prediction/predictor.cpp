@@ -1,5 +1,6 @@
 #include "apps/common/prediction/predictor.hpp"
 
+#include <cmath>
 #include <cstring>
 
 #include "apps/common/prediction/record_outputs.hpp"
@@ -63,6 +64,56 @@ class BatchPredictor {
   BatchPredictor(const ForwardFn& forward, const PredictorSpec& spec, PredictionRows* rows)
       : forward_(forward), spec_(spec), rows_(rows) {}
 
+  // A sequence model's rows: per record, the mean cross-entropy over its positions and the
+  // fraction of them predicted right.
+  void SequenceRows(const ModelBatch& mb, const Tensor& out, bool labelled,
+                    const pipeline::Element& batch) {
+    const int64_t n = mb.rows;
+    const int64_t v = out.dim(out.rank() - 1), t = n > 0 ? out.num_elements() / (n * v) : 0;
+    if (!labelled || mb.labels.num_elements() != n * t) {
+      ErrorContext ctx = batch.where.Context();
+      ctx.key = spec_.batch.label_feature;
+      throw Error(ErrorCode::kInvalidArgument,
+                  "a sequence model's per-record loss needs one label per position (" +
+                      std::to_string(t) + "), the batch of " + std::to_string(n) + " records has " +
+                      (labelled ? ShapeToString(mb.labels.shape()) : std::string("none")),
+                  ctx);
+    }
+    const float* y = out.data<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      double loss = 0;
+      int64_t right = 0;
+      for (int64_t p = 0; p < t; ++p) {
+        const float* row = y + (i * t + p) * v;
+        const int64_t label = LabelAt(mb.labels, i * t + p);
+        if (label < 0 || label >= v) {
+          ErrorContext ctx = batch.where.Context();
+          ctx.key = spec_.batch.label_feature;
+          throw Error(ErrorCode::kInvalidArgument,
+                      "label " + std::to_string(label) + " is outside the model's " +
+                          std::to_string(v) + " classes",
+                      ctx);
+        }
+        int64_t best = 0;
+        double max = row[0];
+        for (int64_t c = 1; c < v; ++c) {
+          if (row[c] > max) max = row[c], best = c;
+        }
+        double sum = 0;
+        for (int64_t c = 0; c < v; ++c) sum += std::exp(static_cast<double>(row[c]) - max);
+        loss += max + std::log(sum) - row[label];
+        right += best == label ? 1 : 0;
+      }
+      const double mean = t > 0 ? loss / static_cast<double>(t) : 0.0;
+      rows_->errors.push_back(static_cast<float>(mean));
+      rows_->accuracies.push_back(
+          t > 0 ? static_cast<float>(static_cast<double>(right) / static_cast<double>(t)) : 0.f);
+      rows_->error_sum += mean;
+      rows_->labelled += t;
+      rows_->correct += right;
+    }
+  }
+
   void Run(const std::vector<pipeline::Element>& records) {
     if (records.empty()) return;
     pipeline::Element batch;
@@ -83,7 +134,9 @@ class BatchPredictor {
     const int64_t n = mb.rows;
     const int64_t width = n > 0 ? out.num_elements() / n : 0;
     const float* y = out.data<float>();
-    if (spec_.task == Task::kClassify) {
+    if (rows_->sequence) {
+      SequenceRows(mb, out, labelled, batch);
+    } else if (spec_.task == Task::kClassify) {
       rows_->num_classes = width;
       const size_t base = rows_->probabilities.size();
       rows_->probabilities.resize(base + static_cast<size_t>(n * width));
@@ -132,7 +185,8 @@ PredictionRows PredictDataset(Sequential<float>& model, const pipeline::Dataset&
 PredictionRows PredictDataset(const ForwardFn& forward, const Shape& output_shape,
                               const pipeline::Dataset& records, const PredictorSpec& spec) {
   PredictionRows rows;
-  if (spec.task == Task::kClassify) rows.num_classes = NumElements(output_shape);
+  rows.sequence = spec.task == Task::kClassify && output_shape.size() == 2;
+  if (spec.task == Task::kClassify && !rows.sequence) rows.num_classes = NumElements(output_shape);
   BatchPredictor predictor(forward, spec, &rows);
   std::vector<pipeline::Element> pending;
   pending.reserve(static_cast<size_t>(spec.batch_size));
@@ -157,8 +211,8 @@ void CheckOneClassPerRecord(Task task, const Shape& output_shape, const std::str
                   ShapeToString(output_shape) +
                   " (a class per position, as a language model's next tokens)",
               {.key = "model.spec",
-               .hint = "shardflow-train's eval gives a sequence model's held-out loss; "
-                       "shardflow-predict --generate samples a language model"});
+               .hint = "shardflow-predict writes a sequence model's loss per record, and "
+                       "--generate samples a language model"});
 }
 
 }  // namespace shardflow::apps

@@ -8,8 +8,13 @@
 //           global record order (PredictorSpec::record_index), else the element's id;
 //   classify:    the argmax class (first maximum of the logits) and the softmax probabilities,
 //                computed in double and stored as float32 (record_outputs.hpp);
-//   reconstruct: the record's mean squared error between the model output and its input.
-// Labels (the label feature, when the records have it) are counted for accuracy.
+//   reconstruct: the record's mean squared error between the model output and its input;
+//   a sequence model (classify with an output (T, V) per record, a language model): the
+//                record's mean cross-entropy over its positions against its per-position
+//                labels (nats per token, in `errors`) and the fraction of positions whose
+//                argmax is the label (`accuracies`); the labels are required.
+// Labels (the label feature, when the records have it) are counted for accuracy (a sequence
+// model: `labelled` counts positions, `correct` the right ones).
 // A model split over ranks (pipeline stages, tensor ways) predicts through a ForwardFn: every
 // rank of the model reads the same records, and the rank holding the output records the rows.
 // Throws Error naming the feature and record for inputs the model cannot take.
@@ -44,10 +49,12 @@ struct PredictionRows {
   std::vector<int64_t> classes;      // classify
   std::vector<int64_t> labels;       // classify: each record's label, -1 where it has none
   std::vector<float> probabilities;  // classify: rows x K, row-major
-  std::vector<float> errors;         // reconstruct
-  int64_t labelled = 0;              // records with a label
+  std::vector<float> errors;         // reconstruct; a sequence model: nats per token
+  std::vector<float> accuracies;     // a sequence model: positions right / positions
+  bool sequence = false;             // a sequence model's rows (errors and accuracies)
+  int64_t labelled = 0;              // records with a label (a sequence model: positions)
   int64_t correct = 0;               // of those, predicted class == label
-  double error_sum = 0;              // reconstruct: sum of errors
+  double error_sum = 0;              // reconstruct, sequence: sum of errors
 
   int64_t rows() const { return static_cast<int64_t>(ids.size()); }
 };
@@ -55,10 +62,10 @@ struct PredictionRows {
 PredictionRows PredictDataset(Sequential<float>& model, const pipeline::Dataset& records,
                               const PredictorSpec& spec);
 
-// A classifier predicts one class per record: its output per sample must be (K). A sequence
+// A classifier served one class per record: its output per sample must be (K). A sequence
 // model's (T, V) (a language model's next-token logits) is refused with
-// Error(kInvalidArgument) naming `program` and the shape, rather than written as T x V
-// "classes" (per-record loss of a sequence model is not written yet).
+// Error(kInvalidArgument) naming `program` and the shape, rather than answered as T x V
+// "classes" (shardflow-serve; shardflow-predict writes a sequence model's per-record loss).
 void CheckOneClassPerRecord(Task task, const Shape& output_shape, const std::string& program);
 
 // The same with the model's forward pass given as a function of a batch's input (B, ...): its
