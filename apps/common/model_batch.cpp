@@ -134,18 +134,20 @@ void CheckTokenizedInput(const pipeline::InputSpec& spec, const std::string& inp
   const pipeline::TextInputOptions& t = spec.text;
   if (!t.enabled()) return;
   const std::string& sec = spec.section;
-  if (input_feature != pipeline::kTokensFeature) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "the model reads '" + input_feature + "' but " + sec + ".tokenizer makes '" +
-                    pipeline::kTokensFeature + "'",
-                {.key = "model.input_feature", .hint = "input_feature = tokens"});
-  }
-  if (input_shape != Shape{t.max_tokens}) {
+  const std::string feature = t.packed() ? pipeline::kPackedInputFeature : pipeline::kTokensFeature;
+  const int64_t context = t.packed() ? t.pack : t.max_tokens;
+  const std::string key = t.packed() ? ".pack" : ".max_tokens";
+  if (input_feature != feature) {
     throw Error(
         ErrorCode::kInvalidArgument,
-        "input_shape " + ShapeToString(input_shape) + " is not " + sec +
-            ".max_tokens = " + std::to_string(t.max_tokens),
-        {.key = "model.input_shape", .hint = "input_shape = " + std::to_string(t.max_tokens)});
+        "the model reads '" + input_feature + "' but " + sec + ".tokenizer makes '" + feature + "'",
+        {.key = "model.input_feature", .hint = "input_feature = " + feature});
+  }
+  if (input_shape != Shape{context}) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "input_shape " + ShapeToString(input_shape) + " is not " + sec + key + " = " +
+                    std::to_string(context),
+                {.key = "model.input_shape", .hint = "input_shape = " + std::to_string(context)});
   }
 }
 

@@ -57,8 +57,8 @@ std::string CheckAssembledInput(const pipeline::InputSpec& spec, const std::stri
                                 const Shape& input_shape);
 
 // When `spec` tokenizes a document (io/pipeline/text_input.hpp) the model must read its tokens
-// as they come: model.input_feature tokens, model.input_shape max_tokens. Error(kInvalidArgument)
-// naming the key otherwise.
+// as they come: model.input_feature tokens and input_shape max_tokens, or, packed, input and
+// pack. Error(kInvalidArgument) naming the key otherwise.
 void CheckTokenizedInput(const pipeline::InputSpec& spec, const std::string& input_feature,
                          const Shape& input_shape);
 

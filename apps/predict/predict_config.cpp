@@ -92,6 +92,14 @@ void PrepareInputSpec(PredictAppConfig* c) {
   spec.data.drop_remainder = false;
   spec.data.epochs = 1;
   spec.data.batch_size = 1;
+  if (spec.text.packed()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "blocks packed from text in the pipeline have no ids of their own (a long "
+                "document gives several blocks its id), so they cannot be predicted per record",
+                {.key = "data.pack",
+                 .hint = "shardflow-convert --input.format documents --preprocess.pack T writes "
+                         "blocks with ids to predict on"});
+  }
   // Records in file order, one at a time: no buckets; every text padded to the model's context.
   spec.text.bucket_boundaries.clear();
   spec.text.bucket_batch_sizes.clear();

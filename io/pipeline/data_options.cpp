@@ -278,11 +278,16 @@ BuiltPipeline BuildPipeline(const DataOptions& o, const SourceFactory& factory, 
     for (const auto& step : steps) step(e, ctx);
   };
   const int calls = o.parallel_calls == kAutotune ? DefaultCpuBudget() : o.parallel_calls;
-  if (o.buckets || o.padded_batch) {
+  if (o.buckets || o.padded_batch || o.packing) {
     ds = ds.Map(all,
                 {.name = "decode", .num_parallel_calls = calls, .deterministic = o.deterministic});
-    ds = o.buckets ? ds.BucketBySequenceLength(*o.buckets)
-                   : ds.PaddedBatch(o.batch_size, o.drop_remainder, *o.padded_batch);
+    if (o.packing) {
+      ds = ds.PackSequences(*o.packing).Batch(o.batch_size, o.drop_remainder);
+    } else if (o.buckets) {
+      ds = ds.BucketBySequenceLength(*o.buckets);
+    } else {
+      ds = ds.PaddedBatch(o.batch_size, o.drop_remainder, *o.padded_batch);
+    }
   } else if (calls == 0 && !o.skip_corrupt_elements) {
     ds = ds.Map(all, {.name = "decode"}).Batch(o.batch_size, o.drop_remainder);
   } else {

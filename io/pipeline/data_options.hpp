@@ -102,6 +102,7 @@ struct DataOptions {
   // instead of stacked; the decode map then runs before them, on parallel_calls workers.
   std::shared_ptr<const PaddedBatchOptions> padded_batch;
   std::shared_ptr<const BucketOptions> buckets;
+  std::shared_ptr<const PackOptions> packing;  // blocks of a language model, then stacked
 };
 
 // The per-example feature DataOptions::row_ids adds (batched to int64 [B]).

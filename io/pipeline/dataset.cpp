@@ -53,6 +53,9 @@ Dataset Dataset::PaddedBatch(int64_t b, bool drop, const PaddedBatchOptions& o) 
   return Dataset(MakePaddedBatchNode(node_, b, drop, o));
 }
 Dataset Dataset::Unbatch() const { return Dataset(MakeUnbatchNode(node_)); }
+Dataset Dataset::PackSequences(const PackOptions& options) const {
+  return Dataset(MakePackSequencesNode(node_, options));
+}
 Dataset Dataset::BucketBySequenceLength(const BucketOptions& options) const {
   return Dataset(MakeBucketBySequenceLengthNode(node_, options));
 }

@@ -89,6 +89,8 @@ class Dataset {
   Dataset Unbatch() const;
   // tf.data's bucket_by_sequence_length (nodes.hpp BucketOptions).
   Dataset BucketBySequenceLength(const BucketOptions& options) const;
+  // Language-model packing of token sequences into blocks (nodes.hpp PackOptions).
+  Dataset PackSequences(const PackOptions& options) const;
   Dataset Interleave(DatasetFn fn, const InterleaveOptions& options) const;
   // "" = memory; refill_damaged: a damaged cache file is refilled with a warning, not an error.
   Dataset Cache(const std::string& path = "", bool refill_damaged = false) const;

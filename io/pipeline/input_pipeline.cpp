@@ -308,7 +308,9 @@ Dataset BuildInputPipeline(const InputSpec& given, int rank, int world) {
   SourceOptions sources = SourceOptionsFor(spec);
   sources.images.keep_jpeg = fused >= 0;
   data.files = FormatFiles(data.format, spec.format, data.files);
-  if (tokenizer && spec.text.bucketed()) {
+  if (tokenizer && spec.text.packed()) {
+    data.packing = std::make_shared<const PackOptions>(TextPacking(spec.text, *tokenizer));
+  } else if (tokenizer && spec.text.bucketed()) {
     data.buckets = std::make_shared<const BucketOptions>(
         TextBuckets(spec.text, *tokenizer, spec.data.drop_remainder));
   } else if (tokenizer && (spec.text.pad_to != "max" || spec.text.mask)) {
@@ -433,9 +435,9 @@ std::vector<int64_t> AllRecordIds(const InputSpec& spec) {
 
 namespace {
 
-// A bucketed text input's batches in one pass: this rank's records tokenized once (in file
-// order: the count per bucket does not depend on the order), counted per bucket.
-int64_t CountBucketedBatches(const InputSpec& given, int rank, int world) {
+// A bucketed or packed text input's batches in one pass: this rank's records tokenized once (in
+// file order: the count per bucket, and the stream's length, do not depend on the order).
+int64_t CountTokenizedBatches(const InputSpec& given, int rank, int world) {
   InputSpec spec = given;
   spec.format.raw_lines = true;
   CheckSpec(spec);
@@ -446,31 +448,50 @@ int64_t CountBucketedBatches(const InputSpec& given, int rank, int world) {
       PlanSourceShards(*source, spec.data.shard_policy, world, rank, spec.data.shard_weights);
   Dataset ds = Dataset::FromRecordSource(source, plan)
                    .Map(MakeDecode(spec, -1, tokenizer, counts), {.name = "tokenize"});
-  const BucketOptions buckets = TextBuckets(spec.text, *tokenizer, spec.data.drop_remainder);
+  const BucketOptions buckets = spec.text.bucketed()
+                                    ? TextBuckets(spec.text, *tokenizer, spec.data.drop_remainder)
+                                    : BucketOptions{};
   std::vector<int64_t> per(buckets.batch_sizes.size(), 0);
   PipelineIterator it = ds.MakeIterator({.autotune = false});
   Element e;
+  int64_t stream = 0;  // packed: the documents' tokens and end ids
   while (it.Next(&e)) {
-    ++per[static_cast<size_t>(
-        BucketOf(buckets.boundaries, *e.Get(kLengthFeature).data<int64_t>()))];
+    const int64_t n = *e.Get(kLengthFeature).data<int64_t>();
+    if (spec.text.packed()) {
+      stream += n + 1;
+    } else {
+      ++per[static_cast<size_t>(BucketOf(buckets.boundaries, n))];
+    }
   }
-  const int64_t batches = BucketedBatches(buckets, per);
-  std::string shares;
-  for (const int64_t n : per) shares.append(shares.empty() ? "" : "/").append(std::to_string(n));
-  const int64_t docs = counts->documents.load();
-  SF_LOG(Info) << "[" << spec.section << "] rank " << rank << ": " << docs << " documents, "
-               << counts->tokens.load() << " tokens (" << counts->truncated.load()
-               << " cut to max_tokens = " << spec.text.max_tokens << ", "
+  int64_t batches = 0;
+  std::string made;
+  if (spec.text.packed()) {
+    const int64_t blocks = PackedBlocksOf(stream, spec.text.pack);
+    const int64_t b = spec.data.batch_size;
+    batches = spec.data.drop_remainder ? blocks / b : (blocks + b - 1) / b;
+    made = std::to_string(blocks) + " blocks of " + std::to_string(spec.text.pack);
+  } else {
+    batches = BucketedBatches(buckets, per);
+    for (const int64_t n : per) {
+      made.append(made.empty() ? "buckets " : "/").append(std::to_string(n));
+    }
+  }
+  std::string cut;
+  if (spec.text.max_tokens > 0) {
+    cut = std::to_string(counts->truncated.load()) + " cut to max_tokens = " +
+          std::to_string(spec.text.max_tokens) + ", ";
+  }
+  SF_LOG(Info) << "[" << spec.section << "] rank " << rank << ": " << counts->documents.load()
+               << " documents, " << counts->tokens.load() << " tokens (" << cut
                << counts->unknown_words.load() << " words out of vocabulary, "
-               << counts->empty.load() << " empty); buckets " << shares << " -> " << batches
-               << " batches";
+               << counts->empty.load() << " empty); " << made << " -> " << batches << " batches";
   return batches;
 }
 
 }  // namespace
 
 int64_t CountLocalBatches(const InputSpec& spec, int rank, int world) {
-  if (spec.text.enabled() && spec.text.bucketed()) return CountBucketedBatches(spec, rank, world);
+  if (spec.text.counted_by_tokens()) return CountTokenizedBatches(spec, rank, world);
   if (spec.data.batch_size < 1) {
     throw Error(ErrorCode::kInvalidArgument, "batch_size must be >= 1",
                 {.key = spec.section + ".batch_size"});

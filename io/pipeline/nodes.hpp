@@ -112,6 +112,22 @@ int64_t BucketOf(const std::vector<int64_t>& boundaries, int64_t length);
 // Batches one pass yields for these per-bucket element counts (a partial bucket is a batch
 // unless drop_remainder): what step counting needs, whatever the element order.
 int64_t BucketedBatches(const BucketOptions& options, const std::vector<int64_t>& per_bucket);
+// ---- pack_sequences.cpp ----
+// GPT-style language-model packing (io/text/lm_packing.hpp's rule on a stream): the documents'
+// int64 token ids [n] (`feature`), each followed by end_id (none when < 0), joined into one
+// stream and cut into blocks: element b is `input` = stream[bT, bT + T), `target` = stream[bT +
+// 1, bT + T + 1), int64 [T]. The tail no block covers is dropped; a pass over documents of S
+// stream tokens in all yields PackedBlocksOf(S, T) = (S - 1) / T blocks, whatever their order.
+// A block has the id and provenance of the document its first token comes from (a long document
+// gives several blocks its id).
+struct PackOptions {
+  std::string feature = "tokens";
+  int64_t block = 0;  // T >= 1
+  int64_t end_id = -1;
+  std::string input = "input", target = "target";
+};
+NodePtr MakePackSequencesNode(NodePtr input, const PackOptions& options);
+int64_t PackedBlocksOf(int64_t stream_tokens, int64_t block);
 // Splits each feature along its first dimension (all features must agree on it). Element i
 // of a batch gets id batch.id + i.
 NodePtr MakeUnbatchNode(NodePtr input);

@@ -41,6 +41,10 @@ void RegisterTextOptions(ConfigSchema& s, const std::string& sec, TextInputOptio
   s.Add(sec, "bucket_batch_sizes", &o->bucket_batch_sizes,
         "tokenizer: one per-rank batch size per bucket (one more than bucket_boundaries)");
   s.Add(sec, "mask", &o->mask, "tokenizer: batches also carry tokens_mask (1 on the tokens)");
+  s.Add(sec, "pack", &o->pack,
+        "tokenizer: T > 0 packs the documents (each ended by the end id) into a language "
+        "model's blocks of T tokens, input and target (next tokens); 0: one record a document")
+      .NonNegative();
 }
 
 std::string DocumentFeature(const TextInputOptions& o, const std::string& format) {
@@ -60,6 +64,15 @@ void CheckTextOptions(const TextInputOptions& o, const std::string& format,
       format == "images") {
     Bad(sec, "tokenizer", "format " + format + " has no text feature to tokenize",
         "tfrecord (a bytes feature of any length), jsonl (a string field) or text (lines)");
+  }
+  if (o.pack > 0) {
+    if (o.bucketed() || o.pad_to != "max" || o.mask || o.max_tokens > 0) {
+      Bad(sec, "pack",
+          "pack makes blocks of T tokens: bucket_boundaries, pad_to, mask and max_tokens do not "
+          "apply to it",
+          "leave them out with pack");
+    }
+    return;
   }
   if (o.max_tokens < 1) {
     Bad(sec, "max_tokens", "a tokenizer needs max_tokens (the model's context, >= 1)");
@@ -112,12 +125,12 @@ std::shared_ptr<const text::Tokenizer> MakeInputTokenizer(const TextInputOptions
 MapFn MakeTextStep(const TextInputOptions& o, const std::string& format, const std::string& sec,
                    std::shared_ptr<const text::Tokenizer> tokenizer,
                    std::shared_ptr<TokenizeCounts> counts) {
-  const bool stacked = o.pad_to == "max" && !o.bucketed() && !o.mask;
+  const bool stacked = o.pad_to == "max" && !o.bucketed() && !o.mask && o.pack == 0;
   return MakeTokenizeOp(std::move(tokenizer),
                         {.input = DocumentFeature(o, format),
                          .output = kTokensFeature,
                          .length = kLengthFeature,
-                         .max_tokens = o.max_tokens,
+                         .max_tokens = o.pack > 0 ? 0 : o.max_tokens,
                          .fail_too_long = o.too_long == "fail",
                          .pad_to = stacked ? o.max_tokens : 0,
                          .too_long_key = sec + ".too_long"},
@@ -130,6 +143,14 @@ PaddedBatchOptions TextPadding(const TextInputOptions& o, const text::Tokenizer&
   if (o.pad_to == "max") p.padded_shapes = {{kTokensFeature, {o.max_tokens}}};
   if (o.mask) p.masks = {kTokensFeature};
   return p;
+}
+
+PackOptions TextPacking(const TextInputOptions& o, const text::Tokenizer& tokenizer) {
+  return {.feature = kTokensFeature,
+          .block = o.pack,
+          .end_id = tokenizer.end_id(),
+          .input = kPackedInputFeature,
+          .target = kPackedTargetFeature};
 }
 
 BucketOptions TextBuckets(const TextInputOptions& o, const text::Tokenizer& tokenizer,

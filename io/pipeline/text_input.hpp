@@ -16,9 +16,15 @@
 //   bucket_boundaries = 32, 64     lengths; empty: no buckets. bucket_batch_sizes: one per bucket
 //                                  (boundaries + 1), each a per-rank batch
 //   mask = false                   true: tokens_mask, uint8 [B, L], 1 on the tokens
+//   pack = 0                       T > 0: a language model's blocks instead (GPT packing,
+//                                  nodes.hpp pack_sequences): every document followed by the
+//                                  tokenizer's end id, the stream cut into `input`/`target`
+//                                  int64 [T] with next-token targets; no max_tokens, buckets
+//                                  or padding then
 // The element after tokenizing: `tokens` int64 [L] and `length` int64 [] (ops/tokenize.hpp);
 // batched: tokens [B, L] padded with the tokenizer's pad id, length [B].
-// Bucketing makes the batches a pass yields depend on the lengths: CountTextBatches counts them
+// Bucketing and packing make the batches a pass yields depend on the lengths: CountLocalBatches
+// counts them
 // by tokenizing this rank's records once (no shuffle: the count does not depend on the order),
 // which also reports the cut documents and the words out of vocabulary, and fails early under
 // too_long = fail.
@@ -47,14 +53,21 @@ struct TextInputOptions {
   std::string pad_to = "max";
   std::vector<int64_t> bucket_boundaries, bucket_batch_sizes;
   bool mask = false;
+  int64_t pack = 0;
 
   bool enabled() const { return tokenizer != "none"; }
   bool bucketed() const { return !bucket_boundaries.empty(); }
+  bool packed() const { return enabled() && pack > 0; }
+  // Whether the batches a pass yields depend on the documents' lengths (counted by tokenizing).
+  bool counted_by_tokens() const { return enabled() && (bucketed() || pack > 0); }
 };
 
 // The tokens and length features a tokenized input holds.
 inline constexpr const char* kTokensFeature = "tokens";
 inline constexpr const char* kLengthFeature = "length";
+// The features of a packed input's blocks.
+inline constexpr const char* kPackedInputFeature = "input";
+inline constexpr const char* kPackedTargetFeature = "target";
 
 void RegisterTextOptions(ConfigSchema& schema, const std::string& section, TextInputOptions* o);
 // The combination checks (max_tokens set, bucket sizes matching, pad_to bucket with buckets);
@@ -78,5 +91,6 @@ MapFn MakeTextStep(const TextInputOptions& o, const std::string& format, const s
 PaddedBatchOptions TextPadding(const TextInputOptions& o, const text::Tokenizer& tokenizer);
 BucketOptions TextBuckets(const TextInputOptions& o, const text::Tokenizer& tokenizer,
                           bool drop_remainder);
+PackOptions TextPacking(const TextInputOptions& o, const text::Tokenizer& tokenizer);
 
 }  // namespace shardflow::pipeline

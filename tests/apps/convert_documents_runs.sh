@@ -15,7 +15,8 @@
 #        BERT vocab.txt ([SEP] ends documents, unknown words counted).
 #   pipeline  the documents as JSON lines tokenized and bucketed in the input pipeline and
 #        trained on 2 ranks (also on batches padded to their longest, shorter than the
-#        context); predict and serve (strings) agree; keys that do not fit exit 2 naming them.
+#        context); predict and serve (strings) agree; a language model from the same lines
+#        packed into blocks in the pipeline; keys that do not fit exit 2 naming them.
 #   bad  a block longer than the corpus, a missing preprocess.pack, an empty delimiter: exit 2
 #        with one line naming the key.
 #   convert_documents_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
@@ -320,6 +321,45 @@ PY
     --data.pad_to=batch --no-progress >short.log 2>&1 || fail "pad_to=batch: $(tail -5 short.log)"
   grep -qE "final: eval loss [0-9.]+, accuracy [01]\.[0-9]+" short.log ||
     fail "pad_to=batch: no held-out accuracy: $(tail -5 short.log)"
+  # A language model from the same JSON lines: documents packed into blocks in the pipeline.
+  cat >lm.ini <<'INI'
+[data]
+files = docs*.jsonl
+format = jsonl
+json_schema = text:bytes, label:int64
+shard_policy = record
+tokenizer = byte
+pack = 16
+[eval]
+files = held.jsonl
+format = jsonl
+json_schema = text:bytes, label:int64
+tokenizer = byte
+pack = 16
+[model]
+spec = tokens:258:16, block:2:causal:0.1, layernorm, dense:258
+input_shape = 16
+input_feature = input
+label_feature = target
+init = glorot
+[train]
+epochs = 1
+batch_size = 4
+optimizer = adam
+lr = 0.003
+threads = 1
+INI
+  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-train" --config lm.ini --output lm \
+    --no-progress >lm.log 2>&1 || fail "packed LM: $(tail -5 lm.log)"
+  grep -qE "final: eval loss [0-9.]+, accuracy 0\.[0-9]+" lm.log ||
+    fail "packed LM: no held-out loss: $(tail -5 lm.log)"
+  grep -qE "rank 0: [0-9]+ documents, [0-9]+ tokens .*; [0-9]+ blocks of 16 -> [0-9]+ batches" lm.log ||
+    fail "packed LM: no block count: $(grep -m2 blocks lm.log)"
+  code=0
+  "$bin/shardflow-predict" --config lm.ini --checkpoint lm/checkpoints --input held.jsonl \
+    --output lm.csv >predict.log 2>&1 || code=$?
+  [ "$code" = 2 ] && grep -q "data.pack" predict.log ||
+    fail "predict on packed text exited $code: $(tail -2 predict.log)"
   for bad in "--model.input_shape=16:model.input_shape" \
     "--data.pad_to=batch --dist.pipeline_stages=2:data.pad_to"; do
     code=0

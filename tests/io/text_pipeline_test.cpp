@@ -12,6 +12,7 @@
 #include "io/example.hpp"
 #include "io/pipeline/input_pipeline.hpp"
 #include "io/pipeline/iterator_state.hpp"
+#include "io/text/lm_packing.hpp"
 #include "io/tfrecord_writer.hpp"
 #include "source_test_util.hpp"
 #include "tests/support/test_paths.hpp"
@@ -135,6 +136,50 @@ TEST(BucketBySequenceLength, CountMatchesAndResumeContinuesExactly) {
     }
     EXPECT_EQ(i, all.size());
   }
+}
+
+TEST(PackSequences, BlocksAreConvertsPackingAndResumeExactly) {
+  const std::vector<int64_t> lengths = {3, 0, 11, 1, 7, 2, 9};
+  std::vector<std::vector<int64_t>> docs;
+  int64_t stream = 0;
+  for (size_t x = 0; x < lengths.size(); ++x) {
+    docs.emplace_back();
+    for (int64_t i = 0; i < lengths[x]; ++i)
+      docs.back().push_back(100 * static_cast<int64_t>(x) + i);
+    stream += lengths[x] + 1;
+  }
+  const PackOptions o{.feature = "seq", .block = 5, .end_id = 999};
+  const Dataset ds = Sequences(lengths).PackSequences(o);
+  const auto blocks = Drain(ds);
+  const text::PackedBlocks ref = text::PackForLanguageModel(docs, 999, 5);
+  ASSERT_EQ(static_cast<int64_t>(blocks.size()), ref.count);
+  EXPECT_EQ(ref.count, PackedBlocksOf(stream, 5));
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const auto in = ref.Input(static_cast<int64_t>(b)),
+               target = ref.Target(static_cast<int64_t>(b));
+    EXPECT_EQ(Column(blocks[b], "input"), std::vector<int64_t>(in.begin(), in.end())) << b;
+    EXPECT_EQ(Column(blocks[b], "target"), std::vector<int64_t>(target.begin(), target.end())) << b;
+  }
+  // A block has the id of the document its first token comes from.
+  EXPECT_EQ(blocks[0].id, 0);
+  EXPECT_EQ(blocks[1].id, 2);
+  for (const size_t cut : {size_t{1}, size_t{3}}) {
+    PipelineIterator it = ds.MakeIterator();
+    Element e;
+    for (size_t i = 0; i < cut; ++i) ASSERT_TRUE(it.Next(&e));
+    const std::string state = it.SaveState();
+    PipelineIterator resumed = ds.MakeIterator();
+    resumed.RestoreState(state);
+    size_t i = cut;
+    while (resumed.Next(&e)) {
+      ASSERT_LT(i, blocks.size());
+      EXPECT_EQ(Column(e, "target"), Column(blocks[i], "target")) << "block " << i;
+      ++i;
+    }
+    EXPECT_EQ(i, blocks.size());
+  }
+  ExpectHas(ErrorText([] { Sequences({1}).PackSequences({.feature = "seq", .block = 0}); }),
+            "needs a block >= 1");
 }
 
 // ---- [data] tokenizer inputs ----
@@ -286,6 +331,37 @@ TEST(TextInput, TextLinesAndTfrecordBytesOfAnyLength) {
   ExpectHas(untokenized, "bytes feature 'body' has any length");
 }
 
+TEST(TextInput, PackedLanguageModelBlocksFromJsonLines) {
+  Corpus c;
+  std::string lines;
+  for (const std::string& d : c.docs) lines += "{\"text\": \"" + d + "\"}\n";
+  WriteFile((c.dir / "lm.jsonl").string(), lines);
+  const InputSpec spec = Parse("files = " + (c.dir / "lm.jsonl").string() +
+                               "\nformat = jsonl\njson_schema = text:bytes\ntokenizer = byte\n"
+                               "pack = 16\nbatch_size = 3\nshuffle_buffer = 0\n"
+                               "shard_policy = record\n");
+  // One rank, file order: convert's packing of the same documents (byte ids, end id 256).
+  std::vector<std::vector<int64_t>> docs;
+  for (const std::string& d : c.docs) docs.emplace_back(d.begin(), d.end());
+  const text::PackedBlocks ref = text::PackForLanguageModel(docs, 256, 16);
+  std::vector<int64_t> got;
+  for (const Element& b : Drain(BuildInputPipeline(spec, 0, 1))) {
+    EXPECT_EQ(b.Get("input").dim(1), 16);
+    const auto t = Column(b, "target");
+    got.insert(got.end(), t.begin(), t.end());
+  }
+  ASSERT_EQ(static_cast<int64_t>(got.size()), ref.count * 16);
+  EXPECT_TRUE(std::equal(got.begin(), got.end(), ref.stream.begin() + 1));
+  // Every rank count: the batches each rank yields are the ones it counted.
+  for (int world = 1; world <= 4; ++world) {
+    for (int rank = 0; rank < world; ++rank) {
+      EXPECT_EQ(CountLocalBatches(spec, rank, world),
+                static_cast<int64_t>(Drain(BuildInputPipeline(spec, rank, world)).size()))
+          << rank << "/" << world;
+    }
+  }
+}
+
 TEST(TextInput, OptionCombinationsNameTheirKey) {
   auto error = [](const std::string& body) {
     return ErrorText(
@@ -302,6 +378,7 @@ TEST(TextInput, OptionCombinationsNameTheirKey) {
             "data.pad_to");
   ExpectHas(error("max_tokens = 8\nbucket_boundaries = 4\nbucket_batch_sizes = 1, 2\n"),
             "buckets need a tokenizer");
+  ExpectHas(error("tokenizer = byte\npack = 8\nmax_tokens = 8\n"), "data.pack");
   ExpectHas(
       ErrorText([] { Parse("files = x.h5\nformat = hdf5\ntokenizer = byte\nmax_tokens = 8\n"); }),
       "has no text feature");
