@@ -15,6 +15,7 @@
 #include "core/layers/dropout.hpp"
 #include "core/layers/embedding.hpp"
 #include "core/layers/layer_norm.hpp"
+#include "core/layers/lm_head.hpp"
 #include "core/layers/lstm.hpp"
 #include "core/layers/pooling.hpp"
 #include "core/layers/reshape.hpp"
@@ -171,6 +172,10 @@ std::unique_ptr<Layer<T>> MakeSequenceLayer(const std::string& token,
   if (kind == "layernorm") {
     ExpectArgs(token, p, 0, 0);
     return MakeLayerNorm<T>({});
+  }
+  if (kind == "lmhead") {
+    ExpectArgs(token, p, 0, 0);
+    return MakeLmHead<T>();
   }
   if (kind == "attention" || kind == "block") {
     ExpectArgs(token, p, 1, kind == "block" ? 3 : 2);

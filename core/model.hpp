@@ -23,9 +23,11 @@
 //                           then mask (core/layers/token_embedding.hpp)
 //   layernorm               layer normalisation over the last dimension
 //   attention:H[:causal]    multi-head self-attention, H heads (core/layers/attention.hpp)
-//   block:H[:causal]        pre-LN transformer block: attention and a 4D GELU MLP, each with
-//                           its residual (core/layers/transformer_block.hpp)
+//   block:H[:causal][:P]    pre-LN transformer block: attention and a 4D GELU MLP, each with
+//                           its residual, P its residual dropout (core/layers/transformer_block.hpp)
 //   seqpool:mean|first      (B, T, D) -> (B, D): mean over positions, or position 0
+//   lmhead                  (B, T, D) -> (B, T, V): logits by the tokens layer's own table
+//                           (tied weights, core/layers/lm_head.hpp)
 // or one of the presets (PresetSpec): linear, mlp, cnn, resnet, resnet50, lstm_autoencoder.
 //
 // Tensor parallelism (core/layers/tensor_parallel.hpp): ":col" marks a column-parallel layer

@@ -321,7 +321,8 @@ PY
     --data.pad_to=batch --no-progress >short.log 2>&1 || fail "pad_to=batch: $(tail -5 short.log)"
   grep -qE "final: eval loss [0-9.]+, accuracy [01]\.[0-9]+" short.log ||
     fail "pad_to=batch: no held-out accuracy: $(tail -5 short.log)"
-  # A language model from the same JSON lines: documents packed into blocks in the pipeline.
+  # A language model from the same JSON lines: documents packed into blocks in the pipeline,
+  # residual dropout, the head tied to the embedding; also with 2 tensor-parallel ways.
   cat >lm.ini <<'INI'
 [data]
 files = docs*.jsonl
@@ -337,7 +338,7 @@ json_schema = text:bytes, label:int64
 tokenizer = byte
 pack = 16
 [model]
-spec = tokens:258:16, block:2:causal:0.1, layernorm, dense:258
+spec = tokens:258:16, block:2:causal:0.1, layernorm, lmhead
 input_shape = 16
 input_feature = input
 label_feature = target
@@ -355,6 +356,10 @@ INI
     fail "packed LM: no held-out loss: $(tail -5 lm.log)"
   grep -qE "rank 0: [0-9]+ documents, [0-9]+ tokens .*; [0-9]+ blocks of 16 -> [0-9]+ batches" lm.log ||
     fail "packed LM: no block count: $(grep -m2 blocks lm.log)"
+  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-train" --config lm.ini --output lm_tp \
+    --dist.tensor_parallel=2 --no-progress >lm_tp.log 2>&1 || fail "packed LM, 2 ways: $(tail -5 lm_tp.log)"
+  grep -qE "final: eval loss [0-9.]+, accuracy 0\.[0-9]+" lm_tp.log ||
+    fail "packed LM, 2 ways: no held-out loss: $(tail -5 lm_tp.log)"
   code=0
   "$bin/shardflow-predict" --config lm.ini --checkpoint lm/checkpoints --input held.jsonl \
     --output lm.csv >predict.log 2>&1 || code=$?

@@ -2,6 +2,7 @@
 // makes them with pad_to = batch | bucket: the same outputs and parameter gradients as the same
 // batch padded to the whole context (a padded encoder with mean pooling), and the same logits
 // at every position a causal language model sees on a prefix. Other models keep exact shapes.
+// The tied language-model head (lmhead) by finite differences.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -103,6 +104,54 @@ TEST(SequenceLength, LongerThanTheContextOrOtherModelsStayExact) {
   Sequential<double> mlp("dense:4, relu, dense:2", {6, 5});
   MicroBatch mb2;
   EXPECT_THROW(mlp.Forward(Tensor(DType::kFloat64, {2, 3, 5}), false, mb2), Error);
+}
+
+// The tied head: finite differences of sum(y * r) through both uses of the table (embedding
+// and head) and the position table; and it holds no parameters of its own.
+TEST(LmHead, TiedGradientsByFiniteDifferences) {
+  Sequential<double> m("tokens:7:4, layernorm, lmhead", {5});
+  Sequential<double> untied("tokens:7:4, layernorm, dense:7", {5});
+  EXPECT_EQ(untied.arena().size() - m.arena().size(), 4 * 7 + 7);
+  Arena<double>& arena = m.arena();
+  for (int64_t i = 0; i < arena.size(); ++i) arena.params()[i] += 0.05 * std::sin(1.7 * i);
+  Tensor x(DType::kFloat64, {2, 5});
+  for (int64_t i = 0; i < 10; ++i) x.data<double>()[i] = static_cast<double>((3 * i + 1) % 7);
+  Tensor r(DType::kFloat64, {2, 5, 7});
+  for (int64_t i = 0; i < r.num_elements(); ++i) r.data<double>()[i] = std::cos(0.9 * i);
+  auto objective = [&] {
+    MicroBatch mb;
+    const Tensor y = m.Forward(x, false, mb);
+    double s = 0;
+    for (int64_t i = 0; i < y.num_elements(); ++i) s += y.data<double>()[i] * r.data<double>()[i];
+    return s;
+  };
+  arena.ZeroGrads();
+  MicroBatch mb;
+  m.Forward(x, true, mb);
+  m.Backward(r, mb);
+  const std::vector<double> grads(arena.grads(), arena.grads() + arena.size());
+  const double eps = 1e-6;
+  for (int64_t i = 0; i < arena.size(); ++i) {
+    double* w = arena.params() + i;
+    const double keep = *w;
+    *w = keep + eps;
+    const double up = objective();
+    *w = keep - eps;
+    const double down = objective();
+    *w = keep;
+    const double numeric = (up - down) / (2 * eps);
+    EXPECT_NEAR(grads[static_cast<size_t>(i)], numeric, 1e-6 + 1e-5 * std::abs(numeric))
+        << "parameter " << i;
+  }
+}
+
+TEST(LmHead, NeedsTheTokensLayerInItsPart) {
+  EXPECT_THROW(Sequential<double>("dense:4, lmhead", {5, 4}), Error);
+  // A pipeline stage holding the head but not the embedding.
+  EXPECT_THROW(Sequential<double>("tokens:7:4, layernorm, lmhead", {5}, {}, {.begin = 1, .end = 3}),
+               Error);
+  EXPECT_NO_THROW(
+      Sequential<double>("tokens:7:4, layernorm, lmhead", {5}, {}, {.begin = 0, .end = 3}));
 }
 
 }  // namespace sequence_length_test
