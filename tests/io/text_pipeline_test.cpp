@@ -184,11 +184,14 @@ TEST(PackSequences, BlocksAreConvertsPackingAndResumeExactly) {
 
 // ---- [data] tokenizer inputs ----
 
-InputSpec Parse(const std::string& body) {
+// `calls`: decode (and tokenize) threads; 0 on the consumer's thread.
+InputSpec Parse(const std::string& body, int calls = 0) {
   ConfigSchema schema;
   InputSpec spec;
   RegisterDataOptions(schema, "data", &spec);
-  schema.ParseString("[data]\nparallel_calls = 0\nprefetch = 0\nepochs = 1\n" + body, "exp.ini");
+  schema.ParseString(
+      "[data]\nparallel_calls = " + std::to_string(calls) + "\nprefetch = 0\nepochs = 1\n" + body,
+      "exp.ini");
   return spec;
 }
 
@@ -264,6 +267,15 @@ TEST(TextInput, JsonLinesLookupBucketedExactlyOnceAndCounted) {
                              "shard_policy = record\nbucket_boundaries = 5, 10\n"
                              "bucket_batch_sizes = 4, 3, 2\n");
   ExpectEveryDocumentOnce(bucketed, c.docs, 9 + 2 + 1);  // words, buckets, end
+  // Tokenized on 2 map threads (the tokenizer and its counts are shared): the same batches.
+  const std::string bucket_keys =
+      "shard_policy = record\nbucket_boundaries = 5, 10\nbucket_batch_sizes = 4, 3, 2\n";
+  const auto serial = Drain(BuildInputPipeline(bucketed, 0, 1));
+  const auto threaded = Drain(BuildInputPipeline(Parse(common + bucket_keys, 2), 0, 1));
+  ASSERT_EQ(threaded.size(), serial.size());
+  for (size_t i = 0; i < serial.size(); ++i) {
+    EXPECT_EQ(Column(threaded[i], kTokensFeature), Column(serial[i], kTokensFeature)) << i;
+  }
   // Batches of one bucket hold lengths of that bucket only; pad_to = max pads them to 16.
   for (const Element& b : Drain(BuildInputPipeline(bucketed, 0, 1))) {
     EXPECT_EQ(b.Get(kTokensFeature).dim(1), 16);
