@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "io/text/text_file.hpp"
 
 namespace shardflow::text {
 namespace {
@@ -100,14 +101,6 @@ constexpr const char* kPadName = "<|pad|>";
   throw Error(ErrorCode::kInvalidArgument,
               (line > 0 ? "line " + std::to_string(line) + ": " : std::string()) + why,
               {.file = file});
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kNotFound, "cannot open the BPE file", {.file = path});
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 }  // namespace
@@ -304,13 +297,9 @@ void Bpe::ParseMerges(const std::string& text, const std::string& path) {
   for (size_t id = 0; id < token_bytes_.size(); ++id) {
     by_bytes.emplace(token_bytes_[id], static_cast<int64_t>(id));
   }
-  std::istringstream in(text);
-  std::string line;
-  int64_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty() || (number == 1 && line.rfind("#version", 0) == 0)) continue;
+  ForEachLine(text, [&](std::string_view view, int64_t number) {
+    const std::string line(view);
+    if (line.empty() || (number == 1 && line.rfind("#version", 0) == 0)) return;
     const size_t space = line.find(' ');
     if (space == std::string::npos || space == 0 ||
         line.find(' ', space + 1) != std::string::npos || space + 1 == line.size()) {
@@ -328,11 +317,12 @@ void Bpe::ParseMerges(const std::string& text, const std::string& path) {
       BadFile(path, number, "'" + line + "' merges into a token vocab.json does not have");
     }
     merges_.emplace_back(l->second, r->second);
-  }
+  });
 }
 
 Bpe Bpe::Read(const std::string& vocab_json, const std::string& merges_txt) {
-  return Parse(ReadAll(vocab_json), ReadAll(merges_txt), vocab_json, merges_txt);
+  return Parse(ReadTextFile(vocab_json, "BPE file"), ReadTextFile(merges_txt, "BPE file"),
+               vocab_json, merges_txt);
 }
 
 Bpe Bpe::Parse(const std::string& vocab_text, const std::string& merges_text,

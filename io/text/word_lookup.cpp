@@ -1,10 +1,8 @@
 #include "io/text/word_lookup.hpp"
 
-#include <fstream>
-#include <sstream>
-
 #include "core/error.hpp"
 #include "core/hash.hpp"
+#include "io/text/text_file.hpp"
 
 namespace shardflow::text {
 namespace {
@@ -16,13 +14,7 @@ bool IsSpace(char c) {
 }  // namespace
 
 WordLookup WordLookup::Read(const std::string& vocab_txt, int64_t oov_buckets, bool lowercase) {
-  std::ifstream in(vocab_txt, std::ios::binary);
-  if (!in) {
-    throw Error(ErrorCode::kNotFound, "cannot open the lookup vocabulary", {.file = vocab_txt});
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return Parse(text.str(), vocab_txt, oov_buckets, lowercase);
+  return Parse(ReadTextFile(vocab_txt, "lookup vocabulary"), vocab_txt, oov_buckets, lowercase);
 }
 
 WordLookup WordLookup::Parse(const std::string& text, const std::string& name, int64_t oov_buckets,
@@ -36,12 +28,8 @@ WordLookup WordLookup::Parse(const std::string& text, const std::string& name, i
   WordLookup w;
   w.buckets_ = oov_buckets;
   w.lowercase_ = lowercase;
-  std::istringstream in(text);
-  std::string line;
-  int64_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  ForEachLine(text, [&](std::string_view view, int64_t number) {
+    const std::string line(view);
     const std::string where = "line " + std::to_string(number) + ": ";
     if (line.empty()) {
       throw Error(ErrorCode::kInvalidArgument, where + "an empty word", {.file = name});
@@ -60,7 +48,7 @@ WordLookup WordLookup::Parse(const std::string& text, const std::string& name, i
           {.file = name});
     }
     w.words_.push_back(line);
-  }
+  });
   if (w.words_.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "the lookup vocabulary has no word", {.file = name});
   }

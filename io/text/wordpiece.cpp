@@ -1,9 +1,7 @@
 #include "io/text/wordpiece.hpp"
 
-#include <fstream>
-#include <sstream>
-
 #include "core/error.hpp"
+#include "io/text/text_file.hpp"
 
 namespace shardflow::text {
 namespace {
@@ -42,24 +40,14 @@ std::vector<std::string> BasicWords(std::string_view s, bool lowercase) {
 }
 
 WordPiece WordPiece::Read(const std::string& vocab_txt, bool lowercase) {
-  std::ifstream in(vocab_txt, std::ios::binary);
-  if (!in) {
-    throw Error(ErrorCode::kNotFound, "cannot open the WordPiece vocabulary", {.file = vocab_txt});
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return Parse(text.str(), vocab_txt, lowercase);
+  return Parse(ReadTextFile(vocab_txt, "WordPiece vocabulary"), vocab_txt, lowercase);
 }
 
 WordPiece WordPiece::Parse(const std::string& text, const std::string& vocab_txt, bool lowercase) {
-  std::istringstream in(text);
   WordPiece w;
   w.lowercase_ = lowercase;
-  std::string line;
-  int64_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  ForEachLine(text, [&](std::string_view view, int64_t number) {
+    const std::string line(view);
     if (line.empty()) {
       throw Error(ErrorCode::kInvalidArgument,
                   "line " + std::to_string(number) + ": an empty token", {.file = vocab_txt});
@@ -71,7 +59,7 @@ WordPiece WordPiece::Parse(const std::string& text, const std::string& vocab_txt
                   {.file = vocab_txt});
     }
     w.tokens_.push_back(line);
-  }
+  });
   auto id = [&](const char* name) {
     const auto it = w.ids_.find(name);
     return it == w.ids_.end() ? int64_t{-1} : it->second;

@@ -44,6 +44,16 @@ convert() {  # convert NP ARGS...
   timeout -k 5 60 "${mpi[@]}" -np "$np" "$bin/shardflow-convert" --input.format=documents \
     "--input.files=in/f*" --input.documents=% "$@" >"convert.np$np.log" 2>&1
 }
+# train_ok CONFIG OUTPUT LOG [FLAGS...]: shardflow-train on 2 ranks, which must end with a
+# held-out loss and accuracy.
+train_ok() {
+  local config=$1 out=$2 log=$3
+  shift 3
+  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-train" --config "$config" --output "$out" \
+    --no-progress "$@" >"$log" 2>&1 || fail "train $config $*: $(tail -5 "$log")"
+  grep -qE "final: eval loss [0-9.]+, accuracy [01]\.[0-9]+" "$log" ||
+    fail "train $config $*: no held-out loss and accuracy: $(tail -5 "$log")"
+}
 case "$mode" in
 lm)
   for np in 1 3; do
@@ -98,10 +108,7 @@ optimizer = adam
 lr = 0.003
 threads = 1
 INI
-  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-train" --config lm.ini --output run \
-    --no-progress >train.log 2>&1 || fail "train: $(tail -5 train.log)"
-  grep -qE "final: eval loss [0-9.]+, accuracy 0\.[0-9]+" train.log ||
-    fail "no held-out loss: $(tail -5 train.log)"
+  train_ok lm.ini run train.log
   # Sampling from the trained model: the prompt, then 40 bytes; a seed gives the same text.
   gen() { "$bin/shardflow-predict" --config lm.ini --checkpoint run/checkpoints \
     --generate "the cat" --predict.generate_tokens=40 "$@" 2>gen.log; }
@@ -195,10 +202,7 @@ optimizer = adam
 lr = 0.003
 threads = 1
 INI
-  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-train" --config cls.ini --output run \
-    --no-progress >train.log 2>&1 || fail "train: $(tail -5 train.log)"
-  grep -qE "final: eval loss [0-9.]+, accuracy 0\.[0-9]+" train.log ||
-    fail "no held-out accuracy: $(tail -5 train.log)"
+  train_ok cls.ini run train.log
   # The padded encoder predicts one class per held-out record.
   "$bin/shardflow-predict" --config cls.ini --checkpoint run/checkpoints \
     --input "np1/cls-heldout-*.tfrecord" --output p.csv >predict.log 2>&1 ||
@@ -273,10 +277,7 @@ optimizer = adam
 lr = 0.003
 threads = 1
 INI
-  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-train" --config pipe.ini --output run \
-    --no-progress >train.log 2>&1 || fail "train: $(tail -5 train.log)"
-  grep -qE "final: eval loss [0-9.]+, accuracy [01]\.[0-9]+" train.log ||
-    fail "no held-out accuracy: $(tail -5 train.log)"
+  train_ok pipe.ini run train.log
   grep -qE "rank 1: [0-9]+ documents, [0-9]+ tokens \([0-9]+ cut to max_tokens = 24" train.log ||
     fail "no bucket count: $(grep -m3 data train.log)"
   # shardflow-predict reads the held-out JSON lines through the same tokenizer; shardflow-serve
@@ -317,10 +318,7 @@ PY
   kill "$serve_pid"
   # The same with batches padded to their longest document, not the context: the model runs
   # on the shorter length.
-  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-train" --config pipe.ini --output short \
-    --data.pad_to=batch --no-progress >short.log 2>&1 || fail "pad_to=batch: $(tail -5 short.log)"
-  grep -qE "final: eval loss [0-9.]+, accuracy [01]\.[0-9]+" short.log ||
-    fail "pad_to=batch: no held-out accuracy: $(tail -5 short.log)"
+  train_ok pipe.ini short short.log --data.pad_to=batch
   # A language model from the same JSON lines: documents packed into blocks in the pipeline,
   # residual dropout, the head tied to the embedding; also with 2 tensor-parallel ways.
   cat >lm.ini <<'INI'
@@ -350,16 +348,10 @@ optimizer = adam
 lr = 0.003
 threads = 1
 INI
-  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-train" --config lm.ini --output lm \
-    --no-progress >lm.log 2>&1 || fail "packed LM: $(tail -5 lm.log)"
-  grep -qE "final: eval loss [0-9.]+, accuracy 0\.[0-9]+" lm.log ||
-    fail "packed LM: no held-out loss: $(tail -5 lm.log)"
+  train_ok lm.ini lm lm.log
   grep -qE "rank 0: [0-9]+ documents, [0-9]+ tokens .*; [0-9]+ blocks of 16 -> [0-9]+ batches" lm.log ||
     fail "packed LM: no block count: $(grep -m2 blocks lm.log)"
-  timeout -k 5 60 "${mpi[@]}" -np 2 "$bin/shardflow-train" --config lm.ini --output lm_tp \
-    --dist.tensor_parallel=2 --no-progress >lm_tp.log 2>&1 || fail "packed LM, 2 ways: $(tail -5 lm_tp.log)"
-  grep -qE "final: eval loss [0-9.]+, accuracy 0\.[0-9]+" lm_tp.log ||
-    fail "packed LM, 2 ways: no held-out loss: $(tail -5 lm_tp.log)"
+  train_ok lm.ini lm_tp lm_tp.log --dist.tensor_parallel=2
   code=0
   "$bin/shardflow-predict" --config lm.ini --checkpoint lm/checkpoints --input held.jsonl \
     --output lm.csv >predict.log 2>&1 || code=$?

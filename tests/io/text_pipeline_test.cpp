@@ -42,6 +42,27 @@ std::vector<int64_t> Column(const Element& batch, const std::string& name) {
   return std::vector<int64_t>(t.data<int64_t>(), t.data<int64_t>() + t.num_elements());
 }
 
+// Saves `ds`'s iterator after `cut` elements and restores the state into a new one: it must go
+// on with exactly all[cut..] (the int64 features named).
+void ExpectResumesExactly(const Dataset& ds, const std::vector<Element>& all, size_t cut,
+                          const std::vector<std::string>& features) {
+  PipelineIterator it = ds.MakeIterator();
+  Element e;
+  for (size_t i = 0; i < cut; ++i) ASSERT_TRUE(it.Next(&e));
+  const std::string state = it.SaveState();
+  PipelineIterator resumed = ds.MakeIterator();
+  resumed.RestoreState(state);
+  size_t i = cut;
+  while (resumed.Next(&e)) {
+    ASSERT_LT(i, all.size());
+    for (const std::string& f : features) {
+      EXPECT_EQ(Column(e, f), Column(all[i], f)) << f << " of element " << i << ", cut " << cut;
+    }
+    ++i;
+  }
+  EXPECT_EQ(i, all.size()) << "cut " << cut;
+}
+
 TEST(PaddedBatch, PerFeaturePaddingValuesAndMasks) {
   PaddedBatchOptions o{.padding_value = 0, .padding_values = {{"seq", -1}}, .masks = {"seq"}};
   const auto batches = Drain(Sequences({2, 0, 3}).PaddedBatch(3, false, o));
@@ -119,22 +140,9 @@ TEST(BucketBySequenceLength, CountMatchesAndResumeContinuesExactly) {
   }
   EXPECT_EQ(seen.size(), lengths.size());
   EXPECT_EQ(*seen.rbegin(), 96);
-  // Save after 7 batches (buckets hold elements then), restore into a new iterator.
+  // Saved after 7 batches the buckets hold elements.
   for (const size_t cut : {size_t{1}, size_t{7}, all.size() - 1}) {
-    PipelineIterator it = ds.MakeIterator();
-    Element e;
-    for (size_t i = 0; i < cut; ++i) ASSERT_TRUE(it.Next(&e));
-    const std::string state = it.SaveState();
-    PipelineIterator resumed = ds.MakeIterator();
-    resumed.RestoreState(state);
-    size_t i = cut;
-    while (resumed.Next(&e)) {
-      ASSERT_LT(i, all.size());
-      EXPECT_EQ(Column(e, "x"), Column(all[i], "x")) << "batch " << i;
-      EXPECT_EQ(Column(e, "seq"), Column(all[i], "seq")) << "batch " << i;
-      ++i;
-    }
-    EXPECT_EQ(i, all.size());
+    ExpectResumesExactly(ds, all, cut, {"x", "seq"});
   }
 }
 
@@ -164,19 +172,7 @@ TEST(PackSequences, BlocksAreConvertsPackingAndResumeExactly) {
   EXPECT_EQ(blocks[0].id, 0);
   EXPECT_EQ(blocks[1].id, 2);
   for (const size_t cut : {size_t{1}, size_t{3}}) {
-    PipelineIterator it = ds.MakeIterator();
-    Element e;
-    for (size_t i = 0; i < cut; ++i) ASSERT_TRUE(it.Next(&e));
-    const std::string state = it.SaveState();
-    PipelineIterator resumed = ds.MakeIterator();
-    resumed.RestoreState(state);
-    size_t i = cut;
-    while (resumed.Next(&e)) {
-      ASSERT_LT(i, blocks.size());
-      EXPECT_EQ(Column(e, "target"), Column(blocks[i], "target")) << "block " << i;
-      ++i;
-    }
-    EXPECT_EQ(i, blocks.size());
+    ExpectResumesExactly(ds, blocks, cut, {"input", "target"});
   }
   ExpectHas(ErrorText([] { Sequences({1}).PackSequences({.feature = "seq", .block = 0}); }),
             "needs a block >= 1");
