@@ -24,7 +24,8 @@
 //   layernorm               layer normalisation over the last dimension
 //   attention:H[:causal]    multi-head self-attention, H heads (core/layers/attention.hpp)
 //   block:H[:causal][:P]    pre-LN transformer block: attention and a 4D GELU MLP, each with
-//                           its residual, P its residual dropout (core/layers/transformer_block.hpp)
+//                           its residual, P its residual dropout
+//                           (core/layers/transformer_block.hpp)
 //   seqpool:mean|first      (B, T, D) -> (B, D): mean over positions, or position 0
 //   lmhead                  (B, T, D) -> (B, T, V): logits by the tokens layer's own table
 //                           (tied weights, core/layers/lm_head.hpp)

@@ -478,8 +478,8 @@ int64_t CountTokenizedBatches(const InputSpec& given, int rank, int world) {
   }
   std::string cut;
   if (spec.text.max_tokens > 0) {
-    cut = std::to_string(counts->truncated.load()) + " cut to max_tokens = " +
-          std::to_string(spec.text.max_tokens) + ", ";
+    cut = std::to_string(counts->truncated.load()) +
+          " cut to max_tokens = " + std::to_string(spec.text.max_tokens) + ", ";
   }
   SF_LOG(Info) << "[" << spec.section << "] rank " << rank << ": " << counts->documents.load()
                << " documents, " << counts->tokens.load() << " tokens (" << cut
