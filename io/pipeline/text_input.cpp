@@ -1,6 +1,9 @@
 #include "io/pipeline/text_input.hpp"
 
 #include <algorithm>
+#include <map>
+
+#include "core/thread_annotations.hpp"
 
 namespace shardflow::pipeline {
 namespace {
@@ -109,9 +112,29 @@ void CheckTextOptions(const TextInputOptions& o, const std::string& format,
   }
 }
 
+namespace {
+
+// Tokenizers already read, by their options: an evaluation pipeline is rebuilt every epoch, and
+// the counting pass and the pipeline need the same one.
+struct TokenizerCache {
+  Mutex mu;
+  std::map<std::string, std::shared_ptr<const text::Tokenizer>> made GUARDED_BY(mu);
+};
+
+}  // namespace
+
 std::shared_ptr<const text::Tokenizer> MakeInputTokenizer(const TextInputOptions& o,
                                                           const std::string& sec) {
-  return std::make_shared<const text::Tokenizer>(
+  static TokenizerCache cache;
+  const std::string key = o.tokenizer + "\n" + o.bpe_vocab + "\n" + o.bpe_merges + "\n" +
+                          o.wordpiece_vocab + "\n" + o.lookup_vocab + "\n" +
+                          std::to_string(o.oov_buckets) + (o.lowercase ? "\nlower" : "\ncase");
+  {
+    MutexLock lock(cache.mu);
+    const auto it = cache.made.find(key);
+    if (it != cache.made.end()) return it->second;
+  }
+  auto made = std::make_shared<const text::Tokenizer>(
       text::Tokenizer::Make({.kind = o.tokenizer,
                              .bpe_vocab = o.bpe_vocab,
                              .bpe_merges = o.bpe_merges,
@@ -120,6 +143,8 @@ std::shared_ptr<const text::Tokenizer> MakeInputTokenizer(const TextInputOptions
                              .oov_buckets = o.oov_buckets,
                              .lowercase = o.lowercase,
                              .key_prefix = sec + "."}));
+  MutexLock lock(cache.mu);
+  return cache.made.emplace(key, std::move(made)).first->second;
 }
 
 MapFn MakeTextStep(const TextInputOptions& o, const std::string& format, const std::string& sec,

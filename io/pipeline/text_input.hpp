@@ -78,7 +78,8 @@ void CheckTextOptions(const TextInputOptions& o, const std::string& format,
 // The document feature: text_feature, or "line" for format text when left at its default.
 std::string DocumentFeature(const TextInputOptions& o, const std::string& format);
 
-// The tokenizer the options name (reads its files once).
+// The tokenizer the options name: its files read once per process (a file changed on disk
+// during a run is not read again).
 std::shared_ptr<const text::Tokenizer> MakeInputTokenizer(const TextInputOptions& o,
                                                           const std::string& section);
 // The tokenize step (ops/tokenize.hpp): padded to max_tokens when pad_to = max, nothing is
