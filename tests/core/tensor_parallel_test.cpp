@@ -97,7 +97,14 @@ class TensorParallelModelTest : public ::testing::TestWithParam<Case> {};
 TEST_P(TensorParallelModelTest, WaysAssembleTheWholeModel) {
   const Case& c = GetParam();
   const int64_t batch = 3;
-  const Tensor x = RandomTensor(WithBatch(batch, c.input), 1);
+  Tensor x = RandomTensor(WithBatch(batch, c.input), 1);
+  if (c.spec.rfind("tokens:", 0) == 0) {  // a token model reads ids in [0, V)
+    const int64_t v = std::stoll(c.spec.substr(7));
+    float* p = x.data<float>();
+    for (int64_t i = 0; i < x.num_elements(); ++i) {
+      p[i] = static_cast<float>(static_cast<int64_t>(std::abs(p[i]) * 97.0f) % v);
+    }
+  }
   Sequential<float> whole(c.spec, c.input, {.seed = 5});
   const Tensor dy = RandomTensor(WithBatch(batch, whole.output_shape()), 2);
   whole.set_step(4);
@@ -184,7 +191,9 @@ INSTANTIATE_TEST_SUITE_P(
                       // transformers: heads and MLP units split inside each block
                       Case{"block:4:causal, block:4:causal, layernorm, dense:5", {6, 8}, 2, true},
                       Case{"block:4, layernorm, seqpool:first, dense:3", {5, 8}, 4, true},
-                      Case{"attention:2, seqpool:mean, dense:3", {70, 4}, 2, true}));
+                      Case{"attention:2, seqpool:mean, dense:3", {70, 4}, 2, true},
+                      // a GPT: tokens, a block with residual dropout, the head tied to the table
+                      Case{"tokens:20:8, block:4:causal:0.2, layernorm, lmhead", {6}, 2, true}));
 
 // Per way, a split layer does 1/T of its work; replicated layers all of theirs.
 TEST(TensorParallel, FlopsPerSamplePerWay) {
