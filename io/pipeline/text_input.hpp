@@ -7,14 +7,16 @@
 //                                  length (features "text:bytes:uint8:*"), or format text's
 //                                  "line" (the default there)
 //   bpe_vocab, bpe_merges, wordpiece_vocab, lookup_vocab, oov_buckets, lowercase
-//   max_tokens = 128               REQUIRED with a tokenizer: the model's context
+//   max_tokens = 128               REQUIRED with a tokenizer (but not with pack): the model's
+//                                  context
 //   too_long = truncate | fail     a longer document: cut (counted) or a one-line error
 //   pad_to = max | batch | bucket  max: every batch padded to max_tokens (what a model of a fixed
 //                                  context reads); batch: to the longest in the batch
 //                                  (tf.data padded_batch); bucket: to its bucket's boundary - 1
 //                                  (pad_to_bucket_boundary)
 //   bucket_boundaries = 32, 64     lengths; empty: no buckets. bucket_batch_sizes: one per bucket
-//                                  (boundaries + 1), each a per-rank batch
+//                                  (boundaries + 1), each a per-rank batch (batch_size then
+//                                  sets none; the run report still names it)
 //   mask = false                   true: tokens_mask, uint8 [B, L], 1 on the tokens
 //   pack = 0                       T > 0: a language model's blocks instead (GPT packing,
 //                                  nodes.hpp pack_sequences): every document followed by the
@@ -24,10 +26,9 @@
 // The element after tokenizing: `tokens` int64 [L] and `length` int64 [] (ops/tokenize.hpp);
 // batched: tokens [B, L] padded with the tokenizer's pad id, length [B].
 // Bucketing and packing make the batches a pass yields depend on the lengths: CountLocalBatches
-// counts them
-// by tokenizing this rank's records once (no shuffle: the count does not depend on the order),
-// which also reports the cut documents and the words out of vocabulary, and fails early under
-// too_long = fail.
+// counts them by tokenizing this rank's records once (no shuffle: the count does not depend on
+// the order), which also reports the cut documents and the words out of vocabulary, and fails
+// early under too_long = fail.
 // Thread-safety: as input_pipeline.hpp.
 #pragma once
 
