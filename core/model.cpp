@@ -14,6 +14,7 @@
 #include "core/layers/dense.hpp"
 #include "core/layers/dropout.hpp"
 #include "core/layers/embedding.hpp"
+#include "core/layers/embedding_bag.hpp"
 #include "core/layers/layer_norm.hpp"
 #include "core/layers/lm_head.hpp"
 #include "core/layers/lstm.hpp"
@@ -223,6 +224,31 @@ std::unique_ptr<Layer<T>> MakeLayerFromSpec(const std::string& token, const Shap
                              .dim = ParsePositive(token, p[2], "dimensions"),
                              .at = at});
   }
+  if (kind == "wide") {
+    ExpectArgs(token, p, 4, 4);
+    return MakeEmbeddingBag<T>({.rows = ParsePositive(token, p[1], "rows"),
+                                .dim = ParsePositive(token, p[2], "outputs"),
+                                .at = p[3] == "0" ? 0 : ParsePositive(token, p[3], "column"),
+                                .bag_slots = {ParsePositive(token, p[4], "slots")},
+                                .wide = true});
+  }
+  if (kind == "embedbag") {
+    ExpectArgs(token, p, 4, 5);
+    EmbeddingBagOptions o{.rows = ParsePositive(token, p[1], "rows"),
+                          .dim = ParsePositive(token, p[2], "dimensions"),
+                          .at = p[3] == "0" ? 0 : ParsePositive(token, p[3], "column"),
+                          .bag_slots = ParseBags(p[4], token)};
+    if (p.size() == 6) {
+      if (p[5] == "mean") {
+        o.combiner = BagCombiner::kMean;
+      } else if (p[5] == "sqrtn") {
+        o.combiner = BagCombiner::kSqrtN;
+      } else if (p[5] != "sum") {
+        BadToken(token, "the combiner is sum, mean or sqrtn");
+      }
+    }
+    return MakeEmbeddingBag<T>(o);
+  }
   if (auto layer = MakeSequenceLayer<T>(token, p)) return layer;
   if (kind == "conv") {
     ExpectArgs(token, p, 2, 5);
@@ -307,6 +333,42 @@ std::unique_ptr<Layer<T>> MakeLayerFromSpec(const std::string& token, const Shap
 }
 
 namespace {
+
+// The input a layer is built on: the running shape, or for the wide part of a wide-and-deep
+// model (wide:N:K:AT:S, the spec's last token) the model's input, its output then the shape of
+// the layers' output it adds to. Throws Error(kInvalidArgument) naming the token otherwise.
+template <typename T>
+Shape BuildShapeFor(const Layer<T>& layer, const std::string& token, size_t i, size_t n,
+                    const Shape& shape, const Shape& model_input) {
+  if (layer.kind() != "wide") return shape;
+  if (i + 1 != n || i == 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "'" + token +
+                    "' must be the last layer of a model with other layers: it adds a "
+                    "linear model of the input's ids to their output",
+                {.key = "model"});
+  }
+  return model_input;
+}
+
+// sum += h, elementwise (the wide part's output buffer, which its backward pass does not read).
+template <typename T>
+Tensor AddInto(Tensor sum, const Tensor& h) {
+  CheckHostTensor(h, "wide");
+  T* s = sum.template data<T>();
+  const T* a = h.template data<T>();
+  for (int64_t i = 0; i < sum.num_elements(); ++i) s[i] += a[i];
+  return sum;
+}
+
+void CheckWideOutput(const std::string& token, const Shape& wide, const Shape& deep) {
+  if (wide != deep) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "'" + token + "' gives " + ShapeToString(wide) + " per sample, and the layers " +
+                    "before it end in " + ShapeToString(deep) + ": K must be their width",
+                {.key = "model"});
+  }
+}
 
 // SHARDFLOW_FUSION: on (or unset) fuses as ModelOptions::fuse says, off never fuses.
 bool FusionFromEnv() {
@@ -403,14 +465,29 @@ Sequential<T>::Sequential(const std::string& spec, const Shape& input_shape,
                         .tp = &options_.tensor_parallel,
                         .input_split = split};
     const int declared = arena.num_params();
+    const Shape in = BuildShapeFor(*layer, tokens[i], static_cast<size_t>(i),
+                                   static_cast<size_t>(n), shape, input_shape);
+    const Shape before = shape;
+    const bool wide = layer->kind() == "wide";
+    if (wide && range.begin > 0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "a wide-and-deep model (" + tokens[i] +
+                      ") cannot be cut into pipeline stages: "
+                      "its wide part reads the model's input on the last stage",
+                  {.key = "dist.pipeline_stages", .hint = "tensor or data parallelism split it"});
+    }
     try {
-      shape = layer->Build(shape, ctx);
+      shape = layer->Build(in, ctx);
     } catch (const Error& e) {
       if (e.context().key == kTensorParallelKey) throw;  // it names the layer, size and T
       throw Error(ErrorCode::kInvalidArgument,
-                  "layer " + name.str() + " ('" + tokens[i] + "') on input " +
-                      ShapeToString(shape) + ": " + e.what(),
+                  "layer " + name.str() + " ('" + tokens[i] + "') on input " + ShapeToString(in) +
+                      ": " + e.what(),
                   {.key = "model"});
+    }
+    if (wide) {
+      CheckWideOutput(tokens[i], shape, before);
+      wide_index_ = static_cast<int>(layers_.size());
     }
     split = role == TpRole::kColumn || (role == TpRole::kSliceWise && split);
     if (!inside) continue;
@@ -476,8 +553,13 @@ Tensor Sequential<T>::Forward(const Tensor& x, bool training, MicroBatch& mb) {
   const DeviceScope on_device(options_.device);
   Tensor h = x.To(options_.device);
   if (!layers_.empty() && layers_[0]->SequenceLengths(h, &mb.lengths_)) ctx.lengths = &mb.lengths_;
+  const Tensor input = wide_index_ >= 0 ? h : Tensor();  // the wide part reads the input
   for (size_t i = 0; i < layers_.size(); ++i) {
     const NamedTraceScope span(names_[i]);  // per layer, inside the caller's "forward"
+    if (static_cast<int>(i) == wide_index_) {
+      h = AddInto<T>(layers_[i]->Forward(input, ctx, *mb.states_[i]), h);
+      continue;
+    }
     h = layers_[i]->Forward(h, ctx, *mb.states_[i]);
   }
   mb.forward_done_ = true;
@@ -507,7 +589,11 @@ Tensor Sequential<T>::RunBackward(const Tensor& dy, MicroBatch& mb, bool input_g
   Tensor g = dy.To(options_.device);
   for (int i = num_layers() - 1; i >= 0; --i) {
     const NamedTraceScope span(names_[i]);  // per layer, inside the caller's "backward"
-    g = layers_[i]->Backward(g, input_grad || i > first_trainable_, *mb.states_[i]);
+    if (i == wide_index_) {                 // its output gradient is the layers' too; ids take none
+      layers_[i]->Backward(g, /*need_dx=*/false, *mb.states_[i]);
+    } else {
+      g = layers_[i]->Backward(g, input_grad || i > first_trainable_, *mb.states_[i]);
+    }
     if (hook_ && has_params_[i]) hook_(first_layer_ + i);
   }
   return input_grad ? g : Tensor();
@@ -576,13 +662,16 @@ std::vector<LayerInfo> DescribeLayers(const std::string& spec, const Shape& inpu
                             .tp = &tp,
                             .input_split = split};
     const int declared = arena.num_params();
+    const Shape in = BuildShapeFor(*layer, tokens[i], i, tokens.size(), shape, input_shape);
+    const Shape before = shape;
     try {
-      shape = layer->Build(shape, ctx);
+      shape = layer->Build(in, ctx);
     } catch (const Error& e) {
       if (e.context().key == kTensorParallelKey) throw;
       throw Error(ErrorCode::kInvalidArgument,
                   "layer " + name.str() + " ('" + tokens[i] + "'): " + e.what(), {.key = "model"});
     }
+    if (layer->kind() == "wide") CheckWideOutput(tokens[i], shape, before);
     split = role == TpRole::kColumn || (role == TpRole::kSliceWise && split);
     LayerInfo info{.name = name.str(), .output_shape = shape};
     for (int id = declared; id < arena.num_params(); ++id) {

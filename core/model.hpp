@@ -18,6 +18,14 @@
 //   repeat[:T]              (B, H) -> (B, T, H); T defaults to the model input's length
 //   embedding:N:D:AT        (B, W) -> (B, W - 1 + D): column AT's index into an N x D table
 //                           (core/layers/embedding.hpp)
+//   embedbag:N:D:AT:BAGS[:sum|mean|sqrtn]
+//                           id slots from column AT, grouped into bags (26+1x8: 26 single ids,
+//                           then a list of 8), each bag replaced by the combination of its ids'
+//                           rows of an N x D table (core/layers/embedding_bag.hpp)
+//   wide:N:K:AT:S           the last layer only: adds to the output (K values) a linear model
+//                           of the input's S id slots from AT, the sum of their rows of an
+//                           N x K table starting at zero: a wide-and-deep model (Cheng et al.
+//                           2016; not cut into pipeline stages)
 //   tokens:V:D[:PAD]        (B, T) token ids -> (B, T, D): token and learned position embedding;
 //                           PAD: the padding id of padded sequences, which the layers after
 //                           then mask (core/layers/token_embedding.hpp)
@@ -222,6 +230,7 @@ class Sequential {
   int first_trainable_ = 0;  // no layer before it needs an input gradient
   int fused_relus_ = 0;
   int first_layer_ = 0;  // index in the whole spec of layers_[0]
+  int wide_index_ = -1;  // the wide part (wide:N:K:AT:S), which reads the model's input
   int spec_layers_ = 0;  // layers in the whole spec
 };
 
