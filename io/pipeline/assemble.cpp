@@ -1,16 +1,21 @@
 #include "io/pipeline/assemble.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <optional>
 #include <set>
 
+#include "io/pipeline/feature_columns.hpp"
 #include "io/pipeline/feature_spec.hpp"
 #include "io/table_stats.hpp"
 #include "io/vocabulary_file.hpp"
 
 namespace shardflow::pipeline {
 namespace {
+
+constexpr int64_t kMaxIdSpace = int64_t{1} << 24;  // ids travel as exact float32 integers
 
 std::string Trim(const std::string& s) {
   const size_t b = s.find_first_not_of(" \t");
@@ -45,8 +50,9 @@ double ValueAt(const Tensor& t, int64_t i) {
 
 void RegisterAssembleOptions(ConfigSchema& s, const std::string& sec, AssembleConfig* c) {
   s.Add(sec, "assemble", &c->inputs,
-        "features concatenated into one float32 input, in order: name | name:norm | "
-        "name:onehot[=VOCAB_FILE] | name:index[=VOCAB_FILE] ('' none)");
+        "features concatenated into one float32 input, in order: name | name:norm | name:log1p | "
+        "name:onehot[=VOCAB_FILE] | name:index[=VOCAB_FILE] | name:bucket=B1|B2.. | "
+        "name:hash=B | name:id=B | a*b:hash=B | name:ids=L:hash=B|id=B[:truncate] ('' none)");
   s.Add(sec, "assemble_feature", &c->feature, "name of the assembled feature").NonEmpty();
   s.Add(sec, "assemble_stats", &c->stats,
         "table statistics (OUT.stats.json of shardflow-convert) for :norm and :onehot");
@@ -79,6 +85,21 @@ Assembler::Assembler(const AssembleConfig& config, const std::vector<std::string
                   "bad assemble entry '" + entry + "': feature listed twice",
                   {.key = section + ".assemble"});
     }
+    if (e.ids) {
+      e.ids->offset = id_space_;
+      id_space_ += e.ids->buckets;
+      e.slice.detail = IdColumnDetail(*e.ids);
+      if (id_space_ > kMaxIdSpace) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "the id columns' buckets add up to " + std::to_string(id_space_) +
+                        ", more than the 2^24 ids a float32 slot holds exactly",
+                    {.key = section + ".assemble"});
+      }
+    }
+    for (const std::string& c : e.ids ? e.ids->columns : std::vector<std::string>{e.slice.column}) {
+      if (std::find(consumed_.begin(), consumed_.end(), c) == consumed_.end())
+        consumed_.push_back(c);
+    }
     width_ += e.slice.width;
     layout_.push_back(e.slice);
     entries_.push_back(std::move(e));
@@ -89,14 +110,36 @@ Assembler::Entry Assembler::ParseEntry(const std::string& entry, const std::stri
                                        const std::map<std::string, int64_t>& widths,
                                        const StatsFn& need_stats, const std::string& key) const {
   auto bad = [&](const std::string& why) {
-    return Error(ErrorCode::kInvalidArgument, "bad assemble entry '" + entry + "': " + why,
-                 {.key = key,
-                  .hint = "name | name:norm | name:onehot[=VOCAB_FILE] | name:index[=VOCAB_FILE]"});
+    return Error(
+        ErrorCode::kInvalidArgument, "bad assemble entry '" + entry + "': " + why,
+        {.key = key,
+         .hint =
+             "name | name:norm | name:log1p | name:onehot[=VOCAB_FILE] | name:index[=VOCAB_FILE] | "
+             "name:bucket=B1|B2.. | name:hash=B | name:id=B | a*b:hash=B | "
+             "name:ids=L:hash=B"});
   };
   Entry e;
   const size_t colon = entry.find(':');
   e.slice.column = Trim(entry.substr(0, colon));
+  if (e.slice.column.empty()) throw bad("no feature name");
   std::string kind = colon == std::string::npos ? "raw" : Trim(entry.substr(colon + 1));
+  e.slice.begin = width_;
+  if (IsIdColumnKind(kind)) {
+    e.ids = ParseIdColumn(e.slice.column, kind, key, entry);
+    e.slice.kind = e.ids->columns.size() > 1 ? "cross"
+                   : e.ids->list > 0         ? "list"
+                   : e.ids->hashed           ? "hash"
+                                             : "identity";
+    e.slice.width = e.ids->width();
+    return e;
+  }
+  if (kind.starts_with("bucket=")) {
+    e.boundaries = ParseBoundaries(kind.substr(7), key, entry);
+    e.slice.kind = "bucket";
+    e.slice.width = static_cast<int64_t>(e.boundaries.size()) + 1;
+    e.slice.detail = std::to_string(e.slice.width) + " ranges";
+    return e;
+  }
   std::string file;
   if (const size_t eq = kind.find('='); eq != std::string::npos) {
     file = Trim(kind.substr(eq + 1));
@@ -105,10 +148,8 @@ Assembler::Entry Assembler::ParseEntry(const std::string& entry, const std::stri
       throw bad("only onehot and index take =VOCAB_FILE");
     }
   }
-  if (e.slice.column.empty()) throw bad("no feature name");
   e.slice.kind = kind;
-  e.slice.begin = width_;
-  if (kind == "raw") {
+  if (kind == "raw" || kind == "log1p") {
     const auto it = widths.find(e.slice.column);
     e.slice.width = it == widths.end() ? 1 : it->second;
   } else if (kind == "norm") {
@@ -153,7 +194,30 @@ void Assembler::Apply(Element& el) const {
   Tensor out(DType::kFloat32, {width_});
   float* o = out.data<float>();
   for (const Entry& e : entries_) {
+    if (e.ids) {
+      WriteIds(*e.ids, el, o + e.slice.begin);
+      continue;
+    }
     const Tensor& t = el.Get(e.slice.column);
+    if (!e.boundaries.empty()) {
+      if (t.num_elements() != 1 || t.dtype() == DType::kUInt8) {
+        ErrorContext ctx = el.where.Context();
+        ctx.key = e.slice.column;
+        throw Error(ErrorCode::kInvalidArgument,
+                    "assemble: '" + e.slice.column + "' is " + DTypeName(t.dtype()) +
+                        ShapeToString(t.shape()) + ", bucket= needs one number",
+                    ctx);
+      }
+      const double v = ValueAt(t, 0);
+      if (std::isnan(v)) {
+        ErrorContext ctx = el.where.Context();
+        ctx.key = e.slice.column;
+        throw Error(ErrorCode::kInvalidArgument,
+                    "assemble: '" + e.slice.column + "' is NaN, which no bucket holds", ctx);
+      }
+      o[e.slice.begin + BucketIndex(e.boundaries, v)] = 1.f;
+      continue;
+    }
     if (e.slice.kind == "onehot" || e.slice.kind == "index") {
       int64_t index = static_cast<int64_t>(e.vocabulary.size());  // oov
       if (t.dtype() == DType::kUInt8 && t.rank() == 1) {
@@ -194,16 +258,22 @@ void Assembler::Apply(Element& el) const {
     }
     for (int64_t i = 0; i < e.slice.width; ++i) {
       const double v = ValueAt(t, i);
-      o[e.slice.begin + i] =
-          static_cast<float>(e.slice.kind == "norm" ? (v - e.mean) * e.scale : v);
+      if (e.slice.kind == "log1p" && !(v >= 0)) {
+        ErrorContext ctx = el.where.Context();
+        ctx.key = e.slice.column;
+        throw Error(ErrorCode::kInvalidArgument,
+                    "assemble: '" + e.slice.column + "' holds " + std::to_string(v) +
+                        ", log1p takes counts >= 0",
+                    ctx);
+      }
+      o[e.slice.begin + i] = static_cast<float>(e.slice.kind == "norm"    ? (v - e.mean) * e.scale
+                                                : e.slice.kind == "log1p" ? std::log1p(v)
+                                                                          : v);
     }
   }
   // The consumed features go; the assembled one takes their place.
   std::erase_if(el.features, [&](const auto& f) {
-    for (const Entry& e : entries_) {
-      if (e.slice.column == f.first) return true;
-    }
-    return false;
+    return std::find(consumed_.begin(), consumed_.end(), f.first) != consumed_.end();
   });
   el.Set(feature_, std::move(out));
 }
@@ -221,6 +291,7 @@ std::string Assembler::LayoutText() const {
          s.kind;
     if (!s.detail.empty()) t += "(" + s.detail + ")";
   }
+  if (id_space_ > 0) t += "; id space " + std::to_string(id_space_);
   return t;
 }
 
