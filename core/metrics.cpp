@@ -1,5 +1,9 @@
 #include "core/metrics.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
 #include "core/loss.hpp"
 
 namespace shardflow {
@@ -60,5 +64,25 @@ template double CorrectPerSample<float>(const Tensor&, const Tensor&);
 template double CorrectPerSample<double>(const Tensor&, const Tensor&);
 template double SumReconstructionError<float>(const Tensor&, const Tensor&);
 template double SumReconstructionError<double>(const Tensor&, const Tensor&);
+
+double ExactAuc(const std::vector<double>& scores, const std::vector<uint8_t>& positive) {
+  const size_t n = scores.size();
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return scores[a] < scores[b]; });
+  // Sum of the positives' ranks (1-based, ties sharing their mean rank).
+  double rank_sum = 0, positives = 0;
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    double tied_positives = 0;
+    while (j < n && scores[order[j]] == scores[order[i]]) tied_positives += positive[order[j++]];
+    rank_sum += tied_positives * (static_cast<double>(i + 1 + j) / 2.0);
+    positives += tied_positives;
+    i = j;
+  }
+  const double negatives = static_cast<double>(n) - positives;
+  if (positives == 0 || negatives == 0) return std::nan("");
+  return (rank_sum - positives * (positives + 1) / 2.0) / (positives * negatives);
+}
 
 }  // namespace shardflow

@@ -1,9 +1,10 @@
-// Metrics: accuracy, mean loss, reconstruction error, accumulated over batches.
+// Metrics: accuracy, mean loss, reconstruction error, accumulated over batches; the exact AUC.
 //
 // Sums are kept as (sum, count) pairs so ranks can all-reduce them and get exact global means.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/tensor.hpp"
 
@@ -24,6 +25,12 @@ double CorrectPerSample(const Tensor& logits, const Tensor& labels);
 // mean reconstruction error).
 template <typename T>
 double SumReconstructionError(const Tensor& pred, const Tensor& target);
+
+// The area under the ROC curve of scores for binary labels, exactly: the probability that a
+// positive scores above a negative, ties counting one half (Mann-Whitney U over the sorted
+// scores, O(n log n)); what tf.keras.metrics.AUC approaches with many thresholds. `positive[i]`
+// is sample i's label (0 or 1). Returns NaN when either class is absent.
+double ExactAuc(const std::vector<double>& scores, const std::vector<uint8_t>& positive);
 
 // A running mean over batches (loss weighted by batch size, accuracy as correct / seen).
 struct MeanMetric {

@@ -139,6 +139,7 @@ nlohmann::json SummaryToJson(const RunSummary& s) {
   j["aggregate_samples_per_s"] = s.aggregate_samples_per_s;
   if (s.test_accuracy) j["test_accuracy"] = *s.test_accuracy;
   if (s.test_loss) j["test_loss"] = *s.test_loss;
+  if (s.test_auc) j["test_auc"] = *s.test_auc;
   j["wall_s"] = s.times.wall_s;
   j["input_wait_fraction"] = s.times.InputFraction();
   j["compute_fraction"] = s.times.ComputeFraction();
@@ -237,6 +238,10 @@ std::string FormatReport(const RunSummary& s) {
   }
   if (s.test_loss) {
     std::snprintf(line, sizeof(line), "test loss       %.6g\n", *s.test_loss);
+    out << line;
+  }
+  if (s.test_auc) {
+    std::snprintf(line, sizeof(line), "test AUC        %.4f\n", *s.test_auc);
     out << line;
   }
   std::snprintf(line, sizeof(line), "throughput      %.0f samples/s (%.1f s of training)",

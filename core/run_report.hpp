@@ -105,7 +105,8 @@ struct RunSummary {
   double aggregate_samples_per_s = 0;  // the sum of each rank's own samples over its own time
   std::optional<double> test_accuracy;
   std::optional<double> test_loss;
-  int64_t skipped_steps = 0;  // non-finite steps whose update was dropped (on_nonfinite)
+  std::optional<double> test_auc;  // a binary classifier's exact AUC (EvalResult::auc)
+  int64_t skipped_steps = 0;       // non-finite steps whose update was dropped (on_nonfinite)
   // All ranks' batches per pass over their shards, and those past the equal step count, never
   // trained on (uneven shards).
   int64_t batches_per_epoch = 0;
@@ -149,11 +150,12 @@ struct RunSummary {
 // summary.json: precision, precision_kernels (when set), model_gflops_per_s (when known),
 // peak_gflops_per_s and fraction_of_peak (when the peak was measured), ranks,
 // global_batch, per_rank_batch, epochs, steps, samples_per_s, test_accuracy or test_loss,
-// skipped_steps, skipped_records, input_wait_fraction, compute_fraction, comm_fraction, verdict,
-// advice, wall_s, aggregate_samples_per_s, peak_rss_mib (per rank); grid, strategy_figures, each
-// strategy_series by its name, and straggler (rank, last_fraction, margin_ms, cause, input_share,
-// steps, last_fraction_per_rank, gather_ms, clear) when set; device_input (batches, overlapped,
-// stage_s, and when the device timed it h2d_stall_s and gpu_busy_fraction) for a model on a device.
+// test_auc, skipped_steps, skipped_records, input_wait_fraction, compute_fraction, comm_fraction,
+// verdict, advice, wall_s, aggregate_samples_per_s, peak_rss_mib (per rank); grid,
+// strategy_figures, each strategy_series by its name, and straggler (rank, last_fraction,
+// margin_ms, cause, input_share, steps, last_fraction_per_rank, gather_ms, clear) when set;
+// device_input (batches, overlapped, stage_s, and when the device timed it h2d_stall_s and
+// gpu_busy_fraction) for a model on a device.
 nlohmann::json SummaryToJson(const RunSummary& s);
 
 // The human-readable end-of-run report (several lines, ending in a newline).

@@ -38,7 +38,8 @@ void RegisterTrainSection(ConfigSchema& s, ExperimentConfig* c) {
   s.AddChoice("train", "batch_semantics", &c->batch_semantics, {"per_rank", "global"},
               "per_rank: every rank takes batch_size samples a step; global: batch_size is split "
               "over the ranks");
-  s.AddChoice("train", "optimizer", &c->optimizer, {"sgd", "adam", "adamw"}, "update rule");
+  s.AddChoice("train", "optimizer", &c->optimizer, {"sgd", "adam", "adamw", "adagrad"},
+              "update rule (adagrad: CPU models)");
   s.Add("train", "lr", &c->lr, "base learning rate").Positive();
   s.Add("train", "momentum", &c->momentum, "sgd momentum (0: none)").InRange(0.0, 0.9999);
   s.Add("train", "nesterov", &c->nesterov, "sgd: Nesterov momentum");
@@ -76,7 +77,8 @@ void RegisterTrainSection(ConfigSchema& s, ExperimentConfig* c) {
         "skip_step: non-finite steps skipped in a row before the job fails")
       .NonNegative();
   s.Add("train", "early_stopping", &c->early_stopping,
-        "METRIC:PATIENCE, METRIC eval_loss or eval_accuracy: stop once PATIENCE evaluations in "
+        "METRIC:PATIENCE, METRIC eval_loss, eval_accuracy or eval_auc: stop once PATIENCE "
+        "evaluations in "
         "a row have not improved on the best, whose checkpoint is kept as OUTPUT/best.h5 "
         "(Keras' EarlyStopping with ModelCheckpoint(save_best_only); '' : off)");
   s.AddChoice("train", "device", &c->device, {"cpu", "cuda", "auto"},

@@ -1,6 +1,7 @@
 #include "apps/train/early_stopping.hpp"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <utility>
 
@@ -19,8 +20,9 @@ EarlyStoppingOptions ParseEarlyStopping(const std::string& text, bool classify, 
   o.metric = text.substr(0, colon);
   if (o.metric == "val_loss") o.metric = "eval_loss";  // Keras' names for the same
   if (o.metric == "val_accuracy") o.metric = "eval_accuracy";
-  if (o.metric != "eval_loss" && o.metric != "eval_accuracy") {
-    refuse("the metric must be eval_loss or eval_accuracy", "e.g. eval_loss:3");
+  if (o.metric == "val_auc") o.metric = "eval_auc";
+  if (o.metric != "eval_loss" && o.metric != "eval_accuracy" && o.metric != "eval_auc") {
+    refuse("the metric must be eval_loss, eval_accuracy or eval_auc", "e.g. eval_loss:3");
   }
   const std::string count = colon == std::string::npos ? "" : text.substr(colon + 1);
   char* end = nullptr;
@@ -29,8 +31,8 @@ EarlyStoppingOptions ParseEarlyStopping(const std::string& text, bool classify, 
   if (count.empty() || *end != '\0' || errno == ERANGE || o.patience < 1) {
     refuse("the patience must be a count of evaluations >= 1", "e.g. " + o.metric + ":3");
   }
-  if (o.metric == "eval_accuracy" && !classify) {
-    refuse("a reconstruction has no accuracy", "eval_loss:" + count);
+  if (o.metric != "eval_loss" && !classify) {
+    refuse("a reconstruction has no accuracy or AUC", "eval_loss:" + count);
   }
   if (!has_eval) {
     refuse("it watches the evaluation, and there is no evaluation set",
@@ -39,8 +41,21 @@ EarlyStoppingOptions ParseEarlyStopping(const std::string& text, bool classify, 
   return o;
 }
 
-EarlyStopping::Verdict EarlyStopping::Observe(int64_t steps_done, double loss, double accuracy) {
-  const double value = o_.metric == "eval_loss" ? loss : accuracy;
+EarlyStopping::Verdict EarlyStopping::Observe(int64_t steps_done, double loss, double accuracy,
+                                              std::optional<double> auc) {
+  if (o_.metric == "eval_auc" && !auc) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "train.early_stopping watches eval_auc, and the model is not a binary classifier "
+                "(two logits per sample)",
+                {.key = "train.early_stopping", .hint = "eval_loss or eval_accuracy"});
+  }
+  const double value = o_.metric == "eval_loss"       ? loss
+                       : o_.metric == "eval_accuracy" ? accuracy
+                                                      : *auc;
+  if (std::isnan(value)) {  // an AUC with one class absent improves nothing
+    ++waited_;
+    return waited_ >= o_.patience ? Verdict::kStop : Verdict::kWaiting;
+  }
   const bool better = !seen_ || (o_.metric == "eval_loss" ? value < best_ : value > best_);
   if (better) {
     seen_ = true;

@@ -26,6 +26,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,13 +82,20 @@ struct EvalResult {
   double loss = 0;      // mean loss per sample (reconstruct: mean squared error per sample)
   double accuracy = 0;  // classify only
   int64_t samples = 0;
+  // A binary classifier's (two logits per sample) exact area under the ROC curve over every
+  // rank's samples (core/metrics.hpp ExactAuc); NaN when one class is absent, nullopt when the
+  // model is not a binary classifier.
+  std::optional<double> auc;
 };
 
-// Evaluation sums of one rank: loss sum, correct, samples. Add adds a batch's outputs `y` for
-// rows with these labels (classify) or inputs (reconstruct: the targets); Reduce sums over the
-// ranks of `comm` and gives the means (the same on every rank).
+// Evaluation sums of one rank: loss sum, correct, samples, and a binary classifier's scores.
+// Add adds a batch's outputs `y` for rows with these labels (classify) or inputs (reconstruct:
+// the targets); Reduce sums over the ranks of `comm` and gives the means (the same on every
+// rank); the AUC's scores travel to the first rank of `comm`, 8 bytes and 1 per sample.
 struct EvalSums {
-  double sums[3] = {0, 0, 0};
+  double sums[4] = {0, 0, 0, 0};  // loss, correct, samples, binary batches
+  std::vector<double> scores;     // logit 1 - logit 0: monotone in the class-1 probability
+  std::vector<uint8_t> positive;
   void Add(Task task, const Tensor& y, const Tensor& labels, const Tensor& x);
   EvalResult Reduce(comm::Communicator& comm);
 };

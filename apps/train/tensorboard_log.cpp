@@ -68,10 +68,11 @@ void TensorBoardLog::Interval(const nlohmann::json& line, const double* epoch_su
   train_->Flush();
 }
 
-void TensorBoardLog::Evaluation(int64_t steps_done, double loss, double accuracy) {
+void TensorBoardLog::Evaluation(int64_t steps_done, double loss, double accuracy, double auc) {
   if (!validation_) validation_ = std::make_unique<io::EventWriter>(dir_ + "/validation");
   std::vector<std::pair<std::string, double>> scalars = {{"epoch_loss", loss}};
   if (accuracy >= 0) scalars.emplace_back("epoch_accuracy", accuracy);
+  if (auc >= 0) scalars.emplace_back("epoch_auc", auc);  // false for NaN
   validation_->AddScalars(steps_done, scalars);
   validation_->Flush();
 }

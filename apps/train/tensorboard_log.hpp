@@ -10,8 +10,8 @@
 //     time/compute_fraction, time/comm_fraction; at each epoch end: epoch_loss, epoch_accuracy
 //     (the epoch's mean); every `log.histogram_every` steps the histograms of each parameter
 //     ("weights/<layer>/<param>") and of its last reduced gradient ("gradients/...").
-//   tb/validation, at each evaluation: epoch_loss, epoch_accuracy (metrics.jsonl's eval_loss,
-//     eval_accuracy).
+//   tb/validation, at each evaluation: epoch_loss, epoch_accuracy, a binary classifier's
+//     epoch_auc (metrics.jsonl's eval_loss, eval_accuracy, eval_auc).
 // --resume at step S first drops every event past S from the earlier files (the resumed run
 // redoes those steps), then opens new files: each step appears once.
 // Thread-safety: one thread (the training loop's).
@@ -49,8 +49,8 @@ class TensorBoardLog {
   // loop's, which a resumed run restores from the checkpoint) also the epoch's mean loss (and
   // accuracy when `classify`).
   void Interval(const nlohmann::json& line, const double* epoch_sums, bool classify);
-  // An evaluation after `steps_done` steps (accuracy < 0: none).
-  void Evaluation(int64_t steps_done, double loss, double accuracy);
+  // An evaluation after `steps_done` steps (accuracy < 0, auc < 0 or NaN: none).
+  void Evaluation(int64_t steps_done, double loss, double accuracy, double auc = -1.0);
   // The histograms of `model`'s parameters and gradients when `steps_done` is a multiple of
   // `every` (> 0) and there is a model (a strategy without a whole replica has none).
   void Histograms(int64_t steps_done, Sequential<float>* model, int64_t every);

@@ -12,6 +12,8 @@
 #include "apps/train/peak_probe.hpp"
 #include "apps/train/run_trace.hpp"
 #include "apps/train/training_loop.hpp"
+
+#include <cmath>
 #include "core/fault_injection.hpp"
 #include "core/logging.hpp"
 #include "core/precision/precision.hpp"
@@ -107,6 +109,7 @@ void TrainingLoop::FinishRun(int64_t step, Clock::time_point loop_start) {
     const EvalResult e = Evaluate(step - 1, /*final=*/true);
     if (o_.task == Task::kClassify) result_.summary.test_accuracy = e.accuracy;
     result_.summary.test_loss = e.loss;
+    if (e.auc && !std::isnan(*e.auc)) result_.summary.test_auc = *e.auc;
   }
   SaveCheckpoint(step);
   strategy_.Finish();
@@ -321,7 +324,7 @@ void TrainingLoop::AfterStep(int64_t step) {
 
 void TrainingLoop::WatchEarlyStopping(int64_t step, const EvalResult& e, bool saved) {
   const EarlyStoppingOptions& o = early_->options();
-  switch (early_->Observe(step + 1, e.loss, e.accuracy)) {
+  switch (early_->Observe(step + 1, e.loss, e.accuracy, e.auc)) {
     case EarlyStopping::Verdict::kImproved:
       if (!saved) SaveCheckpoint(step + 1);  // the best is always a checkpoint
       KeepBestCheckpoint(step + 1);
@@ -475,15 +478,20 @@ EvalResult TrainingLoop::Evaluate(int64_t step, bool final) {
     SF_LOG(Info) << (final ? "final" : "epoch " + std::to_string(map_.EpochOf(step) + 1))
                  << ": eval loss " << e.loss
                  << (o_.task == Task::kClassify ? ", accuracy " + std::to_string(e.accuracy)
-                                                : std::string());
+                                                : std::string())
+                 << (e.auc ? ", AUC " + std::to_string(*e.auc) : std::string());
   }
   nlohmann::json line = {{"step", step + 1},
                          {"epoch", map_.EpochOf(step)},
                          {"eval_loss", e.loss},
                          {"eval_accuracy", e.accuracy}};
+  if (e.auc) line["eval_auc"] = std::isnan(*e.auc) ? nlohmann::json() : nlohmann::json(*e.auc);
   if (final) line["final"] = true;
   metrics_->Write(line);
-  if (tb_) tb_->Evaluation(step + 1, e.loss, o_.task == Task::kClassify ? e.accuracy : -1.0);
+  if (tb_) {
+    tb_->Evaluation(step + 1, e.loss, o_.task == Task::kClassify ? e.accuracy : -1.0,
+                    e.auc.value_or(-1.0));
+  }
   return e;
 }
 

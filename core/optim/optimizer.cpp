@@ -1,5 +1,6 @@
 #include "core/optim/optimizer.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/backend/backend.hpp"
@@ -65,6 +66,39 @@ class Adam final : public Optimizer {
   Tensor m_, v_;
 };
 
+// Adagrad as tf.keras.optimizers.Adagrad: accumulators start at 0.1, a row the gradient does not
+// touch keeps its weights and accumulator exactly (the property the sparse servers rely on).
+class Adagrad final : public Optimizer {
+ public:
+  Adagrad(const OptimizerOptions& o, int64_t n) : o_(o), accum_(DType::kFloat32, {n}) {
+    float* a = accum_.data<float>();
+    std::fill(a, a + n, kAdagradInitialAccumulator);
+  }
+  std::string name() const override { return "adagrad"; }
+  void Step(Arena<float>& arena, double lr) override {
+    if (arena.device() != Device::kCpu) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "adagrad updates parameters on the CPU; the model is on a device",
+                  {.key = "train.optimizer", .hint = "sgd, adam or adamw"});
+    }
+    ++iterations_;
+    const float rate = static_cast<float>(lr), eps = static_cast<float>(o_.epsilon);
+    float* acc = accum_.data<float>();
+    for (const ParamSpec& s : arena.specs()) {
+      const float wd = s.decay ? static_cast<float>(o_.weight_decay) : 0.0f;
+      float* w = arena.param_data(s);
+      const float* g = arena.grad_data(s);
+      float* a = acc + s.offset;
+      for (int64_t i = 0; i < s.size; ++i) AdagradUpdate(rate, wd, eps, w[i], g[i], a[i]);
+    }
+  }
+  std::vector<NamedTensor> Slots() override { return {{"accumulator", &accum_}}; }
+
+ private:
+  OptimizerOptions o_;
+  Tensor accum_;
+};
+
 void Require(bool ok, const std::string& key, const std::string& what) {
   if (!ok) throw Error(ErrorCode::kInvalidArgument, "optimizer: " + what, {.key = key});
 }
@@ -83,8 +117,12 @@ std::unique_ptr<Optimizer> MakeOptimizer(const OptimizerOptions& o, int64_t aren
     Require(o.epsilon > 0.0, "epsilon", "epsilon must be > 0");
     return std::make_unique<Adam>(o, arena_size, o.name == "adamw");
   }
+  if (o.name == "adagrad") {
+    Require(o.epsilon > 0.0, "epsilon", "epsilon must be > 0");
+    return std::make_unique<Adagrad>(o, arena_size);
+  }
   throw Error(ErrorCode::kInvalidArgument, "unknown optimizer '" + o.name + "'",
-              {.key = "optimizer", .hint = "use sgd, adam or adamw"});
+              {.key = "optimizer", .hint = "use sgd, adam, adamw or adagrad"});
 }
 
 }  // namespace shardflow

@@ -10,9 +10,12 @@
 //   adam   m = b1 m + (1-b1) g';  v = b2 v + (1-b2) g'^2;
 //          w -= lr m/(1-b1^t) / (sqrt(v/(1-b2^t)) + eps),        g' = g + wd w (L2)
 //   adamw  as adam with g' = g, then w -= lr wd w (decoupled decay, Loshchilov & Hutter)
+//   adagrad a += g'^2;  w -= lr g' / (sqrt(a) + eps),  a from 0.1 (Keras' Adagrad), g' = g + wd w;
+//          CPU models only (the sparse models it is for live on the CPU)
 // Thread-safety: one thread at a time.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,14 +27,25 @@
 namespace shardflow {
 
 struct OptimizerOptions {
-  std::string name = "sgd";   // sgd | adam | adamw
+  std::string name = "sgd";   // sgd | adam | adamw | adagrad
   double momentum = 0.9;      // sgd; 0 disables the velocity
   bool nesterov = false;      // sgd
   double beta1 = 0.9;         // adam, adamw
   double beta2 = 0.999;       // adam, adamw
-  double epsilon = 1e-7;      // adam, adamw (Keras' default)
+  double epsilon = 1e-7;      // adam, adamw, adagrad (Keras' default)
   double weight_decay = 0.0;  // L2 for sgd/adam, decoupled for adamw
 };
+
+// Adagrad's starting accumulator (tf.keras.optimizers.Adagrad's initial_accumulator_value).
+inline constexpr float kAdagradInitialAccumulator = 0.1f;
+
+// One Adagrad update of one weight: the one rule the dense optimizer and the sparse servers
+// share, so both give the same bits.
+inline void AdagradUpdate(float lr, float weight_decay, float eps, float& w, float g, float& a) {
+  const float gd = g + weight_decay * w;
+  a += gd * gd;
+  w -= lr * gd / (std::sqrt(a) + eps);
+}
 
 class Optimizer {
  public:

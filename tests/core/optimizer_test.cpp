@@ -91,6 +91,28 @@ void CheckAdam(bool decoupled) {
 TEST(Optimizer, Adam) { CheckAdam(false); }
 TEST(Optimizer, AdamW) { CheckAdam(true); }
 
+TEST(Optimizer, AdagradAndUntouchedWeightsStayExactly) {
+  Fixture f;
+  f.arena.grads()[3] = 0.0f;  // a bias element without gradient: no decay, so no change at all
+  auto opt = MakeOptimizer({.name = "adagrad", .epsilon = 1e-7, .weight_decay = 0.1}, 4);
+  EXPECT_EQ(opt->name(), "adagrad");
+  // Reference, per element: g' = g + wd w (kernel only); a += g'^2 (from 0.1);
+  // w -= lr g' / (sqrt(a) + eps).
+  std::vector<double> w{1, 2, 3, 4}, g{0.5, 0.25, 0, 0}, a(4, 0.1);
+  for (int step = 0; step < 3; ++step) {
+    opt->Step(f.arena, 0.1);
+    for (int i = 0; i < 4; ++i) {
+      const double gi = g[i] + (i < 2 ? 0.1 * w[i] : 0.0);
+      a[i] += gi * gi;
+      w[i] -= 0.1 * gi / (std::sqrt(a[i]) + 1e-7);
+      EXPECT_NEAR(f.arena.params()[i], w[i], 1e-5) << "step " << step << " element " << i;
+    }
+  }
+  EXPECT_EQ(f.arena.params()[3], 4.0f);
+  EXPECT_EQ(opt->Slots()[0].tensor->data<float>()[3], 0.1f);
+  EXPECT_EQ(opt->iterations(), 3);
+}
+
 TEST(Optimizer, BadOptionsAreRefused) {
   EXPECT_THROW(MakeOptimizer({.name = "lbfgs"}, 1), Error);
   EXPECT_THROW(MakeOptimizer({.name = "sgd", .momentum = 1.0}, 1), Error);
