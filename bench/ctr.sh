@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Click-through models measured (issue 51), configs/ctr_wide_deep.ini on scripts/make_ctr.py's
-# table (made first when data/ctr is missing: 1,000,000 training and 100,000 evaluation rows).
+# table (made first when data/ctr is missing: 300,000 training and 50,000 evaluation rows).
 #   bench/ctr.sh [--bin DIR] [--data DIR] [--reps N] [--steps N] [--rows LIST]
 #                [--only quality,scale]
 #   quality  one epoch on 2 ranks (data-parallel) and on 1 rank: the exact test AUC and log loss
 #            against the rule's own (ctr-meta.json's best_auc and best_log_loss), and the time.
 #   scale    the same model with its id space resized to each of --rows (default 1000000,
 #            10000000: every id entry hashed into rows / 28 buckets), --steps steps (default
-#            60) of 512 rows a rank: data-parallel all-reduce on 2 ranks and the dense
+#            60) of 512 rows a rank (a shuffle buffer of 2,048 rows, so that filling it does not
+#            weigh on so few steps): data-parallel all-reduce on 2 ranks and the dense
 #            parameter server (2 workers + 1 server, synchronous), samples/s (median of --reps),
 #            the parameters, and the bytes each rank sends a step by the algorithm (all-reduce:
 #            2 (P-1)/P x 4 bytes a parameter; a worker: its push, 4 bytes a parameter, and as
@@ -31,7 +32,7 @@ mpi=(mpirun --oversubscribe)
 [ "$(id -u)" -eq 0 ] && mpi=(mpirun --allow-run-as-root --oversubscribe)
 export OMPI_MCA_mpi_yield_when_idle=1
 if [ ! -f "$data/ctr-meta.json" ]; then
-  python3 "$here/scripts/make_ctr.py" --out "$data" --train-rows 1000000 --eval-rows 100000
+  python3 "$here/scripts/make_ctr.py" --out "$data" --train-rows 300000 --eval-rows 50000
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -83,7 +84,7 @@ if [[ ,$only, == *,scale,* ]]; then
   for r in ${rows//,/ }; do
     resized "$r"
     common=("--data.assemble=$assemble" "--eval.assemble=$assemble" "--model.spec=$spec"
-      --eval.files= --train.max_steps="$steps")
+      --eval.files= --train.max_steps="$steps" --data.shuffle_buffer=2048)
     for _ in $(seq "$reps"); do
       run "dp$r" 2 "${common[@]}"
       run "ps$r" 3 "${common[@]}" --dist.strategy=parameter_server --dist.ps_ranks=1 \
