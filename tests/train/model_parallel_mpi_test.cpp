@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
 #include <cmath>
 #include <map>
 #include <random>
@@ -164,7 +163,8 @@ void ExpectEveryGridEndsWithTheUnsplitModelsParameters(Device device) {
           ASSERT_EQ(got.step_losses.size(), ref.step_losses.size());
           for (size_t i = 0; i < ref.step_losses.size(); ++i) {
             // Float round-off of a sum in another order: relative to the loss (a CNN's first
-            // losses reach 72, where 1e-5 is about one ulp of float; AVX2-only CPUs round otherwise).
+            // losses reach 72, where 1e-5 is about one ulp of float; AVX2-only CPUs round
+            // otherwise).
             const double tol = std::max(1e-5, 1e-6 * std::abs(ref.step_losses[i]));
             EXPECT_NEAR(got.step_losses[i], ref.step_losses[i], tol) << what << " step " << i;
           }
