@@ -12,7 +12,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$root/build-fuzz
 fixtures=$root/tests/fixtures/tfrecord
 targets="fuzz_tfrecord_reader fuzz_example_parser fuzz_json_lines fuzz_csv fuzz_csv_stream fuzz_idx fuzz_config
- fuzz_checkpoint_info fuzz_vocabulary fuzz_http_request fuzz_jpeg_window fuzz_text_tokenizers"
+ fuzz_checkpoint_info fuzz_vocabulary fuzz_http_request fuzz_jpeg_window fuzz_text_tokenizers
+ fuzz_feature_columns"
 launcher=()
 if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
