@@ -463,7 +463,8 @@ Sequential<T>::Sequential(const std::string& spec, const Shape& input_shape,
                         .layer_index = i,
                         .layer_name = name.str(),
                         .tp = &options_.tensor_parallel,
-                        .input_split = split};
+                        .input_split = split,
+                        .remote_tables = options.remote_tables};
     const int declared = arena.num_params();
     const Shape in = BuildShapeFor(*layer, tokens[i], static_cast<size_t>(i),
                                    static_cast<size_t>(n), shape, input_shape);
@@ -622,6 +623,15 @@ std::vector<NamedTensor> Sequential<T>::Buffers() {
 }
 
 template <typename T>
+std::vector<RemoteTable<T>*> Sequential<T>::RemoteTables() {
+  std::vector<RemoteTable<T>*> out;
+  for (auto& layer : layers_) {
+    if (RemoteTable<T>* t = layer->remote_table()) out.push_back(t);
+  }
+  return out;
+}
+
+template <typename T>
 std::string Sequential<T>::Summary() const {
   std::vector<int64_t> counts(layers_.size(), 0);
   for (const ParamSpec& s : arena_.specs()) counts[s.layer] += s.size;
@@ -660,7 +670,8 @@ std::vector<LayerInfo> DescribeLayers(const std::string& spec, const Shape& inpu
                             .layer_index = static_cast<int>(i),
                             .layer_name = name.str(),
                             .tp = &tp,
-                            .input_split = split};
+                            .input_split = split,
+                            .remote_tables = options.remote_tables};
     const int declared = arena.num_params();
     const Shape in = BuildShapeFor(*layer, tokens[i], i, tokens.size(), shape, input_shape);
     const Shape before = shape;

@@ -88,6 +88,10 @@ struct ModelOptions {
   // same gradients for finite values, one pass over the larger tensor less each way. The
   // environment's SHARDFLOW_FUSION=off turns it off for a whole program (A/B measurements).
   bool fuse = true;
+  // The embedding bags' tables live elsewhere (a parameter server's sparse tables): each
+  // declares its table with no rows and computes with a window its holder fills
+  // (core/layers/remote_table.hpp, Sequential::RemoteTables).
+  bool remote_tables = false;
 };
 
 // A contiguous range [begin, end) of a spec's layers: the part of a model one pipeline stage
@@ -210,6 +214,9 @@ class Sequential {
   int64_t FlopsPerSample() const;
   // Non-trainable buffers of every layer, named "<layer_name>/<buffer>".
   std::vector<NamedTensor> Buffers();
+
+  // The layers' remote tables (ModelOptions::remote_tables), in layer order; empty otherwise.
+  std::vector<RemoteTable<T>*> RemoteTables();
 
   // A table: index, layer name, spec, output shape, parameters; and the totals.
   std::string Summary() const;

@@ -125,6 +125,11 @@ void RegisterDistAndCheckpointSections(ConfigSchema& s, ExperimentConfig* c) {
               "parameter_server: how workers pull and push: p2p (messages, a server event "
               "loop), rma (one-sided MPI windows the server only scans), auto (rma when every "
               "rank is on one node with a core each, else p2p)");
+  s.AddChoice("dist", "ps_tables", &c->ps_tables, {"sparse", "dense"},
+              "parameter_server: where embedding-bag and wide tables live: sparse (rows split "
+              "over the servers by id mod dist.ps_ranks; a worker pulls and pushes only the rows "
+              "its batch names, the servers keep per-row optimizer state) or dense (whole "
+              "tables in the servers' slices, pulled and pushed every step)");
   s.Add("dist", "max_staleness", &c->max_staleness,
         "parameter_server: how many steps a worker may run ahead of the slowest (0: "
         "synchronous, as data_parallel; -1: unbounded, fully asynchronous)");

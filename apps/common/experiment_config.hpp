@@ -74,6 +74,7 @@ struct ExperimentConfig {
   int ps_ranks = 1;
   std::string ps_placement = "last";
   std::string ps_transport = "auto";
+  std::string ps_tables = "sparse";
   int64_t max_staleness = -1;
   std::string sharding = "static";
   // [checkpoint]

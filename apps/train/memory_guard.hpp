@@ -22,6 +22,16 @@ int64_t ModelStateBytes(int64_t parameters, const OptimizerOptions& optimizer);
 // "stage 2 (layers 4-5)").
 void CheckMemoryCap(const TrainerOptions& o, int64_t parameters, const std::string& holder);
 
+// MemAvailable of /proc/meminfo in bytes; -1 where it cannot be read.
+int64_t AvailableMemoryBytes();
+
+// Without train.max_memory_mb: throws Error(kInvalidArgument), key train.max_memory_mb, when the
+// state of `parameters` floats on each of `ranks_here` ranks of this node exceeds the memory the
+// node has available (/proc/meminfo MemAvailable; no check where it cannot be read), naming
+// both, so a table too large for a worker fails at once instead of under the OOM killer.
+void CheckMemoryFits(const TrainerOptions& o, int64_t parameters, int ranks_here,
+                     const std::string& holder);
+
 // The checks of a run's model plan that every rank finds alike, for the parse phase (one line
 // says what is wrong, exit 2): the stage boundaries of a grid (given or balanced) and, with
 // train.max_memory_mb, this rank's share of the model state (its stage, or the whole model).

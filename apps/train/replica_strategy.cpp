@@ -24,10 +24,13 @@ ReplicaStrategy::~ReplicaStrategy() = default;
 StartPoint ReplicaStrategy::Setup() {
   const TrainerOptions& o = options();
   const bool chief = ctl().rank() == 0;
-  if (o.max_memory_mb > 0) {
-    int64_t parameters = 0;
-    for (const LayerCost& layer : apps::WholeModelLayerCosts(o)) parameters += layer.parameters;
-    CheckMemoryCap(o, parameters, "the whole model (a replica on every rank)");
+  {
+    int64_t parameters = 0;  // this rank's replica (without tables held elsewhere)
+    for (const LayerInfo& layer :
+         DescribeLayers(o.model_spec, o.input_shape, ReplicaModelOptions())) {
+      parameters += layer.parameters;
+    }
+    CheckMemoryFits(o, parameters, job().local_size(), "the whole model (a replica on every rank)");
   }
   model_ = std::make_unique<Sequential<float>>(o.model_spec, o.input_shape, ReplicaModelOptions());
   optimizer_ = MakeOptimizer(o.optimizer, model_->arena().size());
@@ -54,6 +57,7 @@ StartPoint ReplicaStrategy::Setup() {
       }
     } else {
       if (chief) SF_LOG(Info) << "resuming from " << from << " at step " << state.step;
+      resumed_from_ = from;
       start.step = state.step;
       const int saved_by = RankStatesCount(state.iterator_state);
       if (trains_batches() && saved_by > 0 && saved_by != replicas().size()) {
@@ -159,6 +163,7 @@ EvalResult ReplicaStrategy::Evaluate(const pipeline::Dataset& eval) {
   while (it.Next(&batch)) {
     const ModelBatch mb = ToModelBatch(batch, spec_, &eval_scratch_);
     if (mb.rows == 0) continue;
+    BeforeEvalForward(mb);
     sums.Add(options().task, model_->Forward(mb.x, /*training=*/false), mb.labels, mb.x);
   }
   return sums.Reduce(replicas());
@@ -182,8 +187,12 @@ void ReplicaStrategy::SaveCheckpoint(int64_t steps_done, int64_t steps_per_epoch
   s.seed = o.model.seed;
   s.iterator_state = states;
   s.config_text = o.config_text;
-  const std::string path = shardflow::SaveCheckpoint(o.checkpoint, *model_, optimizer_.get(), s);
+  const std::string path = WriteCheckpoint(s);  // not inside SF_LOG: it skips below log.level
   SF_LOG(Info) << "checkpoint " << path;
+}
+
+std::string ReplicaStrategy::WriteCheckpoint(const TrainingState& state) {
+  return shardflow::SaveCheckpoint(options().checkpoint, *model_, optimizer_.get(), state);
 }
 
 void ReplicaStrategy::FinishReport(RunSummary* summary) { summary->strategy = name(); }

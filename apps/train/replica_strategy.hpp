@@ -56,6 +56,9 @@ class ReplicaStrategy : public Strategy {
   virtual void SyncReplicas();
   // Before the forward pass of a step (a parameter server's workers pull parameters here).
   virtual void BeforeForward(const StepInput& /*in*/) {}
+  // Before the forward pass of each evaluation batch (a parameter server's workers look up the
+  // batch's rows of the sparse tables here).
+  virtual void BeforeEvalForward(const ModelBatch& /*batch*/) {}
   // The update of a step whose gradients passed the non-finite check: the local optimizer's
   // step by default (a parameter server's workers push the gradients instead); and what a
   // skipped step does instead.
@@ -68,6 +71,12 @@ class ReplicaStrategy : public Strategy {
   // weighed by their rows (true); false where each replica's gradient stands alone (workers
   // that push each their own batch's mean to a parameter server).
   virtual bool averages_over_replicas() const { return true; }
+
+  // Rank 0 of replicas(): writes the checkpoint of `state` (the model and optimizer whole, by
+  // default) and returns its path.
+  virtual std::string WriteCheckpoint(const TrainingState& state);
+  // The checkpoint Setup resumed from ("" when none).
+  const std::string& resumed_from() const { return resumed_from_; }
 
   // Rank 0's parameters and buffers to every rank.
   void BroadcastModel();
@@ -91,6 +100,7 @@ class ReplicaStrategy : public Strategy {
   std::unique_ptr<Optimizer> optimizer_;
   Tensor dout_, eval_scratch_;
   NonfiniteGuard guard_;  // train.on_nonfinite, checked after FinishGradients
+  std::string resumed_from_;
 };
 
 }  // namespace shardflow::train

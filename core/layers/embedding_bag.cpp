@@ -1,11 +1,13 @@
 #include "core/layers/embedding_bag.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 
 #include "core/backend/device_runtime.hpp"
 #include "core/init.hpp"
+#include "core/random.hpp"
 
 namespace shardflow {
 
@@ -69,7 +71,7 @@ const char* CombinerName(BagCombiner c) {
 }
 
 template <typename T>
-class EmbeddingBag final : public Layer<T> {
+class EmbeddingBag final : public Layer<T>, public RemoteTable<T> {
  public:
   explicit EmbeddingBag(const EmbeddingBagOptions& o) : o_(o) {
     for (int64_t s : o.bag_slots) slots_ += s;
@@ -103,12 +105,20 @@ class EmbeddingBag final : public Layer<T> {
     }
     w_ = in[0];
     arena_ = ctx.arena;
-    table_ = ctx.Declare("table", {o_.rows, o_.dim}, /*decay=*/false);
+    // Remote: no rows here (a window of them, remote_table.hpp), declared as an empty slice of
+    // the whole table so checkpoints and loads see the table's real shape.
+    remote_ = ctx.remote_tables;
+    table_ = remote_ ? ctx.DeclareSlice("table", {o_.rows, o_.dim}, 0,
+                                        TpSlice{.begin = 0, .size = 0, .full = o_.rows}, false)
+                     : ctx.Declare("table", {o_.rows, o_.dim}, /*decay=*/false);
     return {o_.wide ? o_.dim : OutWidth()};
   }
 
   void Initialize(uint64_t seed) override {
-    if (o_.wide) {  // a linear model starts at zero, as tf.keras' LinearModel
+    seed_ = seed;
+    stream_ = arena_->init_stream(table_);
+    if (remote_) return;  // the holder's rows start as InitialRow says
+    if (o_.wide) {        // a linear model starts at zero, as tf.keras' LinearModel
       InitConstant(arena_->param(table_), o_.rows * o_.dim, T(0));
       return;
     }
@@ -118,6 +128,47 @@ class EmbeddingBag final : public Layer<T> {
   }
 
   std::unique_ptr<LayerState> NewState() const override { return std::make_unique<State>(); }
+
+  RemoteTable<T>* remote_table() override { return remote_ ? this : nullptr; }
+  std::string table_spec() const override { return Describe(); }
+  int64_t rows() const override { return o_.rows; }
+  int64_t dim() const override { return o_.dim; }
+  // As Initialize fills the whole table: element (id, d) is element id * D + d of the stream.
+  void InitialRow(int64_t id, T* out) const override {
+    const double stddev = 1.0 / std::sqrt(static_cast<double>(o_.dim));
+    for (int64_t d = 0; d < o_.dim; ++d) {
+      out[d] = o_.wide
+                   ? T(0)
+                   : static_cast<T>(stddev * RandomNormal(seed_, stream_,
+                                                          static_cast<uint64_t>(id * o_.dim + d)));
+    }
+  }
+  std::vector<int64_t> BatchIds(const Tensor& x) const override {
+    const int64_t b = CheckInput(x, {w_}, "embedbag");
+    CheckHostTensor(x, "embedbag");
+    const T* xp = x.template data<T>();
+    std::vector<int64_t> ids;
+    ids.reserve(static_cast<size_t>(b * slots_));
+    for (int64_t r = 0; r < b; ++r) {
+      for (int64_t slot = 0; slot < slots_; ++slot) {
+        const int64_t id = Id(xp[r * w_ + o_.at + slot], r, slot);
+        if (id >= 0) ids.push_back(id);
+      }
+    }
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    return ids;
+  }
+  T* SetWindow(std::vector<int64_t> ids) override {
+    window_ids_ = std::move(ids);
+    const size_t n = window_ids_.size() * static_cast<size_t>(o_.dim);
+    window_rows_.resize(n);
+    window_grads_.assign(n, T(0));
+    return window_rows_.data();
+  }
+  const std::vector<int64_t>& window_ids() const override { return window_ids_; }
+  T* window_rows() override { return window_rows_.data(); }
+  const T* window_grads() const override { return window_grads_.data(); }
 
  protected:
   Tensor DoForward(const Tensor& x, const ForwardContext&, LayerState& st) override {
@@ -130,7 +181,7 @@ class EmbeddingBag final : public Layer<T> {
     s.ids.resize(static_cast<size_t>(b * slots_));
     s.scale.resize(static_cast<size_t>(b * bags));
     const T* xp = x.template data<T>();
-    const T* table = arena_->param(table_);
+    const T* table = remote_ ? window_rows_.data() : arena_->param(table_);
     T* yp = y.template data<T>();
     for (int64_t r = 0; r < b; ++r) {
       const T* in = xp + r * w_;
@@ -142,7 +193,7 @@ class EmbeddingBag final : public Layer<T> {
         std::fill(acc, acc + o_.dim, T(0));
         int64_t n = 0;
         for (int64_t k = 0; k < o_.bag_slots[static_cast<size_t>(f)]; ++k, ++slot) {
-          const int64_t id = Id(in[o_.at + slot], r, slot);
+          const int64_t id = Row(Id(in[o_.at + slot], r, slot));
           s.ids[static_cast<size_t>(r * slots_ + slot)] = id;
           if (id < 0) continue;
           ++n;
@@ -170,7 +221,7 @@ class EmbeddingBag final : public Layer<T> {
     const int64_t bags = static_cast<int64_t>(o_.bag_slots.size());
     const int64_t out_w = o_.wide ? o_.dim : OutWidth(), first = o_.wide ? 0 : o_.at;
     const T* d = dy.template data<T>();
-    T* grad = arena_->grad(table_);
+    T* grad = remote_ ? window_grads_.data() : arena_->grad(table_);
     for (int64_t r = 0; r < b; ++r) {
       int64_t slot = 0;
       for (int64_t f = 0; f < bags; ++f) {
@@ -205,7 +256,7 @@ class EmbeddingBag final : public Layer<T> {
  private:
   struct State final : LayerState {
     Tensor y, dx;
-    std::vector<int64_t> ids;  // (B, S), -1 where a slot holds no id
+    std::vector<int64_t> ids;  // (B, S): the table row (the window's), -1 where no id
     std::vector<T> scale;      // (B, bags): the combiner's factor
   };
 
@@ -233,7 +284,23 @@ class EmbeddingBag final : public Layer<T> {
     return static_cast<int64_t>(v);
   }
 
+  // The table row of `id`: itself, or its place in the window (remote tables).
+  int64_t Row(int64_t id) const {
+    if (!remote_ || id < 0) return id;
+    const auto it = std::lower_bound(window_ids_.begin(), window_ids_.end(), id);
+    if (it == window_ids_.end() || *it != id) {
+      throw Error(ErrorCode::kInternal, Describe() + ": id " + std::to_string(id) +
+                                            " is not in the window of " +
+                                            std::to_string(window_ids_.size()) + " rows set");
+    }
+    return it - window_ids_.begin();
+  }
+
   EmbeddingBagOptions o_;
+  bool remote_ = false;
+  uint64_t seed_ = 0, stream_ = 0;
+  std::vector<int64_t> window_ids_;  // remote_: sorted, distinct
+  std::vector<T> window_rows_, window_grads_;
   int64_t slots_ = 0;
   int64_t w_ = 0;
   Arena<T>* arena_ = nullptr;

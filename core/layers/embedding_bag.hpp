@@ -15,7 +15,9 @@
 //   output (B, W - S + F * D), S the slots and F the bags: columns [0, AT), then each bag's D
 //   values in order, then the columns after the slots. A bag with no id is D zeros.
 // Parameters: table (N, D), normal with stddev 1/sqrt(D) (tf.feature_column.embedding_column's
-// scale; element i a pure function of the seed and i, core/init.hpp).
+// scale; element i a pure function of the seed and i, core/init.hpp). Built with
+// BuildContext::remote_tables the table is held elsewhere (a parameter server's sparse tables)
+// and the layer computes with a window of the batch's rows (core/layers/remote_table.hpp).
 // Backward: table[id] += scale * dy of its bag (an id twice in a bag counts twice); dx passes
 // the other columns' gradient through and is 0 at the slots (ids have no gradient).
 // Ids travel as float32 and are exact integers below 2^24: N is refused above 16,777,216. A slot

@@ -36,6 +36,7 @@
 #include "core/arena.hpp"
 #include "core/backend/backend.hpp"
 #include "core/device_scope.hpp"
+#include "core/layers/remote_table.hpp"
 #include "core/layers/tensor_parallel.hpp"
 #include "core/tensor.hpp"
 
@@ -53,6 +54,9 @@ struct BuildContext {
   // shorter than in the whole model).
   const TensorParallel* tp = nullptr;
   bool input_split = false;
+  // Embedding bags keep their tables elsewhere and compute with a window of rows
+  // (core/layers/remote_table.hpp; ModelOptions::remote_tables).
+  bool remote_tables = false;
   int Declare(const std::string& name, Shape shape, bool decay) {
     return arena->Declare(layer_index, layer_name, prefix + name, std::move(shape), decay);
   }
@@ -146,6 +150,8 @@ class Layer {
   virtual bool SequenceLengths(const Tensor& /*x*/, std::vector<int64_t>* /*lengths*/) const {
     return false;
   }
+  // A layer built with BuildContext::remote_tables whose table lives elsewhere; null otherwise.
+  virtual RemoteTable<T>* remote_table() { return nullptr; }
 
  protected:
   virtual Tensor DoForward(const Tensor& x, const ForwardContext& ctx, LayerState& state) = 0;

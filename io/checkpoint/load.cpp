@@ -71,10 +71,12 @@ int64_t Extent(const ParamSpec& s) {
 
 // The part is the whole model, unsplit (a "slice" of a whole extent is the whole parameter):
 // the whole-arena checks apply.
+// Every layer, no parameter declared a slice (a slice that happens to span the whole, one
+// parameter server's range of a sparse table, is still a part's).
 bool IsWhole(const CheckpointPart& part) {
   return part.first_layer == 0 && part.end_layer == part.spec_layers &&
          std::all_of(part.specs.begin(), part.specs.end(),
-                     [](const ParamSpec& s) { return s.shape == s.FullShape(); });
+                     [](const ParamSpec& s) { return s.split_axis < 0; });
 }
 
 // A 1-D dataset of any length.

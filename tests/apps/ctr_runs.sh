@@ -6,11 +6,15 @@
 #          model (an embedding bag and an MLP, plus a linear model of the ids); the final evaluation reports the exact AUC (log, metrics.jsonl, summary,
 #          TensorBoard's scalar) above chance; shardflow-predict on the evaluation CSV writes
 #          probabilities whose AUC (computed here by counting pairs) equals the trainer's, which
-#          gathered its scores from both ranks; the same model through a parameter server
-#          (3 ranks, synchronous) also ends with an AUC.
+#          gathered its scores from both ranks. The same model with its tables split over two
+#          parameter servers (4 ranks, dist.ps_tables = sparse, synchronous) ends with an AUC,
+#          and its checkpoint, written by the chief and both servers, is an ordinary one:
+#          shardflow-predict reads it and its predictions' AUC equals the trainer's, and a second
+#          epoch resumes from it on one server (3 ranks).
 #   bad    an embedbag table smaller than the id space, and a list longer than its slots
 #          without :truncate: exit non-zero with one line naming the layer, sample and value,
-#          or the feature, file and record.
+#          or the feature, file and record; sparse tables over the one-sided transport: one line
+#          naming dist.ps_transport.
 #   ctr_runs.sh MODE BIN_DIR WORK_DIR -- MPIEXEC ARGS...
 set -euo pipefail
 source "$(dirname "$0")/../support/process_test.sh" "$@"
@@ -90,10 +94,31 @@ auc = wins / (len(pos) * len(neg))
 # The trainer ranks logit differences, predict writes rounded probabilities: ties may differ.
 assert abs(auc - float(sys.argv[1])) < 2e-3, (auc, sys.argv[1])
 PY
-  train 3 ps ps.log --dist.strategy=parameter_server --dist.ps_ranks=1 --dist.max_staleness=0 \
-    --train.epochs=1 || fail "parameter server: $(tail -5 ps.log)"
-  grep -qE "final: eval loss [0-9.]+, accuracy [0-9.]+, AUC [0-9.]+" ps.log ||
-    fail "parameter server: no final AUC: $(grep final ps.log)"
+  ps=(--dist.strategy=parameter_server --dist.max_staleness=0)
+  train 4 ps ps.log "${ps[@]}" --dist.ps_ranks=2 --train.epochs=1 ||
+    fail "parameter server: $(tail -5 ps.log)"
+  grep -q "holds 11200 rows of 2 sparse table(s)" ps.log || fail "no sparse tables: $(grep server ps.log)"
+  auc=$(sed -nE 's/.*final: eval loss [0-9.]+, accuracy [0-9.]+, AUC ([0-9.]+).*/\1/p' ps.log)
+  [ -n "$auc" ] || fail "parameter server: no final AUC: $(grep final ps.log)"
+  timeout -k 5 60 "$bin/shardflow-predict" --config ctr.ini --checkpoint ps/checkpoints \
+    --input data/ctr-eval.csv --output ps-preds.csv >ps-predict.log 2>&1 ||
+    fail "predict from the servers' checkpoint: $(tail -3 ps-predict.log)"
+  $py - "$auc" <<'PY' || fail "predictions from the servers' checkpoint miss the trainer's AUC"
+import csv, sys
+labels = [int(r["label"]) for r in csv.DictReader(open("data/ctr-eval.csv"))]
+rows = sorted(csv.DictReader(open("ps-preds.csv")), key=lambda r: int(r["id"]))
+scores = [float(r["p1"]) for r in rows]
+pos = [s for s, y in zip(scores, labels) if y == 1]
+neg = [s for s, y in zip(scores, labels) if y == 0]
+auc = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / (len(pos) * len(neg))
+assert abs(auc - float(sys.argv[1])) < 2e-3, (auc, sys.argv[1])
+PY
+  train 3 ps ps2.log "${ps[@]}" --dist.ps_ranks=1 --train.epochs=2 --resume ||
+    fail "resume on one server: $(tail -5 ps2.log)"
+  grep -q "resuming from .*ckpt-[0-9]*.h5 at step" ps2.log || fail "no resume: $(grep -i resum ps2.log)"
+  grep -q "holds 22400 rows of 2 sparse table(s)" ps2.log || fail "one server: $(grep server ps2.log)"
+  grep -qE "final: eval loss [0-9.]+, accuracy [0-9.]+, AUC [0-9.]+" ps2.log ||
+    fail "resumed: no final AUC: $(grep final ps2.log)"
   ;;
 bad)
   rc=0
@@ -108,6 +133,11 @@ bad)
   [ "$rc" -ne 0 ] || fail "lists longer than their slots trained"
   grep -qE "assemble: 'tags' holds [34] ids, more than ids=2 \(add :truncate to keep the first 2\).*file=.*ctr-train.csv.*record=" long.log ||
     fail "long list: $(tail -3 long.log)"
+  rc=0
+  train 3 rma rma.log --dist.strategy=parameter_server --dist.ps_transport=rma || rc=$?
+  [ "$rc" -ne 0 ] || fail "sparse tables over rma trained"
+  grep -qE "error: invalid argument: dist.ps_tables = sparse .*not dist.ps_transport = rma.*\[key=dist.ps_transport\]" rma.log ||
+    fail "rma: $(grep -m1 error rma.log)"
   ;;
 *) fail "unknown mode" ;;
 esac

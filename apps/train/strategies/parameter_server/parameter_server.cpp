@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <thread>
 
@@ -26,6 +27,9 @@ StartPoint ParameterServerStrategy::Setup() {
       .timeout_seconds = server_ ? this->options().watchdog_seconds : WorkerWaitSeconds()};
   ps_ = job.Split(0, job.rank(), options);
   group_ = job.Split(server_ ? 1 : 0, job.rank(), options);
+  if (PsOptionsOf(this->options()).sparse_tables) {  // the chief and the servers: checkpoints
+    ckpt_ = job.Split(server_ || job.rank() == 0 ? 0 : 1, job.rank(), options);
+  }
   StartPoint start = ReplicaStrategy::Setup();  // every rank: the whole model, resumed
   pull_staging_ = HostStaging(model().arena().device());
   push_staging_ = HostStaging(model().arena().device());
@@ -33,6 +37,7 @@ StartPoint ParameterServerStrategy::Setup() {
   for (int id : model().arena().arena_order()) sizes.push_back(model().arena().spec(id).size);
   slices_ = CutArena(sizes, num_servers_);
   if (server_) MakeServerState(start.step);
+  MakeSparse();
   if (rma_) MakeWindows();
   LogRoles();
   return start;
@@ -64,7 +69,20 @@ void ParameterServerStrategy::LogRoles() const {
 
 void ParameterServerStrategy::WaitPushes() { ps_->WaitAll(pushes_); }
 
-void ParameterServerStrategy::Pull(int64_t step) {
+void ParameterServerStrategy::BeforeForward(const StepInput& in) {
+  Pull(in.step, sparse_ ? &in.batch->x : nullptr);
+  wire_steps_ += 1;
+  for (int k = 0; k < num_servers_; ++k) {
+    const size_t rows = sparse_ ? windows_->row_floats(k) : 0;
+    const size_t asked = sparse_ ? requests_[static_cast<size_t>(k)].size() : 1;
+    wire_bytes_ += static_cast<double>(
+        (static_cast<size_t>(slices_[static_cast<size_t>(k)].size) + rows) * sizeof(float) +
+        asked * sizeof(int64_t));
+  }
+  if (sparse_) window_rows_ += static_cast<double>(windows_->window_rows());
+}
+
+void ParameterServerStrategy::Pull(int64_t step, const Tensor* x) {
   SF_TRACE_SCOPE("pull");
   const auto t0 = Clock::now();
   WaitPushes();  // the gradients' buffer is about to be overwritten
@@ -77,14 +95,25 @@ void ParameterServerStrategy::Pull(int64_t step) {
   }
   comm::RequestList requests;
   float* params = PullBuffer();
+  if (sparse_) windows_->Prepare(x);
   for (int k = 0; k < num_servers_; ++k) {
     const ServerSlice& s = slices_[static_cast<size_t>(k)];
     ps_->PostRecvFloats(params + s.offset, static_cast<size_t>(s.size), ServerRank(k), kParamsTag,
                         requests);
-    ps_->PostSendBytes(&pull_step_, sizeof(pull_step_), ServerRank(k), kPullTag, requests);
+    if (!sparse_) {
+      ps_->PostSendBytes(&pull_step_, sizeof(pull_step_), ServerRank(k), kPullTag, requests);
+      continue;
+    }
+    std::vector<int64_t>& ask = requests_[static_cast<size_t>(k)];
+    ask.assign(1, step);
+    EncodeIds(windows_->ids_for(k), &ask);
+    ps_->PostRecvFloats(windows_->rows_buffer(k), windows_->row_floats(k), ServerRank(k), kRowsTag,
+                        requests);
+    ps_->PostSendBytes(ask.data(), ask.size() * sizeof(int64_t), ServerRank(k), kPullTag, requests);
   }
   ps_->WaitAll(requests);
   Landed();
+  if (sparse_) windows_->Scatter();
   pull_s_ = Since(t0);
 }
 
@@ -114,10 +143,15 @@ void ParameterServerStrategy::Push(const StepInput& in, bool skipped) {
   for (int k = 0; k < num_servers_; ++k) {
     const ServerSlice& s = slices_[static_cast<size_t>(k)];
     ps_->PostSendBytes(&head_, sizeof(head_), ServerRank(k), kPushHeadTag, pushes_);
-    if (!skipped) {
-      ps_->PostSendFloats(grads + s.offset, static_cast<size_t>(s.size), ServerRank(k),
-                          kPushDataTag, pushes_);
-    }
+    if (skipped) continue;
+    ps_->PostSendFloats(grads + s.offset, static_cast<size_t>(s.size), ServerRank(k), kPushDataTag,
+                        pushes_);
+    wire_bytes_ += static_cast<double>(s.size) * sizeof(float);
+    if (!sparse_) continue;
+    std::vector<float>& rows = grad_rows_[static_cast<size_t>(k)];
+    windows_->GatherGrads(k, &rows);
+    ps_->PostSendFloats(rows.data(), rows.size(), ServerRank(k), kPushRowsTag, pushes_);
+    wire_bytes_ += static_cast<double>(rows.size()) * sizeof(float);
   }
 }
 
@@ -276,14 +310,22 @@ void ParameterServerStrategy::OnPush(int source) {
   if (head.skipped == 0) {
     comm::RequestList requests;
     ps_->PostRecvFloats(incoming_.data(), incoming_.size(), source, kPushDataTag, requests);
+    if (sparse_) {
+      incoming_rows_.resize(
+          shard_->RowFloats(pull_ids_[static_cast<size_t>(roles_.worker_index(source))]));
+      ps_->PostRecvFloats(incoming_rows_.data(), incoming_rows_.size(), source, kPushRowsTag,
+                          requests);
+    }
     ps_->WaitAll(requests);
   }
-  Apply(static_cast<size_t>(roles_.worker_index(source)), head, incoming_.data());
+  Apply(static_cast<size_t>(roles_.worker_index(source)), head, incoming_.data(),
+        incoming_rows_.data());
 }
 
 // A worker's push: counted (its staleness), then applied as it comes (asynchronous) or summed
 // until the step's W pushes are in (synchronous).
-void ParameterServerStrategy::Apply(size_t worker, const PushHead& head, const float* gradient) {
+void ParameterServerStrategy::Apply(size_t worker, const PushHead& head, const float* gradient,
+                                    const float* rows) {
   const int64_t stale = updates_ - pulled_at_[worker];
   histogram_[static_cast<size_t>(std::min<int64_t>(stale, kHistogramBins - 1))] += 1;
   staleness_sum_ += static_cast<double>(stale);
@@ -292,6 +334,7 @@ void ParameterServerStrategy::Apply(size_t worker, const PushHead& head, const f
   if (staleness_ == 0) {  // synchronous: the mean of the step's W gradients, applied once
     if (head.skipped == 0) {
       for (int64_t i = 0; i < mine_.size; ++i) sum_[i] += gradient[i];
+      if (sparse_) shard_->Accumulate(pull_ids_[worker], rows);
     }
     if (++pushes_this_step_ < num_workers_) return;
     float* g = slice_.grads();
@@ -299,6 +342,7 @@ void ParameterServerStrategy::Apply(size_t worker, const PushHead& head, const f
     std::fill(sum_.begin(), sum_.end(), 0.0f);
     pushes_this_step_ = 0;
     slice_optimizer_->Step(slice_, head.learning_rate);
+    if (sparse_) shard_->ApplyAccumulated(inv, head.learning_rate);
     ++updates_;
     std::fill(applied_.begin(), applied_.end(), head.step + 1);
     return;
@@ -307,6 +351,7 @@ void ParameterServerStrategy::Apply(size_t worker, const PushHead& head, const f
     float* g = slice_.grads();
     for (int64_t i = 0; i < mine_.size; ++i) g[i] = gradient[i] * inv;
     slice_optimizer_->Step(slice_, head.learning_rate);
+    if (sparse_) shard_->Apply(pull_ids_[worker], rows, inv, head.learning_rate);
     ++updates_;
   }
   applied_[worker] = head.step + 1;
@@ -375,6 +420,11 @@ void ParameterServerStrategy::Grant(int source) {
     return;
   }
   SendTo(source, kParamsTag, std::vector<float>(slice_.params(), slice_.params() + mine_.size));
+  if (!sparse_) return;
+  const IdLists& ids = pull_ids_[static_cast<size_t>(worker)];
+  std::vector<float> rows(shard_->RowFloats(ids));
+  shard_->Gather(ids, rows.data());
+  SendTo(source, kRowsTag, std::move(rows));
 }
 
 void ParameterServerStrategy::Handle(const comm::Communicator::Envelope& e) {
@@ -385,12 +435,26 @@ void ParameterServerStrategy::Handle(const comm::Communicator::Envelope& e) {
   }
   switch (e.tag) {
     case kPullTag: {
-      const int64_t step = RecvValue<int64_t>(e.source, kPullTag);
+      std::vector<int64_t> ask(std::max<size_t>(1, e.bytes / sizeof(int64_t)));
+      comm::RequestList requests;
+      ps_->PostRecvBytes(ask.data(), ask.size() * sizeof(int64_t), e.source, kPullTag, requests);
+      ps_->WaitAll(requests);
+      const int64_t step = ask[0];
+      if (sparse_) {
+        const std::string from = "worker rank " + std::to_string(e.source);
+        IdLists ids =
+            DecodeIds(ask.data() + 1, ask.size() - 1, model().RemoteTables().size(), from);
+        shard_->CheckIds(ids, from);
+        pull_ids_[static_cast<size_t>(roles_.worker_index(e.source))] = std::move(ids);
+      }
       int64_t& latest = latest_pull_[static_cast<size_t>(roles_.worker_index(e.source))];
       latest = std::max(latest, step);
       pending_pulls_.emplace_back(e.source, step);
       break;
     }
+    case kLookupTag:
+      OnLookup(e.source, e.bytes);
+      break;
     case kStopTag:
       RecvValue<int64_t>(e.source, kStopTag);
       DecideStop();
@@ -403,7 +467,10 @@ void ParameterServerStrategy::Handle(const comm::Communicator::Envelope& e) {
       ++done_;
       break;
     case kStateTag: {
-      RecvValue<int64_t>(e.source, kStateTag);
+      if (RecvValue<int64_t>(e.source, kStateTag) == 2) {  // the chief's WriteCheckpoint
+        SavePartitionedCheckpoint(options().checkpoint, ckpt_->raw(), shard_->Part(model()), {});
+        break;
+      }
       const int64_t iterations = slice_optimizer_->iterations();
       comm::RequestList requests;
       ps_->PostSendBytes(&iterations, sizeof(iterations), e.source, kStateIterTag, requests);
@@ -486,19 +553,35 @@ void ParameterServerStrategy::FinishReport(RunSummary* summary) {
   std::vector<double> sums = histogram_;
   sums.push_back(pushes_counted_);
   sums.push_back(staleness_sum_);
+  sums.push_back(wire_bytes_);
+  sums.push_back(wire_steps_);
+  sums.push_back(window_rows_);
   comm::AllreduceDoubles(ctl(), sums.data(), sums.size(), comm::ReduceOp::kSum);
   const double gap = comm::AllreduceDouble(ctl(), max_gap_, comm::ReduceOp::kMax);
   const double pushes = sums[kHistogramBins], stale = sums[kHistogramBins + 1];
   summary->strategy_series.emplace_back(
       "staleness_histogram", std::vector<double>(sums.begin(), sums.begin() + kHistogramBins));
+  const double wire = sums[kHistogramBins + 2], steps = sums[kHistogramBins + 3];
   summary->strategy_figures = {{"servers", num_servers_},
                                {"workers", num_workers_},
                                {"max_step_gap", gap},
-                               {"mean_staleness_updates", pushes > 0 ? stale / pushes : 0.0}};
+                               {"mean_staleness_updates", pushes > 0 ? stale / pushes : 0.0},
+                               {"wire_mib_per_step", steps > 0 ? wire / steps / (1 << 20) : 0.0}};
+  if (sparse_) {
+    summary->strategy_figures.emplace_back("sparse_rows_per_step",
+                                           steps > 0 ? sums[kHistogramBins + 4] / steps : 0.0);
+  }
+}
+
+// With sparse tables: the parameters as the same model with whole tables lays them out (every
+// table gathered on rank 0, so for tables that fit there: the tests' comparisons).
+std::vector<float> ParameterServerStrategy::FinalParams() {
+  std::vector<float> dense = DenseFinalParams();
+  return sparse_ ? TablesInArenaOrder(dense) : dense;
 }
 
 // Rank 0 gathers every server's slice into its place in the arena and shares the result.
-std::vector<float> ParameterServerStrategy::FinalParams() {
+std::vector<float> ParameterServerStrategy::DenseFinalParams() {
   const int64_t total = slices_.back().offset + slices_.back().size;
   std::vector<float> whole(static_cast<size_t>(total));
   const size_t bytes = server_ ? static_cast<size_t>(mine_.size) * sizeof(float) : 0;

@@ -20,10 +20,14 @@
 // while idle, so a server sharing a core with a worker takes little of it; or rma, one-sided
 // windows the workers read and write and the server scans (parameter_server_rma.cpp). A server that
 // hears nothing for dist.watchdog_seconds while some worker is not done ends the job naming the
-// silent workers. Checkpoints: the chief pulls every slice with its optimizer state and writes the
-// same file as data-parallel training (resumable under any strategy, readable by
-// shardflow-predict). Asynchronous runs are not bit-reproducible (the order pushes arrive in
-// varies); the synchronous mode is, up to that order's float rounding. Thread-safety: as Strategy.
+// silent workers. Sparse tables (dist.ps_tables = sparse, a model with embedding-bag or wide
+// tables, sparse_tables.hpp) are not in the slices: each server holds a range of every table's
+// rows, a pull carries the batch's distinct ids and brings their rows, a push sends their
+// gradient rows, and the chief and the servers write the checkpoint together. Checkpoints: the
+// chief pulls every slice with its optimizer state and writes the same file as data-parallel
+// training (resumable under any strategy, readable by shardflow-predict). Asynchronous runs are not
+// bit-reproducible (the order pushes arrive in varies); the synchronous mode is, up to that order's
+// float rounding. Thread-safety: as Strategy.
 #pragma once
 
 #include <memory>

@@ -15,6 +15,7 @@
 #include "apps/train/strategies/parameter_server/parameter_server.hpp"
 #include "apps/train/strategies/parameter_server/ps_options.hpp"
 #include "apps/train/strategies/parameter_server/ps_placement.hpp"
+#include "apps/train/strategies/parameter_server/sparse_tables.hpp"
 #include "comm/rma_window.hpp"
 #include "core/host_staging.hpp"
 
@@ -26,17 +27,21 @@ inline double Since(Clock::time_point t) {
 }
 
 // Message tags of the protocol (on the strategy's own communicator).
-constexpr int kPullTag = 101;       // worker -> server: int64 step
-constexpr int kParamsTag = 102;     // server -> worker: the slice's parameters
-constexpr int kPushHeadTag = 103;   // worker -> server: PushHead
-constexpr int kPushDataTag = 104;   // worker -> server: the slice's gradient (unless skipped)
-constexpr int kDoneTag = 105;       // worker -> server: int64, the worker's last step
-constexpr int kStateTag = 106;      // chief -> server: int64 (checkpoint)
-constexpr int kStateIterTag = 107;  // server -> chief: int64 optimizer iterations
-constexpr int kStateDataTag = 108;  // server -> chief: parameters, then each optimizer slot
-constexpr int kStopTag = 109;       // worker -> server 0: int64, it got a stop signal
-constexpr int kStopAtTag = 110;     // server 0 -> every worker: int64, the step count to stop at
-constexpr int kHistogramBins = 32;  // staleness 0..30, and 31 or more
+constexpr int kPullTag = 101;        // worker -> server: int64 step
+constexpr int kParamsTag = 102;      // server -> worker: the slice's parameters
+constexpr int kPushHeadTag = 103;    // worker -> server: PushHead
+constexpr int kPushDataTag = 104;    // worker -> server: the slice's gradient (unless skipped)
+constexpr int kDoneTag = 105;        // worker -> server: int64, the worker's last step
+constexpr int kStateTag = 106;       // chief -> server: int64 (checkpoint)
+constexpr int kStateIterTag = 107;   // server -> chief: int64 optimizer iterations
+constexpr int kStateDataTag = 108;   // server -> chief: parameters, then each optimizer slot
+constexpr int kStopTag = 109;        // worker -> server 0: int64, it got a stop signal
+constexpr int kStopAtTag = 110;      // server 0 -> every worker: int64, the step count to stop at
+constexpr int kRowsTag = 111;        // server -> worker: the pull's rows of the sparse tables
+constexpr int kPushRowsTag = 112;    // worker -> server: their gradient rows, in the same order
+constexpr int kLookupTag = 113;      // worker -> server: id lists (evaluation; answered at once)
+constexpr int kLookupRowsTag = 114;  // server -> worker: their rows
+constexpr int kHistogramBins = 32;   // staleness 0..30, and 31 or more
 
 struct PushHead {
   int64_t step = 0;
@@ -102,16 +107,19 @@ class ParameterServerStrategy final : public ReplicaStrategy {
 
  protected:
   double FinishGradients() override { return pull_s_; }  // gradients go out whole, unreduced
-  void BeforeForward(const StepInput& in) override { Pull(in.step); }
+  void BeforeForward(const StepInput& in) override;
+  void BeforeEvalForward(const ModelBatch& batch) override;
   void ApplyUpdate(const StepInput& in) override { Push(in, false); }
   void SkipUpdate(const StepInput& in) override { Push(in, true); }
   comm::Communicator& replicas() const override { return *group_; }
   // Each worker pushes its own batch's mean (BatchWeight).
   bool averages_over_replicas() const override { return false; }
+  std::string WriteCheckpoint(const TrainingState& state) override;
   // A server's copy of the model only seeds its slice: on the CPU, where its optimizer runs.
   ModelOptions ReplicaModelOptions() const override {
     ModelOptions m = options().model;
     if (server_) m.device = Device::kCpu;
+    m.remote_tables = PsOptionsOf(options()).sparse_tables;
     return m;
   }
 
@@ -119,7 +127,9 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   int ServerRank(int k) const { return roles_.servers[static_cast<size_t>(k)]; }
   void LogRoles() const;
   // Worker side.
-  void Pull(int64_t step);
+  // `x`: the batch whose rows of the sparse tables come with the parameters (null: none).
+  void Pull(int64_t step, const Tensor* x = nullptr);
+  void Lookup(const Tensor& x);  // the rows of an evaluation batch
   void Push(const StepInput& in, bool skipped);
   void WaitPushes();
   void FetchServerState();
@@ -133,7 +143,11 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   void MakeServerState(int64_t first_step);
   void Handle(const comm::Communicator::Envelope& e);
   void OnPush(int source);
-  void Apply(size_t worker, const PushHead& head, const float* gradient);
+  void Apply(size_t worker, const PushHead& head, const float* gradient, const float* rows);
+  void MakeSparse();
+  void OnLookup(int source, size_t bytes);
+  std::vector<float> DenseFinalParams();
+  std::vector<float> TablesInArenaOrder(const std::vector<float>& dense);
   void Grant(int source);
   void AnswerPulls();
   void SendTo(int worker, int tag, std::vector<float> data);
@@ -202,6 +216,19 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   bool held_noted_ = false;
   std::deque<PendingSend> sends_;
   std::vector<double> histogram_ = std::vector<double>(kHistogramBins, 0.0);
+  // Sparse tables (sparse_tables.hpp): the worker's windows and what its pushes send; the
+  // server's rows and each worker's id lists of its latest pull.
+  bool sparse_ = false;
+  std::unique_ptr<SparseWindows> windows_;
+  std::vector<std::vector<int64_t>> requests_;  // per server: the pull's step and id lists
+  std::vector<std::vector<float>> grad_rows_;   // per server: the push's gradient rows
+  std::unique_ptr<SparseShard> shard_;
+  std::vector<IdLists> pull_ids_;  // per worker
+  std::vector<float> incoming_rows_;
+  // Worker: bytes it sent and received in its steps' pulls and pushes, the steps, and their
+  // windows' rows (summary.json wire_mib_per_step, sparse_rows_per_step).
+  double wire_bytes_ = 0, wire_steps_ = 0, window_rows_ = 0;
+  std::unique_ptr<comm::Communicator> ckpt_;  // sparse tables: the chief and the servers
   double max_gap_ = 0, pushes_counted_ = 0, staleness_sum_ = 0;
 };
 

@@ -135,7 +135,7 @@ bool ParameterServerStrategy::ScanWindows() {
       const float* gradient =
           static_cast<const float*>(grads_win_->local()) + w * static_cast<size_t>(mine_.size);
       const int64_t before = updates_;
-      Apply(w, slot.head, gradient);
+      Apply(w, slot.head, gradient, nullptr);  // no sparse tables over rma (ps_unit.cpp)
       grads_win_->UnlockLocal();
       updated = updated || updates_ != before;
       slot.consumed_seq = slot.push_seq;

@@ -13,6 +13,30 @@
 namespace shardflow::train {
 namespace {
 
+bool HasTables(const TrainerOptions& o) {
+  for (const LayerInfo& layer : DescribeLayers(o.model_spec, o.input_shape, o.model)) {
+    const std::string kind = layer.name.substr(layer.name.find('_') + 1);
+    if (kind == "embedbag" || kind == "wide") return true;
+  }
+  return false;
+}
+
+// What sparse tables do not do (yet): each refusal names its key.
+void CheckSparseTables(const apps::ExperimentConfig& c, const TrainerOptions& o) {
+  auto refuse = [](const std::string& what, const std::string& key) {
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        "dist.ps_tables = sparse (the model's embedding tables split over the servers) " + what,
+        {.key = key, .hint = "dist.ps_tables = dense keeps whole tables in the slices"});
+  };
+  if (c.ps_transport == "rma")
+    refuse("travels as messages, not dist.ps_transport = rma", "dist.ps_transport");
+  if (o.model.device != Device::kCpu)
+    refuse("trains on the CPU: embedding bags read host memory", "train.device");
+  if (o.clip_norm > 0)
+    refuse("cannot clip by the global norm: the servers apply the tables' rows", "train.clip_norm");
+}
+
 void Resolve(const StrategyConfig& sc, TrainerOptions* o) {
   const apps::ExperimentConfig& c = sc.config;
   if (o->model_parallel.grid.model_parallel()) {
@@ -36,11 +60,18 @@ void Resolve(const StrategyConfig& sc, TrainerOptions* o) {
                 {.key = "dist.sharding"});
   }
   auto ps = std::make_shared<PsOptions>();
+  ps->sparse_tables = c.ps_tables == "sparse" && HasTables(*o);
+  if (ps->sparse_tables) {
+    CheckSparseTables(c, *o);
+    o->model.remote_tables = true;  // every rank's replica (and its memory cap) holds no rows
+  }
   ps->ranks = c.ps_ranks;
   ps->servers =
       PlaceParameterServers(sc.job.ranks, c.ps_ranks, c.ps_placement, sc.job.node_of_rank).servers;
-  ps->transport = ResolvePsTransport(c.ps_transport, sc.job.node_of_rank,
-                                     static_cast<int>(std::thread::hardware_concurrency()));
+  ps->transport = ps->sparse_tables  // row lists of varying length travel as messages
+                      ? "p2p"
+                      : ResolvePsTransport(c.ps_transport, sc.job.node_of_rank,
+                                           static_cast<int>(std::thread::hardware_concurrency()));
   ps->max_staleness = c.max_staleness;
   o->strategy_options = std::move(ps);
 }
@@ -90,7 +121,8 @@ StrategyUnit ParameterServerUnit() {
   unit.summary =
       "dist.ps_ranks ranks hold the parameters and their optimizer state, the other ranks are "
       "workers that pull and push (asynchronous, or bounded by dist.max_staleness)";
-  unit.keys = {"dist.ps_ranks", "dist.ps_placement", "dist.ps_transport", "dist.max_staleness"};
+  unit.keys = {"dist.ps_ranks", "dist.ps_placement", "dist.ps_transport", "dist.ps_tables",
+               "dist.max_staleness"};
   unit.dynamic_sharding = true;
   unit.replicas = [](const StrategyConfig& sc) {
     if (sc.config.ps_ranks >= sc.job.ranks) {
