@@ -1,7 +1,7 @@
 // Embedding bag layer (core/layers/embedding_bag.hpp): the output layout (columns around the
 // bags, each bag the combination of its rows), the three combiners, empty slots and empty bags,
 // gradients against central differences (table and the other columns; slots have none), ids
-// out of range named, and the bag grammar.
+// out of range named, the bag grammar, and a remote table's window (parameter servers).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -114,6 +114,55 @@ TEST(EmbeddingBag, GradientsMatchCentralDifferences) {
       EXPECT_EQ(grads[1 * 3 + k], 0.0) << "row 1 was not used";
       EXPECT_EQ(grads[3 * 3 + k], 0.0) << "row 3 was not used";
     }
+  }
+}
+
+// Remote tables (core/layers/remote_table.hpp): built with remote_tables the layer holds no
+// rows (an empty slice of the whole table) and computes with the window its holder fills: the
+// same output and the same gradient rows as the whole table, rows drawn as Initialize draws
+// them, and an id outside the window refused.
+TEST(EmbeddingBag, ARemoteTableComputesWithItsWindowAsTheWholeTable) {
+  for (const std::string spec : {"embedbag:7:3:1:1+1x3:mean", "wide:7:3:1:4"}) {
+    Built whole(spec, {6});
+    Arena<double> arena;
+    std::unique_ptr<Layer<double>> layer = MakeLayerFromSpec<double>(spec, {6}, {});
+    BuildContext<double> ctx{
+        .arena = &arena, .layer_index = 0, .layer_name = "00_embedbag", .remote_tables = true};
+    EXPECT_EQ(layer->Build({6}, ctx), whole.out);
+    arena.Allocate();
+    layer->Initialize(5);
+    const ParamSpec& table = arena.specs().at(0);
+    EXPECT_EQ(table.shape, (Shape{0, 3})) << spec;
+    EXPECT_EQ(table.FullShape(), (Shape{7, 3})) << spec;
+    RemoteTable<double>* remote = layer->remote_table();
+    ASSERT_NE(remote, nullptr) << spec;
+    EXPECT_EQ(whole.layer->remote_table(), nullptr);
+    const Tensor x = Input({{2, 4, 6, 4}, {-1, 0, -1, -1}, {3, -1, -1, 6}});
+    const std::vector<int64_t> ids = remote->BatchIds(x);
+    EXPECT_EQ(ids, (std::vector<int64_t>{0, 2, 3, 4, 6})) << spec;
+    double* rows = remote->SetWindow(ids);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      remote->InitialRow(ids[i], rows + 3 * i);
+      for (int k = 0; k < 3; ++k) EXPECT_EQ(rows[3 * i + k], whole.Row(ids[i])[k]) << spec;
+    }
+    const Tensor y = layer->Forward(x, {}), y_whole = whole.layer->Forward(x, {});
+    ASSERT_EQ(y.shape(), y_whole.shape());
+    for (int64_t i = 0; i < y.num_elements(); ++i) {
+      EXPECT_EQ(y.data<double>()[i], y_whole.data<double>()[i]) << spec << " output " << i;
+    }
+    Tensor dy(DType::kFloat64, y.shape());
+    for (int64_t i = 0; i < dy.num_elements(); ++i) dy.data<double>()[i] = 0.1 * (i % 7) - 0.3;
+    layer->Backward(dy, false);
+    whole.arena.ZeroGrads();
+    whole.layer->Backward(dy, false);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      for (int k = 0; k < 3; ++k) {
+        EXPECT_EQ(remote->window_grads()[3 * i + k], whole.arena.grads()[ids[i] * 3 + k])
+            << spec << " id " << ids[i];
+      }
+    }
+    remote->SetWindow({0, 2});  // ids 3, 4 and 6 are not in it
+    EXPECT_THROW(layer->Forward(x, {}), Error) << spec;
   }
 }
 
