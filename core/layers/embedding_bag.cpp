@@ -7,7 +7,6 @@
 
 #include "core/backend/device_runtime.hpp"
 #include "core/init.hpp"
-#include "core/random.hpp"
 
 namespace shardflow {
 
@@ -133,15 +132,15 @@ class EmbeddingBag final : public Layer<T>, public RemoteTable<T> {
   std::string table_spec() const override { return Describe(); }
   int64_t rows() const override { return o_.rows; }
   int64_t dim() const override { return o_.dim; }
-  // As Initialize fills the whole table: element (id, d) is element id * D + d of the stream.
+  // Row `id` as Initialize fills the whole table: its slice of the table's draws.
   void InitialRow(int64_t id, T* out) const override {
-    const double stddev = 1.0 / std::sqrt(static_cast<double>(o_.dim));
-    for (int64_t d = 0; d < o_.dim; ++d) {
-      out[d] = o_.wide
-                   ? T(0)
-                   : static_cast<T>(stddev * RandomNormal(seed_, stream_,
-                                                          static_cast<uint64_t>(id * o_.dim + d)));
+    if (o_.wide) {
+      std::fill(out, out + o_.dim, T(0));
+      return;
     }
+    BackendFor<T>(Device::kCpu)
+        .FillNormalSlice({.outer = 1, .full = o_.rows, .begin = id, .size = 1, .inner = o_.dim},
+                         1.0 / std::sqrt(static_cast<double>(o_.dim)), seed_, stream_, out);
   }
   std::vector<int64_t> BatchIds(const Tensor& x) const override {
     const int64_t b = CheckInput(x, {w_}, "embedbag");

@@ -1,5 +1,5 @@
 // RemoteTable: a layer's table whose rows live elsewhere (a parameter server's sparse tables,
-// apps/train/strategies/parameter_server/sparse_shard.hpp). Built with BuildContext::
+// apps/train/strategies/parameter_server/sparse_tables.hpp). Built with BuildContext::
 // remote_tables, an embedding bag declares its table as an empty slice of the whole (shape
 // (0, D) of full shape (N, D): every later parameter keeps its initialisation stream, and a
 // checkpoint's table is skipped on load, written by its holders) and computes with a window: the
