@@ -1,7 +1,8 @@
 // Feature columns of data.assemble (io/pipeline/feature_columns.hpp) through a CSV pipeline:
 // hashed, identity and crossed categorical slots in one shared id space, delimited lists of ids
 // (padding, truncation, the too-long error), bucketized numbers one-hot, log1p counts, missing
-// values taking no id, int64 lists, the layout, and the errors that name the key or the record.
+// values taking no id, int64 lists (also of any length from JSON lines), the layout, and the
+// errors that name the key or the record.
 #include <gtest/gtest.h>
 
 #include "core/hash.hpp"
@@ -81,6 +82,24 @@ TEST_F(FeatureColumnsTest, IdSlotsShareOneSpaceInAssembleOrder) {
   ExpectHas(layout, "[4:5) user identity(ids [50, 60) identity)");
   ExpectHas(layout, "[5:6) shop*user cross(ids [60, 80) hash)");
   ExpectHas(layout, "[6:10) tags list(ids [80, 1080) hash, lists of 4); id space 1080");
+}
+
+// Variable-length int64 lists from JSON lines (json_schema tags:int64[*]) fill ids= slots: an
+// empty list takes none, a longer one is truncated when the entry says so.
+TEST_F(FeatureColumnsTest, JsonLinesListsOfAnyLengthFillIdSlots) {
+  WriteFile((dir_ / "t.jsonl").string(),
+            "{\"tags\": [4, 9], \"label\": 0}\n{\"tags\": [], \"label\": 1}\n"
+            "{\"tags\": [1, 2, 3, 4], \"label\": 1}\n");
+  spec_.data.format = "jsonl";
+  spec_.data.files = {(dir_ / "t.jsonl").string()};
+  spec_.format.json_schema = "tags:int64[*], label:int64";
+  spec_.assemble.inputs = {"tags:ids=3:id=10:truncate"};
+  const auto batches = Drain(BuildInputPipeline(spec_, 0, 1));
+  ASSERT_EQ(batches.size(), 1u);
+  const Tensor& x = batches[0].Get("input");
+  ASSERT_EQ(x.shape(), (Shape{3, 3}));
+  EXPECT_EQ(std::vector<float>(x.data<float>(), x.data<float>() + 9),
+            (std::vector<float>{4, 9, -1, -1, -1, -1, 1, 2, 3}));
 }
 
 TEST_F(FeatureColumnsTest, ListsLongerThanTheirSlotsFailOrAreTruncated) {

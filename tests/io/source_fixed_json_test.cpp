@@ -142,6 +142,24 @@ TEST(JsonLinesSource, TypesArraysAndIgnoredFields) {
   EXPECT_EQ(source.counters().skipped_records.load(), 0);
 }
 
+// int64[*]: a list of any length (empty included), the form data.assemble's ids= takes.
+TEST(JsonLinesSource, ListsOfAnyLength) {
+  shardflow::testing::ScratchDir dir("jsonl_lists");
+  const std::string path = (dir / "t.jsonl").string();
+  WriteFile(path, "{\"tags\": [9]}\n{\"tags\": []}\n{\"tags\": [7, 7, 6]}\n{\"tags\": 3}\n");
+  JsonLinesSource source({path}, {.schema = ParseJsonSchema("tags:int64[*]")});
+  auto reader = source.Open(0, {});
+  Element e;
+  for (const std::vector<int64_t>& want :
+       {std::vector<int64_t>{9}, std::vector<int64_t>{}, std::vector<int64_t>{7, 7, 6}}) {
+    ASSERT_TRUE(reader->Next(&e));
+    const Tensor& t = e.Get("tags");
+    EXPECT_EQ(t.shape(), Shape{static_cast<int64_t>(want.size())});
+    EXPECT_EQ(std::vector<int64_t>(t.data<int64_t>(), t.data<int64_t>() + t.num_elements()), want);
+  }
+  ExpectHas(ErrorText([&] { reader->Next(&e); }), "expected an array of numbers");
+}
+
 TEST(JsonLinesSource, ExactlyOnceEveryPolicyOneToFourRanks) {
   shardflow::testing::ScratchDir dir("jsonl_once");
   std::vector<std::string> files;
@@ -222,7 +240,7 @@ TEST(JsonLinesSource, EveryBadLineNamesFileLineAndFieldOrIsSkippedAndCounted) {
 
 TEST(JsonLinesSource, SchemaErrors) {
   for (const char* bad :
-       {"id", "id:int32", "v:float32[0]", "v:float32[x]", "s:bytes[2]", ":int64"}) {
+       {"id", "id:int32", "v:float32[0]", "v:float32[x]", "s:bytes[2]", "s:bytes[*]", ":int64"}) {
     ExpectHas(ErrorText([&] { ParseJsonSchema(bad); }), "schema");
   }
   EXPECT_THROW(JsonLinesSource({}, {}), Error);

@@ -20,6 +20,7 @@ std::string TypeName(const JsonField& f) {
   std::ostringstream t;
   t << (f.dtype == DType::kInt64 ? "int64" : f.dtype == DType::kUInt8 ? "bytes" : "float32");
   if (f.length > 0) t << '[' << f.length << ']';
+  if (f.length < 0) t << "[*]";
   return t.str();
 }
 
@@ -112,19 +113,30 @@ class JsonLinesReader : public RecordReader {
         out->features.emplace_back(f.name, std::move(t));
         continue;
       }
-      Tensor t(f.dtype, f.length > 0 ? Shape{f.length} : Shape{});
+      simdjson::dom::array array;
+      if (f.length != 0 && v.get_array().get(array)) {
+        Fail(f.length > 0 ? "expected an array of " + std::to_string(f.length) + " numbers"
+                          : std::string("expected an array of numbers"),
+             offset, line, f.name);
+      }
+      if (f.length > 0 && static_cast<int64_t>(array.size()) != f.length) {
+        Fail("expected " + std::to_string(f.length) + " numbers, got " +
+                 std::to_string(array.size()),
+             offset, line, f.name);
+      }
+      Tensor t(f.dtype, f.length == 0 ? Shape{} : Shape{static_cast<int64_t>(array.size())});
       auto put = [&](simdjson::dom::element x, int64_t i) {
         if (f.dtype == DType::kInt64) {
           int64_t n = 0;
           if (x.get_int64().get(n)) {
-            Fail(std::string("expected an integer") + (f.length > 0 ? " array element" : ""),
+            Fail(std::string("expected an integer") + (f.length != 0 ? " array element" : ""),
                  offset, line, f.name);
           }
           t.data<int64_t>()[i] = n;
         } else {
           double d = 0;
           if (!AsDouble(x, &d)) {
-            Fail(std::string("expected a number") + (f.length > 0 ? " array element" : ""), offset,
+            Fail(std::string("expected a number") + (f.length != 0 ? " array element" : ""), offset,
                  line, f.name);
           }
           t.data<float>()[i] = static_cast<float>(d);
@@ -133,16 +145,6 @@ class JsonLinesReader : public RecordReader {
       if (f.length == 0) {
         put(v, 0);
       } else {
-        simdjson::dom::array array;
-        if (v.get_array().get(array)) {
-          Fail("expected an array of " + std::to_string(f.length) + " numbers", offset, line,
-               f.name);
-        }
-        if (static_cast<int64_t>(array.size()) != f.length) {
-          Fail("expected " + std::to_string(f.length) + " numbers, got " +
-                   std::to_string(array.size()),
-               offset, line, f.name);
-        }
         int64_t i = 0;
         for (simdjson::dom::element x : array) put(x, i++);
       }
@@ -170,7 +172,8 @@ std::vector<JsonField> ParseJsonSchema(const std::string& text, const std::strin
     auto bad = [&](const std::string& why) {
       return Error(ErrorCode::kInvalidArgument,
                    "bad schema entry '" + entry + "': " + why +
-                       " (expected name:int64|float32|bytes|int64[N]|float32[N])",
+                       " (expected name:int64|float32|bytes|int64[N]|float32[N]|int64[*]|"
+                       "float32[*])",
                    {.key = key});
     };
     if (colon == std::string::npos || colon == 0) throw bad("no name:type");
@@ -181,8 +184,10 @@ std::vector<JsonField> ParseJsonSchema(const std::string& text, const std::strin
       try {
         size_t used = 0;
         const std::string digits = type.substr(open + 1, type.size() - open - 2);
-        f.length = std::stoll(digits, &used);
-        if (used != digits.size() || f.length <= 0) throw bad("length must be > 0");
+        f.length = digits == "*" ? -1 : std::stoll(digits, &used);
+        if (digits != "*" && (used != digits.size() || f.length <= 0)) {
+          throw bad("length must be > 0 or *");
+        }
       } catch (const std::logic_error&) {
         throw bad("length must be a number");
       }

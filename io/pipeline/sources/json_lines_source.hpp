@@ -7,8 +7,10 @@
 //   float32   a JSON number                          -> float32 scalar
 //   bytes     a JSON string (UTF-8 bytes, unescaped) -> uint8[n]
 //   int64[N] / float32[N]  an array of exactly N numbers -> int64[N] / float32[N]
+//   int64[*] / float32[*]  an array of any length n (a list: data.assemble's ids= entries
+//                          turn it into fixed id slots) -> int64[n] / float32[n]
 // Fields not in the schema are ignored. Text form (ParseJsonSchema): "id:int64, score:float32,
-// text:bytes, emb:float32[4]".
+// text:bytes, emb:float32[4], tags:int64[*]".
 // Errors (kDataLoss): a line that is not a JSON object, a missing field, a value of the wrong
 // type or length. The message names the line (1-based; or its byte offset for a mid-file
 // byte-range reader) and the field; the context has file, offset, record (0-based line) and
@@ -31,11 +33,12 @@ namespace shardflow::pipeline {
 struct JsonField {
   std::string name;
   DType dtype = DType::kFloat32;  // kInt64, kFloat32, or kUInt8 (= bytes from a string)
-  int64_t length = 0;             // 0: scalar (or bytes); N > 0: array of exactly N numbers
+  int64_t length = 0;  // 0: scalar (or bytes); N > 0: array of exactly N numbers; -1: any length
 };
 
 // Parses "name:type[, name:type ...]" with type int64 | float32 | bytes | int64[N] |
-// float32[N]; throws Error(kInvalidArgument) naming `key` and the bad entry.
+// float32[N] | int64[*] | float32[*]; throws Error(kInvalidArgument) naming `key` and the bad
+// entry.
 std::vector<JsonField> ParseJsonSchema(const std::string& text, const std::string& key = "schema");
 
 struct JsonLinesOptions {
