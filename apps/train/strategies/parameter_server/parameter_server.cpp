@@ -442,8 +442,7 @@ void ParameterServerStrategy::Handle(const comm::Communicator::Envelope& e) {
       const int64_t step = ask[0];
       if (sparse_) {
         const std::string from = "worker rank " + std::to_string(e.source);
-        IdLists ids =
-            DecodeIds(ask.data() + 1, ask.size() - 1, model().RemoteTables().size(), from);
+        IdLists ids = DecodeIds(ask.data() + 1, ask.size() - 1, pull_ids_.front().size(), from);
         shard_->CheckIds(ids, from);
         pull_ids_[static_cast<size_t>(roles_.worker_index(e.source))] = std::move(ids);
       }

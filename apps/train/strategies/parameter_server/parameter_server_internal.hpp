@@ -223,7 +223,7 @@ class ParameterServerStrategy final : public ReplicaStrategy {
   std::vector<std::vector<int64_t>> requests_;  // per server: the pull's step and id lists
   std::vector<std::vector<float>> grad_rows_;   // per server: the push's gradient rows
   std::unique_ptr<SparseShard> shard_;
-  std::vector<IdLists> pull_ids_;  // per worker
+  std::vector<IdLists> pull_ids_;  // per worker (each one list per table)
   std::vector<float> incoming_rows_;
   // Worker: bytes it sent and received in its steps' pulls and pushes, the steps, and their
   // windows' rows (summary.json wire_mib_per_step, sparse_rows_per_step).

@@ -79,7 +79,7 @@ void ParameterServerStrategy::OnLookup(int source, size_t bytes) {
   ps_->PostRecvBytes(ask.data(), ask.size() * sizeof(int64_t), source, kLookupTag, requests);
   ps_->WaitAll(requests);
   const std::string from = "worker rank " + std::to_string(source);
-  const IdLists ids = DecodeIds(ask.data(), ask.size(), model().RemoteTables().size(), from);
+  const IdLists ids = DecodeIds(ask.data(), ask.size(), pull_ids_.front().size(), from);
   shard_->CheckIds(ids, from);
   std::vector<float> rows(shard_->RowFloats(ids));
   shard_->Gather(ids, rows.data());
